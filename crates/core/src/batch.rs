@@ -1,0 +1,160 @@
+//! A batch: a block of typed rows, backed by one text arena.
+//!
+//! Invariants: `cells.len() == rows() * ncols`; every `Cell::Text(start, len)` lies inside
+//! `text` and is valid UTF-8 (checked when the row was added); `lines.len() == rows()`.
+//! A batch is reused after it is written (`clear` keeps the allocations), so the hot path
+//! allocates per batch, not per row or per field.
+
+/// One value of a batch. Text lives in the batch's arena.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Cell {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text { start: u32, len: u32 },
+}
+
+/// A value borrowed from a batch.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value<'a> {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(&'a str),
+}
+
+/// Rows of `ncols` typed values. Where each row came from is kept for error messages.
+#[derive(Debug, Default)]
+pub struct Batch {
+    ncols: usize,
+    cells: Vec<Cell>,
+    text: Vec<u8>,
+    lines: Vec<RowOrigin>,
+}
+
+/// The line and record number a row came from (the file is the batch's input).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowOrigin {
+    pub line: u64,
+    pub record: u64,
+}
+
+impl Batch {
+    pub fn new(ncols: usize) -> Batch {
+        Batch {
+            ncols,
+            ..Batch::default()
+        }
+    }
+
+    /// Empties the batch, keeping its allocations, and sets its width.
+    pub fn clear(&mut self, ncols: usize) {
+        self.ncols = ncols;
+        self.cells.clear();
+        self.text.clear();
+        self.lines.clear();
+    }
+
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
+    pub fn rows(&self) -> usize {
+        self.lines.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// Bytes of text held, to bound a batch's memory.
+    pub fn text_bytes(&self) -> usize {
+        self.text.len()
+    }
+
+    /// Appends a text value to the current (unfinished) row.
+    #[inline]
+    pub fn push_text(&mut self, s: &str) {
+        let start = self.text.len() as u32;
+        self.text.extend_from_slice(s.as_bytes());
+        self.cells.push(Cell::Text {
+            start,
+            len: s.len() as u32,
+        });
+    }
+
+    /// Appends a non-text value to the current (unfinished) row.
+    #[inline]
+    pub fn push(&mut self, c: Cell) {
+        debug_assert!(!matches!(c, Cell::Text { .. }), "use push_text");
+        self.cells.push(c);
+    }
+
+    /// Ends the current row. It must hold exactly `ncols` cells.
+    #[inline]
+    pub fn finish_row(&mut self, origin: RowOrigin) {
+        debug_assert_eq!(self.cells.len(), (self.lines.len() + 1) * self.ncols);
+        self.lines.push(origin);
+    }
+
+    /// Drops the cells of an unfinished row (after a conversion error in the middle of it).
+    pub fn abandon_row(&mut self) {
+        self.cells.truncate(self.lines.len() * self.ncols);
+    }
+
+    pub fn origin(&self, row: usize) -> RowOrigin {
+        self.lines[row]
+    }
+
+    /// The values of row `row`.
+    pub fn row(&self, row: usize) -> impl ExactSizeIterator<Item = Value<'_>> + '_ {
+        let cells = &self.cells[row * self.ncols..(row + 1) * self.ncols];
+        cells.iter().map(move |c| self.value(*c))
+    }
+
+    #[inline]
+    pub fn value(&self, c: Cell) -> Value<'_> {
+        match c {
+            Cell::Null => Value::Null,
+            Cell::Integer(i) => Value::Integer(i),
+            Cell::Real(r) => Value::Real(r),
+            Cell::Text { start, len } => {
+                let b = &self.text[start as usize..(start + len) as usize];
+                // SAFETY: text cells are only made by `push_text` from a `&str`, and the
+                // arena is only appended to, so every span is whole UTF-8.
+                Value::Text(unsafe { std::str::from_utf8_unchecked(b) })
+            }
+        }
+    }
+
+    /// All cells, row-major.
+    pub fn cells(&self) -> &[Cell] {
+        &self.cells
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_read_back_as_pushed() {
+        let mut b = Batch::new(3);
+        b.push(Cell::Integer(7));
+        b.push_text("héllo");
+        b.push(Cell::Null);
+        b.finish_row(RowOrigin { line: 2, record: 1 });
+        b.push(Cell::Real(1.5));
+        b.push_text("");
+        b.abandon_row();
+        assert_eq!(b.rows(), 1);
+        let row: Vec<Value> = b.row(0).collect();
+        assert_eq!(
+            row,
+            vec![Value::Integer(7), Value::Text("héllo"), Value::Null]
+        );
+        b.clear(2);
+        assert!(b.is_empty());
+        assert_eq!(b.ncols(), 2);
+    }
+}

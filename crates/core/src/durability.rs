@@ -1,0 +1,246 @@
+//! Durability profiles: what a crash may leave, as PRAGMA sets and file protocols.
+//!
+//! | profile      | how                                                   | a crash leaves                     |
+//! |--------------|-------------------------------------------------------|------------------------------------|
+//! | `atomic-new` | build `DB.liteload-tmp` (journal in memory, no fsync, | no DB, or the complete DB          |
+//! |              | exclusive lock), fsync it, link it to DB, fsync dir   |                                    |
+//! | `balanced`   | WAL, synchronous=NORMAL, one transaction              | DB as of the last commit           |
+//! | `durable`    | WAL, synchronous=FULL, one transaction                | every commit that returned         |
+//! | `unsafe`     | journal OFF, synchronous OFF, in place                | possibly a corrupt DB              |
+//!
+//! `atomic-new` keeps the rollback journal in memory rather than OFF: pages that did not
+//! exist when the transaction began are never journaled, so for a new file the journal
+//! stays tiny, and a statement that fails half way (a duplicate key in a multi-row
+//! INSERT) is still undone exactly, which journal_mode=OFF cannot promise.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::{Error, Result};
+
+/// A durability profile. See the module docs for what each promises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    AtomicNew,
+    Balanced,
+    Durable,
+    Unsafe,
+}
+
+impl Durability {
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::AtomicNew => "atomic-new",
+            Durability::Balanced => "balanced",
+            Durability::Durable => "durable",
+            Durability::Unsafe => "unsafe",
+        }
+    }
+
+    /// The PRAGMAs of this profile, run on a fresh connection before anything else.
+    pub fn pragmas(self) -> &'static str {
+        match self {
+            Durability::AtomicNew => {
+                "PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
+            }
+            Durability::Balanced => "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            Durability::Durable => "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;",
+            Durability::Unsafe => {
+                "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for Durability {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "atomic-new" => Ok(Durability::AtomicNew),
+            "balanced" => Ok(Durability::Balanced),
+            "durable" => Ok(Durability::Durable),
+            "unsafe" => Ok(Durability::Unsafe),
+            other => Err(format!(
+                "unknown durability {other:?} (expected atomic-new, balanced, durable or unsafe)"
+            )),
+        }
+    }
+}
+
+/// Settings that shape the file, applied before the first table is created.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FileSettings {
+    /// Page size in bytes (a power of two, 512..=65536); only for a new file.
+    pub page_size: Option<u32>,
+    /// SQLite's `cache_size`: pages if positive, KiB if negative.
+    pub cache_size: Option<i64>,
+}
+
+/// The name of the temp file an `atomic-new` load of `target` builds.
+pub fn temp_path(target: &Path) -> PathBuf {
+    let mut s = target.as_os_str().to_owned();
+    s.push(".liteload-tmp");
+    PathBuf::from(s)
+}
+
+/// A database open for one load, inside one transaction.
+pub struct Target {
+    pub conn: Connection,
+    pub path: PathBuf,
+    pub durability: Durability,
+    tmp: Option<PathBuf>,
+    /// Things the user should know (a stale temp file removed, …).
+    pub notes: Vec<String>,
+}
+
+/// Opens `path` for a load and begins its transaction. `requested` overrides the default
+/// profile: `atomic-new` for a file that does not exist, `balanced` for one that does.
+pub fn open(path: &Path, requested: Option<Durability>, settings: FileSettings) -> Result<Target> {
+    let exists = path.exists();
+    let durability = requested.unwrap_or(if exists {
+        Durability::Balanced
+    } else {
+        Durability::AtomicNew
+    });
+    let mut notes = vec![];
+    if durability == Durability::AtomicNew && exists {
+        return Err(Error::plan(format!(
+            "{}: --durability atomic-new builds a new file, but this one exists (leave the flag out to append in one transaction)",
+            path.display()
+        )));
+    }
+    let (open_path, tmp) = if durability == Durability::AtomicNew {
+        let tmp = temp_path(path);
+        if tmp.exists() {
+            remove_stale(&tmp)?;
+            notes.push(format!(
+                "removed {} left by an interrupted run",
+                tmp.display()
+            ));
+        }
+        (tmp.clone(), Some(tmp))
+    } else {
+        (path.to_path_buf(), None)
+    };
+    let conn = Connection::open_with_flags(
+        &open_path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| Error::sqlite(format!("opening {}", open_path.display()), e))?;
+    let setup = || -> rusqlite::Result<()> {
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        if let Some(ps) = settings.page_size {
+            if !exists {
+                conn.execute_batch(&format!("PRAGMA page_size={ps};"))?;
+            }
+        }
+        conn.execute_batch(durability.pragmas())?;
+        if let Some(cs) = settings.cache_size {
+            conn.execute_batch(&format!("PRAGMA cache_size={cs};"))?;
+        }
+        conn.execute_batch(
+            if durability == Durability::Balanced || durability == Durability::Durable {
+                "BEGIN IMMEDIATE"
+            } else {
+                "BEGIN EXCLUSIVE"
+            },
+        )
+    };
+    if let Err(e) = setup() {
+        drop(conn);
+        if let Some(t) = &tmp {
+            let _ = fs::remove_file(t);
+        }
+        return Err(Error::sqlite(format!("preparing {}", path.display()), e));
+    }
+    Ok(Target {
+        conn,
+        path: path.to_path_buf(),
+        durability,
+        tmp,
+        notes,
+    })
+}
+
+/// Removes a temp file left by a killed run, unless a live run still holds its lock.
+fn remove_stale(tmp: &Path) -> Result<()> {
+    let busy = (|| -> rusqlite::Result<bool> {
+        let c = Connection::open_with_flags(tmp, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+        c.busy_timeout(std::time::Duration::ZERO)?;
+        match c.execute_batch("BEGIN EXCLUSIVE; ROLLBACK;") {
+            Ok(()) => Ok(false),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+            {
+                Ok(true)
+            }
+            // Not a database at all (killed before the header was written): stale.
+            Err(_) => Ok(false),
+        }
+    })()
+    .unwrap_or(false);
+    if busy {
+        return Err(Error::plan(format!(
+            "{} is locked: another liteload run is building this database now",
+            tmp.display()
+        )));
+    }
+    fs::remove_file(tmp).map_err(|e| Error::io(Some(tmp.to_path_buf()), e))
+}
+
+impl Target {
+    /// Commits the load and makes it visible: for `atomic-new`, the file is synced and
+    /// appears at its name in one step, and the directory is synced.
+    pub fn commit(self) -> Result<()> {
+        let Target {
+            conn, path, tmp, ..
+        } = self;
+        conn.execute_batch("COMMIT")
+            .map_err(|e| Error::sqlite("committing", e))?;
+        conn.close()
+            .map_err(|(_, e)| Error::sqlite("closing the database", e))?;
+        let Some(tmp) = tmp else { return Ok(()) };
+        let io = |p: &Path| {
+            let p = p.to_path_buf();
+            move |e| Error::io(Some(p), e)
+        };
+        File::open(&tmp)
+            .and_then(|f| f.sync_all())
+            .map_err(io(&tmp))?;
+        // A hard link never replaces a file that appeared meanwhile; a rename would.
+        match fs::hard_link(&tmp, &path) {
+            Ok(()) => fs::remove_file(&tmp).map_err(io(&tmp))?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(Error::plan(format!(
+                    "{} appeared while this load ran; the loaded database is kept at {}",
+                    path.display(),
+                    tmp.display()
+                )))
+            }
+            Err(_) => fs::rename(&tmp, &path).map_err(io(&tmp))?,
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io(&dir))?;
+        Ok(())
+    }
+
+    /// Abandons the load: the transaction is rolled back, a temp file removed. The target
+    /// is as it was before the run.
+    pub fn abort(self) {
+        let Target { conn, tmp, .. } = self;
+        let _ = conn.execute_batch("ROLLBACK");
+        drop(conn);
+        if let Some(t) = tmp {
+            let _ = fs::remove_file(t);
+        }
+    }
+}

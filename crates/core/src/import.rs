@@ -1,0 +1,712 @@
+//! `import`: inputs → typed batches (one parser thread) → SQLite (the calling thread).
+//!
+//! Order of work for each input: sample the first records, decide column names and
+//! types, create or check the table (before any row is written, so a planning error
+//! leaves the database untouched), then stream. Indexes are built after every row is in,
+//! then the single transaction commits (see [`crate::durability`] for what that means on
+//! disk for each profile).
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use rusqlite::Connection;
+
+use crate::batch::{Batch, Value};
+use crate::durability::{self, Durability, FileSettings, Target};
+use crate::error::{Error, Result};
+use crate::schema::quote_ident;
+use crate::sink::{sqlite::DEFAULT_ROWS_PER_STATEMENT, NullSink, Sink, SqliteSink};
+use crate::source::input::default_table_name;
+use crate::source::{open_source, BadRecord, Fill, Format, Input, ReadOptions, Source};
+use crate::table::{self, IndexSpec};
+use crate::types::ColumnType;
+
+/// How quoting works for delimited input.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Quoting {
+    /// `"` for CSV; off for TSV.
+    #[default]
+    Default,
+    Char(u8),
+    Off,
+}
+
+/// Everything `import` needs to know besides the database and the inputs.
+#[derive(Clone, Debug)]
+pub struct ImportOptions {
+    /// Read options; `format`, `delimiter` and `quote` there are overridden per input.
+    pub read: ReadOptions,
+    /// The format of every input; `None` means "from each file's extension".
+    pub format: Option<Format>,
+    pub delimiter: Option<u8>,
+    pub quoting: Quoting,
+    /// The table for every input; `None` means "each file's stem".
+    pub table: Option<String>,
+    /// Add columns that the table lacks instead of failing.
+    pub alter: bool,
+    /// Infer INTEGER/REAL/TEXT from the sample; `false` makes every column TEXT.
+    pub detect_types: bool,
+    /// Types that override the inferred ones, by column name.
+    pub types: Vec<(String, ColumnType)>,
+    /// Primary key columns of a created table.
+    pub pk: Vec<String>,
+    /// Indexes built after the load.
+    pub indexes: Vec<IndexSpec>,
+    /// `None` picks `atomic-new` for a new file and `balanced` for an existing one.
+    pub durability: Option<Durability>,
+    pub file: FileSettings,
+    /// Keep going past bad records, writing each (as JSON) to this file.
+    pub rejects: Option<PathBuf>,
+    /// Keep going past up to this many bad records.
+    pub max_errors: Option<u64>,
+    /// Parse and convert everything, write nothing.
+    pub parse_only: bool,
+    /// Rows per batch handed from the parser to the writer.
+    pub batch_rows: usize,
+    /// The cap on rows per INSERT statement.
+    pub rows_per_statement: usize,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions {
+            read: ReadOptions::default(),
+            format: None,
+            delimiter: None,
+            quoting: Quoting::Default,
+            table: None,
+            alter: false,
+            detect_types: true,
+            types: vec![],
+            pk: vec![],
+            indexes: vec![],
+            durability: None,
+            file: FileSettings::default(),
+            rejects: None,
+            max_errors: None,
+            parse_only: false,
+            batch_rows: 8192,
+            rows_per_statement: DEFAULT_ROWS_PER_STATEMENT,
+        }
+    }
+}
+
+/// What an import is doing now, for progress displays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Stage {
+    Loading = 0,
+    Indexing = 1,
+    Committing = 2,
+}
+
+/// Live counters of a running import, safe to read from another thread.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Raw bytes read from the inputs (compressed bytes for `.gz`).
+    pub bytes_read: Arc<AtomicU64>,
+    /// Total input size, when every input is a regular file (else 0).
+    pub bytes_total: AtomicU64,
+    pub rows: AtomicU64,
+    stage: AtomicU8,
+}
+
+impl Progress {
+    pub fn stage(&self) -> Stage {
+        match self.stage.load(Ordering::Relaxed) {
+            1 => Stage::Indexing,
+            2 => Stage::Committing,
+            _ => Stage::Loading,
+        }
+    }
+
+    fn set_stage(&self, s: Stage) {
+        self.stage.store(s as u8, Ordering::Relaxed);
+    }
+}
+
+/// The outcome of a successful import.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Summary {
+    pub rows: u64,
+    pub tables: Vec<String>,
+    pub seconds: f64,
+    pub rows_per_second: f64,
+    pub bytes_read: u64,
+    pub rejects: u64,
+    /// The first few bad records skipped, as messages.
+    pub reject_samples: Vec<String>,
+    pub type_mismatches: u64,
+    pub first_type_mismatch: Option<String>,
+    /// Size of the database file afterwards (0 with `parse_only`).
+    pub db_bytes: u64,
+    pub durability: String,
+    pub rows_per_statement: usize,
+    pub sqlite_version: String,
+    /// Things the user should know: renamed columns, a stale temp file removed, …
+    pub notes: Vec<String>,
+}
+
+/// Bad records: refused, or counted and logged when the user allowed it.
+struct Rejects {
+    tolerate: bool,
+    max: Option<u64>,
+    count: u64,
+    samples: Vec<String>,
+    file: Option<(PathBuf, BufWriter<File>)>,
+}
+
+impl Rejects {
+    fn new(opts: &ImportOptions) -> Result<Rejects> {
+        let file = match &opts.rejects {
+            Some(p) => Some((
+                p.clone(),
+                BufWriter::new(File::create(p).map_err(|e| Error::io(Some(p.clone()), e))?),
+            )),
+            None => None,
+        };
+        Ok(Rejects {
+            tolerate: opts.rejects.is_some() || opts.max_errors.is_some(),
+            max: opts.max_errors,
+            count: 0,
+            samples: vec![],
+            file,
+        })
+    }
+
+    fn record(&mut self, bad: BadRecord) -> Result<()> {
+        if !self.tolerate {
+            return Err(bad.error);
+        }
+        self.count += 1;
+        if let Some(m) = self.max {
+            if self.count > m {
+                return Err(Error::too_many(m, bad.error));
+            }
+        }
+        if self.samples.len() < 5 {
+            self.samples.push(bad.error.to_string());
+        }
+        if let Some((path, w)) = &mut self.file {
+            let pos = bad.error.position().cloned().unwrap_or_default();
+            let line = serde_json::json!({
+                "file": &*pos.path,
+                "line": pos.line,
+                "column": pos.column,
+                "record": pos.record,
+                "reason": bad.error.reason(),
+                "fields": bad.fields,
+            });
+            writeln!(w, "{line}").map_err(|e| Error::io(Some(path.clone()), e))?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        if let Some((path, w)) = &mut self.file {
+            w.flush().map_err(|e| Error::io(Some(path.clone()), e))?;
+        }
+        Ok(())
+    }
+}
+
+/// How one input's columns land in the table.
+struct TablePlan {
+    table: String,
+    columns: Vec<String>,
+    types: Vec<ColumnType>,
+    /// Whether columns may be added to it as the input goes (created in this run, or --alter).
+    may_alter: bool,
+}
+
+/// Loads `inputs` into the database at `db`. On error the database is as it was before
+/// the call (see [`crate::durability`]); a rejects file may hold what was skipped.
+pub fn import(
+    db: &Path,
+    inputs: &[Input],
+    opts: &ImportOptions,
+    progress: &Progress,
+) -> Result<Summary> {
+    let start = Instant::now();
+    let total: Option<u64> = inputs.iter().map(|i| i.size()).sum();
+    progress
+        .bytes_total
+        .store(total.unwrap_or(0), Ordering::Relaxed);
+    validate_options(opts, inputs)?;
+    let mut target = if opts.parse_only {
+        None
+    } else {
+        Some(durability::open(db, opts.durability, opts.file)?)
+    };
+    let result = import_into(target.as_mut(), inputs, opts, progress);
+    match (result, target) {
+        (Ok(mut summary), Some(t)) => {
+            summary.durability = t.durability.name().to_string();
+            summary.notes.splice(0..0, t.notes.clone());
+            progress.set_stage(Stage::Committing);
+            t.commit()?;
+            summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
+            finish_summary(&mut summary, start);
+            Ok(summary)
+        }
+        (Ok(mut summary), None) => {
+            summary.durability = "none (parse only)".into();
+            finish_summary(&mut summary, start);
+            Ok(summary)
+        }
+        (Err(e), Some(t)) => {
+            t.abort();
+            Err(e)
+        }
+        (Err(e), None) => Err(e),
+    }
+}
+
+fn finish_summary(s: &mut Summary, start: Instant) {
+    s.seconds = start.elapsed().as_secs_f64();
+    s.rows_per_second = if s.seconds > 0.0 {
+        s.rows as f64 / s.seconds
+    } else {
+        0.0
+    };
+    s.sqlite_version = rusqlite::version().to_string();
+}
+
+fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result<()> {
+    if inputs.is_empty() {
+        return Err(Error::plan("no input files"));
+    }
+    if inputs.iter().filter(|i| **i == Input::Stdin).count() > 1 {
+        return Err(Error::plan("stdin (-) can be read only once"));
+    }
+    if let Some(ps) = opts.file.page_size {
+        if !(512..=65536).contains(&ps) || !ps.is_power_of_two() {
+            return Err(Error::plan(format!(
+                "--page-size {ps}: expected a power of two from 512 to 65536"
+            )));
+        }
+    }
+    if let Some(t) = &opts.table {
+        if t.is_empty() {
+            return Err(Error::plan("--table: the name is empty"));
+        }
+    }
+    Ok(())
+}
+
+fn read_options_for(input: &Input, opts: &ImportOptions) -> Result<ReadOptions> {
+    let format = match (opts.format, input.logical_path()) {
+        (Some(f), _) => f,
+        (None, None) => Format::Csv,
+        (None, Some(p)) => Format::from_path(&p).ok_or_else(|| {
+            Error::plan(format!(
+                "{}: cannot tell the format from the file name; use --csv, --tsv, --nl or --json",
+                input.display_name()
+            ))
+        })?,
+    };
+    let mut ro = opts.read.clone();
+    ro.format = format;
+    ro.delimiter = opts
+        .delimiter
+        .unwrap_or(if format == Format::Tsv { b'\t' } else { b',' });
+    ro.quote = match opts.quoting {
+        Quoting::Default if format == Format::Tsv => None,
+        Quoting::Default => Some(b'"'),
+        Quoting::Char(c) => Some(c),
+        Quoting::Off => None,
+    };
+    Ok(ro)
+}
+
+fn import_into(
+    mut target: Option<&mut Target>,
+    inputs: &[Input],
+    opts: &ImportOptions,
+    progress: &Progress,
+) -> Result<Summary> {
+    let mut summary = Summary {
+        rows_per_statement: 1,
+        ..Summary::default()
+    };
+    let rejects = Mutex::new(Rejects::new(opts)?);
+    let mut created: HashSet<String> = HashSet::new();
+    let mut loaded: Vec<(String, Vec<String>)> = vec![];
+    for input in inputs {
+        let ro = read_options_for(input, opts)?;
+        let mut src = open_source(input, &ro, progress.bytes_read.clone())?;
+        let sample = src.sample()?;
+        summary.notes.extend(
+            sample
+                .notes
+                .iter()
+                .map(|n| format!("{}: {}", input.display_name(), n)),
+        );
+        let table = match (&opts.table, default_table_name(input)) {
+            (Some(t), _) => t.clone(),
+            (None, Some(t)) => t,
+            (None, None) => return Err(Error::plan("reading stdin: name the table with --table")),
+        };
+        let mut inferred: Vec<ColumnType> = sample
+            .guesses
+            .iter()
+            .map(|g| {
+                if opts.detect_types {
+                    g.resolve()
+                } else {
+                    ColumnType::Text
+                }
+            })
+            .collect();
+        inferred.resize(sample.columns.len(), ColumnType::Text);
+        for (name, ty) in &opts.types {
+            match sample
+                .columns
+                .iter()
+                .position(|c| c.eq_ignore_ascii_case(name))
+            {
+                Some(i) => inferred[i] = *ty,
+                None => {
+                    return Err(Error::plan(format!(
+                        "--type {name}=…: {} has no column {name:?} (columns: {})",
+                        input.display_name(),
+                        sample.columns.join(", ")
+                    )))
+                }
+            }
+        }
+        let plan = match target.as_deref_mut() {
+            Some(t) => plan_table(
+                &t.conn,
+                &table,
+                &sample.columns,
+                &inferred,
+                opts,
+                &mut created,
+            )?,
+            None => TablePlan {
+                table: table.clone(),
+                columns: sample.columns.clone(),
+                types: inferred.clone(),
+                may_alter: true,
+            },
+        };
+        src.set_types(plan.types.clone());
+        let name: Arc<str> = input.display_name().into();
+        let rows = match target.as_deref_mut() {
+            Some(t) => {
+                let mut sink = SqliteSink::new(
+                    &t.conn,
+                    &plan.table,
+                    plan.columns.clone(),
+                    name,
+                    opts.rows_per_statement,
+                )?;
+                summary.rows_per_statement = sink.rows_per_statement();
+                let conn = &t.conn;
+                let plan_ref = &plan;
+                run_pipeline(
+                    src.as_mut(),
+                    &mut sink,
+                    opts,
+                    progress,
+                    &rejects,
+                    &mut |cols| add_columns(conn, plan_ref, cols),
+                    &mut summary,
+                )?
+            }
+            None => run_pipeline(
+                src.as_mut(),
+                &mut NullSink::default(),
+                opts,
+                progress,
+                &rejects,
+                &mut |_| Ok(()),
+                &mut summary,
+            )?,
+        };
+        summary.rows += rows;
+        if !summary.tables.contains(&plan.table) {
+            summary.tables.push(plan.table.clone());
+        }
+        match loaded.iter_mut().find(|(t, _)| *t == plan.table) {
+            Some((_, cols)) => cols.extend(plan.columns.iter().cloned()),
+            None => loaded.push((plan.table.clone(), plan.columns.clone())),
+        }
+    }
+    if let Some(t) = target {
+        progress.set_stage(Stage::Indexing);
+        for (table, _) in &loaded {
+            for ix in &opts.indexes {
+                t.conn.execute_batch(&ix.sql(table)).map_err(|e| {
+                    Error::sqlite(
+                        format!(
+                            "creating the index on {} ({})",
+                            quote_ident(table),
+                            ix.columns.join(", ")
+                        ),
+                        e,
+                    )
+                })?;
+            }
+        }
+    }
+    let mut r = rejects.into_inner().unwrap_or_else(|p| p.into_inner());
+    r.finish()?;
+    summary.rejects = r.count;
+    summary.reject_samples = r.samples;
+    Ok(summary)
+}
+
+/// Creates the table, or checks (and with --alter widens) an existing one. Every
+/// problem is found here, before any row is written.
+fn plan_table(
+    conn: &Connection,
+    table: &str,
+    columns: &[String],
+    inferred: &[ColumnType],
+    opts: &ImportOptions,
+    created: &mut HashSet<String>,
+) -> Result<TablePlan> {
+    let exec = |sql: &str| {
+        conn.execute_batch(sql)
+            .map_err(|e| Error::sqlite(format!("running {sql}"), e))
+    };
+    let check_names = |what: &str, names: &[String], have: &[String]| -> Result<()> {
+        for n in names {
+            if !have.iter().any(|c| c.eq_ignore_ascii_case(n)) {
+                return Err(Error::plan(format!(
+                    "{what} {n:?}: table {} has no such column (columns: {})",
+                    quote_ident(table),
+                    have.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    };
+    match table::existing_columns(conn, table)? {
+        None => {
+            if columns.is_empty() {
+                return Err(Error::plan(format!(
+                    "no columns for the new table {}: the input has no records to name them",
+                    quote_ident(table)
+                )));
+            }
+            check_names("--pk", &opts.pk, columns)?;
+            for ix in &opts.indexes {
+                check_names("--index", &ix.columns, columns)?;
+            }
+            let cols: Vec<(String, ColumnType)> = columns
+                .iter()
+                .cloned()
+                .zip(inferred.iter().copied())
+                .collect();
+            exec(&table::create_sql(table, &cols, &opts.pk))?;
+            created.insert(table.to_ascii_lowercase());
+            Ok(TablePlan {
+                table: table.to_string(),
+                columns: columns.to_vec(),
+                types: inferred.to_vec(),
+                may_alter: true,
+            })
+        }
+        Some((actual, existing)) => {
+            let ours = created.contains(&actual.to_ascii_lowercase());
+            if !opts.pk.is_empty() && !ours {
+                return Err(Error::plan(format!(
+                    "--pk applies when liteload creates the table, and {} exists already",
+                    quote_ident(&actual)
+                )));
+            }
+            let mut names = vec![];
+            let mut types = vec![];
+            let mut have: Vec<String> = existing.iter().map(|c| c.name.clone()).collect();
+            for (i, col) in columns.iter().enumerate() {
+                match existing.iter().find(|c| c.name.eq_ignore_ascii_case(col)) {
+                    Some(c) => {
+                        let ty = if opts.types.iter().any(|(n, _)| n.eq_ignore_ascii_case(col)) {
+                            inferred[i]
+                        } else {
+                            ColumnType::from_declared(&c.declared).unwrap_or(inferred[i])
+                        };
+                        names.push(c.name.clone());
+                        types.push(ty);
+                    }
+                    None if opts.alter || ours => {
+                        exec(&table::add_column_sql(&actual, col, inferred[i]))?;
+                        names.push(col.clone());
+                        types.push(inferred[i]);
+                        have.push(col.clone());
+                    }
+                    None => {
+                        return Err(Error::plan(format!(
+                            "table {} has no column {col:?} (it has: {}); use --alter to add it",
+                            quote_ident(&actual),
+                            have.join(", ")
+                        )))
+                    }
+                }
+            }
+            for ix in &opts.indexes {
+                check_names("--index", &ix.columns, &have)?;
+            }
+            Ok(TablePlan {
+                table: actual,
+                columns: names,
+                types,
+                may_alter: opts.alter || ours,
+            })
+        }
+    }
+}
+
+/// Adds columns that appeared in the input after the sample.
+fn add_columns(conn: &Connection, plan: &TablePlan, cols: &[(String, ColumnType)]) -> Result<()> {
+    let existing = table::existing_columns(conn, &plan.table)?
+        .map(|(_, c)| c)
+        .unwrap_or_default();
+    for (name, ty) in cols {
+        if existing.iter().any(|c| c.name.eq_ignore_ascii_case(name)) {
+            continue;
+        }
+        if !plan.may_alter {
+            return Err(Error::plan(format!(
+                "table {} has no column {name:?}, which the input has from some record on; use --alter to add it",
+                quote_ident(&plan.table)
+            )));
+        }
+        let sql = table::add_column_sql(&plan.table, name, *ty);
+        conn.execute_batch(&sql)
+            .map_err(|e| Error::sqlite(format!("running {sql}"), e))?;
+    }
+    Ok(())
+}
+
+enum Msg {
+    Batch(Batch),
+    AddColumns(Vec<(String, ColumnType)>),
+}
+
+/// Runs one input through a parser thread into `sink`. Returns the rows written.
+fn run_pipeline(
+    src: &mut dyn Source,
+    sink: &mut dyn Sink,
+    opts: &ImportOptions,
+    progress: &Progress,
+    rejects: &Mutex<Rejects>,
+    widen: &mut dyn FnMut(&[(String, ColumnType)]) -> Result<()>,
+    summary: &mut Summary,
+) -> Result<u64> {
+    let (tx, rx) = bounded::<Msg>(4);
+    let (back_tx, back_rx) = unbounded::<Batch>();
+    let batch_rows = opts.batch_rows.max(1);
+    std::thread::scope(|s| {
+        let producer = s.spawn(move || produce(src, tx, back_rx, batch_rows, rejects));
+        let written = consume(rx, back_tx, sink, progress, rejects, widen);
+        let produced = producer
+            .join()
+            .unwrap_or_else(|_| Err(Error::plan("the parser thread panicked")));
+        // The writer's error comes first: when it stops, the parser sees a closed channel.
+        let written = written?;
+        let mism = produced?;
+        summary.type_mismatches += mism.count;
+        if summary.first_type_mismatch.is_none() {
+            summary.first_type_mismatch = mism.first;
+        }
+        Ok(written)
+    })
+}
+
+fn produce(
+    src: &mut dyn Source,
+    tx: Sender<Msg>,
+    back: Receiver<Batch>,
+    batch_rows: usize,
+    rejects: &Mutex<Rejects>,
+) -> Result<crate::source::Mismatches> {
+    const MAX_TEXT: usize = 16 << 20;
+    let mut ncols = src.width();
+    let mut batch = Batch::new(ncols);
+    let mut bad = |b: BadRecord| rejects.lock().unwrap_or_else(|p| p.into_inner()).record(b);
+    loop {
+        let fill = src.fill(&mut batch, batch_rows, MAX_TEXT, &mut bad)?;
+        let send_batch = |batch: Batch| tx.send(Msg::Batch(batch)).is_ok();
+        match fill {
+            Fill::Full | Fill::Done => {
+                let done = fill == Fill::Done;
+                if !batch.is_empty() {
+                    if !send_batch(std::mem::take(&mut batch)) {
+                        break; // the writer stopped; its error is the one to report
+                    }
+                    batch = back.try_recv().unwrap_or_default();
+                    batch.clear(ncols);
+                }
+                if done {
+                    break;
+                }
+            }
+            Fill::NewColumns(cols) => {
+                if !batch.is_empty() && !send_batch(std::mem::take(&mut batch)) {
+                    break;
+                }
+                ncols += cols.len();
+                if tx.send(Msg::AddColumns(cols)).is_err() {
+                    break;
+                }
+                batch = back.try_recv().unwrap_or_default();
+                batch.clear(ncols);
+            }
+        }
+    }
+    Ok(src.mismatches().clone())
+}
+
+fn consume(
+    rx: Receiver<Msg>,
+    back: Sender<Batch>,
+    sink: &mut dyn Sink,
+    progress: &Progress,
+    rejects: &Mutex<Rejects>,
+    widen: &mut dyn FnMut(&[(String, ColumnType)]) -> Result<()>,
+) -> Result<u64> {
+    let mut rows = 0;
+    for msg in rx {
+        match msg {
+            Msg::Batch(b) => {
+                let mut bad = |row: usize, error: Error| {
+                    let fields: Vec<serde_json::Value> = b
+                        .row(row)
+                        .map(|v| match v {
+                            Value::Null => serde_json::Value::Null,
+                            Value::Integer(i) => i.into(),
+                            Value::Real(r) => r.into(),
+                            Value::Text(t) => t.into(),
+                        })
+                        .collect();
+                    rejects
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .record(BadRecord {
+                            error,
+                            fields: fields.into(),
+                        })
+                };
+                let n = sink.write_batch(&b, &mut bad)?;
+                rows += n;
+                progress.rows.fetch_add(n, Ordering::Relaxed);
+                let _ = back.send(b);
+            }
+            Msg::AddColumns(cols) => {
+                widen(&cols)?;
+                sink.add_columns(&cols)?;
+            }
+        }
+    }
+    Ok(rows)
+}

@@ -1,0 +1,193 @@
+//! Turning input values into typed cells, by the rules in [`crate::types`].
+
+use crate::batch::{Batch, Cell};
+use crate::types::{classify, ColumnType, Lexeme};
+
+/// Counts values stored in a type other than their column's (SQLite's flexible typing
+/// keeps them as they are), and remembers the first for the summary.
+#[derive(Clone, Debug, Default)]
+pub struct Mismatches {
+    pub count: u64,
+    /// `path:line:column: "value" in INTEGER column "name"`.
+    pub first: Option<String>,
+}
+
+/// Pushes delimited-text field `s` (already checked UTF-8) into `batch` as a value of
+/// column type `ty`. Returns `true` when the value does not fit the type.
+#[inline]
+pub fn push_text_field(batch: &mut Batch, s: &str, ty: ColumnType, empty_null: bool) -> bool {
+    if s.is_empty() && (empty_null || ty != ColumnType::Text) {
+        batch.push(Cell::Null);
+        return false;
+    }
+    match ty {
+        ColumnType::Text => {
+            batch.push_text(s);
+            false
+        }
+        ColumnType::Integer => match classify(s.as_bytes()) {
+            Lexeme::Integer(i) => {
+                batch.push(Cell::Integer(i));
+                false
+            }
+            Lexeme::Real(r) => {
+                batch.push(Cell::Real(r));
+                true
+            }
+            _ => {
+                batch.push_text(s);
+                true
+            }
+        },
+        ColumnType::Real => match classify(s.as_bytes()) {
+            Lexeme::Integer(i) => {
+                batch.push(Cell::Real(i as f64));
+                false
+            }
+            Lexeme::Real(r) => {
+                batch.push(Cell::Real(r));
+                false
+            }
+            _ => {
+                batch.push_text(s);
+                true
+            }
+        },
+    }
+}
+
+/// What a JSON value says about its column's type (JSON strings are always text).
+pub fn json_lexeme(v: &serde_json::Value) -> Lexeme {
+    use serde_json::Value as J;
+    match v {
+        J::Null => Lexeme::Empty,
+        J::Bool(b) => Lexeme::Integer(i64::from(*b)),
+        J::Number(n) => match (n.as_i64(), n.is_f64()) {
+            (Some(i), _) => Lexeme::Integer(i),
+            (None, true) => Lexeme::Real(n.as_f64().unwrap_or(f64::NAN)),
+            (None, false) => Lexeme::Text, // an integer beyond i64: kept as its digits
+        },
+        J::String(_) | J::Array(_) | J::Object(_) => Lexeme::Text,
+    }
+}
+
+/// Pushes JSON value `v` as a value of column type `ty`. Nested values become JSON text.
+/// `scratch` is reused to serialize them. Returns `true` on a type mismatch.
+pub fn push_json_value(
+    batch: &mut Batch,
+    v: &serde_json::Value,
+    ty: ColumnType,
+    empty_null: bool,
+    scratch: &mut String,
+) -> bool {
+    use serde_json::Value as J;
+    match v {
+        J::Null => {
+            batch.push(Cell::Null);
+            false
+        }
+        J::String(s) => {
+            if s.is_empty() && (empty_null || ty != ColumnType::Text) {
+                batch.push(Cell::Null);
+                return false;
+            }
+            batch.push_text(s);
+            ty != ColumnType::Text
+        }
+        J::Array(_) | J::Object(_) => {
+            scratch.clear();
+            scratch.push_str(&v.to_string());
+            batch.push_text(scratch);
+            ty != ColumnType::Text
+        }
+        J::Bool(_) | J::Number(_) => match (json_lexeme(v), ty) {
+            (Lexeme::Integer(i), ColumnType::Real) => {
+                batch.push(Cell::Real(i as f64));
+                false
+            }
+            (Lexeme::Integer(i), t) => {
+                batch.push(Cell::Integer(i));
+                t != ColumnType::Integer
+            }
+            (Lexeme::Real(r), t) => {
+                batch.push(Cell::Real(r));
+                t != ColumnType::Real
+            }
+            _ => {
+                scratch.clear();
+                scratch.push_str(&v.to_string());
+                batch.push_text(scratch);
+                ty != ColumnType::Text
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::{RowOrigin, Value};
+
+    #[test]
+    fn text_fields_follow_their_column_type() {
+        let mut b = Batch::new(7);
+        let mism = [
+            push_text_field(&mut b, "42", ColumnType::Integer, false),
+            push_text_field(&mut b, "", ColumnType::Integer, false),
+            push_text_field(&mut b, "007", ColumnType::Integer, false),
+            push_text_field(&mut b, "3", ColumnType::Real, false),
+            push_text_field(&mut b, "", ColumnType::Text, false),
+            push_text_field(&mut b, "", ColumnType::Text, true),
+            push_text_field(&mut b, "2.5", ColumnType::Integer, false),
+        ];
+        b.finish_row(RowOrigin::default());
+        assert_eq!(mism, [false, false, true, false, false, false, true]);
+        let row: Vec<Value> = b.row(0).collect();
+        assert_eq!(
+            row,
+            vec![
+                Value::Integer(42),
+                Value::Null,
+                Value::Text("007"),
+                Value::Real(3.0),
+                Value::Text(""),
+                Value::Null,
+                Value::Real(2.5)
+            ]
+        );
+    }
+
+    #[test]
+    fn json_values_keep_their_kind() {
+        let mut b = Batch::new(5);
+        let mut s = String::new();
+        let v: serde_json::Value =
+            serde_json::from_str(r#"[18446744073709551615, true, {"a":[1]}, "12", 1.5]"#)
+                .unwrap_or_default();
+        let arr = v.as_array().cloned().unwrap_or_default();
+        let mism: Vec<bool> = arr
+            .iter()
+            .zip([
+                ColumnType::Text,
+                ColumnType::Integer,
+                ColumnType::Text,
+                ColumnType::Integer,
+                ColumnType::Real,
+            ])
+            .map(|(v, t)| push_json_value(&mut b, v, t, false, &mut s))
+            .collect();
+        b.finish_row(RowOrigin::default());
+        assert_eq!(mism, vec![false, false, false, true, false]);
+        let row: Vec<Value> = b.row(0).collect();
+        assert_eq!(
+            row,
+            vec![
+                Value::Text("18446744073709551615"),
+                Value::Integer(1),
+                Value::Text(r#"{"a":[1]}"#),
+                Value::Text("12"),
+                Value::Real(1.5)
+            ]
+        );
+    }
+}

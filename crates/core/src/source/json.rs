@@ -1,0 +1,596 @@
+//! JSON input: newline-delimited objects, or one top-level array of objects, streamed.
+//!
+//! Columns are the objects' keys in the order they are first seen. Keys are matched to
+//! columns exactly, then ignoring ASCII case (SQLite's column names ignore case). A key
+//! first seen after the sample adds a column ([`Fill::NewColumns`]). JSON strings are
+//! always TEXT (`"02134"` stays text); `true`/`false` are 1/0; nested objects and arrays
+//! are stored as JSON text; an integer beyond i64 is stored as TEXT of its digits.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, BufRead, Read};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::convert::{json_lexeme, push_json_value, Mismatches};
+use super::{BadRecord, Fill, ReadOptions, Sample, Source};
+use crate::batch::{Batch, Cell, RowOrigin};
+use crate::error::{Error, Position, Result};
+use crate::types::{ColumnType, TypeGuess};
+
+/// One object read, with where it started.
+#[derive(Debug)]
+pub struct Obj {
+    pub map: Map<String, Value>,
+    pub line: u64,
+    pub column: u64,
+    pub byte: u64,
+}
+
+/// A value that is not a loadable object, and the stream can go on after it.
+#[derive(Debug)]
+pub struct BadObj {
+    pub line: u64,
+    pub column: u64,
+    pub byte: u64,
+    pub message: String,
+    pub raw: Value,
+}
+
+enum Item {
+    Obj(Obj),
+    Bad(BadObj),
+}
+
+/// A stream of JSON objects from either layout.
+pub enum ObjectStream {
+    Lines(LineObjects),
+    Array(ArrayObjects),
+}
+
+impl ObjectStream {
+    pub fn lines(r: Box<dyn BufRead + Send>, max_line: usize) -> Self {
+        ObjectStream::Lines(LineObjects {
+            r,
+            buf: Vec::new(),
+            line: 1,
+            byte: 0,
+            max_line,
+        })
+    }
+
+    pub fn array(r: Box<dyn BufRead + Send>) -> Self {
+        ObjectStream::Array(ArrayObjects {
+            r: Tracked {
+                inner: r,
+                line: 1,
+                col: 1,
+                byte: 0,
+            },
+            started: false,
+            first: true,
+            done: false,
+        })
+    }
+
+    /// The next object, a skippable bad value, or `None` at the end. An `Err` is fatal:
+    /// (line, column, message) of a syntax error the stream cannot continue after.
+    fn next(&mut self) -> std::result::Result<Option<Item>, (u64, u64, String)> {
+        match self {
+            ObjectStream::Lines(l) => l.next(),
+            ObjectStream::Array(a) => a.next(),
+        }
+    }
+}
+
+/// serde_json's message without its " at line L column C" tail (we give our own position).
+fn json_message(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Newline-delimited JSON. A bad line is skippable: the next line starts afresh.
+pub struct LineObjects {
+    r: Box<dyn BufRead + Send>,
+    buf: Vec<u8>,
+    line: u64,
+    byte: u64,
+    max_line: usize,
+}
+
+impl LineObjects {
+    fn next(&mut self) -> std::result::Result<Option<Item>, (u64, u64, String)> {
+        loop {
+            self.buf.clear();
+            let (line, byte) = (self.line, self.byte);
+            let n = (&mut self.r)
+                .take(self.max_line as u64 + 1)
+                .read_until(b'\n', &mut self.buf)
+                .map_err(|e| (line, 1, e.to_string()))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.byte += n as u64;
+            self.line += 1;
+            if n > self.max_line && !self.buf.ends_with(b"\n") {
+                // Skip the rest of the line without holding it in memory.
+                loop {
+                    let chunk = self.r.fill_buf().map_err(|e| (line, 1, e.to_string()))?;
+                    if chunk.is_empty() {
+                        break;
+                    }
+                    let (used, end) = match memchr::memchr(b'\n', chunk) {
+                        Some(i) => (i + 1, true),
+                        None => (chunk.len(), false),
+                    };
+                    self.r.consume(used);
+                    self.byte += used as u64;
+                    if end {
+                        break;
+                    }
+                }
+                return Ok(Some(Item::Bad(BadObj {
+                    line,
+                    column: 1,
+                    byte,
+                    message: format!(
+                        "line longer than {} bytes (raise the limit with --max-record-bytes)",
+                        self.max_line
+                    ),
+                    raw: Value::Null,
+                })));
+            }
+            let text = self.buf.trim_ascii();
+            if text.is_empty() {
+                continue;
+            }
+            let lead = (self.buf.len() - self.buf.trim_ascii_start().len()) as u64;
+            return Ok(Some(match serde_json::from_slice::<Value>(text) {
+                Ok(Value::Object(map)) => Item::Obj(Obj {
+                    map,
+                    line,
+                    column: lead + 1,
+                    byte,
+                }),
+                Ok(other) => Item::Bad(BadObj {
+                    line,
+                    column: lead + 1,
+                    byte,
+                    message: format!("expected a JSON object, found {}", kind_of(&other)),
+                    raw: other,
+                }),
+                Err(e) => Item::Bad(BadObj {
+                    line,
+                    column: lead + e.column() as u64,
+                    byte,
+                    message: format!(
+                        "expected a JSON object, found invalid JSON: {}",
+                        json_message(&e)
+                    ),
+                    raw: Value::String(String::from_utf8_lossy(text).into_owned()),
+                }),
+            }));
+        }
+    }
+}
+
+/// A reader that tracks the line and column of the next byte.
+struct Tracked<R> {
+    inner: R,
+    line: u64,
+    col: u64,
+    byte: u64,
+}
+
+impl<R: BufRead> Tracked<R> {
+    fn advance(&mut self, bytes: &[u8]) {
+        self.byte += bytes.len() as u64;
+        match memchr::memrchr(b'\n', bytes) {
+            Some(i) => {
+                self.line += memchr::memchr_iter(b'\n', bytes).count() as u64;
+                self.col = (bytes.len() - i) as u64;
+            }
+            None => self.col += bytes.len() as u64,
+        }
+    }
+
+    fn peek(&mut self) -> io::Result<Option<u8>> {
+        Ok(self.inner.fill_buf()?.first().copied())
+    }
+
+    fn bump(&mut self) {
+        self.advance(b"x");
+        self.inner.consume(1);
+    }
+
+    fn skip_ws(&mut self) -> io::Result<Option<u8>> {
+        while let Some(b) = self.peek()? {
+            if b.is_ascii_whitespace() {
+                if b == b'\n' {
+                    self.line += 1;
+                    self.col = 1;
+                    self.byte += 1;
+                    self.inner.consume(1);
+                } else {
+                    self.bump();
+                }
+            } else {
+                return Ok(Some(b));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl<R: BufRead> Read for Tracked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let (line, col, byte) = (self.line, self.col, self.byte);
+        self.advance(&buf[..n]);
+        debug_assert!(
+            self.line >= line && (self.line > line || self.col >= col) && self.byte >= byte
+        );
+        Ok(n)
+    }
+}
+
+/// A top-level JSON array of objects, read one element at a time.
+pub struct ArrayObjects {
+    r: Tracked<Box<dyn BufRead + Send>>,
+    started: bool,
+    first: bool,
+    done: bool,
+}
+
+impl ArrayObjects {
+    fn next(&mut self) -> std::result::Result<Option<Item>, (u64, u64, String)> {
+        if self.done {
+            return Ok(None);
+        }
+        let io_err = |r: &Tracked<_>, e: io::Error| (r.line, r.col, e.to_string());
+        if !self.started {
+            self.started = true;
+            match self.r.skip_ws().map_err(|e| io_err(&self.r, e))? {
+                Some(b'[') => self.r.bump(),
+                Some(b) => {
+                    return Err((
+                        self.r.line,
+                        self.r.col,
+                        format!("expected a JSON array of objects ('['), found {:?} (for one object per line use --nl)", b as char),
+                    ))
+                }
+                None => {
+                    self.done = true;
+                    return Ok(None);
+                }
+            }
+        }
+        let mut b = self.r.skip_ws().map_err(|e| io_err(&self.r, e))?;
+        if b == Some(b']') {
+            self.r.bump();
+            self.done = true;
+            return match self.r.skip_ws().map_err(|e| io_err(&self.r, e))? {
+                None => Ok(None),
+                Some(_) => Err((
+                    self.r.line,
+                    self.r.col,
+                    "expected the end of the input after the array, found more".into(),
+                )),
+            };
+        }
+        if !self.first {
+            if b != Some(b',') {
+                return Err((
+                    self.r.line,
+                    self.r.col,
+                    "expected ',' or ']' after an array element".into(),
+                ));
+            }
+            self.r.bump();
+            b = self.r.skip_ws().map_err(|e| io_err(&self.r, e))?;
+        }
+        self.first = false;
+        let (line, column, byte) = (self.r.line, self.r.col, self.r.byte);
+        match b {
+            Some(b'{') | Some(b'[') | Some(b'"') => {}
+            None => {
+                return Err((
+                    line,
+                    column,
+                    "expected an array element or ']', found the end of the input".into(),
+                ))
+            }
+            Some(_) => {
+                return Err((
+                    line,
+                    column,
+                    "expected a JSON object as an array element".into(),
+                ))
+            }
+        }
+        // Objects, arrays and strings end on a closing byte, so serde_json reads nothing
+        // past the element and the stream stays in step.
+        let mut de = serde_json::Deserializer::from_reader(&mut self.r);
+        match Value::deserialize(&mut de) {
+            Ok(Value::Object(map)) => Ok(Some(Item::Obj(Obj {
+                map,
+                line,
+                column,
+                byte,
+            }))),
+            Ok(other) => Ok(Some(Item::Bad(BadObj {
+                line,
+                column,
+                byte,
+                message: format!("expected a JSON object, found {}", kind_of(&other)),
+                raw: other,
+            }))),
+            Err(e) => {
+                let (l, c) = (e.line() as u64, e.column() as u64);
+                let (el, ec) = if l <= 1 {
+                    (line, column + c.saturating_sub(1))
+                } else {
+                    (line + l - 1, c)
+                };
+                Err((el, ec, format!("invalid JSON: {}", json_message(&e))))
+            }
+        }
+    }
+}
+
+enum Sampled {
+    Obj(u64, Obj),
+    Bad(u64, BadObj),
+}
+
+/// Reads JSON objects into typed batches.
+pub struct JsonSource {
+    stream: ObjectStream,
+    name: Arc<str>,
+    opts: ReadOptions,
+    columns: Vec<String>,
+    exact: HashMap<String, usize>,
+    folded: HashMap<String, usize>,
+    types: Vec<ColumnType>,
+    sampled: VecDeque<Sampled>,
+    pending: Option<(u64, Obj)>,
+    records: u64,
+    mismatches: Mismatches,
+    scratch: String,
+}
+
+impl JsonSource {
+    pub fn new(stream: ObjectStream, name: Arc<str>, opts: ReadOptions) -> Self {
+        JsonSource {
+            stream,
+            name,
+            opts,
+            columns: vec![],
+            exact: HashMap::new(),
+            folded: HashMap::new(),
+            types: vec![],
+            sampled: VecDeque::new(),
+            pending: None,
+            records: 0,
+            mismatches: Mismatches::default(),
+            scratch: String::new(),
+        }
+    }
+
+    fn column_of(&self, key: &str) -> Option<usize> {
+        self.exact
+            .get(key)
+            .or_else(|| self.folded.get(&key.to_ascii_lowercase()))
+            .copied()
+    }
+
+    fn add_column(&mut self, key: &str) -> usize {
+        let i = self.columns.len();
+        let name = if key.trim().is_empty() {
+            format!("c{}", i + 1)
+        } else {
+            key.to_string()
+        };
+        self.exact.insert(key.to_string(), i);
+        self.folded.insert(name.to_ascii_lowercase(), i);
+        self.columns.push(name);
+        i
+    }
+
+    fn read(&mut self) -> Result<Option<Sampled>> {
+        match self.stream.next() {
+            Ok(None) => Ok(None),
+            Ok(Some(item)) => {
+                self.records += 1;
+                Ok(Some(match item {
+                    Item::Obj(o) => Sampled::Obj(self.records, o),
+                    Item::Bad(b) => Sampled::Bad(self.records, b),
+                }))
+            }
+            Err((line, column, message)) => Err(Error::input(
+                Position {
+                    path: self.name.clone(),
+                    line,
+                    column,
+                    record: self.records + 1,
+                    byte: 0,
+                },
+                None,
+                message,
+            )),
+        }
+    }
+
+    fn pos(&self, line: u64, column: u64, record: u64, byte: u64) -> Position {
+        Position {
+            path: self.name.clone(),
+            line,
+            column,
+            record,
+            byte,
+        }
+    }
+}
+
+impl Source for JsonSource {
+    fn sample(&mut self) -> Result<Sample> {
+        if self.opts.skip_lines > 0 {
+            if let ObjectStream::Lines(l) = &mut self.stream {
+                for _ in 0..self.opts.skip_lines {
+                    let mut sink = Vec::new();
+                    l.r.read_until(b'\n', &mut sink)
+                        .map_err(|e| Error::io(None, e))?;
+                    l.line += 1;
+                    l.byte += sink.len() as u64;
+                }
+            }
+        }
+        let mut guesses: Vec<TypeGuess> = vec![];
+        while self.sampled.len() < self.opts.sample_rows {
+            let Some(item) = self.read()? else { break };
+            if let Sampled::Obj(_, o) = &item {
+                for (k, v) in &o.map {
+                    let i = match self.column_of(k) {
+                        Some(i) => i,
+                        None => self.add_column(k),
+                    };
+                    if guesses.len() <= i {
+                        guesses.resize(i + 1, TypeGuess::default());
+                    }
+                    guesses[i].add(json_lexeme(v));
+                }
+            }
+            self.sampled.push_back(item);
+        }
+        Ok(Sample {
+            columns: self.columns.clone(),
+            guesses,
+            notes: vec![],
+        })
+    }
+
+    fn set_types(&mut self, types: Vec<ColumnType>) {
+        self.types = types;
+    }
+
+    fn fill(
+        &mut self,
+        batch: &mut Batch,
+        max_rows: usize,
+        max_text: usize,
+        bad: &mut dyn FnMut(BadRecord) -> Result<()>,
+    ) -> Result<Fill> {
+        let mut slots: Vec<Option<Value>> = Vec::new();
+        while batch.rows() < max_rows && batch.text_bytes() < max_text {
+            let (no, obj) = if let Some(p) = self.pending.take() {
+                p
+            } else {
+                let item = match self.sampled.pop_front() {
+                    Some(s) => s,
+                    None => match self.read()? {
+                        Some(s) => s,
+                        None => return Ok(Fill::Done),
+                    },
+                };
+                match item {
+                    Sampled::Obj(no, o) => (no, o),
+                    Sampled::Bad(no, b) => {
+                        bad(BadRecord {
+                            error: Error::input(
+                                self.pos(b.line, b.column, no, b.byte),
+                                None,
+                                b.message,
+                            ),
+                            fields: b.raw,
+                        })?;
+                        continue;
+                    }
+                }
+            };
+            // New keys: add their columns first, then come back for this object.
+            let new: Vec<String> = obj
+                .map
+                .keys()
+                .filter(|k| self.column_of(k).is_none())
+                .cloned()
+                .collect();
+            if !new.is_empty() {
+                let mut added = vec![];
+                for k in new {
+                    let ty = {
+                        let mut g = TypeGuess::default();
+                        g.add(json_lexeme(&obj.map[&k]));
+                        g.resolve()
+                    };
+                    let i = self.add_column(&k);
+                    self.types.push(ty);
+                    added.push((self.columns[i].clone(), ty));
+                }
+                self.pending = Some((no, obj));
+                return Ok(Fill::NewColumns(added));
+            }
+            slots.clear();
+            slots.resize(self.columns.len(), None);
+            for (k, v) in obj.map {
+                if let Some(i) = self.column_of(&k) {
+                    slots[i] = Some(v);
+                }
+            }
+            for (i, slot) in slots.iter().enumerate() {
+                match slot {
+                    None => batch.push(Cell::Null),
+                    Some(v) => {
+                        if push_json_value(
+                            batch,
+                            v,
+                            self.types[i],
+                            self.opts.empty_null,
+                            &mut self.scratch,
+                        ) {
+                            self.mismatches.count += 1;
+                            if self.mismatches.first.is_none() {
+                                self.mismatches.first = Some(format!(
+                                    "{}:{}:{}: {} in {} column {:?}",
+                                    self.name,
+                                    obj.line,
+                                    obj.column,
+                                    v,
+                                    self.types[i],
+                                    self.columns[i]
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            batch.finish_row(RowOrigin {
+                line: obj.line,
+                record: no,
+            });
+        }
+        Ok(Fill::Full)
+    }
+
+    fn width(&self) -> usize {
+        self.columns.len()
+    }
+
+    fn mismatches(&self) -> &Mismatches {
+        &self.mismatches
+    }
+}

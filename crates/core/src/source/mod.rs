@@ -1,0 +1,197 @@
+//! Readers: delimited text and JSON, turned into typed [`Batch`]es.
+//!
+//! A source never knows about SQLite. It is driven in two steps: [`Source::sample`]
+//! reads the header and the first records (kept in memory) so that column names and
+//! types can be decided, then [`Source::fill`] converts records into batches with the
+//! types that were decided, the sampled records first.
+
+pub mod convert;
+pub mod delimited;
+pub mod input;
+pub mod json;
+pub mod tabular;
+
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use crate::batch::Batch;
+use crate::error::{Error, Result};
+use crate::types::{ColumnType, TypeGuess};
+pub use convert::Mismatches;
+pub use input::{Encoding, Input};
+
+/// An input format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Csv,
+    Tsv,
+    /// Newline-delimited JSON: one object per line.
+    Ndjson,
+    /// One JSON array of objects.
+    Json,
+}
+
+impl Format {
+    /// The format a file name implies (`.csv`, `.tsv`/`.tab`, `.ndjson`/`.jsonl`, `.json`,
+    /// each optionally followed by `.gz`).
+    pub fn from_path(p: &Path) -> Option<Format> {
+        let ext = p.extension()?.to_string_lossy().to_ascii_lowercase();
+        match ext.as_str() {
+            "csv" => Some(Format::Csv),
+            "tsv" | "tab" => Some(Format::Tsv),
+            "ndjson" | "jsonl" | "nl" => Some(Format::Ndjson),
+            "json" => Some(Format::Json),
+            _ => None,
+        }
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "csv" => Ok(Format::Csv),
+            "tsv" | "tab" => Ok(Format::Tsv),
+            "ndjson" | "jsonl" | "nl" => Ok(Format::Ndjson),
+            "json" => Ok(Format::Json),
+            other => Err(format!(
+                "unknown format {other:?} (expected csv, tsv, ndjson or json)"
+            )),
+        }
+    }
+}
+
+/// What to do with a delimited record whose field count differs from the header's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Ragged {
+    /// It is a bad record.
+    #[default]
+    Error,
+    /// Missing fields are NULL; extra fields are still an error.
+    Pad,
+    /// Missing fields are NULL and extra fields are dropped.
+    Truncate,
+}
+
+/// How to read one input.
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    pub format: Format,
+    /// Field delimiter for delimited formats.
+    pub delimiter: u8,
+    /// Quote character; `None` turns quoting off.
+    pub quote: Option<u8>,
+    /// Whether the first record is a header.
+    pub header: bool,
+    /// Column names that replace the header's (or name the columns when there is none).
+    pub columns: Option<Vec<String>>,
+    /// Physical lines to skip before anything is read.
+    pub skip_lines: u64,
+    pub encoding: Encoding,
+    /// Every empty field is NULL (by default only empty fields in numeric columns are).
+    pub empty_null: bool,
+    pub ragged: Ragged,
+    /// Records to read before deciding column types.
+    pub sample_rows: usize,
+    /// A record (or JSON line) longer than this is an error, found before memory runs out.
+    pub max_record_bytes: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            format: Format::Csv,
+            delimiter: b',',
+            quote: Some(b'"'),
+            header: true,
+            columns: None,
+            skip_lines: 0,
+            encoding: Encoding::Utf8,
+            empty_null: false,
+            ragged: Ragged::Error,
+            sample_rows: 10_000,
+            max_record_bytes: 64 << 20,
+        }
+    }
+}
+
+/// What the sample found.
+#[derive(Clone, Debug, Default)]
+pub struct Sample {
+    pub columns: Vec<String>,
+    pub guesses: Vec<TypeGuess>,
+    /// Notes for the user about names that were changed.
+    pub notes: Vec<String>,
+}
+
+/// A record that could not be loaded: why, and its text for the rejects file.
+#[derive(Debug)]
+pub struct BadRecord {
+    pub error: Error,
+    pub fields: serde_json::Value,
+}
+
+/// What [`Source::fill`] stopped on.
+#[derive(Debug, PartialEq)]
+pub enum Fill {
+    /// The batch is full; call again.
+    Full,
+    /// The input is exhausted (the batch may hold the last rows).
+    Done,
+    /// A record has fields that are not columns yet (JSON). Add these columns (to the
+    /// table and to the following batches, which will be wider), then call again.
+    NewColumns(Vec<(String, ColumnType)>),
+}
+
+/// A reader of one input that yields typed batches.
+pub trait Source: Send {
+    /// Reads the header and up to `sample_rows` records. Called once, first.
+    fn sample(&mut self) -> Result<Sample>;
+
+    /// Sets the type of each column, in sample order. Called once, after `sample`.
+    fn set_types(&mut self, types: Vec<ColumnType>);
+
+    /// Appends up to `max_rows` rows to `batch` (stopping early when its text passes
+    /// `max_text` bytes). A bad record is passed to `bad`; if `bad` returns an error,
+    /// `fill` returns it. After an error from `fill` other than through `bad`, the
+    /// source must not be used again.
+    fn fill(
+        &mut self,
+        batch: &mut Batch,
+        max_rows: usize,
+        max_text: usize,
+        bad: &mut dyn FnMut(BadRecord) -> Result<()>,
+    ) -> Result<Fill>;
+
+    /// Columns in each row of the batches `fill` makes now (grows after `NewColumns`).
+    fn width(&self) -> usize;
+
+    /// Values stored in a type other than their column's so far.
+    fn mismatches(&self) -> &Mismatches;
+}
+
+/// Opens `input` with `opts` as a [`Source`]. Raw bytes read are added to `bytes_read`.
+pub fn open_source(
+    input: &Input,
+    opts: &ReadOptions,
+    bytes_read: Arc<AtomicU64>,
+) -> Result<Box<dyn Source>> {
+    let name: Arc<str> = input.display_name().into();
+    let reader = input::open(input, opts.encoding, bytes_read)?;
+    Ok(match opts.format {
+        Format::Csv | Format::Tsv => {
+            Box::new(tabular::DelimitedSource::new(reader, name, opts.clone()))
+        }
+        Format::Ndjson => Box::new(json::JsonSource::new(
+            json::ObjectStream::lines(reader, opts.max_record_bytes),
+            name,
+            opts.clone(),
+        )),
+        Format::Json => Box::new(json::JsonSource::new(
+            json::ObjectStream::array(reader),
+            name,
+            opts.clone(),
+        )),
+    })
+}

@@ -1,0 +1,298 @@
+//! [`DelimitedSource`]: CSV/TSV records checked and converted into typed batches.
+
+use std::collections::VecDeque;
+use std::io::Read;
+use std::sync::Arc;
+
+use super::convert::{push_text_field, Mismatches};
+use super::delimited::{DelimitedReader, ParseError, Record};
+use super::{BadRecord, Fill, Ragged, ReadOptions, Sample, Source};
+use crate::batch::{Batch, Cell, RowOrigin};
+use crate::error::{Error, Position, Result};
+use crate::schema::{clean_names, numbered_names};
+use crate::types::{classify, ColumnType, TypeGuess};
+
+/// Reads delimited text. Every record is checked (UTF-8, no NUL bytes, field count)
+/// before any of it reaches a batch, so a bad record never leaves half a row behind.
+pub struct DelimitedSource<R> {
+    rdr: DelimitedReader<R>,
+    name: Arc<str>,
+    opts: ReadOptions,
+    columns: Vec<String>,
+    types: Vec<ColumnType>,
+    sampled: VecDeque<(u64, Record)>,
+    records: u64,
+    rec: Record,
+    mismatches: Mismatches,
+}
+
+impl<R: Read + Send> DelimitedSource<R> {
+    pub fn new(rdr: R, name: Arc<str>, opts: ReadOptions) -> Self {
+        let quote = opts.quote;
+        DelimitedSource {
+            rdr: DelimitedReader::new(rdr, opts.delimiter, quote, opts.max_record_bytes),
+            name,
+            opts,
+            columns: vec![],
+            types: vec![],
+            sampled: VecDeque::new(),
+            records: 0,
+            rec: Record::default(),
+            mismatches: Mismatches::default(),
+        }
+    }
+
+    fn pos(&self, line: u64, column: u64, record: u64, byte: u64) -> Position {
+        Position {
+            path: self.name.clone(),
+            line,
+            column,
+            record,
+            byte,
+        }
+    }
+
+    fn parse_error(&self, e: ParseError) -> Error {
+        match e {
+            ParseError::Io(e) => Error::io(Some(self.name.to_string().into()), e),
+            ParseError::UnterminatedQuote { line, column } => Error::input(
+                self.pos(line, column, self.records + 1, 0),
+                None,
+                "expected a closing quote for the quoted field that starts here, found the end of the input",
+            ),
+            ParseError::RecordTooLong { line, limit } => Error::input(
+                self.pos(line, 1, self.records + 1, 0),
+                None,
+                format!("record longer than {limit} bytes (an unbalanced quote? raise the limit with --max-record-bytes)"),
+            ),
+        }
+    }
+
+    /// Reads the next record into `rec`, numbering it. `None` at the end of input.
+    fn next_record(&mut self, rec: &mut Record) -> Result<Option<u64>> {
+        match self.rdr.read_record(rec) {
+            Ok(true) => {
+                self.records += 1;
+                Ok(Some(self.records))
+            }
+            Ok(false) => Ok(None),
+            Err(e) => Err(self.parse_error(e)),
+        }
+    }
+
+    /// Checks a record's bytes and width. Returns the number of fields to take.
+    fn check(&self, rec: &Record, no: u64) -> std::result::Result<usize, Error> {
+        let data = rec.data();
+        if let Some(i) = memchr::memchr(0, data) {
+            let (f, col) = locate(rec, i);
+            return Err(Error::input(
+                self.pos(rec.meta(f).line, col, no, rec.byte),
+                self.field_name(f),
+                "expected text, found a NUL byte (is this a binary file or UTF-16? see --encoding)",
+            ));
+        }
+        if let Err(e) = std::str::from_utf8(data) {
+            let at = e.valid_up_to();
+            let (f, col) = locate(rec, at);
+            return Err(Error::input(
+                self.pos(rec.meta(f).line, col, no, rec.byte),
+                self.field_name(f),
+                format!(
+                    "expected UTF-8 text, found the byte 0x{:02X} (name the file's encoding with --encoding, e.g. --encoding latin1)",
+                    data[at]
+                ),
+            ));
+        }
+        let n = self.columns.len();
+        let have = rec.len();
+        let ok = have == n
+            || (have < n && self.opts.ragged != Ragged::Error)
+            || (have > n && self.opts.ragged == Ragged::Truncate);
+        if !ok {
+            let (col, line) = if have > n {
+                (rec.meta(n).column, rec.meta(n).line)
+            } else {
+                (1, rec.line)
+            };
+            return Err(Error::input(
+                self.pos(line, col, no, rec.byte),
+                None,
+                format!("expected {n} fields, found {have} (use --ragged pad or --ragged truncate to accept such rows)"),
+            ));
+        }
+        Ok(have.min(n))
+    }
+
+    fn field_name(&self, i: usize) -> Option<(usize, String)> {
+        self.columns.get(i).map(|n| (i, n.clone()))
+    }
+
+    /// Converts a checked record into a row of `batch`.
+    fn push_row(&mut self, batch: &mut Batch, rec: &Record, no: u64, take: usize) {
+        for i in 0..take {
+            // SAFETY: `check` validated the whole record as UTF-8, and fields split it on
+            // ASCII delimiters, so each field is valid UTF-8 too.
+            let s = unsafe { std::str::from_utf8_unchecked(rec.field(i)) };
+            if push_text_field(batch, s, self.types[i], self.opts.empty_null) {
+                self.mismatches.count += 1;
+                if self.mismatches.first.is_none() {
+                    let m = rec.meta(i);
+                    self.mismatches.first = Some(format!(
+                        "{}:{}:{}: {:?} in {} column {:?}",
+                        self.name, m.line, m.column, s, self.types[i], self.columns[i]
+                    ));
+                }
+            }
+        }
+        for _ in take..self.columns.len() {
+            batch.push(Cell::Null);
+        }
+        batch.finish_row(RowOrigin {
+            line: rec.line,
+            record: no,
+        });
+    }
+}
+
+/// The field holding byte `at` of a record's data, and that byte's column (exact for
+/// unquoted fields, the field's start for quoted ones).
+fn locate(rec: &Record, at: usize) -> (usize, u64) {
+    let mut start = 0;
+    for i in 0..rec.len() {
+        let len = rec.field(i).len();
+        if at < start + len || i + 1 == rec.len() {
+            let m = rec.meta(i);
+            let col = if m.quoted {
+                m.column
+            } else {
+                m.column + (at - start) as u64
+            };
+            return (i, col);
+        }
+        start += len;
+    }
+    (0, 1)
+}
+
+impl<R: Read + Send> Source for DelimitedSource<R> {
+    fn sample(&mut self) -> Result<Sample> {
+        self.rdr
+            .skip_lines(self.opts.skip_lines)
+            .map_err(|e| self.parse_error(ParseError::Io(e)))?;
+        let mut first = Record::default();
+        let Some(no) = self.next_record(&mut first)? else {
+            return Err(Error::input(
+                self.pos(self.rdr.line(), 1, 0, 0),
+                None,
+                "expected a header row, found an empty input (nothing to name the columns)",
+            ));
+        };
+        let (raw_names, first_is_data) = if self.opts.header {
+            let names = match std::str::from_utf8(first.data()) {
+                Ok(_) => first.to_strings(),
+                Err(e) => {
+                    let (_, col) = locate(&first, e.valid_up_to());
+                    return Err(Error::input(
+                        self.pos(first.line, col, 0, first.byte),
+                        None,
+                        "expected a UTF-8 header, found invalid bytes (name the file's encoding with --encoding)",
+                    ));
+                }
+            };
+            self.records = 0; // the header is not a record
+            (names, false)
+        } else {
+            (numbered_names(first.len()), true)
+        };
+        let raw_names = match &self.opts.columns {
+            Some(given) if self.opts.header && given.len() != raw_names.len() => {
+                return Err(Error::plan(format!(
+                    "{}: --columns names {} columns but the header has {}",
+                    self.name,
+                    given.len(),
+                    raw_names.len()
+                )));
+            }
+            Some(given) => given.clone(),
+            None => raw_names,
+        };
+        let (columns, notes) = clean_names(&raw_names);
+        if columns.len() > 2000 {
+            return Err(Error::plan(format!(
+                "{}: {} columns is more than SQLite's limit of 2000 columns per table",
+                self.name,
+                columns.len()
+            )));
+        }
+        self.columns = columns;
+        if first_is_data {
+            self.sampled.push_back((no, first));
+        }
+        while self.sampled.len() < self.opts.sample_rows {
+            let mut rec = Record::default();
+            match self.next_record(&mut rec)? {
+                Some(no) => self.sampled.push_back((no, rec)),
+                None => break,
+            }
+        }
+        let mut guesses = vec![TypeGuess::default(); self.columns.len()];
+        for (no, rec) in &self.sampled {
+            if let Ok(take) = self.check(rec, *no) {
+                for (i, g) in guesses.iter_mut().enumerate().take(take) {
+                    g.add(classify(rec.field(i)));
+                }
+            }
+        }
+        Ok(Sample {
+            columns: self.columns.clone(),
+            guesses,
+            notes,
+        })
+    }
+
+    fn set_types(&mut self, types: Vec<ColumnType>) {
+        debug_assert_eq!(types.len(), self.columns.len());
+        self.types = types;
+    }
+
+    fn fill(
+        &mut self,
+        batch: &mut Batch,
+        max_rows: usize,
+        max_text: usize,
+        bad: &mut dyn FnMut(BadRecord) -> Result<()>,
+    ) -> Result<Fill> {
+        let mut rec = std::mem::take(&mut self.rec);
+        let result = (|| {
+            while batch.rows() < max_rows && batch.text_bytes() < max_text {
+                let no = if let Some((no, r)) = self.sampled.pop_front() {
+                    rec = r;
+                    no
+                } else {
+                    match self.next_record(&mut rec)? {
+                        Some(no) => no,
+                        None => return Ok(Fill::Done),
+                    }
+                };
+                match self.check(&rec, no) {
+                    Ok(take) => self.push_row(batch, &rec, no, take),
+                    Err(error) => bad(BadRecord {
+                        error,
+                        fields: serde_json::Value::from(rec.to_strings()),
+                    })?,
+                }
+            }
+            Ok(Fill::Full)
+        })();
+        self.rec = rec;
+        result
+    }
+
+    fn width(&self) -> usize {
+        self.columns.len()
+    }
+
+    fn mismatches(&self) -> &Mismatches {
+        &self.mismatches
+    }
+}

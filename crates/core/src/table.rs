@@ -1,0 +1,153 @@
+//! Matching input columns to a table: creating it, or checking and widening an existing one.
+
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+use crate::schema::quote_ident;
+use crate::types::ColumnType;
+
+/// A table's column as SQLite declares it.
+#[derive(Clone, Debug)]
+pub struct TableColumn {
+    pub name: String,
+    pub declared: String,
+}
+
+/// The table's columns, or `None` when there is no table by that name.
+pub fn existing_columns(
+    conn: &Connection,
+    table: &str,
+) -> Result<Option<(String, Vec<TableColumn>)>> {
+    let ctx = |e| Error::sqlite(format!("reading the schema of {}", quote_ident(table)), e);
+    let actual: Option<String> = conn
+        .query_row(
+            "SELECT name FROM sqlite_schema WHERE type IN ('table','view') AND name = ?1 COLLATE NOCASE",
+            [table],
+            |r| r.get(0),
+        )
+        .map(Some)
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+            e => Err(e),
+        })
+        .map_err(ctx)?;
+    let Some(actual) = actual else {
+        return Ok(None);
+    };
+    let mut stmt = conn
+        .prepare("SELECT name, type FROM pragma_table_info(?1)")
+        .map_err(ctx)?;
+    let cols = stmt
+        .query_map([&actual], |r| {
+            Ok(TableColumn {
+                name: r.get(0)?,
+                declared: r.get(1)?,
+            })
+        })
+        .map_err(ctx)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(ctx)?;
+    Ok(Some((actual, cols)))
+}
+
+/// `CREATE TABLE` for new columns with their types. A single INTEGER key column becomes
+/// `INTEGER PRIMARY KEY` (the rowid); other keys become a `PRIMARY KEY (…)` clause.
+pub fn create_sql(table: &str, columns: &[(String, ColumnType)], pk: &[String]) -> String {
+    let single_int_pk = pk.len() == 1
+        && columns
+            .iter()
+            .any(|(n, t)| n.eq_ignore_ascii_case(&pk[0]) && *t == ColumnType::Integer);
+    let mut parts: Vec<String> = columns
+        .iter()
+        .map(|(n, t)| {
+            let mut s = format!("{} {}", quote_ident(n), t.sql());
+            if single_int_pk && n.eq_ignore_ascii_case(&pk[0]) {
+                s.push_str(" PRIMARY KEY");
+            }
+            s
+        })
+        .collect();
+    if !pk.is_empty() && !single_int_pk {
+        let keys: Vec<String> = pk.iter().map(|k| quote_ident(k)).collect();
+        parts.push(format!("PRIMARY KEY ({})", keys.join(", ")));
+    }
+    format!(
+        "CREATE TABLE {} (\n  {}\n)",
+        quote_ident(table),
+        parts.join(",\n  ")
+    )
+}
+
+/// `ALTER TABLE … ADD COLUMN`.
+pub fn add_column_sql(table: &str, name: &str, ty: ColumnType) -> String {
+    format!(
+        "ALTER TABLE {} ADD COLUMN {} {}",
+        quote_ident(table),
+        quote_ident(name),
+        ty.sql()
+    )
+}
+
+/// An index to build after the rows are in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexSpec {
+    pub columns: Vec<String>,
+    pub unique: bool,
+}
+
+impl IndexSpec {
+    /// `CREATE [UNIQUE] INDEX IF NOT EXISTS "idx_T_a_b" ON "T" ("a", "b")`.
+    pub fn sql(&self, table: &str) -> String {
+        let name = format!("idx_{}_{}", table, self.columns.join("_"));
+        let cols: Vec<String> = self.columns.iter().map(|c| quote_ident(c)).collect();
+        format!(
+            "CREATE {}INDEX IF NOT EXISTS {} ON {} ({})",
+            if self.unique { "UNIQUE " } else { "" },
+            quote_ident(&name),
+            quote_ident(table),
+            cols.join(", ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_key_becomes_the_rowid() {
+        let cols = vec![
+            ("id".to_string(), ColumnType::Integer),
+            ("n a\"me".to_string(), ColumnType::Text),
+        ];
+        assert_eq!(
+            create_sql("t;x", &cols, &["id".into()]),
+            "CREATE TABLE \"t;x\" (\n  \"id\" INTEGER PRIMARY KEY,\n  \"n a\"\"me\" TEXT\n)"
+        );
+        assert!(create_sql("t", &cols, &["id".into(), "n a\"me".into()])
+            .contains("PRIMARY KEY (\"id\", \"n a\"\"me\")"));
+    }
+
+    #[test]
+    fn created_tables_are_valid_sql() -> rusqlite::Result<()> {
+        let c = Connection::open_in_memory()?;
+        let cols = vec![
+            ("select".to_string(), ColumnType::Integer),
+            ("".to_string(), ColumnType::Real),
+        ];
+        c.execute_batch(&create_sql("my \"table\"", &cols, &[]))?;
+        c.execute_batch(
+            &IndexSpec {
+                columns: vec!["select".into()],
+                unique: true,
+            }
+            .sql("my \"table\""),
+        )?;
+        let found = existing_columns(&c, "MY \"TABLE\"")
+            .map_err(|e| rusqlite::Error::InvalidParameterName(e.to_string()))?;
+        let (name, cols) = found.ok_or(rusqlite::Error::QueryReturnedNoRows)?;
+        assert_eq!(name, "my \"table\"");
+        assert_eq!(cols.len(), 2);
+        Ok(())
+    }
+}
