@@ -1,1 +1,67 @@
-fn main() {}
+//! The `liteload` command. Flags and commands only: the work is in the `liteload` crate.
+//!
+//! Exit codes: 0 success; 1 bad input (a record, a JSON value, an empty file);
+//! 2 bad usage (flags, or flags that do not fit the data or the database);
+//! 3 the system failed (I/O, SQLite). A closed stdout (broken pipe) exits 0.
+
+mod cmd;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "liteload",
+    version,
+    about = "Put data into SQLite as fast as the disk allows, never leaving a half-written database behind",
+    long_about = None,
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Import(cmd::import::ImportArgs),
+    Info(cmd::info::InfoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Import(a) => cmd::import::run(a),
+        Command::Info(a) => cmd::info::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit_code(&e))
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn exit_code(e: &anyhow::Error) -> u8 {
+    use liteload::ErrorKind;
+    match e.downcast_ref::<liteload::Error>().map(|e| e.kind()) {
+        Some(ErrorKind::Input { .. }) | Some(ErrorKind::TooManyErrors { .. }) => 1,
+        Some(ErrorKind::Plan(_)) => 2,
+        Some(_) => 3,
+        None if e.downcast_ref::<cmd::UsageError>().is_some() => 2,
+        None => 3,
+    }
+}

@@ -1,0 +1,424 @@
+//! `liteload import`: flags parsed and checked into `ImportOptions`, then the library runs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::{ArgAction, Args};
+use liteload::{
+    ColumnType, Durability, Encoding, Format, ImportOptions, IndexSpec, Input, Progress, Quoting,
+    Ragged, Summary,
+};
+
+use super::UsageError;
+use crate::progress::Bar;
+
+const EXAMPLES: &str = "\
+Examples:
+  liteload import transit.db schedule.tsv               table \"schedule\", types inferred
+  liteload import shop.db orders.csv.gz --pk id --index customer_id
+  liteload import logs.db - --nl --table events < events.ndjson
+  liteload import shop.db more_orders.csv --table orders --alter
+  liteload import shop.db dirty.csv --rejects rejects.ndjson --max-errors 100
+
+Types: each column is INTEGER, REAL or TEXT, inferred from the first --sample records.
+  INTEGER: exactly a 64-bit integer in canonical form: 42, -7, 0. A leading zero (007,
+    02134), a plus sign or -0 is TEXT: never silently an integer. An integer beyond the
+    64-bit range is TEXT (its digits kept), never a rounded REAL.
+  REAL: a decimal with a fraction or exponent (1.5, -0.25, 6e23). .5, 1., inf, NaN are TEXT.
+  An empty field in an INTEGER or REAL column is NULL; in a TEXT column it is '' unless
+  --empty-null. JSON strings are always TEXT, true/false are 1/0, nested objects and
+  arrays are stored as JSON text.
+  A value that does not fit its column's type (\"abc\" after 10,000 integers) is stored as
+  it is, by SQLite's flexible typing, and counted in the summary; in an INTEGER or REAL
+  column SQLite itself turns numeric-looking text (\"007\") into a number: use --type to
+  make such a column TEXT.
+
+Durability (--durability):
+  atomic-new  default for a new DB: built as DB.liteload-tmp with no journal syncs, then
+              synced and moved into place. A crash leaves no DB or the complete DB.
+  balanced    default for an existing DB: WAL, synchronous=NORMAL, one transaction. A
+              crash leaves the DB as before the load. (The file stays in WAL mode.)
+  durable     like balanced with synchronous=FULL.
+  unsafe      journal and syncs off, in place: a crash can corrupt the DB.
+
+Exit codes: 0 done; 1 bad input; 2 bad usage; 3 I/O or SQLite failure.";
+
+/// Bulk-load CSV, TSV, NDJSON or JSON files into a table of an SQLite database.
+///
+/// Each FILE goes into the table named by --table, or by its file name without extensions
+/// (people.csv.gz -> people). The table is created with inferred column types if it does
+/// not exist; if it does, columns are matched by name. All files load in one transaction.
+#[derive(Args, Debug)]
+#[command(after_long_help = EXAMPLES, after_help = "See --help for the type rules, durability profiles and examples.")]
+pub struct ImportArgs {
+    /// The SQLite database file (created if missing).
+    pub db: PathBuf,
+
+    /// Input files; `-` reads stdin. A `.gz` suffix is decompressed.
+    #[arg(required = true)]
+    pub files: Vec<String>,
+
+    // ---- format
+    /// Input format: csv, tsv, ndjson (one JSON object per line) or json (one array of
+    /// objects). Default: from each file's extension; csv for stdin.
+    #[arg(long, value_name = "FMT", help_heading = "Format")]
+    pub format: Option<Format>,
+    /// Same as --format csv.
+    #[arg(long, help_heading = "Format", conflicts_with_all = ["format", "tsv", "nl", "json"])]
+    pub csv: bool,
+    /// Same as --format tsv (tab-separated, no quoting unless --quote).
+    #[arg(long, help_heading = "Format", conflicts_with_all = ["format", "nl", "json"])]
+    pub tsv: bool,
+    /// Same as --format ndjson.
+    #[arg(long, help_heading = "Format", conflicts_with_all = ["format", "json"])]
+    pub nl: bool,
+    /// Same as --format json.
+    #[arg(long, help_heading = "Format", conflicts_with = "format")]
+    pub json: bool,
+    /// Field delimiter: one character, or `tab`. Example: --delimiter ';'
+    #[arg(long, value_name = "CHAR", help_heading = "Format")]
+    pub delimiter: Option<String>,
+    /// Quote character (default `"` for CSV; none for TSV).
+    #[arg(
+        long,
+        value_name = "CHAR",
+        help_heading = "Format",
+        conflicts_with = "no_quote"
+    )]
+    pub quote: Option<String>,
+    /// Turn quoting off: quotes are ordinary characters.
+    #[arg(long, help_heading = "Format")]
+    pub no_quote: bool,
+    /// The first record is data; columns are named c1, c2, … (or by --columns).
+    #[arg(long, help_heading = "Format")]
+    pub no_header: bool,
+    /// Column names, comma-separated: they replace the header's names (or, with
+    /// --no-header, name the columns). Example: --columns id,name,price
+    #[arg(
+        long,
+        value_name = "A,B,C",
+        value_delimiter = ',',
+        help_heading = "Format"
+    )]
+    pub columns: Option<Vec<String>>,
+    /// Skip this many lines at the start of each file, before the header.
+    #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Format")]
+    pub skip: u64,
+    /// Text encoding of the input: utf-8 (default), latin1, utf-16, utf-16le, utf-16be.
+    /// A UTF-8 byte-order mark is always skipped.
+    #[arg(
+        long,
+        value_name = "ENC",
+        default_value = "utf-8",
+        help_heading = "Format"
+    )]
+    pub encoding: Encoding,
+
+    // ---- table
+    /// Table name (default: each file's name without extensions; required for stdin).
+    #[arg(long, short = 't', value_name = "NAME", help_heading = "Table")]
+    pub table: Option<String>,
+    /// Add columns the existing table lacks (ALTER TABLE … ADD COLUMN) instead of failing.
+    #[arg(long, help_heading = "Table")]
+    pub alter: bool,
+    /// Primary key of a new table, comma-separated. One INTEGER column becomes the rowid
+    /// (INTEGER PRIMARY KEY). Example: --pk id
+    #[arg(
+        long,
+        value_name = "COLS",
+        value_delimiter = ',',
+        help_heading = "Table"
+    )]
+    pub pk: Vec<String>,
+    /// Create an index on these comma-separated columns after the rows are in
+    /// (repeatable). Example: --index last,first --index city
+    #[arg(long, value_name = "COLS", action = ArgAction::Append, help_heading = "Table")]
+    pub index: Vec<String>,
+    /// Like --index, with UNIQUE (repeatable).
+    #[arg(long, value_name = "COLS", action = ArgAction::Append, help_heading = "Table")]
+    pub unique_index: Vec<String>,
+
+    // ---- types
+    /// Set a column's type instead of inferring it (repeatable): integer, real or text.
+    /// Example: --type zip=text
+    #[arg(long = "type", value_name = "COL=TYPE", action = ArgAction::Append, help_heading = "Types")]
+    pub types: Vec<String>,
+    /// Store every value as TEXT (as `sqlite3 .import` does).
+    #[arg(long, help_heading = "Types")]
+    pub no_detect_types: bool,
+    /// Make every empty field NULL (by default only in INTEGER and REAL columns).
+    #[arg(long, help_heading = "Types")]
+    pub empty_null: bool,
+    /// Records read to infer types (and, for JSON, to find the columns).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 10_000,
+        help_heading = "Types"
+    )]
+    pub sample: usize,
+
+    // ---- bad input
+    /// Keep going past bad records, writing each to FILE as one JSON object per line
+    /// (file, line, column, record, reason, fields).
+    #[arg(long, value_name = "FILE", help_heading = "Bad input")]
+    pub rejects: Option<PathBuf>,
+    /// Keep going past at most N bad records (each is reported); one more fails the load.
+    #[arg(long, value_name = "N", help_heading = "Bad input")]
+    pub max_errors: Option<u64>,
+    /// Rows with fewer fields than the header: `pad` fills them with NULL; `truncate` also
+    /// drops extra fields. Default: such a row is a bad record.
+    #[arg(long, value_name = "HOW", help_heading = "Bad input")]
+    pub ragged: Option<RaggedArg>,
+    /// A record (or JSON line) longer than this many bytes is bad, before memory runs out.
+    #[arg(long, value_name = "N", default_value_t = 64 << 20, help_heading = "Bad input")]
+    pub max_record_bytes: usize,
+
+    // ---- durability and speed
+    /// atomic-new, balanced, durable or unsafe (see --help for what each promises).
+    #[arg(long, value_name = "PROFILE", help_heading = "Durability and speed")]
+    pub durability: Option<Durability>,
+    /// Page size of a new database, a power of two from 512 to 65536.
+    #[arg(long, value_name = "BYTES", help_heading = "Durability and speed")]
+    pub page_size: Option<u32>,
+    /// SQLite page cache: pages if positive, KiB if negative. Example: --cache-size -262144
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        help_heading = "Durability and speed"
+    )]
+    pub cache_size: Option<i64>,
+    /// Read and convert everything, write nothing: checks the input, and measures the
+    /// parsing floor.
+    #[arg(long, help_heading = "Durability and speed")]
+    pub parse_only: bool,
+    /// Rows per batch passed from the parser thread to the writer.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 8192,
+        hide_short_help = true,
+        help_heading = "Durability and speed"
+    )]
+    pub batch_rows: usize,
+    /// The most rows one INSERT statement carries (also bounded by SQLite's limit on
+    /// bound parameters, read at run time).
+    #[arg(long, value_name = "N", default_value_t = liteload::sink::sqlite::DEFAULT_ROWS_PER_STATEMENT, hide_short_help = true, help_heading = "Durability and speed")]
+    pub rows_per_statement: usize,
+
+    // ---- output
+    /// No progress bar, no summary (errors are still printed).
+    #[arg(long, short = 'q', help_heading = "Output")]
+    pub quiet: bool,
+    /// Print the summary as one JSON object on stdout.
+    #[arg(long = "summary-json", help_heading = "Output")]
+    pub summary_json: bool,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum RaggedArg {
+    Pad,
+    Truncate,
+}
+
+fn one_byte(flag: &str, s: &str) -> Result<u8, UsageError> {
+    match s {
+        "tab" | "\\t" | "\t" => Ok(b'\t'),
+        _ if s.len() == 1 && s.is_ascii() => Ok(s.as_bytes()[0]),
+        _ => Err(UsageError(format!(
+            "{flag} {s:?}: expected one ASCII character (or `tab`)"
+        ))),
+    }
+}
+
+fn index_spec(s: &str, unique: bool) -> Result<IndexSpec, UsageError> {
+    let columns: Vec<String> = s.split(',').map(|c| c.trim().to_string()).collect();
+    if columns.iter().any(|c| c.is_empty()) {
+        return Err(UsageError(format!(
+            "--index {s:?}: expected comma-separated column names"
+        )));
+    }
+    Ok(IndexSpec { columns, unique })
+}
+
+/// Checks the flags and turns them into the library's options.
+fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
+    let mut o = ImportOptions::default();
+    o.format = a.format.or(if a.csv {
+        Some(Format::Csv)
+    } else if a.tsv {
+        Some(Format::Tsv)
+    } else if a.nl {
+        Some(Format::Ndjson)
+    } else if a.json {
+        Some(Format::Json)
+    } else {
+        None
+    });
+    o.delimiter = a
+        .delimiter
+        .as_deref()
+        .map(|d| one_byte("--delimiter", d))
+        .transpose()?;
+    o.quoting = match (&a.quote, a.no_quote) {
+        (_, true) => Quoting::Off,
+        (Some(q), _) => Quoting::Char(one_byte("--quote", q)?),
+        (None, false) => Quoting::Default,
+    };
+    o.read.header = !a.no_header;
+    o.read.columns = a.columns.clone();
+    o.read.skip_lines = a.skip;
+    o.read.encoding = a.encoding;
+    o.read.empty_null = a.empty_null;
+    o.read.sample_rows = a.sample.max(1);
+    o.read.max_record_bytes = a.max_record_bytes;
+    o.read.ragged = match a.ragged {
+        None => Ragged::Error,
+        Some(RaggedArg::Pad) => Ragged::Pad,
+        Some(RaggedArg::Truncate) => Ragged::Truncate,
+    };
+    o.table = a.table.clone();
+    o.alter = a.alter;
+    o.detect_types = !a.no_detect_types;
+    for t in &a.types {
+        let (col, ty) = t.split_once('=').ok_or_else(|| {
+            UsageError(format!("--type {t:?}: expected COLUMN=TYPE, e.g. zip=text"))
+        })?;
+        let ty: ColumnType = ty
+            .parse()
+            .map_err(|e| UsageError(format!("--type {t:?}: {e}")))?;
+        o.types.push((col.to_string(), ty));
+    }
+    o.pk =
+        a.pk.iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+    for s in &a.index {
+        o.indexes.push(index_spec(s, false)?);
+    }
+    for s in &a.unique_index {
+        o.indexes.push(index_spec(s, true)?);
+    }
+    o.durability = a.durability;
+    o.file.page_size = a.page_size;
+    o.file.cache_size = a.cache_size;
+    o.rejects = a.rejects.clone();
+    o.max_errors = a.max_errors;
+    o.parse_only = a.parse_only;
+    o.batch_rows = a.batch_rows.max(1);
+    o.rows_per_statement = a.rows_per_statement.max(1);
+    Ok(o)
+}
+
+pub fn run(a: ImportArgs) -> Result<()> {
+    let opts = options(&a)?;
+    let inputs: Vec<Input> = a.files.iter().map(|f| Input::from_arg(f)).collect();
+    if opts.durability == Some(Durability::Unsafe) && !a.quiet {
+        eprintln!(
+            "warning: --durability unsafe: a crash or power loss during this load can leave {} corrupt",
+            a.db.display()
+        );
+    }
+    let progress = Arc::new(Progress::default());
+    let bar = Bar::start(progress.clone(), a.quiet);
+    let result = liteload::import(&a.db, &inputs, &opts, &progress);
+    drop(bar);
+    let summary = result?;
+    report(&a, &summary).context("writing the summary")
+}
+
+fn report(a: &ImportArgs, s: &Summary) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if a.summary_json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(s).map_err(std::io::Error::other)?
+        )?;
+    }
+    if a.quiet {
+        return Ok(());
+    }
+    for n in &s.notes {
+        eprintln!("note: {n}");
+    }
+    if s.rejects > 0 {
+        let dest = match &a.rejects {
+            Some(p) => format!(" (written to {})", p.display()),
+            None => String::new(),
+        };
+        eprintln!(
+            "note: skipped {} bad record{}{dest}; the first:",
+            s.rejects,
+            plural(s.rejects)
+        );
+        for m in &s.reject_samples {
+            eprintln!("  {m}");
+        }
+    }
+    if let Some(first) = &s.first_type_mismatch {
+        eprintln!(
+            "note: {} value{} did not fit {} column's type and {} stored as {}; the first: {first} (set a type with --type COLUMN=text)",
+            s.type_mismatches,
+            plural(s.type_mismatches),
+            if s.type_mismatches == 1 { "its" } else { "their" },
+            if s.type_mismatches == 1 { "was" } else { "were" },
+            if s.type_mismatches == 1 { "it is" } else { "they are" },
+        );
+    }
+    if !a.summary_json {
+        let tables: Vec<String> = s.tables.iter().map(|t| format!("\"{t}\"")).collect();
+        let what = if a.parse_only { "Parsed" } else { "Loaded" };
+        let db = if a.parse_only {
+            String::new()
+        } else {
+            format!(
+                "; {} {} ({})",
+                a.db.display(),
+                human_bytes(s.db_bytes),
+                s.durability
+            )
+        };
+        writeln!(
+            out,
+            "{what} {} row{} into {} in {:.2} s ({:.0} rows/s); {} reject{}, {} type mismatch{}{db}",
+            s.rows,
+            plural(s.rows),
+            tables.join(", "),
+            s.seconds,
+            s.rows_per_second,
+            s.rejects,
+            plural(s.rejects),
+            s.type_mismatches,
+            if s.type_mismatches == 1 { "" } else { "es" },
+        )?;
+    }
+    Ok(())
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1000.0 && u + 1 < UNITS.len() {
+        v /= 1000.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
