@@ -100,6 +100,17 @@ pub fn push_json_value(
             batch.push_text(scratch);
             ty != ColumnType::Text
         }
+        // A TEXT column holds any number exactly as its JSON text (booleans as 1/0).
+        J::Bool(b) if ty == ColumnType::Text => {
+            batch.push_text(if *b { "1" } else { "0" });
+            false
+        }
+        J::Number(n) if ty == ColumnType::Text => {
+            scratch.clear();
+            scratch.push_str(&n.to_string());
+            batch.push_text(scratch);
+            false
+        }
         J::Bool(_) | J::Number(_) => match (json_lexeme(v), ty) {
             (Lexeme::Integer(i), ColumnType::Real) => {
                 batch.push(Cell::Real(i as f64));
