@@ -14,7 +14,8 @@
 //!   `memchr2` (quote, `\n`), so the per-byte work is SIMD.
 //! - Lines count record terminators outside quotes (`\n`, `\r\n`, or a lone `\r`) and
 //!   `\n` inside quotes. Columns are 1-based byte offsets from the start of the line.
-//! - Empty lines between records are skipped.
+//! - Empty lines between records are skipped, except when the input has one column:
+//!   there an empty line is a record with one empty field ([`DelimitedReader::keep_blank_lines`]).
 
 use std::io::{self, Read};
 
@@ -115,6 +116,7 @@ pub struct DelimitedReader<R> {
     line: u64,
     line_start: u64,
     after_cr: bool,
+    keep_blank: bool,
 }
 
 impl<R: Read> DelimitedReader<R> {
@@ -132,7 +134,14 @@ impl<R: Read> DelimitedReader<R> {
             line: 1,
             line_start: 0,
             after_cr: false,
+            keep_blank: false,
         }
+    }
+
+    /// Makes an empty line a record of one empty field (for one-column input, where an
+    /// empty line is an empty value, not nothing).
+    pub fn keep_blank_lines(&mut self, keep: bool) {
+        self.keep_blank = keep;
     }
 
     /// The line the next record would start on.
@@ -220,6 +229,18 @@ impl<R: Read> DelimitedReader<R> {
             match state {
                 State::StartRecord => {
                     let b = self.buf[self.pos];
+                    if self.keep_blank
+                        && (b == b'\n' || b == b'\r')
+                        && !(b == b'\n' && self.after_cr)
+                    {
+                        self.after_cr = false;
+                        rec.line = self.line;
+                        rec.byte = self.here();
+                        field.line = self.line;
+                        field.column = 1;
+                        state = State::Unquoted;
+                        continue;
+                    }
                     if b == b'\n' {
                         self.pos += 1;
                         if !std::mem::take(&mut self.after_cr) {
@@ -406,6 +427,25 @@ mod tests {
         let got = parse("a\tb\n\n\n1\t2", b'\t', None)?;
         assert_eq!(rows(&got), vec![vec!["a", "b"], vec!["1", "2"]]);
         assert_eq!(got[1].0, 4);
+        Ok(())
+    }
+
+    #[test]
+    fn blank_lines_are_empty_values_in_one_column_input() -> Result<(), ParseError> {
+        let mut r = DelimitedReader::new("a\r\n\r\nx\n\n".as_bytes(), b',', Some(b'"'), 1 << 20);
+        r.keep_blank_lines(true);
+        let mut rec = Record::default();
+        let mut got = vec![];
+        while r.read_record(&mut rec)? {
+            got.push((rec.line, rec.to_strings()));
+        }
+        let want: Vec<(u64, Vec<String>)> = vec![
+            (1, vec!["a".into()]),
+            (2, vec!["".into()]),
+            (3, vec!["x".into()]),
+            (4, vec!["".into()]),
+        ];
+        assert_eq!(got, want);
         Ok(())
     }
 

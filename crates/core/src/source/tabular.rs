@@ -225,6 +225,7 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
             )));
         }
         self.columns = columns;
+        self.rdr.keep_blank_lines(self.columns.len() == 1);
         if first_is_data {
             self.sampled.push_back((no, first));
         }

@@ -1,0 +1,155 @@
+//! kill -9 at random moments of a load: the database is always either absent (or as it
+//! was) or complete, never in between, and always passes `PRAGMA integrity_check`.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+type R = Result<(), Box<dyn std::error::Error>>;
+
+const ROWS: u64 = 1_500_000;
+
+/// Writes ROWS rows and returns (count, sum of `n`, total length of `s`) to check against.
+fn write_input(path: &Path) -> Result<(i64, i64, i64), std::io::Error> {
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(w, "id,n,s")?;
+    let (mut sum, mut len) = (0i64, 0i64);
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for id in 0..ROWS {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let n = (x % 1_000_000) as i64;
+        let s = format!("v{}", x % 100_000);
+        sum += n;
+        len += s.len() as i64;
+        writeln!(w, "{id},{n},{s}")?;
+    }
+    w.flush()?;
+    Ok((ROWS as i64, sum, len))
+}
+
+fn spawn(dir: &Path, args: &[&str]) -> Result<Child, std::io::Error> {
+    Command::new(assert_cmd::cargo::cargo_bin("liteload"))
+        .current_dir(dir)
+        .arg("import")
+        .arg("-q")
+        .args(args)
+        .spawn()
+}
+
+/// The table's (count, sum(n), sum(length(s))) after an integrity check.
+fn contents(db: &Path) -> Result<(i64, i64, i64), Box<dyn std::error::Error>> {
+    let c = Connection::open(db)?;
+    let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    assert_eq!(ok, "ok", "integrity_check after kill -9");
+    Ok(c.query_row(
+        "SELECT count(*), coalesce(sum(n),0), coalesce(sum(length(s)),0) FROM big",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?)
+}
+
+/// Delays spread over the load, from a seed printed for reproduction.
+fn delays(full: Duration, n: usize) -> Vec<Duration> {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+        | 1;
+    eprintln!("kill delays seed {seed}");
+    let mut x = seed;
+    (0..n)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Stratified: the i-th delay falls in the i-th slice of the load's duration.
+            let slice = full.as_secs_f64() / n as f64;
+            Duration::from_secs_f64(slice * (i as f64 + (x % 1000) as f64 / 1000.0))
+        })
+        .collect()
+}
+
+#[test]
+fn kill_during_a_new_file_load_leaves_no_file_or_a_complete_one() -> R {
+    let d = tempfile::tempdir()?;
+    let expected = write_input(&d.path().join("big.csv"))?;
+    let t0 = Instant::now();
+    assert!(spawn(d.path(), &["full.db", "big.csv"])?.wait()?.success());
+    let full = t0.elapsed();
+    assert_eq!(contents(&d.path().join("full.db"))?, expected);
+
+    let mut interrupted = 0;
+    for delay in delays(full, 6) {
+        let db = d.path().join("k.db");
+        let mut child = spawn(d.path(), &["k.db", "big.csv"])?;
+        std::thread::sleep(delay);
+        let finished = child.try_wait()?.is_some();
+        child.kill()?; // SIGKILL
+        child.wait()?;
+        if db.exists() {
+            assert_eq!(
+                contents(&db)?,
+                expected,
+                "a killed load left a partial database (delay {delay:?})"
+            );
+            std::fs::remove_file(&db)?;
+        } else {
+            assert!(!finished, "the load finished but left no database");
+            interrupted += 1;
+        }
+    }
+    assert!(
+        interrupted > 0,
+        "no kill landed during a load; the test proved nothing"
+    );
+    // The next run cleans up whatever temp file the kills left.
+    assert!(spawn(d.path(), &["k.db", "big.csv"])?.wait()?.success());
+    assert_eq!(contents(&d.path().join("k.db"))?, expected);
+    assert!(!d.path().join("k.db.liteload-tmp").exists());
+    Ok(())
+}
+
+#[test]
+fn kill_during_an_append_leaves_the_table_before_or_after() -> R {
+    let d = tempfile::tempdir()?;
+    let (n, sum, len) = write_input(&d.path().join("big.csv"))?;
+    std::fs::write(d.path().join("seed.csv"), "id,n,s\n-1,5,abc\n")?;
+    let before = (1, 5, 3);
+    let after = (n + 1, sum + 5, len + 3);
+    let t0 = Instant::now();
+    assert!(spawn(d.path(), &["full.db", "big.csv"])?.wait()?.success());
+    let full = t0.elapsed();
+
+    let mut saw_before = 0;
+    for delay in delays(full, 5) {
+        let db = d.path().join("a.db");
+        let _ = std::fs::remove_file(&db);
+        let _ = std::fs::remove_file(d.path().join("a.db-wal"));
+        let _ = std::fs::remove_file(d.path().join("a.db-shm"));
+        assert!(spawn(d.path(), &["a.db", "seed.csv", "--table", "big"])?
+            .wait()?
+            .success());
+        let mut child = spawn(d.path(), &["a.db", "big.csv", "--table", "big"])?;
+        std::thread::sleep(delay);
+        child.kill()?;
+        child.wait()?;
+        let got = contents(&db)?;
+        assert!(
+            got == before || got == after,
+            "append left {got:?}, neither {before:?} nor {after:?}"
+        );
+        if got == before {
+            saw_before += 1;
+        }
+    }
+    assert!(
+        saw_before > 0,
+        "no kill landed during an append; the test proved nothing"
+    );
+    Ok(())
+}
