@@ -26,14 +26,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    Import(cmd::import::ImportArgs),
+    Import(Box<cmd::import::ImportArgs>),
     Info(cmd::info::InfoArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Import(a) => cmd::import::run(a),
+        Command::Import(a) => cmd::import::run(*a),
         Command::Info(a) => cmd::info::run(a),
     };
     match result {

@@ -588,6 +588,9 @@ fn add_columns(conn: &Connection, plan: &TablePlan, cols: &[(String, ColumnType)
     Ok(())
 }
 
+/// Adds columns to the table before batches that carry them arrive.
+type Widen<'a> = dyn FnMut(&[(String, ColumnType)]) -> Result<()> + 'a;
+
 enum Msg {
     Batch(Batch),
     AddColumns(Vec<(String, ColumnType)>),
@@ -600,7 +603,7 @@ fn run_pipeline(
     opts: &ImportOptions,
     progress: &Progress,
     rejects: &Mutex<Rejects>,
-    widen: &mut dyn FnMut(&[(String, ColumnType)]) -> Result<()>,
+    widen: &mut Widen<'_>,
     summary: &mut Summary,
 ) -> Result<u64> {
     let (tx, rx) = bounded::<Msg>(4);
@@ -673,7 +676,7 @@ fn consume(
     sink: &mut dyn Sink,
     progress: &Progress,
     rejects: &Mutex<Rejects>,
-    widen: &mut dyn FnMut(&[(String, ColumnType)]) -> Result<()>,
+    widen: &mut Widen<'_>,
 ) -> Result<u64> {
     let mut rows = 0;
     for msg in rx {

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{ArgAction, Args};
+use liteload::durability::FileSettings;
 use liteload::{
     ColumnType, Durability, Encoding, Format, ImportOptions, IndexSpec, Input, Progress, Quoting,
-    Ragged, Summary,
+    Ragged, ReadOptions, Summary,
 };
 
 use super::UsageError;
@@ -245,8 +246,7 @@ fn index_spec(s: &str, unique: bool) -> Result<IndexSpec, UsageError> {
 
 /// Checks the flags and turns them into the library's options.
 fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
-    let mut o = ImportOptions::default();
-    o.format = a.format.or(if a.csv {
+    let format = a.format.or(if a.csv {
         Some(Format::Csv)
     } else if a.tsv {
         Some(Format::Tsv)
@@ -257,31 +257,12 @@ fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
     } else {
         None
     });
-    o.delimiter = a
-        .delimiter
-        .as_deref()
-        .map(|d| one_byte("--delimiter", d))
-        .transpose()?;
-    o.quoting = match (&a.quote, a.no_quote) {
+    let quoting = match (&a.quote, a.no_quote) {
         (_, true) => Quoting::Off,
         (Some(q), _) => Quoting::Char(one_byte("--quote", q)?),
         (None, false) => Quoting::Default,
     };
-    o.read.header = !a.no_header;
-    o.read.columns = a.columns.clone();
-    o.read.skip_lines = a.skip;
-    o.read.encoding = a.encoding;
-    o.read.empty_null = a.empty_null;
-    o.read.sample_rows = a.sample.max(1);
-    o.read.max_record_bytes = a.max_record_bytes;
-    o.read.ragged = match a.ragged {
-        None => Ragged::Error,
-        Some(RaggedArg::Pad) => Ragged::Pad,
-        Some(RaggedArg::Truncate) => Ragged::Truncate,
-    };
-    o.table = a.table.clone();
-    o.alter = a.alter;
-    o.detect_types = !a.no_detect_types;
+    let mut types = vec![];
     for t in &a.types {
         let (col, ty) = t.split_once('=').ok_or_else(|| {
             UsageError(format!("--type {t:?}: expected COLUMN=TYPE, e.g. zip=text"))
@@ -289,28 +270,61 @@ fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
         let ty: ColumnType = ty
             .parse()
             .map_err(|e| UsageError(format!("--type {t:?}: {e}")))?;
-        o.types.push((col.to_string(), ty));
+        types.push((col.to_string(), ty));
     }
-    o.pk =
-        a.pk.iter()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect();
+    let mut indexes = vec![];
     for s in &a.index {
-        o.indexes.push(index_spec(s, false)?);
+        indexes.push(index_spec(s, false)?);
     }
     for s in &a.unique_index {
-        o.indexes.push(index_spec(s, true)?);
+        indexes.push(index_spec(s, true)?);
     }
-    o.durability = a.durability;
-    o.file.page_size = a.page_size;
-    o.file.cache_size = a.cache_size;
-    o.rejects = a.rejects.clone();
-    o.max_errors = a.max_errors;
-    o.parse_only = a.parse_only;
-    o.batch_rows = a.batch_rows.max(1);
-    o.rows_per_statement = a.rows_per_statement.max(1);
-    Ok(o)
+    let read = ReadOptions {
+        header: !a.no_header,
+        columns: a.columns.clone(),
+        skip_lines: a.skip,
+        encoding: a.encoding,
+        empty_null: a.empty_null,
+        sample_rows: a.sample.max(1),
+        max_record_bytes: a.max_record_bytes,
+        ragged: match a.ragged {
+            None => Ragged::Error,
+            Some(RaggedArg::Pad) => Ragged::Pad,
+            Some(RaggedArg::Truncate) => Ragged::Truncate,
+        },
+        ..ReadOptions::default()
+    };
+    Ok(ImportOptions {
+        read,
+        format,
+        delimiter: a
+            .delimiter
+            .as_deref()
+            .map(|d| one_byte("--delimiter", d))
+            .transpose()?,
+        quoting,
+        table: a.table.clone(),
+        alter: a.alter,
+        detect_types: !a.no_detect_types,
+        types,
+        pk: a
+            .pk
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        indexes,
+        durability: a.durability,
+        file: FileSettings {
+            page_size: a.page_size,
+            cache_size: a.cache_size,
+        },
+        rejects: a.rejects.clone(),
+        max_errors: a.max_errors,
+        parse_only: a.parse_only,
+        batch_rows: a.batch_rows.max(1),
+        rows_per_statement: a.rows_per_statement.max(1),
+    })
 }
 
 pub fn run(a: ImportArgs) -> Result<()> {
