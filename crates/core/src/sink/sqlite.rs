@@ -9,11 +9,11 @@
 use std::sync::Arc;
 
 use rusqlite::limits::Limit;
-use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{Connection, ErrorCode, Statement};
+use rusqlite::{Connection, ErrorCode};
 
+use super::raw_stmt::BatchStatement;
 use super::Sink;
-use crate::batch::{Batch, Value};
+use crate::batch::Batch;
 use crate::error::{Error, Position, Result};
 use crate::schema::quote_ident;
 use crate::types::ColumnType;
@@ -25,8 +25,8 @@ pub struct SqliteSink<'c> {
     columns: Vec<String>,
     source: Arc<str>,
     max_rows_per_statement: usize,
-    multi: Option<(Statement<'c>, usize)>,
-    single: Statement<'c>,
+    multi: Option<BatchStatement<'c>>,
+    single: BatchStatement<'c>,
 }
 
 /// The default cap on rows per INSERT statement. Past a few hundred rows the gain from
@@ -66,7 +66,7 @@ impl<'c> SqliteSink<'c> {
             as usize;
         let rows = (vars / self.columns.len().max(1)).min(self.max_rows_per_statement);
         self.multi = if rows > 1 {
-            Some((prepare(self.conn, &self.table, &self.columns, rows)?, rows))
+            Some(prepare(self.conn, &self.table, &self.columns, rows)?)
         } else {
             None
         };
@@ -75,7 +75,7 @@ impl<'c> SqliteSink<'c> {
 
     /// Rows per multi-row statement (1 when the limit allows no more).
     pub fn rows_per_statement(&self) -> usize {
-        self.multi.as_ref().map_or(1, |m| m.1)
+        self.multi.as_ref().map_or(1, |m| m.rows())
     }
 
     fn row_error(&self, batch: &Batch, row: usize, e: rusqlite::Error) -> Error {
@@ -102,9 +102,7 @@ impl<'c> SqliteSink<'c> {
     ) -> Result<u64> {
         let mut n = 0;
         for r in rows {
-            bind_row(&mut self.single, 0, batch, r)
-                .map_err(|e| Error::sqlite("binding a row", e))?;
-            match self.single.raw_execute() {
+            match self.single.execute_rows(batch, r) {
                 Ok(_) => n += 1,
                 Err(e) if is_row_error(&e) => {
                     let err = self.row_error(batch, r, e);
@@ -133,7 +131,7 @@ fn prepare<'c>(
     table: &str,
     columns: &[String],
     rows: usize,
-) -> Result<Statement<'c>> {
+) -> Result<BatchStatement<'c>> {
     let cols: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
     let one = format!("({})", vec!["?"; columns.len()].join(","));
     let sql = format!(
@@ -142,31 +140,12 @@ fn prepare<'c>(
         cols.join(","),
         vec![one.as_str(); rows].join(",")
     );
-    conn.prepare(&sql).map_err(|e| {
+    BatchStatement::prepare(conn, &sql, rows, columns.len()).map_err(|e| {
         Error::sqlite(
             format!("preparing the insert into {}", quote_ident(table)),
             e,
         )
     })
-}
-
-#[inline]
-fn bind_row(
-    stmt: &mut Statement<'_>,
-    base: usize,
-    batch: &Batch,
-    row: usize,
-) -> rusqlite::Result<()> {
-    for (j, v) in batch.row(row).enumerate() {
-        let r = match v {
-            Value::Null => ValueRef::Null,
-            Value::Integer(i) => ValueRef::Integer(i),
-            Value::Real(f) => ValueRef::Real(f),
-            Value::Text(s) => ValueRef::Text(s.as_bytes()),
-        };
-        stmt.raw_bind_parameter(base + j + 1, ToSqlOutput::Borrowed(r))?;
-    }
-    Ok(())
 }
 
 impl Sink for SqliteSink<'_> {
@@ -198,27 +177,16 @@ impl SqliteSink<'_> {
         bad: &mut dyn FnMut(usize, Error) -> Result<()>,
     ) -> Result<u64> {
         let k = self.rows_per_statement();
-        let ncols = self.columns.len();
         let n = batch.rows();
         let mut done = start;
         let mut written = 0;
         while k > 1 && n - done >= k {
-            let ok = {
-                let (stmt, _) = self
-                    .multi
-                    .as_mut()
-                    .expect("k > 1 means a multi-row statement");
-                let mut r = Ok(());
-                for i in 0..k {
-                    r = bind_row(stmt, i * ncols, batch, done + i);
-                    if r.is_err() {
-                        break;
-                    }
-                }
-                r.and_then(|_| stmt.raw_execute())
-            };
-            match ok {
-                Ok(_) => written += k as u64,
+            let stmt = self
+                .multi
+                .as_mut()
+                .expect("k > 1 means a multi-row statement");
+            match stmt.execute_rows(batch, done) {
+                Ok(()) => written += k as u64,
                 // SQLite undid the whole statement; find the refused rows one by one.
                 Err(e) if is_row_error(&e) => {
                     written += self.write_singly(batch, done..done + k, bad)?
