@@ -143,7 +143,10 @@ def main():
             walls = [w for w, *_ in runs]
             cpus = [c for _, c, *_ in runs]
             med = statistics.median(walls)
-            ratio = f"{med / base_wall:.1f}x" if base_wall and name != "liteload" else ""
+            if name == "liteload parse-only":
+                ratio = "(floor)"
+            else:
+                ratio = f"{med / base_wall:.1f}x" if base_wall and name != "liteload" else ""
             print(f"{rows:>10}  {name:<26} {len(runs):>4} {med:>16.3f} {min(walls):>6.2f}-{max(walls):<6.2f} "
                   f"{statistics.median(cpus):>7.2f} {rows / med:>11,.0f} {ratio:>18}  {runs[0][3]}")
 

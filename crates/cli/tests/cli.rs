@@ -320,6 +320,11 @@ fn delimiter_no_header_columns_and_skip() -> R {
     .assert()
     .success();
     assert_eq!(rows(&db, "SELECT p, q FROM pq")?, vec![vec![i(1), i(2)]]);
+    copy_in(d.path(), "events.json")?;
+    import(d.path(), &["o.db", "events.json", "--skip", "1"])
+        .assert()
+        .code(2)
+        .stderr("error: events.json: --skip counts lines, which a JSON array does not have; use it with CSV, TSV or NDJSON\n");
     import(d.path(), &["o.db", "preamble.csv", "--delimiter", "ab"])
         .assert()
         .code(2)
@@ -860,6 +865,19 @@ fn a_stale_temp_file_is_cleaned_up_and_reported() -> R {
     assert_eq!(
         rows(&d.path().join("o.db"), "SELECT a FROM t")?,
         vec![vec![i(1)]]
+    );
+    // Beside an existing DB too (a kill between the link into place and the unlink).
+    std::fs::write(d.path().join("o.db.liteload-tmp"), b"")?;
+    import(d.path(), &["o.db", "t.csv"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "note: removed o.db.liteload-tmp left by an interrupted run",
+        ));
+    assert!(!d.path().join("o.db.liteload-tmp").exists());
+    assert_eq!(
+        rows(&d.path().join("o.db"), "SELECT count(*) FROM t")?,
+        vec![vec![i(2)]]
     );
     Ok(())
 }

@@ -111,16 +111,18 @@ pub fn open(path: &Path, requested: Option<Durability>, settings: FileSettings) 
             path.display()
         )));
     }
+    // A temp file from a killed run is removed whatever this run's profile: a kill after
+    // the link into place (but before the unlink) leaves one beside a complete DB.
+    let stale = temp_path(path);
+    if stale.exists() {
+        remove_stale(&stale)?;
+        notes.push(format!(
+            "removed {} left by an interrupted run",
+            stale.display()
+        ));
+    }
     let (open_path, tmp) = if durability == Durability::AtomicNew {
-        let tmp = temp_path(path);
-        if tmp.exists() {
-            remove_stale(&tmp)?;
-            notes.push(format!(
-                "removed {} left by an interrupted run",
-                tmp.display()
-            ));
-        }
-        (tmp.clone(), Some(tmp))
+        (stale.clone(), Some(stale))
     } else {
         (path.to_path_buf(), None)
     };

@@ -311,6 +311,12 @@ fn read_options_for(input: &Input, opts: &ImportOptions) -> Result<ReadOptions> 
             ))
         })?,
     };
+    if format == Format::Json && opts.read.skip_lines > 0 {
+        return Err(Error::plan(format!(
+            "{}: --skip counts lines, which a JSON array does not have; use it with CSV, TSV or NDJSON",
+            input.display_name()
+        )));
+    }
     let mut ro = opts.read.clone();
     ro.format = format;
     ro.delimiter = opts
