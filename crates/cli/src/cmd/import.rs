@@ -399,12 +399,12 @@ fn report(a: &ImportArgs, s: &Summary) -> std::io::Result<()> {
         };
         writeln!(
             out,
-            "{what} {} row{} into {} in {:.2} s ({:.0} rows/s); {} reject{}, {} type mismatch{}{db}",
-            s.rows,
+            "{what} {} row{} into {} in {:.2} s ({} rows/s); {} reject{}, {} type mismatch{}{db}",
+            grouped(s.rows),
             plural(s.rows),
             tables.join(", "),
             s.seconds,
-            s.rows_per_second,
+            grouped(s.rows_per_second as u64),
             s.rejects,
             plural(s.rejects),
             s.type_mismatches,
@@ -412,6 +412,19 @@ fn report(a: &ImportArgs, s: &Summary) -> std::io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// `1234567` as `1,234,567`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn plural(n: u64) -> &'static str {
@@ -434,5 +447,26 @@ fn human_bytes(b: u64) -> String {
         format!("{b} B")
     } else {
         format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_grouped_by_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(864913), "864,913");
+        assert_eq!(grouped(10_000_000), "10,000,000");
+    }
+
+    #[test]
+    fn one_byte_flags() {
+        assert_eq!(one_byte("--delimiter", "tab").ok(), Some(b'\t'));
+        assert_eq!(one_byte("--delimiter", ";").ok(), Some(b';'));
+        assert!(one_byte("--delimiter", "é").is_err());
     }
 }
