@@ -1,6 +1,8 @@
 //! The `liteload` command, end to end: real files in testdata/, a temp dir per test, and
 //! every database checked by SQLite (`PRAGMA integrity_check`) and read back.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -32,19 +34,7 @@ fn import(dir: &Path, args: &[&str]) -> Command {
 
 /// Opens `db`, asserts `integrity_check` is ok, and returns every row of `sql`.
 fn rows(db: &Path, sql: &str) -> Result<Vec<Vec<Value>>, Box<dyn std::error::Error>> {
-    let c = Connection::open(db)?;
-    let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
-    assert_eq!(ok, "ok");
-    let mut stmt = c.prepare(sql)?;
-    let n = stmt.column_count();
-    let out = stmt
-        .query_map([], |r| {
-            (0..n)
-                .map(|i| r.get::<_, Value>(i))
-                .collect::<rusqlite::Result<Vec<_>>>()
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(out)
+    Ok(common::checked_rows(db, sql)?)
 }
 
 /// The declared type of each column of `table`.

@@ -1,13 +1,14 @@
 //! Property test: a random table, written as CSV and as NDJSON, imported, reads back
 //! equal, value for value: any i64, any finite f64, any text, empty strings and NULLs.
 
+mod common;
+
 use std::fmt::Write as _;
 use std::path::Path;
 
 use assert_cmd::Command;
 use proptest::prelude::*;
 use rusqlite::types::Value;
-use rusqlite::Connection;
 
 #[derive(Clone, Copy, Debug)]
 enum Ty {
@@ -124,22 +125,7 @@ fn load_and_read(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let c = Connection::open(&db).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let ok: String = c
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .map_err(|e| TestCaseError::fail(e.to_string()))?;
-    prop_assert_eq!(ok, "ok");
-    let mut stmt = c
-        .prepare("SELECT * FROM t ORDER BY rowid")
-        .map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let n = stmt.column_count();
-    let rows = stmt
-        .query_map([], |r| {
-            (0..n)
-                .map(|i| r.get::<_, Value>(i))
-                .collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>())
+    let rows = common::checked_rows(&db, "SELECT * FROM t ORDER BY rowid")
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
     Ok(rows)
 }
