@@ -7,23 +7,20 @@
 //! disk for each profile).
 
 use std::collections::HashSet;
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use rusqlite::Connection;
 
-use crate::batch::{Batch, Value};
 use crate::durability::{self, Durability, FileSettings, Target};
 use crate::error::{Error, Result};
+use crate::pipeline::{self, Rejects};
 use crate::schema::quote_ident;
-use crate::sink::{sqlite::DEFAULT_ROWS_PER_STATEMENT, NullSink, Sink, SqliteSink};
+use crate::sink::{sqlite::DEFAULT_ROWS_PER_STATEMENT, NullSink, SqliteSink};
 use crate::source::input::default_table_name;
-use crate::source::{open_source, BadRecord, Fill, Format, Input, ReadOptions, Source};
+use crate::source::{open_source, Format, Input, ReadOptions};
 use crate::table::{self, IndexSpec};
 use crate::types::ColumnType;
 
@@ -153,69 +150,6 @@ pub struct Summary {
     pub notes: Vec<String>,
 }
 
-/// Bad records: refused, or counted and logged when the user allowed it.
-struct Rejects {
-    tolerate: bool,
-    max: Option<u64>,
-    count: u64,
-    samples: Vec<String>,
-    file: Option<(PathBuf, BufWriter<File>)>,
-}
-
-impl Rejects {
-    fn new(opts: &ImportOptions) -> Result<Rejects> {
-        let file = match &opts.rejects {
-            Some(p) => Some((
-                p.clone(),
-                BufWriter::new(File::create(p).map_err(|e| Error::io(Some(p.clone()), e))?),
-            )),
-            None => None,
-        };
-        Ok(Rejects {
-            tolerate: opts.rejects.is_some() || opts.max_errors.is_some(),
-            max: opts.max_errors,
-            count: 0,
-            samples: vec![],
-            file,
-        })
-    }
-
-    fn record(&mut self, bad: BadRecord) -> Result<()> {
-        if !self.tolerate {
-            return Err(bad.error);
-        }
-        self.count += 1;
-        if let Some(m) = self.max {
-            if self.count > m {
-                return Err(Error::too_many(m, bad.error));
-            }
-        }
-        if self.samples.len() < 5 {
-            self.samples.push(bad.error.to_string());
-        }
-        if let Some((path, w)) = &mut self.file {
-            let pos = bad.error.position().cloned().unwrap_or_default();
-            let line = serde_json::json!({
-                "file": &*pos.path,
-                "line": pos.line,
-                "column": pos.column,
-                "record": pos.record,
-                "reason": bad.error.reason(),
-                "fields": bad.fields,
-            });
-            writeln!(w, "{line}").map_err(|e| Error::io(Some(path.clone()), e))?;
-        }
-        Ok(())
-    }
-
-    fn finish(&mut self) -> Result<()> {
-        if let Some((path, w)) = &mut self.file {
-            w.flush().map_err(|e| Error::io(Some(path.clone()), e))?;
-        }
-        Ok(())
-    }
-}
-
 /// How one input's columns land in the table.
 struct TablePlan {
     table: String,
@@ -341,7 +275,7 @@ fn import_into(
         rows_per_statement: 1,
         ..Summary::default()
     };
-    let rejects = Mutex::new(Rejects::new(opts)?);
+    let rejects = Mutex::new(Rejects::new(opts.rejects.as_deref(), opts.max_errors)?);
     let mut created: HashSet<String> = HashSet::new();
     let mut loaded: Vec<(String, Vec<String>)> = vec![];
     for input in inputs {
@@ -417,20 +351,20 @@ fn import_into(
                 summary.rows_per_statement = sink.rows_per_statement();
                 let conn = &t.conn;
                 let plan_ref = &plan;
-                run_pipeline(
+                pipeline::run(
                     src.as_mut(),
                     &mut sink,
-                    opts,
+                    opts.batch_rows,
                     progress,
                     &rejects,
                     &mut |cols| add_columns(conn, plan_ref, cols),
                     &mut summary,
                 )?
             }
-            None => run_pipeline(
+            None => pipeline::run(
                 src.as_mut(),
                 &mut NullSink::default(),
-                opts,
+                opts.batch_rows,
                 progress,
                 &rejects,
                 &mut |_| Ok(()),
@@ -463,10 +397,12 @@ fn import_into(
             }
         }
     }
-    let mut r = rejects.into_inner().unwrap_or_else(|p| p.into_inner());
-    r.finish()?;
-    summary.rejects = r.count;
-    summary.reject_samples = r.samples;
+    let (count, samples) = rejects
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .finish()?;
+    summary.rejects = count;
+    summary.reject_samples = samples;
     Ok(summary)
 }
 
@@ -592,130 +528,4 @@ fn add_columns(conn: &Connection, plan: &TablePlan, cols: &[(String, ColumnType)
             .map_err(|e| Error::sqlite(format!("running {sql}"), e))?;
     }
     Ok(())
-}
-
-/// Adds columns to the table before batches that carry them arrive.
-type Widen<'a> = dyn FnMut(&[(String, ColumnType)]) -> Result<()> + 'a;
-
-enum Msg {
-    Batch(Batch),
-    AddColumns(Vec<(String, ColumnType)>),
-}
-
-/// Runs one input through a parser thread into `sink`. Returns the rows written.
-fn run_pipeline(
-    src: &mut dyn Source,
-    sink: &mut dyn Sink,
-    opts: &ImportOptions,
-    progress: &Progress,
-    rejects: &Mutex<Rejects>,
-    widen: &mut Widen<'_>,
-    summary: &mut Summary,
-) -> Result<u64> {
-    let (tx, rx) = bounded::<Msg>(4);
-    let (back_tx, back_rx) = unbounded::<Batch>();
-    let batch_rows = opts.batch_rows.max(1);
-    std::thread::scope(|s| {
-        let producer = s.spawn(move || produce(src, tx, back_rx, batch_rows, rejects));
-        let written = consume(rx, back_tx, sink, progress, rejects, widen);
-        let produced = producer
-            .join()
-            .unwrap_or_else(|_| Err(Error::plan("the parser thread panicked")));
-        // The writer's error comes first: when it stops, the parser sees a closed channel.
-        let written = written?;
-        let mism = produced?;
-        summary.type_mismatches += mism.count;
-        if summary.first_type_mismatch.is_none() {
-            summary.first_type_mismatch = mism.first;
-        }
-        Ok(written)
-    })
-}
-
-fn produce(
-    src: &mut dyn Source,
-    tx: Sender<Msg>,
-    back: Receiver<Batch>,
-    batch_rows: usize,
-    rejects: &Mutex<Rejects>,
-) -> Result<crate::source::Mismatches> {
-    const MAX_TEXT: usize = 16 << 20;
-    let mut ncols = src.width();
-    let mut batch = Batch::new(ncols);
-    let mut bad = |b: BadRecord| rejects.lock().unwrap_or_else(|p| p.into_inner()).record(b);
-    loop {
-        let fill = src.fill(&mut batch, batch_rows, MAX_TEXT, &mut bad)?;
-        let send_batch = |batch: Batch| tx.send(Msg::Batch(batch)).is_ok();
-        match fill {
-            Fill::Full | Fill::Done => {
-                let done = fill == Fill::Done;
-                if !batch.is_empty() {
-                    if !send_batch(std::mem::take(&mut batch)) {
-                        break; // the writer stopped; its error is the one to report
-                    }
-                    batch = back.try_recv().unwrap_or_default();
-                    batch.clear(ncols);
-                }
-                if done {
-                    break;
-                }
-            }
-            Fill::NewColumns(cols) => {
-                if !batch.is_empty() && !send_batch(std::mem::take(&mut batch)) {
-                    break;
-                }
-                ncols += cols.len();
-                if tx.send(Msg::AddColumns(cols)).is_err() {
-                    break;
-                }
-                batch = back.try_recv().unwrap_or_default();
-                batch.clear(ncols);
-            }
-        }
-    }
-    Ok(src.mismatches().clone())
-}
-
-fn consume(
-    rx: Receiver<Msg>,
-    back: Sender<Batch>,
-    sink: &mut dyn Sink,
-    progress: &Progress,
-    rejects: &Mutex<Rejects>,
-    widen: &mut Widen<'_>,
-) -> Result<u64> {
-    let mut rows = 0;
-    for msg in rx {
-        match msg {
-            Msg::Batch(b) => {
-                let mut bad = |row: usize, error: Error| {
-                    let fields: Vec<serde_json::Value> = b
-                        .row(row)
-                        .map(|v| match v {
-                            Value::Null => serde_json::Value::Null,
-                            Value::Integer(i) => i.into(),
-                            Value::Real(r) => r.into(),
-                            Value::Text(t) => t.into(),
-                        })
-                        .collect();
-                    rejects
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .record(BadRecord {
-                            error,
-                            fields: fields.into(),
-                        })
-                };
-                let n = sink.write_batch(&b, &mut bad)?;
-                rows += n;
-                progress.rows.fetch_add(n, Ordering::Relaxed);
-                let _ = back.send(b);
-            }
-            Msg::AddColumns(cols) => {
-                widen(&cols)?;
-                sink.add_columns(&cols)?;
-            }
-        }
-    }
-    Ok(rows)
 }

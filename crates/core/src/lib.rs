@@ -22,6 +22,7 @@ pub mod batch;
 pub mod durability;
 pub mod error;
 pub mod import;
+pub mod pipeline;
 pub mod schema;
 pub mod sink;
 pub mod source;
