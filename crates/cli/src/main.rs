@@ -27,6 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Import(Box<cmd::import::ImportArgs>),
+    Generate(Box<cmd::generate::GenerateArgs>),
     Info(cmd::info::InfoArgs),
 }
 
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Import(a) => cmd::import::run(*a),
+        Command::Generate(a) => cmd::generate::run(*a),
         Command::Info(a) => cmd::info::run(a),
     };
     match result {

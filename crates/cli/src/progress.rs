@@ -42,7 +42,19 @@ impl Drop for Bar {
 
 fn draw(p: Arc<Progress>, stop: Arc<AtomicBool>) {
     let total = p.bytes_total.load(Ordering::Relaxed);
-    let bar = if total > 0 {
+    let rows_total = p.rows_total.load(Ordering::Relaxed);
+    let bar = if rows_total > 0 {
+        let b =
+            ProgressBar::with_draw_target(Some(rows_total), ProgressDrawTarget::stderr_with_hz(10));
+        b.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{bar:30}] {human_pos}/{human_len} rows {msg} ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        b
+    } else if total > 0 {
         let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr_with_hz(10));
         b.set_style(
             ProgressStyle::with_template(
@@ -64,7 +76,11 @@ fn draw(p: Arc<Progress>, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Relaxed) {
         let rows = p.rows.load(Ordering::Relaxed);
         let secs = start.elapsed().as_secs_f64().max(1e-3);
-        bar.set_position(p.bytes_read.load(Ordering::Relaxed));
+        bar.set_position(if rows_total > 0 {
+            rows
+        } else {
+            p.bytes_read.load(Ordering::Relaxed)
+        });
         let stage = match p.stage() {
             Stage::Loading => String::new(),
             Stage::Indexing => " — building indexes".into(),

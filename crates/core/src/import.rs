@@ -110,6 +110,8 @@ pub struct Progress {
     pub bytes_read: Arc<AtomicU64>,
     /// Total input size, when every input is a regular file (else 0).
     pub bytes_total: AtomicU64,
+    /// Rows to make in all, when known in advance (`generate`; else 0).
+    pub rows_total: AtomicU64,
     pub rows: AtomicU64,
     stage: AtomicU8,
 }
@@ -202,7 +204,8 @@ pub fn import(
     }
 }
 
-fn finish_summary(s: &mut Summary, start: Instant) {
+/// Fills in the timing and SQLite version of a finished run.
+pub(crate) fn finish_summary(s: &mut Summary, start: Instant) {
     s.seconds = start.elapsed().as_secs_f64();
     s.rows_per_second = if s.seconds > 0.0 {
         s.rows as f64 / s.seconds

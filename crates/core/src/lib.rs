@@ -21,6 +21,7 @@
 pub mod batch;
 pub mod durability;
 pub mod error;
+pub mod generate;
 pub mod import;
 pub mod pipeline;
 pub mod schema;

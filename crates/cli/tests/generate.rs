@@ -1,0 +1,356 @@
+//! `liteload generate`, end to end: the default table, every generator, determinism
+//! across thread counts, appends, errors before anything is written, and kill -9.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command as Process;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use rusqlite::types::Value;
+use tempfile::TempDir;
+
+use common::checked_rows;
+
+type R = Result<(), Box<dyn std::error::Error>>;
+
+fn generate(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::cargo_bin("liteload").expect("the liteload binary is built");
+    c.current_dir(dir).arg("generate").args(args);
+    c
+}
+
+fn one(db: &Path, sql: &str) -> Result<Value, Box<dyn std::error::Error>> {
+    Ok(checked_rows(db, sql)?.remove(0).remove(0))
+}
+
+/// A digest of every row, in rowid order.
+fn digest(db: &Path, table: &str) -> Result<String, Box<dyn std::error::Error>> {
+    let rows = checked_rows(db, &format!("SELECT * FROM \"{table}\" ORDER BY rowid"))?;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for v in rows.iter().flatten() {
+        for b in format!("{v:?}").bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    Ok(format!("{}:{h:016x}", rows.len()))
+}
+
+#[test]
+fn the_default_table_is_the_write_ups() -> R {
+    let d = TempDir::new()?;
+    generate(d.path(), &["u.db", "--rows", "20000"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with(
+            "Generated 20,000 rows of \"user\" in",
+        ));
+    let db = d.path().join("u.db");
+    let sql = one(&db, "SELECT sql FROM sqlite_schema WHERE name = 'user'")?;
+    assert_eq!(
+        sql,
+        Value::Text("CREATE TABLE \"user\" (\n  \"id\" INTEGER NOT NULL PRIMARY KEY,\n  \"area\" TEXT NOT NULL,\n  \"age\" INTEGER NOT NULL,\n  \"active\" INTEGER NOT NULL\n)".into())
+    );
+    let stats = checked_rows(
+        &db,
+        "SELECT count(*), min(id), max(id), sum(length(area) = 6 AND area NOT GLOB '*[^0-9]*'), \
+         sum(age IN (5, 10, 15)), count(DISTINCT age), sum(active IN (0, 1)), count(DISTINCT active) FROM user",
+    )?;
+    let n = Value::Integer(20000);
+    assert_eq!(
+        stats[0],
+        vec![
+            n.clone(),
+            Value::Integer(1),
+            n.clone(),
+            n.clone(),
+            n.clone(),
+            Value::Integer(3),
+            n,
+            Value::Integer(2)
+        ]
+    );
+    Ok(())
+}
+
+#[test]
+fn the_same_seed_gives_the_same_table_whatever_the_threads() -> R {
+    let d = TempDir::new()?;
+    let rows = "50000"; // several chunks
+    let spec = [
+        "--column",
+        "id=rowid",
+        "--column",
+        "x=float:0..1;null=0.1",
+        "--column",
+        "u=uuid",
+        "--column",
+        "t=text:0..9",
+    ];
+    let mut digests = vec![];
+    for (db, threads, seed) in [("a.db", "1", "7"), ("b.db", "3", "7"), ("c.db", "2", "8")] {
+        generate(
+            d.path(),
+            &[
+                db,
+                "--rows",
+                rows,
+                "--threads",
+                threads,
+                "--seed",
+                seed,
+                "-q",
+            ],
+        )
+        .args(spec)
+        .assert()
+        .success();
+        digests.push(digest(&d.path().join(db), "user")?);
+    }
+    assert_eq!(digests[0], digests[1], "1 and 3 threads differ");
+    assert_ne!(digests[0], digests[2], "another seed gave the same table");
+    Ok(())
+}
+
+#[test]
+fn every_generator_lands_typed_and_in_range() -> R {
+    let d = TempDir::new()?;
+    generate(
+        d.path(),
+        &[
+            "g.db",
+            "--rows",
+            "20000",
+            "--table",
+            "g",
+            "--column",
+            "id=rowid",
+            "--column",
+            "i=int:-5..5",
+            "--column",
+            "f=float:10..20",
+            "--column",
+            "c=choice:red,green,blue;weights=0,1,1",
+            "--column",
+            "dg=digits:3",
+            "--column",
+            "tx=text:2..4;alphabet=xyz",
+            "--column",
+            "u=uuid",
+            "--column",
+            "ts=timestamp:2024-02-28..2024-03-01;format=%Y-%m-%dT%H:%M:%SZ",
+            "--column",
+            "ux=timestamp:2024-01-01..2024-01-02;format=unix",
+            "--column",
+            "k=const:42",
+            "--column",
+            "n=int:1..9;null=0.3",
+        ],
+    )
+    .assert()
+    .success();
+    let db = d.path().join("g.db");
+    let types: Vec<Vec<Value>> = checked_rows(&db, "SELECT type FROM pragma_table_info('g')")?;
+    let types: Vec<String> = types.into_iter().map(|r| format!("{:?}", r[0])).collect();
+    assert_eq!(
+        types,
+        [
+            "INTEGER", "INTEGER", "REAL", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "INTEGER",
+            "INTEGER", "INTEGER"
+        ]
+        .iter()
+        .map(|t| format!("{:?}", Value::Text(t.to_string())))
+        .collect::<Vec<_>>()
+    );
+    let checks = checked_rows(
+        &db,
+        "SELECT sum(i BETWEEN -5 AND 5), sum(f >= 10 AND f < 20 AND typeof(f) = 'real'), sum(c IN ('green','blue')), \
+         sum(length(dg) = 3), sum(length(tx) BETWEEN 2 AND 4 AND tx NOT GLOB '*[^xyz]*'), \
+         sum(u GLOB '????????-????-4???-[89ab]???-????????????'), \
+         sum(ts >= '2024-02-28T00:00:00Z' AND ts < '2024-03-01T00:00:00Z'), sum(ts LIKE '2024-02-29%') > 0, \
+         sum(ux >= 1704067200 AND ux < 1704153600), sum(k = 42), sum(n IS NULL) FROM g",
+    )?;
+    let all = Value::Integer(20000);
+    let got = &checks[0];
+    for (i, v) in got.iter().enumerate().take(7) {
+        assert_eq!(v, &all, "check {i}");
+    }
+    assert_eq!(got[7], Value::Integer(1), "no leap day");
+    assert_eq!(got[8], all);
+    assert_eq!(got[9], all);
+    let Value::Integer(nulls) = got[10] else {
+        return Err("no count".into());
+    };
+    assert!(
+        (5400..6600).contains(&nulls),
+        "{nulls} NULLs at a fraction of 0.3 of 20000"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_spec_file_names_the_table_and_columns() -> R {
+    let d = TempDir::new()?;
+    std::fs::write(
+        d.path().join("spec.toml"),
+        "table = \"people\"\n[[column]]\nname = \"id\"\ngen = \"rowid\"\n[[column]]\nname = \"email\"\ngen = \"text:5..12\"\nnull = 0.5\n",
+    )?;
+    generate(d.path(), &["p.db", "--rows", "1000", "--spec", "spec.toml"])
+        .assert()
+        .success();
+    let db = d.path().join("p.db");
+    let Value::Integer(nulls) = one(&db, "SELECT count(*) FROM people WHERE email IS NULL")? else {
+        return Err("no count".into());
+    };
+    assert!(
+        (350..650).contains(&nulls),
+        "{nulls} NULLs at a fraction of 0.5 of 1000"
+    );
+    std::fs::write(
+        d.path().join("bad.toml"),
+        "[[column]]\nname = \"x\"\ngen = \"int:9..1\"\n",
+    )?;
+    generate(d.path(), &["b.db", "--rows", "10", "--spec", "bad.toml"])
+        .assert()
+        .code(2)
+        .stderr("error: bad.toml: x=int: bad range 9..1: LO is above HI\n");
+    Ok(())
+}
+
+#[test]
+fn appends_continue_the_rowid_sequence() -> R {
+    let d = TempDir::new()?;
+    generate(d.path(), &["a.db", "--rows", "10000", "-q"])
+        .assert()
+        .success();
+    generate(d.path(), &["a.db", "--rows", "500", "--seed", "3"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("(balanced)"));
+    let db = d.path().join("a.db");
+    assert_eq!(
+        checked_rows(
+            &db,
+            "SELECT count(*), max(id), count(DISTINCT id) FROM user"
+        )?[0],
+        vec![
+            Value::Integer(10500),
+            Value::Integer(10500),
+            Value::Integer(10500)
+        ]
+    );
+    Ok(())
+}
+
+#[test]
+fn bad_specs_fail_before_anything_is_written() -> R {
+    let d = TempDir::new()?;
+    generate(d.path(), &["x.db", "--rows", "10", "--column", "a=normal:0..1"])
+        .assert()
+        .code(2)
+        .stderr("error: --column a: unknown generator \"normal\" (expected rowid, int, float, choice, digits, text, uuid, timestamp or const)\n");
+    generate(
+        d.path(),
+        &["x.db", "--rows", "10", "--column", "a=int:3..1"],
+    )
+    .assert()
+    .code(2)
+    .stderr("error: --column a=int: bad range 3..1: LO is above HI\n");
+    generate(
+        d.path(),
+        &[
+            "x.db",
+            "--rows",
+            "10",
+            "--column",
+            "a=int:1..3",
+            "--column",
+            "A=int:1..3",
+        ],
+    )
+    .assert()
+    .code(2)
+    .stderr("error: column \"A\" is named twice\n");
+    generate(d.path(), &["x.db", "--rows", "10", "--engine", "direct"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "the direct page writer is not built yet",
+        ));
+    assert!(!d.path().join("x.db").exists());
+    generate(d.path(), &["y.db", "--rows", "10", "-q"])
+        .assert()
+        .success();
+    let before = digest(&d.path().join("y.db"), "user")?;
+    generate(d.path(), &["y.db", "--rows", "10", "--column", "id=rowid", "--column", "other=int:1..2"])
+        .assert()
+        .code(2)
+        .stderr("error: table \"user\" exists with columns (id, area, age, active), but the spec has (id, other); generate into another --table\n");
+    assert_eq!(digest(&d.path().join("y.db"), "user")?, before);
+    Ok(())
+}
+
+#[test]
+fn summary_json_and_generate_only() -> R {
+    let d = TempDir::new()?;
+    let out = generate(d.path(), &["s.db", "--rows", "1000", "--summary-json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let s: serde_json::Value = serde_json::from_slice(&out)?;
+    assert_eq!(s["rows"], 1000);
+    assert_eq!(s["durability"], "atomic-new");
+    generate(d.path(), &["none.db", "--rows", "1000", "--generate-only"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with(
+            "Generated (not written) 1,000 rows",
+        ));
+    assert!(!d.path().join("none.db").exists());
+    Ok(())
+}
+
+#[test]
+fn kill_during_generate_leaves_no_file_or_a_complete_one() -> R {
+    let d = TempDir::new()?;
+    let rows: i64 = 4_000_000;
+    let bin = assert_cmd::cargo::cargo_bin("liteload");
+    let run = |db: &str| {
+        Process::new(&bin)
+            .current_dir(d.path())
+            .args(["generate", "-q", db, "--rows", &rows.to_string()])
+            .spawn()
+    };
+    let t0 = Instant::now();
+    assert!(run("full.db")?.wait()?.success());
+    let full = t0.elapsed();
+    let expected = digest(&d.path().join("full.db"), "user")?;
+    let mut interrupted = 0;
+    for i in 0..5u32 {
+        let delay = full.mul_f64(f64::from(i) / 5.0 + 0.05);
+        let mut child = run("k.db")?;
+        std::thread::sleep(delay.max(Duration::from_millis(5)));
+        child.kill()?;
+        child.wait()?;
+        let db = d.path().join("k.db");
+        if db.exists() {
+            assert_eq!(
+                digest(&db, "user")?,
+                expected,
+                "a killed run left a partial table"
+            );
+            std::fs::remove_file(&db)?;
+        } else {
+            interrupted += 1;
+        }
+    }
+    assert!(
+        interrupted > 0,
+        "no kill landed during a run; the test proved nothing"
+    );
+    Ok(())
+}

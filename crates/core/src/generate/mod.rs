@@ -1,0 +1,199 @@
+//! `generate`: synthetic tables, deterministic for a seed, loaded through the same
+//! pipeline and durability profiles as `import`.
+
+pub mod rng;
+pub mod source;
+pub mod spec;
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use crate::durability::{self, Durability, FileSettings};
+use crate::error::{Error, Result};
+use crate::import::{finish_summary, Progress, Summary};
+use crate::pipeline::{self, Rejects};
+use crate::schema::quote_ident;
+use crate::sink::{NullSink, SqliteSink};
+use crate::table;
+pub use source::{GeneratorSource, CHUNK_ROWS};
+pub use spec::{default_columns, ColumnSpec, Gen};
+
+/// What to generate, and how to write it.
+#[derive(Clone, Debug)]
+pub struct GenerateOptions {
+    pub rows: u64,
+    pub table: String,
+    pub columns: Vec<ColumnSpec>,
+    pub seed: u64,
+    /// Generator threads (the writer is one more).
+    pub threads: usize,
+    pub durability: Option<Durability>,
+    pub file: FileSettings,
+    /// Generate every value, write nothing: the floor under the SQLite path.
+    pub generate_only: bool,
+    pub rows_per_statement: usize,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        GenerateOptions {
+            rows: 0,
+            table: "user".into(),
+            columns: default_columns(),
+            seed: 0,
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            durability: None,
+            file: FileSettings::default(),
+            generate_only: false,
+            rows_per_statement: crate::sink::sqlite::DEFAULT_ROWS_PER_STATEMENT,
+        }
+    }
+}
+
+fn validate(opts: &GenerateOptions) -> Result<()> {
+    if opts.columns.is_empty() {
+        return Err(Error::plan("no columns to generate"));
+    }
+    if opts.columns.len() > 2000 {
+        return Err(Error::plan("more than SQLite's 2000 columns per table"));
+    }
+    let mut seen = HashSet::new();
+    for c in &opts.columns {
+        if !seen.insert(c.name.to_ascii_lowercase()) {
+            return Err(Error::plan(format!("column {:?} is named twice", c.name)));
+        }
+    }
+    if opts.columns.iter().filter(|c| c.gen == Gen::Rowid).count() > 1 {
+        return Err(Error::plan("more than one rowid column"));
+    }
+    if opts.table.is_empty() {
+        return Err(Error::plan("--table: the name is empty"));
+    }
+    Ok(())
+}
+
+/// Generates `opts.rows` rows into `opts.table` of the database at `db`. A new file is
+/// built `atomic-new` (a kill leaves no file); an existing table must have exactly the
+/// spec's columns, and its rowids continue from its largest.
+pub fn generate(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Result<Summary> {
+    let start = Instant::now();
+    validate(opts)?;
+    progress.rows_total.store(opts.rows, Ordering::Relaxed);
+    let rejects = Mutex::new(Rejects::new(None, None)?);
+    let mut summary = Summary {
+        tables: vec![opts.table.clone()],
+        rows_per_statement: 1,
+        ..Summary::default()
+    };
+    if opts.generate_only {
+        let mut src =
+            GeneratorSource::new(opts.columns.clone(), opts.rows, opts.seed, 1, opts.threads);
+        summary.rows = pipeline::run(
+            &mut src,
+            &mut NullSink::default(),
+            CHUNK_ROWS as usize,
+            progress,
+            &rejects,
+            &mut |_| Ok(()),
+            &mut summary,
+        )?;
+        summary.durability = "none (generate only)".into();
+        finish_summary(&mut summary, start);
+        return Ok(summary);
+    }
+    let target = durability::open(db, opts.durability, opts.file)?;
+    let result = (|| -> Result<u64> {
+        let conn = &target.conn;
+        let names: Vec<String> = opts.columns.iter().map(|c| c.name.clone()).collect();
+        let first_rowid = match table::existing_columns(conn, &opts.table)? {
+            Some((actual, cols)) => {
+                let have: Vec<String> = cols.iter().map(|c| c.name.clone()).collect();
+                let same = have.len() == names.len()
+                    && have
+                        .iter()
+                        .zip(&names)
+                        .all(|(a, b)| a.eq_ignore_ascii_case(b));
+                if !same {
+                    return Err(Error::plan(format!(
+                        "table {} exists with columns ({}), but the spec has ({}); generate into another --table",
+                        quote_ident(&actual),
+                        have.join(", "),
+                        names.join(", ")
+                    )));
+                }
+                let max: i64 = conn
+                    .query_row(
+                        &format!(
+                            "SELECT coalesce(max(rowid), 0) FROM {}",
+                            quote_ident(&actual)
+                        ),
+                        [],
+                        |r| r.get(0),
+                    )
+                    .map_err(|e| Error::sqlite("reading the largest rowid", e))?;
+                max + 1
+            }
+            None => {
+                let defs: Vec<String> = opts.columns.iter().map(|c| c.definition()).collect();
+                let sql = format!(
+                    "CREATE TABLE {} (\n  {}\n)",
+                    quote_ident(&opts.table),
+                    defs.join(",\n  ")
+                );
+                conn.execute_batch(&sql)
+                    .map_err(|e| Error::sqlite(format!("running {sql}"), e))?;
+                1
+            }
+        };
+        let mut src = GeneratorSource::new(
+            opts.columns.clone(),
+            opts.rows,
+            opts.seed,
+            first_rowid,
+            opts.threads,
+        );
+        let written: Vec<String> = opts
+            .columns
+            .iter()
+            .filter(|c| c.gen != Gen::Rowid)
+            .map(|c| c.name.clone())
+            .collect();
+        let mut sink = SqliteSink::new(
+            conn,
+            &opts.table,
+            written,
+            "<generate>".into(),
+            opts.rows_per_statement,
+        )?;
+        summary.rows_per_statement = sink.rows_per_statement();
+        pipeline::run(
+            &mut src,
+            &mut sink,
+            CHUNK_ROWS as usize,
+            progress,
+            &rejects,
+            &mut |_| Ok(()),
+            &mut summary,
+        )
+    })();
+    match result {
+        Ok(rows) => {
+            summary.rows = rows;
+            summary.durability = target.durability.name().to_string();
+            summary.notes = target.notes.clone();
+            target.commit()?;
+            summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
+            finish_summary(&mut summary, start);
+            Ok(summary)
+        }
+        Err(e) => {
+            target.abort();
+            Err(e)
+        }
+    }
+}
