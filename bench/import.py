@@ -17,16 +17,12 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LITELOAD = os.path.join(ROOT, "target", "release", "liteload")
+from benchlib import LITELOAD, ROOT, clean, print_table, rotations, run_once
 
 
 def tools(src, db):
@@ -37,16 +33,6 @@ def tools(src, db):
         "sqlite3 .import": (["sqlite3", db, "-cmd", ".mode tabs", f".import {src} transit"], True),
         "sqlite-utils insert --tsv": (["sqlite-utils", "insert", db, "transit", src, "--tsv"], True),
     }
-
-
-def run_once(argv):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return p.returncode, p.stderr.decode(errors="replace"), wall, cpu
 
 
 def verify(db, rows):
@@ -64,12 +50,6 @@ def verify(db, rows):
     if n != rows:
         return False, f"{n} rows, expected {rows}"
     return True, "Stop %s, Time %s" % kinds
-
-
-def clean(db):
-    for suffix in ("", "-wal", "-shm", "-journal", ".liteload-tmp"):
-        if os.path.exists(db + suffix):
-            os.remove(db + suffix)
 
 
 def main():
@@ -104,8 +84,7 @@ def main():
         if rows > a.sqlite_utils_max_rows:
             names = [n for n in names if not n.startswith("sqlite-utils")]
         names = [n for n in names if shutil.which(tools(src, db)[n][0][0])]
-        for r in range(a.runs):
-            order = names[r % len(names):] + names[:r % len(names)]
+        for r, order in rotations(names, a.runs):
             for name in order:
                 argv, writes = tools(src, db)[name]
                 clean(db)
@@ -129,26 +108,7 @@ def main():
                 clean(db)
 
     print()
-    print(f"{'rows':>10}  {'tool':<26} {'runs':>4} {'wall s (median)':>16} {'min-max':>13} {'CPU s':>7} "
-          f"{'rows/s':>11} {'liteload faster by':>18}  stored as")
-    for rows in a.rows:
-        base = results.get((rows, "liteload"))
-        base_wall = statistics.median(w for w, *_ in base) if base else None
-        for (r, name), runs in results.items():
-            if r != rows:
-                continue
-            if not runs:
-                print(f"{rows:>10}  {name:<26} FAILED")
-                continue
-            walls = [w for w, *_ in runs]
-            cpus = [c for _, c, *_ in runs]
-            med = statistics.median(walls)
-            if name == "liteload parse-only":
-                ratio = "(floor)"
-            else:
-                ratio = f"{med / base_wall:.1f}x" if base_wall and name != "liteload" else ""
-            print(f"{rows:>10}  {name:<26} {len(runs):>4} {med:>16.3f} {min(walls):>6.2f}-{max(walls):<6.2f} "
-                  f"{statistics.median(cpus):>7.2f} {rows / med:>11,.0f} {ratio:>18}  {runs[0][3]}")
+    print_table(results, a.rows, base="liteload", floor="liteload parse-only")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,61 @@
+"""Shared pieces of the benchmark scripts: timing a command, cleaning a database's
+files, interleaving, and the medians table."""
+import os
+import resource
+import statistics
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LITELOAD = os.path.join(ROOT, "target", "release", "liteload")
+
+
+def run_once(argv):
+    """(exit code, stderr, wall seconds, CPU seconds of the child)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return p.returncode, p.stderr.decode(errors="replace"), wall, cpu
+
+
+def clean(db):
+    for suffix in ("", "-wal", "-shm", "-journal", ".liteload-tmp"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+
+
+def rotations(names, runs):
+    """Round r runs the tools starting at tool r, so no tool always goes first."""
+    for r in range(runs):
+        k = r % len(names)
+        yield r, names[k:] + names[:k]
+
+
+def print_table(results, sizes, base="liteload", floor=None):
+    """results: {(rows, tool): [(wall, cpu, db_bytes, detail), ...]} (empty list = failed)."""
+    print(f"{'rows':>12}  {'tool':<34} {'runs':>4} {'wall s (median)':>16} {'min-max':>15} {'CPU s':>8} "
+          f"{'rows/s':>12} {base + ' faster by':>20}  {'db MB':>8}  check")
+    for rows in sizes:
+        b = results.get((rows, base))
+        base_wall = statistics.median(w for w, *_ in b) if b else None
+        for (r, name), runs in results.items():
+            if r != rows:
+                continue
+            if not runs:
+                print(f"{rows:>12,}  {name:<34} FAILED")
+                continue
+            walls = [w for w, *_ in runs]
+            med = statistics.median(walls)
+            if name == floor:
+                ratio = "(floor)"
+            elif base_wall and name != base:
+                ratio = f"{med / base_wall:.2f}x"
+            else:
+                ratio = ""
+            cpu = statistics.median(c for _, c, *_ in runs)
+            size = runs[0][2] / 1e6
+            print(f"{rows:>12,}  {name:<34} {len(runs):>4} {med:>16.3f} {min(walls):>7.2f}-{max(walls):<7.2f} "
+                  f"{cpu:>8.2f} {rows / med:>12,.0f} {ratio:>20}  {size:>8.1f}  {runs[0][3]}")

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Side-by-side generation benchmark: liteload generate vs write-up 004's approach vs SQL.
+
+The write-up's table, user(id, area, age, active), at each size, made by:
+  - liteload generate (SQLite's insert path, atomic-new);
+  - liteload generate --generate-only (values made, nothing written: the floor);
+  - bench/writeup004, a Rust rebuild of the write-up's best approach (the five PRAGMAs,
+    a prepared 50-row INSERT, one producer thread feeding one writer), linked with the
+    same bundled SQLite;
+  - Debian's sqlite3 running one INSERT … SELECT over a WITH RECURSIVE counter.
+Interleaved rounds, medians. Every database is verified before its run counts:
+PRAGMA integrity_check is ok, the row count is right, every age is 5/10/15, every
+active 0/1, every area six digits.
+
+    cargo build --release -p liteload-cli -p liteload-bench-writeup004
+    python3 bench/generate.py [--runs 3] [--rows 10000000 100000000] [--workdir DIR]
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+from benchlib import LITELOAD, ROOT, clean, print_table, rotations, run_once
+
+WRITEUP = os.path.join(ROOT, "target", "release", "liteload-bench-writeup004")
+PRAGMAS = ("PRAGMA journal_mode=OFF; PRAGMA synchronous=0; PRAGMA cache_size=1000000; "
+           "PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;")
+SCHEMA = ("CREATE TABLE user (id INTEGER not null primary key, area CHAR(6), "
+          "age INTEGER not null, active INTEGER not null);")
+
+
+def tools(db, rows):
+    sql = (f"{PRAGMAS} {SCHEMA} INSERT INTO user (area, age, active) "
+           f"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {rows}) "
+           "SELECT printf('%06d', abs(random() % 1000000)), (abs(random()) % 3 + 1) * 5, abs(random()) % 2 FROM c;")
+    return {
+        "liteload generate": ([LITELOAD, "generate", "-q", db, "--rows", str(rows)], True),
+        "liteload generate --generate-only": ([LITELOAD, "generate", "-q", db, "--rows", str(rows), "--generate-only"], False),
+        "write-up 004 approach (Rust)": ([WRITEUP, db, str(rows)], True),
+        "sqlite3 WITH RECURSIVE": (["sqlite3", db, sql], True),
+    }
+
+
+def verify(db, rows):
+    try:
+        c = sqlite3.connect(db)
+        ok = c.execute("PRAGMA integrity_check").fetchone()[0]
+        n, ages, actives, areas = c.execute(
+            "SELECT count(*), sum(age IN (5, 10, 15)), sum(active IN (0, 1)), "
+            "sum(length(area) = 6 AND area NOT GLOB '*[^0-9]*') FROM user").fetchone()
+        c.close()
+    except sqlite3.Error as e:
+        return False, f"sqlite error: {e}"
+    if ok != "ok":
+        return False, f"integrity_check: {ok}"
+    if not (n == ages == actives == areas == rows):
+        return False, f"{n} rows ({ages} ages, {actives} actives, {areas} areas right), expected {rows}"
+    return True, "verified"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--rows", type=int, nargs="+", default=[10_000_000, 100_000_000])
+    ap.add_argument("--workdir", default=os.environ.get("TMPDIR", "/tmp") + "/liteload-bench")
+    ap.add_argument("--json", help="append one JSON line per run to this file")
+    a = ap.parse_args()
+    for exe in (LITELOAD, WRITEUP):
+        if not os.path.exists(exe):
+            sys.exit("build first: cargo build --release -p liteload-cli -p liteload-bench-writeup004")
+    os.makedirs(a.workdir, exist_ok=True)
+    free = shutil.disk_usage(a.workdir).free
+    need = max(a.rows) * 40  # bytes per row, with room for two databases at once
+    if free < need:
+        sys.exit(f"{a.workdir}: {free / 1e9:.1f} GB free, need about {need / 1e9:.1f} GB")
+    out = open(a.json, "a") if a.json else None
+    info = json.loads(subprocess.run([LITELOAD, "info", "--json"], capture_output=True, text=True).stdout)
+    cli = subprocess.run(["sqlite3", "--version"], capture_output=True, text=True).stdout.split()[0]
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores; liteload {info['liteload']} "
+          f"(bundled SQLite {info['sqlite']}); sqlite3 CLI {cli}")
+    results = {}
+    db = os.path.join(a.workdir, "gen.db")
+    for rows in a.rows:
+        names = list(tools(db, rows))
+        for r, order in rotations(names, a.runs):
+            for name in order:
+                argv, writes = tools(db, rows)[name]
+                clean(db)
+                code, err, wall, cpu = run_once(argv)
+                if code != 0:
+                    ok, detail = False, f"exit {code}: {err.strip()[:200]}"
+                elif writes:
+                    ok, detail = verify(db, rows)
+                else:
+                    ok, detail = True, "nothing written"
+                size = os.path.getsize(db) if writes and os.path.exists(db) else 0
+                rec = {"rows": rows, "tool": name, "run": r, "ok": ok, "detail": detail,
+                       "wall_s": round(wall, 4), "cpu_s": round(cpu, 4), "db_bytes": size}
+                print(json.dumps(rec), flush=True)
+                if out:
+                    out.write(json.dumps(rec) + "\n")
+                results.setdefault((rows, name), [])
+                if ok:
+                    results[(rows, name)].append((wall, cpu, size, detail))
+                clean(db)
+    print()
+    print_table(results, a.rows, base="liteload generate", floor="liteload generate --generate-only")
+
+
+if __name__ == "__main__":
+    main()
