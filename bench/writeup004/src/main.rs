@@ -83,7 +83,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if batch.len() == BATCH {
                 full.execute(params.as_slice())?;
             } else {
-                conn.prepare_cached(&sql(batch.len()))?.execute(params.as_slice())?;
+                conn.prepare_cached(&sql(batch.len()))?
+                    .execute(params.as_slice())?;
             }
         }
     }

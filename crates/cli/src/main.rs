@@ -1,6 +1,7 @@
 //! The `liteload` command. Flags and commands only: the work is in the `liteload` crate.
 //!
-//! Exit codes: 0 success; 1 bad input (a record, a JSON value, an empty file);
+//! Exit codes: 0 success; 1 bad input (a record, a JSON value, an empty file, a
+//! missing key);
 //! 2 bad usage (flags, or flags that do not fit the data or the database);
 //! 3 the system failed (I/O, SQLite). A closed stdout (broken pipe) exits 0.
 
@@ -28,6 +29,7 @@ struct Cli {
 enum Command {
     Import(Box<cmd::import::ImportArgs>),
     Generate(Box<cmd::generate::GenerateArgs>),
+    Kv(cmd::kv::KvArgs),
     Info(cmd::info::InfoArgs),
 }
 
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Import(a) => cmd::import::run(*a),
         Command::Generate(a) => cmd::generate::run(*a),
+        Command::Kv(a) => cmd::kv::run(a),
         Command::Info(a) => cmd::info::run(a),
     };
     match result {
@@ -64,6 +67,7 @@ fn exit_code(e: &anyhow::Error) -> u8 {
         Some(ErrorKind::Plan(_)) => 2,
         Some(_) => 3,
         None if e.downcast_ref::<cmd::UsageError>().is_some() => 2,
+        None if e.downcast_ref::<cmd::kv::Missing>().is_some() => 1,
         None => 3,
     }
 }

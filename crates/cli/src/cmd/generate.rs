@@ -97,8 +97,8 @@ pub struct GenerateArgs {
     /// No progress bar, no summary.
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    /// Print the summary as one JSON object on stdout.
-    #[arg(long = "summary-json")]
+    /// Print the summary as one JSON object on stdout (also --json).
+    #[arg(long = "summary-json", visible_alias = "json")]
     pub summary_json: bool,
 }
 

@@ -3,6 +3,7 @@
 pub mod generate;
 pub mod import;
 pub mod info;
+pub mod kv;
 
 /// A flag value that parsed but makes no sense (exit code 2).
 #[derive(Debug)]

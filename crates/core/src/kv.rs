@@ -1,0 +1,409 @@
+//! [`KvStore`]: a key-value store of blobs in one SQLite file.
+//!
+//! Schema: `kv(k PRIMARY KEY NOT NULL, v BLOB NOT NULL)`, an ordinary rowid table.
+//! The key column has no declared type, so a key keeps its kind: the integer `1` and the
+//! text `"1"` are different keys. The table keeps rowids (no `WITHOUT ROWID`) because
+//! SQLite's incremental blob I/O, which streams values in and out without holding them
+//! whole, works only on rowid tables.
+//!
+//! Every write is its own transaction unless made through [`KvStore::batch`]; reads see
+//! the last commit. Durability follows [`Durability`]: `balanced` (WAL, NORMAL) by default.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use rusqlite::blob::Blob;
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{params, Connection, OptionalExtension, ToSql, MAIN_DB};
+
+use crate::durability::Durability;
+use crate::error::{Error, Result};
+
+/// A key: text (a path, a name) or an integer.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Key {
+    Int(i64),
+    Text(String),
+}
+
+impl From<&str> for Key {
+    fn from(s: &str) -> Key {
+        Key::Text(s.to_string())
+    }
+}
+
+impl From<i64> for Key {
+    fn from(i: i64) -> Key {
+        Key::Int(i)
+    }
+}
+
+impl std::fmt::Display for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Key::Int(i) => write!(f, "{i}"),
+            Key::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+impl ToSql for Key {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match self {
+            Key::Int(i) => ValueRef::Integer(*i),
+            Key::Text(s) => ValueRef::Text(s.as_bytes()),
+        }))
+    }
+}
+
+/// How a store is opened.
+#[derive(Clone, Copy, Debug)]
+pub struct KvOptions {
+    /// `balanced` (default), `durable` or `unsafe`. `atomic-new` does not apply to a store
+    /// that is written in place.
+    pub durability: Durability,
+    /// Bytes of the file SQLite may read through `mmap` (0: none).
+    pub mmap_size: u64,
+    /// Page size of a new store.
+    pub page_size: Option<u32>,
+    /// SQLite's `cache_size` (pages if positive, KiB if negative).
+    pub cache_size: Option<i64>,
+}
+
+impl Default for KvOptions {
+    fn default() -> Self {
+        KvOptions {
+            durability: Durability::Balanced,
+            mmap_size: 0,
+            page_size: None,
+            cache_size: None,
+        }
+    }
+}
+
+const CHUNK: usize = 64 * 1024;
+
+/// A blob store. Not `Sync`: open one per thread.
+pub struct KvStore {
+    conn: Connection,
+}
+
+fn sql(ctx: &str) -> impl FnOnce(rusqlite::Error) -> Error + '_ {
+    move |e| Error::sqlite(ctx, e)
+}
+
+impl KvStore {
+    /// Opens (creating if needed) the store at `path`.
+    pub fn open(path: &Path, opts: KvOptions) -> Result<KvStore> {
+        if opts.durability == Durability::AtomicNew {
+            return Err(Error::plan(
+                "a kv store is written in place: use balanced, durable or unsafe",
+            ));
+        }
+        let conn = Connection::open(path)
+            .map_err(|e| Error::sqlite(format!("opening {}", path.display()), e))?;
+        let setup = || -> rusqlite::Result<()> {
+            conn.busy_timeout(std::time::Duration::from_secs(5))?;
+            if let Some(ps) = opts.page_size {
+                conn.execute_batch(&format!("PRAGMA page_size={ps};"))?;
+            }
+            conn.execute_batch(match opts.durability {
+                Durability::Durable => "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;",
+                Durability::Unsafe => "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;",
+                _ => "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            })?;
+            conn.execute_batch(&format!("PRAGMA mmap_size={};", opts.mmap_size))?;
+            if let Some(cs) = opts.cache_size {
+                conn.execute_batch(&format!("PRAGMA cache_size={cs};"))?;
+            }
+            conn.execute_batch(
+                "CREATE TABLE IF NOT EXISTS kv(k PRIMARY KEY NOT NULL, v BLOB NOT NULL)",
+            )
+        };
+        setup().map_err(|e| Error::sqlite(format!("preparing {}", path.display()), e))?;
+        Ok(KvStore { conn })
+    }
+
+    /// The connection, for queries this API does not cover.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Stores `value` under `key`, replacing any value there.
+    pub fn put(&self, key: &Key, value: &[u8]) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v",
+            )
+            .and_then(|mut s| s.execute(params![key, value]))
+            .map_err(sql("storing a value"))?;
+        Ok(())
+    }
+
+    /// Stores `len` bytes read from `r` under `key`, streamed through incremental blob
+    /// I/O in 64 KiB pieces: the value is never in memory whole. All or nothing: if `r`
+    /// fails or ends early, the store is as it was.
+    pub fn put_reader(&self, key: &Key, mut r: impl Read, len: u64) -> Result<()> {
+        let len_i = i64::try_from(len).map_err(|_| Error::plan("value too large"))?;
+        // A savepoint, so this is atomic on its own and inside a batch alike.
+        self.conn
+            .execute_batch("SAVEPOINT put_reader")
+            .map_err(sql("beginning a savepoint"))?;
+        let result = self.stream_in(key, &mut r, len, len_i);
+        let end = match result {
+            Ok(()) => "RELEASE put_reader",
+            Err(_) => "ROLLBACK TO put_reader; RELEASE put_reader",
+        };
+        self.conn
+            .execute_batch(end)
+            .map_err(sql("ending a savepoint"))?;
+        result
+    }
+
+    fn stream_in(&self, key: &Key, r: &mut impl Read, len: u64, len_i: i64) -> Result<()> {
+        self.conn
+            .prepare_cached("INSERT INTO kv(k, v) VALUES (?1, zeroblob(?2)) ON CONFLICT(k) DO UPDATE SET v = excluded.v")
+            .and_then(|mut s| s.execute(params![key, len_i]))
+            .map_err(sql("making room for a value"))?;
+        let rowid = self
+            .rowid(key)?
+            .ok_or_else(|| Error::plan("the value vanished while being written"))?;
+        let mut blob = self
+            .conn
+            .blob_open(MAIN_DB, c"kv", c"v", rowid, false)
+            .map_err(sql("opening the value for writing"))?;
+        let mut buf = vec![0u8; CHUNK];
+        let mut left = len;
+        while left > 0 {
+            let want = (left as usize).min(CHUNK);
+            let n = r.read(&mut buf[..want]).map_err(|e| Error::io(None, e))?;
+            if n == 0 {
+                return Err(Error::io(
+                    None,
+                    std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!("the input ended {left} bytes early"),
+                    ),
+                ));
+            }
+            blob.write_all(&buf[..n]).map_err(|e| Error::io(None, e))?;
+            left -= n as u64;
+        }
+        Ok(())
+    }
+
+    fn rowid(&self, key: &Key) -> Result<Option<i64>> {
+        self.conn
+            .prepare_cached("SELECT rowid FROM kv WHERE k = ?1")
+            .and_then(|mut s| s.query_row([key], |r| r.get(0)).optional())
+            .map_err(sql("finding a key"))
+    }
+
+    /// The value under `key`, read with one SQL statement.
+    pub fn get(&self, key: &Key) -> Result<Option<Vec<u8>>> {
+        self.conn
+            .prepare_cached("SELECT v FROM kv WHERE k = ?1")
+            .and_then(|mut s| s.query_row([key], |r| r.get(0)).optional())
+            .map_err(sql("reading a value"))
+    }
+
+    /// A reader over the value under `key` (incremental blob I/O: `Read + Seek`, nothing
+    /// read until asked). It must be dropped before the value is written again.
+    pub fn open_reader(&self, key: &Key) -> Result<Option<Blob<'_>>> {
+        let Some(rowid) = self.rowid(key)? else {
+            return Ok(None);
+        };
+        self.conn
+            .blob_open(MAIN_DB, c"kv", c"v", rowid, true)
+            .map(Some)
+            .map_err(sql("opening a value for reading"))
+    }
+
+    /// Removes `key`. Returns whether it was there.
+    pub fn delete(&self, key: &Key) -> Result<bool> {
+        let n = self
+            .conn
+            .prepare_cached("DELETE FROM kv WHERE k = ?1")
+            .and_then(|mut s| s.execute([key]))
+            .map_err(sql("deleting a key"))?;
+        Ok(n > 0)
+    }
+
+    pub fn contains(&self, key: &Key) -> Result<bool> {
+        Ok(self.rowid(key)?.is_some())
+    }
+
+    /// Keys in order (integers first, then text by bytes), text keys limited to those
+    /// starting with `prefix` when one is given.
+    pub fn keys(&self, prefix: Option<&str>) -> Result<Vec<Key>> {
+        let map = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Key> {
+            Ok(match r.get_ref(0)? {
+                ValueRef::Integer(i) => Key::Int(i),
+                other => Key::Text(
+                    String::from_utf8_lossy(other.as_bytes().unwrap_or_default()).into_owned(),
+                ),
+            })
+        };
+        let out = match prefix {
+            None => {
+                let mut s = self
+                    .conn
+                    .prepare("SELECT k FROM kv ORDER BY k")
+                    .map_err(sql("listing keys"))?;
+                let v = s
+                    .query_map([], map)
+                    .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>());
+                v.map_err(sql("listing keys"))?
+            }
+            Some(p) => {
+                // substr compares bytes exactly; LIKE would treat % and _ as patterns.
+                let mut s = self
+                    .conn
+                    .prepare("SELECT k FROM kv WHERE typeof(k) = 'text' AND k >= ?1 AND substr(k, 1, length(?1)) = ?1 ORDER BY k")
+                    .map_err(sql("listing keys"))?;
+                let v = s
+                    .query_map([p], map)
+                    .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>());
+                v.map_err(sql("listing keys"))?
+            }
+        };
+        Ok(out)
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> Result<u64> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM kv", [], |r| r.get(0))
+            .map_err(sql("counting keys"))?;
+        Ok(n as u64)
+    }
+
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Runs `f` in one transaction: every put and delete in it commits together, or none
+    /// does (when `f` fails).
+    pub fn batch<T>(&mut self, f: impl FnOnce(&KvStore) -> Result<T>) -> Result<T> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(sql("beginning a batch"))?;
+        match f(self) {
+            Ok(v) => {
+                self.conn
+                    .execute_batch("COMMIT")
+                    .map_err(sql("committing a batch"))?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Seek, SeekFrom};
+
+    fn bytes(n: usize, seed: u8) -> Vec<u8> {
+        (0..n)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
+    }
+
+    fn store() -> Result<(tempfile::TempDir, KvStore)> {
+        let d = tempfile::tempdir().map_err(|e| Error::io(None, e))?;
+        let s = KvStore::open(&d.path().join("kv.db"), KvOptions::default())?;
+        Ok((d, s))
+    }
+
+    #[test]
+    fn values_of_every_size_round_trip_both_ways() -> Result<()> {
+        let (_d, s) = store()?;
+        for (i, n) in [0, 1, 100, 4095, 4096, 4097, 65_536, 3 << 20]
+            .into_iter()
+            .enumerate()
+        {
+            let v = bytes(n, i as u8);
+            let (a, b) = (Key::Text(format!("put/{n}")), Key::Int(n as i64));
+            s.put(&a, &v)?;
+            s.put_reader(&b, &v[..], n as u64)?;
+            assert_eq!(s.get(&a)?.as_deref(), Some(&v[..]), "put {n}");
+            assert_eq!(s.get(&b)?.as_deref(), Some(&v[..]), "put_reader {n}");
+            let mut r = s.open_reader(&b)?.ok_or_else(|| Error::plan("missing"))?;
+            let mut back = vec![];
+            r.read_to_end(&mut back).map_err(|e| Error::io(None, e))?;
+            assert_eq!(back, v, "open_reader {n}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn ranged_reads_seek_without_reading_the_rest() -> Result<()> {
+        let (_d, s) = store()?;
+        let v = bytes(1 << 20, 9);
+        s.put(&Key::from("big"), &v)?;
+        let mut r = s
+            .open_reader(&Key::from("big"))?
+            .ok_or_else(|| Error::plan("missing"))?;
+        let io = |e| Error::io(None, e);
+        r.seek(SeekFrom::Start(500_000)).map_err(io)?;
+        let mut buf = [0u8; 10];
+        r.read_exact(&mut buf).map_err(io)?;
+        assert_eq!(&buf, &v[500_000..500_010]);
+        r.seek(SeekFrom::End(-3)).map_err(io)?;
+        let mut tail = vec![];
+        r.read_to_end(&mut tail).map_err(io)?;
+        assert_eq!(tail, &v[v.len() - 3..]);
+        Ok(())
+    }
+
+    #[test]
+    fn keys_keep_their_kind_and_prefixes_are_literal() -> Result<()> {
+        let (_d, s) = store()?;
+        s.put(&Key::Int(1), b"int")?;
+        s.put(&Key::from("1"), b"text")?;
+        for k in ["a/x", "a/y", "a%/z", "a_b", "b/1"] {
+            s.put(&Key::from(k), k.as_bytes())?;
+        }
+        assert_eq!(s.get(&Key::Int(1))?.as_deref(), Some(&b"int"[..]));
+        assert_eq!(s.get(&Key::from("1"))?.as_deref(), Some(&b"text"[..]));
+        assert_eq!(
+            s.keys(Some("a/"))?,
+            vec![Key::from("a/x"), Key::from("a/y")]
+        );
+        assert_eq!(s.keys(Some("a%"))?, vec![Key::from("a%/z")]);
+        assert_eq!(s.keys(None)?.len(), 7);
+        assert!(s.delete(&Key::from("a/x"))?);
+        assert!(!s.delete(&Key::from("a/x"))?);
+        assert!(!s.contains(&Key::from("a/x"))?);
+        assert_eq!(s.len()?, 6);
+        Ok(())
+    }
+
+    #[test]
+    fn a_short_stream_leaves_the_old_value_and_batches_are_atomic() -> Result<()> {
+        let (_d, mut s) = store()?;
+        let k = Key::from("k");
+        s.put(&k, b"old")?;
+        assert!(s.put_reader(&k, &b"abc"[..], 10).is_err());
+        assert_eq!(s.get(&k)?.as_deref(), Some(&b"old"[..]));
+        let failed: Result<()> = s.batch(|s| {
+            s.put(&Key::from("x"), b"1")?;
+            s.put_reader(&Key::from("y"), &b"22"[..], 2)?;
+            Err(Error::plan("changed my mind"))
+        });
+        assert!(failed.is_err());
+        assert!(!s.contains(&Key::from("x"))? && !s.contains(&Key::from("y"))?);
+        s.batch(|s| {
+            s.put(&Key::from("x"), b"1")?;
+            s.put_reader(&Key::from("y"), &b"22"[..], 2)
+        })?;
+        assert_eq!(s.get(&Key::from("y"))?.as_deref(), Some(&b"22"[..]));
+        Ok(())
+    }
+}
