@@ -1,0 +1,303 @@
+//! `liteload kv`, end to end.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command as Process;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use rusqlite::types::Value;
+use tempfile::TempDir;
+
+type R = Result<(), Box<dyn std::error::Error>>;
+
+fn kv(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::cargo_bin("liteload").expect("the liteload binary is built");
+    c.current_dir(dir).arg("kv").args(args);
+    c
+}
+
+fn blob(n: usize, seed: u32) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(2_654_435_761).max(1);
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+#[test]
+fn put_get_rm_ls() -> R {
+    let d = TempDir::new()?;
+    let big = blob(3 << 20, 1);
+    std::fs::write(d.path().join("big.bin"), &big)?;
+    kv(d.path(), &["put", "s.db", "photos/a.jpg", "big.bin"])
+        .assert()
+        .success();
+    kv(d.path(), &["put", "s.db", "notes/empty"])
+        .write_stdin(Vec::new())
+        .assert()
+        .success();
+    kv(d.path(), &["put", "s.db", "notes/hi", "-"])
+        .write_stdin("hello")
+        .assert()
+        .success();
+    kv(d.path(), &["put", "s.db", "42", "--int"])
+        .write_stdin("forty-two")
+        .assert()
+        .success();
+    let out = kv(d.path(), &["get", "s.db", "photos/a.jpg"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(out, big);
+    kv(d.path(), &["get", "s.db", "notes/empty"])
+        .assert()
+        .success()
+        .stdout("");
+    kv(d.path(), &["get", "s.db", "42", "--int"])
+        .assert()
+        .success()
+        .stdout("forty-two");
+    kv(d.path(), &["get", "s.db", "42"])
+        .assert()
+        .code(1)
+        .stderr("error: s.db: no key \"42\"\n");
+    kv(d.path(), &["get", "s.db", "notes/hi", "-o", "hi.txt"])
+        .assert()
+        .success();
+    assert_eq!(std::fs::read(d.path().join("hi.txt"))?, b"hello");
+    kv(d.path(), &["ls", "s.db"])
+        .assert()
+        .success()
+        .stdout("42\nnotes/empty\nnotes/hi\nphotos/a.jpg\n");
+    kv(d.path(), &["ls", "s.db", "--prefix", "notes/"])
+        .assert()
+        .success()
+        .stdout("notes/empty\nnotes/hi\n");
+    kv(d.path(), &["rm", "s.db", "notes/hi", "nope"])
+        .assert()
+        .code(1)
+        .stderr("error: s.db: no key nope\n");
+    kv(d.path(), &["ls", "s.db", "--prefix", "notes/"])
+        .assert()
+        .success()
+        .stdout("notes/empty\n");
+    common::checked_rows(&d.path().join("s.db"), "SELECT count(*) FROM kv")?;
+    Ok(())
+}
+
+/// A tree of files with awkward names and sizes around SQLite's page boundaries.
+fn make_tree(root: &Path) -> Result<usize, std::io::Error> {
+    let mut n = 0;
+    for (i, size) in [0usize, 1, 4095, 4096, 4097, 100_000].iter().enumerate() {
+        let sub = root.join(format!("d{}", i % 3)).join("deeper dir");
+        std::fs::create_dir_all(&sub)?;
+        std::fs::write(sub.join(format!("f {i} ü%_.bin")), blob(*size, i as u32))?;
+        n += 1;
+    }
+    std::fs::write(root.join("top.txt"), b"top")?;
+    Ok(n + 1)
+}
+
+fn same_tree(a: &Path, b: &Path) -> Result<usize, Box<dyn std::error::Error>> {
+    let mut n = 0;
+    let mut stack = vec![a.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir)? {
+            let p = e?.path();
+            let rel = p.strip_prefix(a)?;
+            if p.is_dir() {
+                stack.push(p.clone());
+                assert!(b.join(rel).is_dir(), "{} missing", rel.display());
+            } else {
+                assert_eq!(
+                    std::fs::read(&p)?,
+                    std::fs::read(b.join(rel))?,
+                    "{} differs",
+                    rel.display()
+                );
+                n += 1;
+            }
+        }
+    }
+    Ok(n)
+}
+
+#[test]
+fn import_dir_and_export_dir_round_trip_byte_for_byte() -> R {
+    let d = TempDir::new()?;
+    let src = d.path().join("src");
+    let files = make_tree(&src)?;
+    kv(d.path(), &["import-dir", "s.db", "src"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with(format!("Stored {files} files")));
+    kv(d.path(), &["export-dir", "s.db", "out"])
+        .assert()
+        .success();
+    assert_eq!(same_tree(&src, &d.path().join("out"))?, files);
+    assert_eq!(same_tree(&d.path().join("out"), &src)?, files);
+    // Existing files are kept unless --force.
+    kv(d.path(), &["export-dir", "s.db", "out"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("exists; use --force to overwrite"));
+    kv(d.path(), &["export-dir", "s.db", "out", "--force", "-q"])
+        .assert()
+        .success();
+    // Commit windows give the same store.
+    kv(
+        d.path(),
+        &["import-dir", "w.db", "src", "--commit-every", "2", "-q"],
+    )
+    .assert()
+    .success();
+    let rows = common::checked_rows(&d.path().join("w.db"), "SELECT count(*) FROM kv")?;
+    assert_eq!(rows[0][0], Value::Integer(files as i64));
+    Ok(())
+}
+
+#[test]
+fn export_never_writes_outside_the_folder() -> R {
+    let d = TempDir::new()?;
+    for k in [
+        "../escape",
+        "/etc/passwd-copy",
+        "a/../../b",
+        "back\\slash",
+        "a//b",
+        "trailing/",
+        "./dot",
+        "ok/file",
+    ] {
+        kv(d.path(), &["put", "s.db", k, "-"])
+            .write_stdin("x")
+            .assert()
+            .success();
+    }
+    // A key with a NUL byte, put through SQL (the shell cannot pass one).
+    let c = rusqlite::Connection::open(d.path().join("s.db"))?;
+    c.execute("INSERT INTO kv(k, v) VALUES (?1, x'00')", ["nul\0key"])?;
+    drop(c);
+    let out = kv(d.path(), &["export-dir", "s.db", "out/inner"])
+        .assert()
+        .code(1)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(out)?;
+    for why in [
+        "has a `..` part",
+        "is an absolute path",
+        "has a backslash",
+        "has an empty part",
+        "has a `.` part",
+        "has a NUL byte",
+    ] {
+        assert!(err.contains(why), "no {why:?} in {err}");
+    }
+    assert!(
+        err.contains("error: 8 key(s) could not be file names under out/inner"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(d.path().join("out/inner/ok/file"))?, b"x");
+    assert!(
+        !d.path().join("escape").exists()
+            && !d.path().join("out/escape").exists()
+            && !d.path().join("b").exists()
+    );
+    // A link inside the folder is not followed out of it.
+    #[cfg(unix)]
+    {
+        let outside = d.path().join("outside");
+        std::fs::create_dir(&outside)?;
+        std::fs::create_dir_all(d.path().join("x"))?;
+        std::os::unix::fs::symlink(&outside, d.path().join("x/ok"))?;
+        kv(d.path(), &["export-dir", "s.db", "x"])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("is a link"));
+        assert!(!outside.join("file").exists());
+    }
+    Ok(())
+}
+
+#[test]
+fn the_tree_layout_puts_at_most_100_entries_in_a_folder() -> R {
+    let d = TempDir::new()?;
+    for k in ["0", "7", "12345", "999999"] {
+        kv(d.path(), &["put", "s.db", k, "--int", "-"])
+            .write_stdin(k)
+            .assert()
+            .success();
+    }
+    kv(d.path(), &["export-dir", "s.db", "t", "--tree", "-q"])
+        .assert()
+        .success();
+    for (k, p) in [
+        ("0", "00/00/00"),
+        ("7", "00/00/07"),
+        ("12345", "01/23/45"),
+        ("999999", "99/99/99"),
+    ] {
+        assert_eq!(std::fs::read_to_string(d.path().join("t").join(p))?, k);
+    }
+    Ok(())
+}
+
+#[test]
+fn kill_during_import_dir_leaves_a_consistent_store() -> R {
+    let d = TempDir::new()?;
+    let src = d.path().join("src");
+    std::fs::create_dir(&src)?;
+    for i in 0..3000u32 {
+        std::fs::write(src.join(format!("{i:05}")), blob(10_000, i))?;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("liteload");
+    let run = |db: &str| {
+        Process::new(&bin)
+            .current_dir(d.path())
+            .args(["kv", "import-dir", db, "src", "-q", "--commit-every", "100"])
+            .spawn()
+    };
+    let t0 = Instant::now();
+    assert!(run("full.db")?.wait()?.success());
+    let full = t0.elapsed();
+    for i in 0..4u32 {
+        let db = format!("k{i}.db");
+        let mut child = run(&db)?;
+        std::thread::sleep(
+            full.mul_f64(f64::from(i) / 4.0 + 0.1)
+                .max(Duration::from_millis(5)),
+        );
+        child.kill()?;
+        child.wait()?;
+        let path = d.path().join(&db);
+        if !path.exists() {
+            continue;
+        }
+        // integrity_check is ok; what is there is whole: every stored value equals its file,
+        // and whole commit windows only (a multiple of 100, or everything).
+        let rows = common::checked_rows(&path, "SELECT k, v FROM kv")?;
+        assert!(
+            rows.len() % 100 == 0 || rows.len() == 3000,
+            "{} rows: not whole windows",
+            rows.len()
+        );
+        for r in &rows {
+            let (Value::Text(k), Value::Blob(v)) = (&r[0], &r[1]) else {
+                return Err("bad row".into());
+            };
+            assert_eq!(&std::fs::read(src.join(k))?, v, "{k} differs");
+        }
+    }
+    Ok(())
+}
