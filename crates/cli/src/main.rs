@@ -30,6 +30,7 @@ enum Command {
     Import(Box<cmd::import::ImportArgs>),
     Generate(Box<cmd::generate::GenerateArgs>),
     Kv(cmd::kv::KvArgs),
+    Bench(cmd::bench::BenchArgs),
     Info(cmd::info::InfoArgs),
 }
 
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         Command::Import(a) => cmd::import::run(*a),
         Command::Generate(a) => cmd::generate::run(*a),
         Command::Kv(a) => cmd::kv::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
         Command::Info(a) => cmd::info::run(a),
     };
     match result {

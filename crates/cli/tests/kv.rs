@@ -301,3 +301,51 @@ fn kill_during_import_dir_leaves_a_consistent_store() -> R {
     }
     Ok(())
 }
+
+#[test]
+fn bench_kv_runs_verified_and_writes_json_and_svg() -> R {
+    let d = TempDir::new()?;
+    let mut c = Command::cargo_bin("liteload")?;
+    c.current_dir(d.path())
+        .args([
+            "bench",
+            "kv",
+            "--count",
+            "300",
+            "--size",
+            "3000",
+            "--variance",
+            "500",
+            "--runs",
+            "2",
+        ])
+        .args(["--dir", "work", "--json", "r.json", "--svg", "c.svg"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "reads, every blob once in random order",
+        ))
+        .stdout(predicate::str::contains("db: blob API + mmap"))
+        .stdout(predicate::str::contains("space after init"))
+        .stdout(predicate::str::contains("FAILED").not());
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("r.json"))?)?;
+    let reads = r["reads"].as_array().ok_or("no reads")?;
+    assert_eq!(reads.len(), 5);
+    for s in reads
+        .iter()
+        .chain(r["writes"].as_array().ok_or("no writes")?)
+    {
+        assert_eq!(s["seconds"].as_array().map(|v| v.len()), Some(2), "{s}");
+        assert!(s["failed"].is_null(), "{s}");
+    }
+    assert!(r["space"]["db_bytes"]
+        .as_u64()
+        .is_some_and(|b| b > 300 * 2500));
+    assert!(std::fs::read_to_string(d.path().join("c.svg"))?.starts_with("<svg"));
+    assert!(
+        !d.path().join("work").exists(),
+        "the working folder is removed unless --keep"
+    );
+    Ok(())
+}

@@ -83,6 +83,16 @@ impl Default for KvOptions {
 
 const CHUNK: usize = 64 * 1024;
 
+/// Write-up 001's folder layout for integer keys, at most 100 entries a folder: the
+/// key as six (or more) digits, cut into two-digit folders: 12345 -> `01/23/45`.
+/// `key` must not be negative.
+pub fn tree_path(key: i64) -> std::path::PathBuf {
+    debug_assert!(key >= 0);
+    let d = format!("{key:06}");
+    let (head, tail) = d.split_at(d.len() - 4);
+    [head, &tail[..2], &tail[2..]].iter().collect()
+}
+
 /// A blob store. Not `Sync`: open one per thread.
 pub struct KvStore {
     conn: Connection,
@@ -219,6 +229,16 @@ impl KvStore {
             .map_err(sql("opening a value for reading"))
     }
 
+    /// A reader for many values in a row. It keeps one blob handle open and moves it
+    /// from value to value (`sqlite3_blob_reopen`), where [`KvStore::open_reader`] opens a
+    /// new one each time, which costs a statement compile per value.
+    pub fn values(&self) -> ValueReader<'_> {
+        ValueReader {
+            store: self,
+            blob: None,
+        }
+    }
+
     /// Removes `key`. Returns whether it was there.
     pub fn delete(&self, key: &Key) -> Result<bool> {
         let n = self
@@ -304,6 +324,42 @@ impl KvStore {
     }
 }
 
+/// Reads values one after another through one reused blob handle. Must be dropped
+/// before the store writes again.
+pub struct ValueReader<'s> {
+    store: &'s KvStore,
+    blob: Option<Blob<'s>>,
+}
+
+impl ValueReader<'_> {
+    /// Replaces `buf` with the value under `key`. Returns `false` (and leaves `buf` empty)
+    /// when there is none.
+    pub fn read_into(&mut self, key: &Key, buf: &mut Vec<u8>) -> Result<bool> {
+        buf.clear();
+        let Some(rowid) = self.store.rowid(key)? else {
+            return Ok(false);
+        };
+        match &mut self.blob {
+            Some(b) => b.reopen(rowid).map_err(sql("moving to a value"))?,
+            None => {
+                let b = self
+                    .store
+                    .conn
+                    .blob_open(MAIN_DB, c"kv", c"v", rowid, true)
+                    .map_err(sql("opening a value for reading"))?;
+                self.blob = Some(b);
+            }
+        }
+        let b = self
+            .blob
+            .as_mut()
+            .ok_or_else(|| Error::plan("no blob handle"))?;
+        buf.resize(b.len(), 0);
+        b.read_at_exact(buf, 0).map_err(sql("reading a value"))?;
+        Ok(true)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,6 +394,13 @@ mod tests {
             let mut back = vec![];
             r.read_to_end(&mut back).map_err(|e| Error::io(None, e))?;
             assert_eq!(back, v, "open_reader {n}");
+            drop(r);
+            let mut values = s.values();
+            assert!(values.read_into(&a, &mut back)?);
+            assert_eq!(back, v, "values, first {n}");
+            assert!(values.read_into(&b, &mut back)?, "values, reopened {n}");
+            assert_eq!(back, v, "values, reopened {n}");
+            assert!(!values.read_into(&Key::from("absent"), &mut back)? && back.is_empty());
         }
         Ok(())
     }

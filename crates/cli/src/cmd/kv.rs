@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use liteload::kv::{Key, KvOptions, KvStore};
+use liteload::kv::{tree_path, Key, KvOptions, KvStore};
 use liteload::{Durability, Progress};
 
 use super::import::grouped;
@@ -359,11 +359,7 @@ fn import_dir(db: &Path, dir: &Path, commit_every: u64, s: &StoreArgs, quiet: bo
 /// components are allowed: no `..`, no root or drive, no empty part, no NUL or `\`.
 pub fn safe_relative(key: &Key, tree: bool) -> Result<PathBuf, String> {
     let s = match key {
-        Key::Int(i) if tree && *i >= 0 => {
-            let d = format!("{i:06}");
-            let (head, tail) = d.split_at(d.len() - 4);
-            return Ok([head, &tail[..2], &tail[2..]].iter().collect());
-        }
+        Key::Int(i) if tree && *i >= 0 => return Ok(tree_path(*i)),
         Key::Int(i) => return Ok(PathBuf::from(i.to_string())),
         Key::Text(s) => s.as_str(),
     };

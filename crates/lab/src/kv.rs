@@ -1,0 +1,446 @@
+//! Write-up 001's experiment (kvtest): small blobs read from one SQLite file vs from
+//! one file each, overwrites with equal durability on both sides, and the space used.
+//!
+//! Steps, all on the same random, incompressible blobs (sizes SIZE ± VARIANCE):
+//! 1. init: the store (`liteload::kv`, integer keys) and the same blobs as files, flat
+//!    (`flat/000123`) and as write-up 001's tree (`tree/00/01/23`);
+//! 2. reads of every blob in one random order, by SQL, by the blob API, by the blob API
+//!    with mmap, and from the files (open, read, close); one untimed pass first (warm
+//!    cache), then the timed runs, interleaved;
+//! 3. overwrites of 10% of the blobs in random order with new bytes of the same size:
+//!    synchronous=OFF against files without fsync, synchronous=FULL against an fsync per
+//!    file, each in one transaction and in one transaction per blob;
+//! 4. space, as allocated blocks (`du`): the database against the two folders.
+//!
+//! Every timed pass is verified: the number of blobs and bytes, and an order-free digest
+//! of (key, contents) equal to the expected one; a pass that does not match fails the step.
+
+use std::fs::{self, File};
+use std::io::{Read, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use liteload::generate::rng::Rng;
+use liteload::kv::{tree_path, Key, KvOptions, KvStore};
+use serde::Serialize;
+
+use crate::stats::Step;
+
+/// The experiment's size.
+#[derive(Clone, Debug, Serialize)]
+pub struct KvBenchOptions {
+    pub count: u64,
+    pub size: u64,
+    pub variance: u64,
+    pub runs: usize,
+    /// Where the store and folders go (emptied first).
+    pub dir: PathBuf,
+    pub seed: u64,
+    /// Page size of the store (SQLite's default when `None`).
+    pub page_size: Option<u32>,
+}
+
+impl KvBenchOptions {
+    /// A quick run: 10,000 blobs of 10 KB ± 2 KB (about 100 MB).
+    pub fn quick(dir: PathBuf) -> Self {
+        KvBenchOptions {
+            count: 10_000,
+            size: 10_000,
+            variance: 2_000,
+            runs: 3,
+            dir,
+            seed: 1,
+            page_size: None,
+        }
+    }
+
+    /// Write-up 001's size: 100,000 blobs of 10 KB ± 2 KB (about 1 GB).
+    pub fn full(dir: PathBuf) -> Self {
+        KvBenchOptions {
+            count: 100_000,
+            ..Self::quick(dir)
+        }
+    }
+}
+
+/// Allocated bytes on disk, as `du` counts them, right after init (as the write-up
+/// measures), and the database's again after the overwrites (freed pages stay in the
+/// file, on its freelist, until reused or vacuumed).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Space {
+    pub payload_bytes: u64,
+    pub db_bytes: u64,
+    pub flat_dir_bytes: u64,
+    pub tree_dir_bytes: u64,
+    pub db_bytes_after_overwrites: u64,
+}
+
+/// What the experiment measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct KvReport {
+    pub options: KvBenchOptions,
+    pub sqlite_version: String,
+    pub reads: Vec<Step>,
+    pub writes: Vec<Step>,
+    pub space: Space,
+}
+
+pub const READ_SQL: &str = "db: SELECT v FROM kv WHERE k=?";
+pub const READ_BLOB: &str = "db: blob API";
+pub const READ_MMAP: &str = "db: blob API + mmap";
+pub const READ_FLAT: &str = "files: flat folder";
+pub const READ_TREE: &str = "files: tree of folders";
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// The digest of one blob under one key; passes add them (wrapping), so order is free.
+fn digest(key: u64, b: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325 ^ key.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.len() as u64;
+    // Every 64th byte and the last ones: enough to tell blobs apart, cheap enough not to
+    // weigh on what is measured.
+    for &x in b.iter().step_by(64).chain(b.iter().rev().take(8)) {
+        h = (h ^ u64::from(x)).wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+fn fill(rng: &mut Rng, buf: &mut Vec<u8>, len: usize) {
+    buf.clear();
+    while buf.len() < len {
+        buf.extend_from_slice(&rng.next_u64().to_le_bytes());
+    }
+    buf.truncate(len);
+}
+
+fn blob_len(rng: &mut Rng, o: &KvBenchOptions) -> usize {
+    (o.size - o.variance.min(o.size) + rng.below(2 * o.variance + 1)) as usize
+}
+
+fn shuffled(n: u64, rng: &mut Rng) -> Vec<u64> {
+    let mut v: Vec<u64> = (0..n).collect();
+    for i in (1..v.len()).rev() {
+        v.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    v
+}
+
+/// Allocated bytes of a file or a whole folder.
+fn du(p: &Path) -> Res<u64> {
+    let m = fs::symlink_metadata(p)?;
+    let mut total = m.blocks() * 512;
+    if m.is_dir() {
+        for e in fs::read_dir(p)? {
+            total += du(&e?.path())?;
+        }
+    }
+    Ok(total)
+}
+
+struct Pass {
+    items: u64,
+    bytes: u64,
+    digest: u64,
+}
+
+/// Runs the experiment. `log` hears what it is doing.
+pub fn run(o: &KvBenchOptions, log: &mut dyn FnMut(&str)) -> Res<KvReport> {
+    if o.count == 0 || o.size == 0 || o.runs == 0 {
+        return Err("count, size and runs must be above 0".into());
+    }
+    if o.dir.exists() {
+        fs::remove_dir_all(&o.dir)?;
+    }
+    let (db, flat, tree) = (o.dir.join("kv.db"), o.dir.join("flat"), o.dir.join("tree"));
+    fs::create_dir_all(&flat)?;
+    fs::create_dir_all(&tree)?;
+
+    log(&format!(
+        "init: {} blobs of {} ± {} bytes",
+        o.count, o.size, o.variance
+    ));
+    let mut store = KvStore::open(
+        &db,
+        KvOptions {
+            page_size: o.page_size,
+            ..KvOptions::default()
+        },
+    )?;
+    let mut expected = 0u64;
+    let mut payload = 0u64;
+    let mut rng = Rng::for_chunk(o.seed, 0);
+    let mut buf = Vec::new();
+    store.batch(|st| {
+        for k in 0..o.count {
+            let len = blob_len(&mut rng, o);
+            fill(&mut rng, &mut buf, len);
+            st.put(&Key::Int(k as i64), &buf)?;
+            expected = expected.wrapping_add(digest(k, &buf));
+            payload += len as u64;
+            let io = |e| liteload::Error::io(None, e);
+            fs::write(flat.join(format!("{k:06}")), &buf).map_err(io)?;
+            let t = tree.join(tree_path(k as i64));
+            if let Some(parent) = t.parent() {
+                fs::create_dir_all(parent).map_err(io)?;
+            }
+            fs::write(t, &buf).map_err(io)?;
+        }
+        Ok(())
+    })?;
+    store
+        .connection()
+        .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
+    let mut space = Space {
+        payload_bytes: payload,
+        db_bytes: du(&db)?,
+        flat_dir_bytes: du(&flat)?,
+        tree_dir_bytes: du(&tree)?,
+        db_bytes_after_overwrites: 0,
+    };
+    let mmap = KvStore::open(
+        &db,
+        KvOptions {
+            mmap_size: 1 << 40,
+            ..KvOptions::default()
+        },
+    )?;
+
+    let order = shuffled(o.count, &mut Rng::for_chunk(o.seed, 1));
+    let read_pass = |name: &str, buf: &mut Vec<u8>| -> Res<Pass> {
+        let mut p = Pass {
+            items: 0,
+            bytes: 0,
+            digest: 0,
+        };
+        let mut values = if name == READ_MMAP {
+            mmap.values()
+        } else {
+            store.values()
+        };
+        for &k in &order {
+            buf.clear();
+            match name {
+                READ_SQL => buf
+                    .extend_from_slice(&store.get(&Key::Int(k as i64))?.ok_or("a key is missing")?),
+                READ_BLOB | READ_MMAP => {
+                    if !values.read_into(&Key::Int(k as i64), buf)? {
+                        return Err("a key is missing".into());
+                    }
+                }
+                READ_FLAT => {
+                    File::open(flat.join(format!("{k:06}")))?.read_to_end(buf)?;
+                }
+                _ => {
+                    File::open(tree.join(tree_path(k as i64)))?.read_to_end(buf)?;
+                }
+            }
+            p.items += 1;
+            p.bytes += buf.len() as u64;
+            p.digest = p.digest.wrapping_add(digest(k, buf));
+        }
+        Ok(p)
+    };
+    let names = [READ_SQL, READ_BLOB, READ_MMAP, READ_FLAT, READ_TREE];
+    let mut reads: Vec<Step> = names.iter().map(|n| Step::new(n)).collect();
+    log("reads: one warm-up pass each");
+    for n in names {
+        read_pass(n, &mut buf)?;
+    }
+    for r in 0..o.runs {
+        log(&format!("reads: run {} of {}", r + 1, o.runs));
+        for i in 0..names.len() {
+            let j = (i + r) % names.len();
+            let t0 = Instant::now();
+            let p = read_pass(names[j], &mut buf);
+            let secs = t0.elapsed().as_secs_f64();
+            let step = &mut reads[j];
+            match p {
+                Ok(p) if p.items == o.count && p.bytes == payload && p.digest == expected => {
+                    step.seconds.push(secs);
+                    step.items = p.items;
+                    step.bytes = p.bytes;
+                }
+                Ok(p) => {
+                    step.failed = Some(format!(
+                        "read {} blobs, {} bytes, digest {:x}; expected {}, {}, {:x}",
+                        p.items, p.bytes, p.digest, o.count, payload, expected
+                    ))
+                }
+                Err(e) => step.failed = Some(e.to_string()),
+            }
+        }
+    }
+    drop(mmap);
+
+    let writes = overwrite(o, &mut store, &flat, log)?;
+    store
+        .connection()
+        .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
+    drop(store);
+    space.db_bytes_after_overwrites = du(&db)?;
+    Ok(KvReport {
+        options: o.clone(),
+        sqlite_version: rusqlite::version().to_string(),
+        reads,
+        writes,
+        space,
+    })
+}
+
+pub const W_DB_OFF_ONE: &str = "db: synchronous=OFF, one transaction";
+pub const W_DB_OFF_EACH: &str = "db: synchronous=OFF, a transaction per blob";
+pub const W_FILES: &str = "files: write, no fsync";
+pub const W_DB_FULL_ONE: &str = "db: synchronous=FULL, one transaction";
+pub const W_DB_FULL_EACH: &str = "db: synchronous=FULL, a transaction per blob";
+pub const W_FILES_FSYNC: &str = "files: write + fsync each";
+
+fn overwrite(
+    o: &KvBenchOptions,
+    store: &mut KvStore,
+    flat: &Path,
+    log: &mut dyn FnMut(&str),
+) -> Res<Vec<Step>> {
+    let n = (o.count / 10).max(1);
+    let keys: Vec<u64> = shuffled(o.count, &mut Rng::for_chunk(o.seed, 2))
+        .into_iter()
+        .take(n as usize)
+        .collect();
+    let names = [
+        W_DB_OFF_ONE,
+        W_DB_OFF_EACH,
+        W_FILES,
+        W_DB_FULL_ONE,
+        W_DB_FULL_EACH,
+        W_FILES_FSYNC,
+    ];
+    let mut steps: Vec<Step> = names.iter().map(|n| Step::new(n)).collect();
+    let mut buf = Vec::new();
+    for r in 0..o.runs {
+        log(&format!(
+            "overwrites of {n} blobs: run {} of {}",
+            r + 1,
+            o.runs
+        ));
+        for i in 0..names.len() {
+            let j = (i + r) % names.len();
+            let name = names[j];
+            // New contents for this pass, sized as the blob they replace (read untimed).
+            let mut rng = Rng::for_chunk(o.seed, 100 + (r * names.len() + j) as u64);
+            let mut new: Vec<(u64, Vec<u8>)> = Vec::with_capacity(keys.len());
+            for &k in &keys {
+                let len = fs::metadata(flat.join(format!("{k:06}")))?.len() as usize;
+                fill(&mut rng, &mut buf, len);
+                new.push((k, buf.clone()));
+            }
+            let want = new
+                .iter()
+                .fold(0u64, |a, (k, b)| a.wrapping_add(digest(*k, b)));
+            let sync = if name.contains("FULL") { "FULL" } else { "OFF" };
+            store
+                .connection()
+                .execute_batch(&format!("PRAGMA synchronous={sync}"))?;
+            let t0 = Instant::now();
+            let done: Res<()> = (|| {
+                match name {
+                    W_DB_OFF_ONE | W_DB_FULL_ONE => store.batch(|st| {
+                        for (k, b) in &new {
+                            st.put(&Key::Int(*k as i64), b)?;
+                        }
+                        Ok(())
+                    })?,
+                    W_DB_OFF_EACH | W_DB_FULL_EACH => {
+                        for (k, b) in &new {
+                            store.put(&Key::Int(*k as i64), b)?;
+                        }
+                    }
+                    _ => {
+                        for (k, b) in &new {
+                            let mut f = File::create(flat.join(format!("{k:06}")))?;
+                            f.write_all(b)?;
+                            if name == W_FILES_FSYNC {
+                                f.sync_all()?;
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            })();
+            let secs = t0.elapsed().as_secs_f64();
+            // Verify what was written, untimed.
+            let got = done.and_then(|()| {
+                let mut g = 0u64;
+                for (k, _) in &new {
+                    let b = if name.starts_with("files") {
+                        fs::read(flat.join(format!("{k:06}")))?
+                    } else {
+                        store.get(&Key::Int(*k as i64))?.ok_or("a key is missing")?
+                    };
+                    g = g.wrapping_add(digest(*k, &b));
+                }
+                Ok(g)
+            });
+            let step = &mut steps[j];
+            match got {
+                Ok(g) if g == want => {
+                    step.seconds.push(secs);
+                    step.items = n;
+                    step.bytes = new.iter().map(|(_, b)| b.len() as u64).sum();
+                }
+                Ok(_) => {
+                    step.failed = Some("what was read back differs from what was written".into())
+                }
+                Err(e) => step.failed = Some(e.to_string()),
+            }
+        }
+    }
+    store
+        .connection()
+        .execute_batch("PRAGMA synchronous=NORMAL")?;
+    Ok(steps)
+}
+
+/// `a / b` of two steps' medians, when both have one.
+pub fn ratio(steps: &[Step], a: &str, b: &str) -> Option<f64> {
+    let m = |n: &str| steps.iter().find(|s| s.name == n).and_then(|s| s.median());
+    Some(m(a)? / m(b)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tiny_run_verifies_every_step() -> Res<()> {
+        let d = tempfile::tempdir()?;
+        let o = KvBenchOptions {
+            count: 300,
+            size: 5000,
+            variance: 1000,
+            runs: 2,
+            dir: d.path().join("kv"),
+            seed: 3,
+            page_size: None,
+        };
+        let r = run(&o, &mut |_| {})?;
+        for s in r.reads.iter().chain(&r.writes) {
+            assert!(s.failed.is_none(), "{}: {:?}", s.name, s.failed);
+            assert_eq!(s.seconds.len(), 2, "{}", s.name);
+        }
+        assert_eq!(r.reads[0].items, 300);
+        assert_eq!(r.writes[0].items, 30);
+        assert!(r.space.payload_bytes >= 300 * 4000 && r.space.db_bytes > r.space.payload_bytes);
+        assert!(ratio(&r.reads, READ_FLAT, READ_BLOB).is_some());
+        Ok(())
+    }
+
+    #[test]
+    fn the_digest_tells_blobs_and_keys_apart() -> Res<()> {
+        // The digest sees a changed byte in the sampled positions.
+        let a = vec![7u8; 1000];
+        let mut b = a.clone();
+        b[64] = 8;
+        assert_ne!(digest(1, &a), digest(1, &b));
+        assert_ne!(digest(1, &a), digest(2, &a));
+        Ok(())
+    }
+}
