@@ -23,6 +23,7 @@ pub mod durability;
 pub mod error;
 pub mod generate;
 pub mod import;
+pub mod ingest;
 pub mod kv;
 pub mod pipeline;
 pub mod schema;

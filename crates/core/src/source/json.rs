@@ -38,7 +38,9 @@ pub struct BadObj {
     pub raw: Value,
 }
 
-enum Item {
+/// What a JSON stream yields: an object, or a bad value it can go on after.
+#[derive(Debug)]
+pub enum Item {
     Obj(Obj),
     Bad(BadObj),
 }
@@ -51,13 +53,7 @@ pub enum ObjectStream {
 
 impl ObjectStream {
     pub fn lines(r: Box<dyn BufRead + Send>, max_line: usize) -> Self {
-        ObjectStream::Lines(LineObjects {
-            r,
-            buf: Vec::new(),
-            line: 1,
-            byte: 0,
-            max_line,
-        })
+        ObjectStream::Lines(LineObjects::new(r, max_line, 1, 0))
     }
 
     pub fn array(r: Box<dyn BufRead + Send>) -> Self {
@@ -78,7 +74,7 @@ impl ObjectStream {
     /// (line, column, message) of a syntax error the stream cannot continue after.
     fn next(&mut self) -> std::result::Result<Option<Item>, (u64, u64, String)> {
         match self {
-            ObjectStream::Lines(l) => l.next(),
+            ObjectStream::Lines(l) => l.next_item(),
             ObjectStream::Array(a) => a.next(),
         }
     }
@@ -114,7 +110,26 @@ pub struct LineObjects {
 }
 
 impl LineObjects {
-    fn next(&mut self) -> std::result::Result<Option<Item>, (u64, u64, String)> {
+    /// Reads objects from `r`, whose first byte is byte `byte` of line `line` of the input
+    /// (both 1-based line, 0-based byte: `1, 0` for the start).
+    pub fn new(r: Box<dyn BufRead + Send>, max_line: usize, line: u64, byte: u64) -> Self {
+        LineObjects {
+            r,
+            buf: Vec::new(),
+            line,
+            byte,
+            max_line,
+        }
+    }
+
+    /// The line and byte offset just past what was read: where a resumed read starts.
+    pub fn position(&self) -> (u64, u64) {
+        (self.line, self.byte)
+    }
+
+    /// The next object, a bad line, or `None` at the end. An `Err` is an I/O failure:
+    /// (line, column, message).
+    pub fn next_item(&mut self) -> std::result::Result<Option<Item>, (u64, u64, String)> {
         loop {
             self.buf.clear();
             let (line, byte) = (self.line, self.byte);
