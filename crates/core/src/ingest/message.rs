@@ -35,12 +35,12 @@ impl FieldValue {
     }
 }
 
+/// A message split: its key parts, and its other fields in message order.
+pub type Split = (Vec<KeyPart>, Vec<(String, Value)>);
+
 /// Splits `obj` into its key (the values of `key_fields`, in order) and its other fields.
 /// Errors say why the message cannot be applied.
-pub fn split(
-    obj: Map<String, Value>,
-    key_fields: &[String],
-) -> Result<(Vec<KeyPart>, Vec<(String, Value)>), String> {
+pub fn split(obj: Map<String, Value>, key_fields: &[String]) -> Result<Split, String> {
     let mut key = Vec::with_capacity(key_fields.len());
     for k in key_fields {
         match obj.get(k) {
