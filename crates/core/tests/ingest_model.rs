@@ -47,10 +47,12 @@ fn same(model: &Value, got: &Sql) -> bool {
         (Value::String(s), Sql::Text(t)) => s == t,
         // TEXT affinity stores a number that arrives in a TEXT column as its text.
         (Value::Number(n), Sql::Text(t)) => match n.as_i64() {
-            Some(i) => *t == i.to_string(),
+            Some(i) => t.parse::<i64>().ok() == Some(i),
             None => t.parse::<f64>().ok() == n.as_f64(),
         },
-        (v @ (Value::Object(_) | Value::Array(_)), Sql::Text(t)) => v.to_string() == *t,
+        (v @ (Value::Object(_) | Value::Array(_)), Sql::Text(t)) => {
+            serde_json::from_str::<Value>(t).is_ok_and(|parsed| parsed == *v)
+        }
         _ => false,
     }
 }
