@@ -29,6 +29,7 @@ struct Cli {
 enum Command {
     Import(Box<cmd::import::ImportArgs>),
     Generate(Box<cmd::generate::GenerateArgs>),
+    Ingest(Box<cmd::ingest::IngestArgs>),
     Kv(cmd::kv::KvArgs),
     Bench(cmd::bench::BenchArgs),
     Info(cmd::info::InfoArgs),
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Import(a) => cmd::import::run(*a),
         Command::Generate(a) => cmd::generate::run(*a),
+        Command::Ingest(a) => cmd::ingest::run(*a),
         Command::Kv(a) => cmd::kv::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Info(a) => cmd::info::run(a),

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod generate;
 pub mod import;
 pub mod info;
+pub mod ingest;
 pub mod kv;
 
 /// A flag value that parsed but makes no sense (exit code 2).

@@ -122,6 +122,11 @@ impl LineObjects {
         }
     }
 
+    /// The text of the line last read (without its line end).
+    pub fn last_line(&self) -> &[u8] {
+        self.buf.trim_ascii_end()
+    }
+
     /// The line and byte offset just past what was read: where a resumed read starts.
     pub fn position(&self) -> (u64, u64) {
         (self.line, self.byte)

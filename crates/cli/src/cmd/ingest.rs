@@ -1,0 +1,513 @@
+//! `liteload ingest`: a current-state table from a stream of sparse JSON updates.
+//!
+//! Readers (a file, stdin, or TCP connections) parse lines on their own threads and send
+//! objects over a channel; this thread applies them to the engine and commits when a
+//! window closes — also while the input is idle — and once more at the end or on
+//! SIGINT/SIGTERM.
+
+use std::fs::File;
+use std::io::{BufReader, IsTerminal, Seek, SeekFrom, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
+use liteload::ingest::{Ingest, IngestOptions, SourcePosition};
+use liteload::source::json::{Item, LineObjects};
+use liteload::Durability;
+
+use super::import::grouped;
+use super::kv::Missing;
+
+const AFTER: &str = "\
+Merge semantics: a message updates the row its key names. A field present overwrites the
+column; a field absent leaves it as it was; an explicit null sets NULL (or is ignored with
+--null keep). A new key inserts a row. Messages apply in arrival order per key. A field
+never seen before adds a column typed by its first non-null value; later values of another
+kind are counted and stored by the column's affinity (a number in a TEXT column becomes its
+text). Nested objects and arrays are stored as JSON text.
+
+Commit windows: messages are coalesced per key in memory (the last value of each field
+wins) and written in one transaction when --commit-interval passes or --commit-rows
+messages have arrived, whichever comes first. A crash (kill -9, power loss with
+--durability durable) leaves the table exactly as of the last committed window.
+
+Resume: for a file, the byte offset just past the last applied message is stored in the
+database (table liteload_ingest_state) in the same transaction as the window; a rerun on
+the same file continues from there, so nothing is lost or applied twice. --from-start
+ignores it. stdin and TCP have no offsets: after a crash the sender must replay, and a
+replayed message is applied again — harmless, since applying the same update twice gives
+the same row (at-least-once, idempotent).
+
+Examples:
+  liteload ingest flights.db --table flights --key id feed.jsonl
+  tail -F feed.jsonl | liteload ingest flights.db --table flights --key id -
+  liteload ingest flights.db --table flights --key id --follow feed.jsonl --stats-json stats.jsonl
+  liteload ingest flights.db --table flights --key id --listen 127.0.0.1:9999";
+
+/// Keep a current-state table from a stream of sparse JSON updates (one object per line).
+#[derive(Args, Debug)]
+#[command(after_long_help = AFTER, after_help = "See --help for the merge semantics, commit windows and resume.")]
+pub struct IngestArgs {
+    /// The SQLite database file (created if missing).
+    pub db: PathBuf,
+    /// A file of newline-delimited JSON objects, or `-` for stdin (the default).
+    pub source: Option<String>,
+    /// The table to keep (created if missing).
+    #[arg(long, short = 't')]
+    pub table: String,
+    /// The key field(s), comma-separated: a message updates the row with this key.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub key: Vec<String>,
+    /// Keep reading the file as it grows, like `tail -F` (a rotated or truncated file is
+    /// read again from its start). Stops on SIGINT/SIGTERM.
+    #[arg(long)]
+    pub follow: bool,
+    /// Accept TCP connections on this address (any number, each sending newline-delimited
+    /// JSON). Loopback addresses only, unless --listen-any.
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with_all = ["source", "follow"])]
+    pub listen: Option<SocketAddr>,
+    /// Allow --listen on a non-loopback address.
+    #[arg(long)]
+    pub listen_any: bool,
+    /// Close a window this long after its first message (e.g. 1s, 250ms).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub commit_interval: Duration,
+    /// Close a window after this many messages.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub commit_rows: usize,
+    /// balanced (default: WAL, synchronous=NORMAL) or durable (synchronous=FULL).
+    #[arg(long, value_name = "PROFILE", default_value = "balanced")]
+    pub durability: Durability,
+    /// What an explicit null does: `set` it (default) or `keep` the column as it was.
+    #[arg(long, value_enum, default_value_t = NullPolicy::Set)]
+    pub null: NullPolicy,
+    /// Also append every raw message with its arrival time to this table.
+    #[arg(long, value_name = "TABLE")]
+    pub history: Option<String>,
+    /// Read the file from its start, ignoring the stored resume point.
+    #[arg(long)]
+    pub from_start: bool,
+    /// Write each bad message (position, reason, text) to FILE as a JSON line.
+    #[arg(long, value_name = "FILE")]
+    pub rejects: Option<PathBuf>,
+    /// Stop at the first bad message (after committing the good ones before it), exit 1.
+    #[arg(long)]
+    pub strict: bool,
+    /// A line longer than this is rejected without being read into memory whole.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
+    pub max_line_bytes: usize,
+    /// Append one JSON object per committed window to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub stats_json: Option<PathBuf>,
+    /// No status line, no summary.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum NullPolicy {
+    Set,
+    Keep,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = s.trim().split_at(
+        s.trim()
+            .find(|c: char| c.is_ascii_alphabetic())
+            .unwrap_or(s.trim().len()),
+    );
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a duration like 1s, 250ms or 2m"))?;
+    let secs = match unit {
+        "" | "s" => v,
+        "ms" => v / 1000.0,
+        "m" => v * 60.0,
+        _ => return Err(format!("{s:?}: expected a duration like 1s, 250ms or 2m")),
+    };
+    if !(secs > 0.0 && secs.is_finite()) {
+        return Err(format!("{s:?}: the duration must be above 0"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// What readers send to the engine thread.
+enum Msg {
+    Obj {
+        map: serde_json::Map<String, serde_json::Value>,
+        raw: String,
+        at: String,
+        position: Option<SourcePosition>,
+    },
+    Bad {
+        reason: String,
+        at: String,
+        raw: String,
+        position: Option<SourcePosition>,
+    },
+    Fatal(String),
+}
+
+/// Sends what `lines` holds now (to the end of its input) to the engine thread.
+/// `source_id` names a file whose positions are resume points.
+fn read_lines(
+    lines: &mut LineObjects,
+    name: &str,
+    source_id: Option<&str>,
+    tx: &Sender<Msg>,
+    stop: &AtomicBool,
+) -> Result<(), String> {
+    while !stop.load(Ordering::Relaxed) {
+        let item = lines
+            .next_item()
+            .map_err(|(l, c, m)| format!("{name}:{l}:{c}: {m}"))?;
+        let Some(item) = item else { return Ok(()) };
+        let (line, offset) = lines.position();
+        let position = source_id.map(|s| SourcePosition {
+            source: s.to_string(),
+            line,
+            offset,
+        });
+        let raw = String::from_utf8_lossy(lines.last_line()).into_owned();
+        let msg = match item {
+            Item::Obj(o) => Msg::Obj {
+                map: o.map,
+                raw,
+                at: format!("{name}:{}", o.line),
+                position,
+            },
+            Item::Bad(b) => Msg::Bad {
+                reason: b.message,
+                at: format!("{name}:{}:{}", b.line, b.column),
+                raw,
+                position,
+            },
+        };
+        if tx.send(msg).is_err() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+fn file_identity(f: &File) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    f.metadata().ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Reads a file from `start`, and with `follow`, keeps reading as it grows, reopening
+/// it from the start when it is rotated (another file at the path) or truncated.
+fn file_reader(
+    path: PathBuf,
+    start: (u64, u64),
+    follow: bool,
+    max: usize,
+    tx: Sender<Msg>,
+    stop: Arc<AtomicBool>,
+) {
+    let name = path.display().to_string();
+    let id = path
+        .canonicalize()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| name.clone());
+    let (mut line, mut offset) = start;
+    loop {
+        let opened = File::open(&path).and_then(|mut f| {
+            f.seek(SeekFrom::Start(offset))?;
+            Ok(f)
+        });
+        let f = match opened {
+            Ok(f) => f,
+            Err(e) if follow && e.kind() == std::io::ErrorKind::NotFound => {
+                std::thread::sleep(Duration::from_millis(100));
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                continue;
+            }
+            Err(e) => {
+                let _ = tx.send(Msg::Fatal(format!("{name}: {e}")));
+                return;
+            }
+        };
+        let ident = file_identity(&f);
+        let reader = f.try_clone().map(|c| {
+            Box::new(BufReader::with_capacity(256 * 1024, c)) as Box<dyn std::io::BufRead + Send>
+        });
+        let Ok(reader) = reader else {
+            let _ = tx.send(Msg::Fatal(format!("{name}: cannot read")));
+            return;
+        };
+        let mut lines = LineObjects::new(reader, max, line, offset);
+        loop {
+            if let Err(e) = read_lines(&mut lines, &name, Some(&id), &tx, &stop) {
+                let _ = tx.send(Msg::Fatal(e));
+                return;
+            }
+            offset = lines.position().1;
+            if !follow || stop.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            // Rotated (another file now at the path) or truncated: start that file over.
+            let now = std::fs::metadata(&path).ok();
+            let rotated = match (&now, File::open(&path).ok().and_then(|g| file_identity(&g))) {
+                (Some(m), Some(id_now)) => Some(id_now) != ident || m.len() < offset,
+                _ => false,
+            };
+            if rotated {
+                line = 1;
+                offset = 0;
+                break;
+            }
+        }
+    }
+}
+
+pub fn run(a: IngestArgs) -> Result<()> {
+    if let Some(addr) = a.listen {
+        if !addr.ip().is_loopback() && !a.listen_any {
+            bail!(super::UsageError(format!(
+                "--listen {addr}: not a loopback address; add --listen-any to accept connections from other hosts"
+            )));
+        }
+    }
+    let opts = IngestOptions {
+        table: a.table.clone(),
+        keys: a.key.iter().map(|k| k.trim().to_string()).collect(),
+        durability: a.durability,
+        null_keep: a.null == NullPolicy::Keep,
+        commit_rows: a.commit_rows.max(1),
+        commit_interval: a.commit_interval,
+        history: a.history.clone(),
+    };
+    let mut engine = Ingest::open(&a.db, opts)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
+    }
+    let (tx, rx) = unbounded::<Msg>();
+    let mut resumed = None;
+    let source = a.source.clone().unwrap_or_else(|| "-".into());
+    if let Some(addr) = a.listen {
+        let listener = TcpListener::bind(addr).with_context(|| format!("listening on {addr}"))?;
+        listener.set_nonblocking(true)?;
+        if !a.quiet {
+            eprintln!("listening on {}", listener.local_addr()?);
+        }
+        let (stop2, max) = (stop.clone(), a.max_line_bytes);
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop2.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, peer)) => {
+                        n += 1;
+                        let _ = stream.set_nonblocking(false);
+                        let (tx, stop3) = (tx.clone(), stop2.clone());
+                        let name = format!("connection {n} ({peer})");
+                        std::thread::spawn(move || {
+                            let mut lines =
+                                LineObjects::new(Box::new(BufReader::new(stream)), max, 1, 0);
+                            let _ = read_lines(&mut lines, &name, None, &tx, &stop3);
+                        });
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(20))
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        });
+    } else if source == "-" {
+        let (stop2, max) = (stop.clone(), a.max_line_bytes);
+        std::thread::spawn(move || {
+            let mut lines = LineObjects::new(Box::new(BufReader::new(std::io::stdin())), max, 1, 0);
+            if let Err(e) = read_lines(&mut lines, "<stdin>", None, &tx, &stop2) {
+                let _ = tx.send(Msg::Fatal(e));
+            }
+        });
+    } else {
+        let path = PathBuf::from(&source);
+        let id = path
+            .canonicalize()
+            .with_context(|| format!("opening {source}"))?
+            .display()
+            .to_string();
+        let mut start = (1, 0);
+        if !a.from_start {
+            if let Some(p) = engine.resume_point(&id)? {
+                let len = std::fs::metadata(&path)?.len();
+                if p.offset <= len {
+                    start = (p.line, p.offset);
+                    resumed = Some(p.offset);
+                } else if !a.quiet {
+                    eprintln!("note: {source} is shorter than where the last run stopped (byte {}): reading it from the start", p.offset);
+                }
+            }
+        }
+        let (stop2, follow, max) = (stop.clone(), a.follow, a.max_line_bytes);
+        std::thread::spawn(move || file_reader(path, start, follow, max, tx, stop2));
+    }
+    if let (Some(off), false) = (resumed, a.quiet) {
+        eprintln!("note: resuming {source} at byte {off} (use --from-start to read it all again)");
+    }
+    drive(&a, &mut engine, rx, &stop)
+}
+
+fn drive(a: &IngestArgs, engine: &mut Ingest, rx: Receiver<Msg>, stop: &AtomicBool) -> Result<()> {
+    let start = Instant::now();
+    let mut rejects = match &a.rejects {
+        Some(p) => Some(std::io::BufWriter::new(
+            File::create(p).with_context(|| format!("creating {}", p.display()))?,
+        )),
+        None => None,
+    };
+    let mut stats = match &a.stats_json {
+        Some(p) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("opening {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let status = !a.quiet && std::io::stderr().is_terminal();
+    let mut last_status = Instant::now();
+    let mut last_commit = 0.0;
+    let mut shown = 0;
+    let mut failure: Option<anyhow::Error> = None;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Msg::Obj {
+                map,
+                raw,
+                at,
+                position,
+            }) => {
+                if let Err(reason) = engine.push(map, raw.clone(), position) {
+                    if let Some(e) = bad(a, &mut rejects, &mut shown, &at, &reason, &raw)? {
+                        failure = Some(e);
+                        break;
+                    }
+                }
+            }
+            Ok(Msg::Bad {
+                reason,
+                at,
+                raw,
+                position,
+            }) => {
+                let _ = engine.reject(reason.clone(), position);
+                if let Some(e) = bad(a, &mut rejects, &mut shown, &at, &reason, &raw)? {
+                    failure = Some(e);
+                    break;
+                }
+            }
+            Ok(Msg::Fatal(e)) => {
+                failure = Some(anyhow::anyhow!(e));
+                break;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if engine.due() {
+            let s = engine.commit()?;
+            last_commit = s.commit_seconds;
+            if let Some(f) = &mut stats {
+                writeln!(f, "{}", serde_json::to_string(&s)?)?;
+            }
+        }
+        if status && last_status.elapsed() >= Duration::from_millis(500) {
+            let t = engine.totals();
+            let secs = start.elapsed().as_secs_f64().max(1e-3);
+            eprint!(
+                "\r{} messages ({}/s), {} inserted, {} updated, {} rejects, last commit {:.0} ms   ",
+                grouped(t.messages),
+                grouped((t.messages as f64 / secs) as u64),
+                grouped(t.inserted),
+                grouped(t.updated),
+                grouped(t.rejects),
+                last_commit * 1000.0
+            );
+            last_status = Instant::now();
+        }
+    }
+    // Whatever happened, the good messages before it are committed.
+    let s = engine.commit()?;
+    if let Some(f) = &mut stats {
+        if s.messages + s.rejects > 0 {
+            writeln!(f, "{}", serde_json::to_string(&s)?)?;
+        }
+    }
+    if let Some(r) = &mut rejects {
+        r.flush()?;
+    }
+    if status {
+        eprintln!();
+    }
+    let t = engine.totals().clone();
+    if !a.quiet {
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "Ingested {} messages into \"{}\" in {:.2} s ({} messages/s): {} inserted, {} updated, {} rejects, {} commits",
+            grouped(t.messages),
+            a.table,
+            secs,
+            grouped((t.messages as f64 / secs.max(1e-9)) as u64),
+            grouped(t.inserted),
+            grouped(t.updated),
+            grouped(t.rejects),
+            grouped(t.commits)
+        );
+        if t.type_mismatches > 0 {
+            eprintln!(
+                "note: {} values had another type than their column's",
+                t.type_mismatches
+            );
+        }
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Reports a bad message. Returns the error to stop with under --strict.
+fn bad(
+    a: &IngestArgs,
+    rejects: &mut Option<std::io::BufWriter<File>>,
+    shown: &mut u32,
+    at: &str,
+    reason: &str,
+    raw: &str,
+) -> Result<Option<anyhow::Error>> {
+    if let Some(w) = rejects {
+        writeln!(
+            w,
+            "{}",
+            serde_json::json!({"at": at, "reason": reason, "message": raw})
+        )?;
+    }
+    if a.strict {
+        return Ok(Some(
+            Missing(format!(
+                "{at}: {reason} (--strict: stopped; the messages before it are committed)"
+            ))
+            .into(),
+        ));
+    }
+    if !a.quiet && *shown < 5 {
+        eprintln!("warning: {at}: {reason}");
+        *shown += 1;
+    }
+    Ok(None)
+}
