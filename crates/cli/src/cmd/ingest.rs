@@ -243,7 +243,8 @@ fn file_reader(
             let _ = tx.send(Msg::Fatal(format!("{name}: cannot read")));
             return;
         };
-        let mut lines = LineObjects::new(reader, max, line, offset);
+        let mut lines =
+            LineObjects::new(reader, max, line, offset).with_limit_flag("--max-line-bytes");
         loop {
             if let Err(e) = read_lines(&mut lines, &name, Some(&id), &tx, &stop) {
                 let _ = tx.send(Msg::Fatal(e));
@@ -312,7 +313,8 @@ pub fn run(a: IngestArgs) -> Result<()> {
                         let name = format!("connection {n} ({peer})");
                         std::thread::spawn(move || {
                             let mut lines =
-                                LineObjects::new(Box::new(BufReader::new(stream)), max, 1, 0);
+                                LineObjects::new(Box::new(BufReader::new(stream)), max, 1, 0)
+                                    .with_limit_flag("--max-line-bytes");
                             let _ = read_lines(&mut lines, &name, None, &tx, &stop3);
                         });
                     }
@@ -326,7 +328,8 @@ pub fn run(a: IngestArgs) -> Result<()> {
     } else if source == "-" {
         let (stop2, max) = (stop.clone(), a.max_line_bytes);
         std::thread::spawn(move || {
-            let mut lines = LineObjects::new(Box::new(BufReader::new(std::io::stdin())), max, 1, 0);
+            let mut lines = LineObjects::new(Box::new(BufReader::new(std::io::stdin())), max, 1, 0)
+                .with_limit_flag("--max-line-bytes");
             if let Err(e) = read_lines(&mut lines, "<stdin>", None, &tx, &stop2) {
                 let _ = tx.send(Msg::Fatal(e));
             }

@@ -107,9 +107,16 @@ pub struct LineObjects {
     line: u64,
     byte: u64,
     max_line: usize,
+    limit_flag: &'static str,
 }
 
 impl LineObjects {
+    /// Names the flag that raises the line limit, for the message of a line over it.
+    pub fn with_limit_flag(mut self, flag: &'static str) -> Self {
+        self.limit_flag = flag;
+        self
+    }
+
     /// Reads objects from `r`, whose first byte is byte `byte` of line `line` of the input
     /// (both 1-based line, 0-based byte: `1, 0` for the start).
     pub fn new(r: Box<dyn BufRead + Send>, max_line: usize, line: u64, byte: u64) -> Self {
@@ -119,6 +126,7 @@ impl LineObjects {
             line,
             byte,
             max_line,
+            limit_flag: "--max-record-bytes",
         }
     }
 
