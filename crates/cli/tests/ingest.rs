@@ -220,7 +220,7 @@ fn merges_sparse_updates_and_reports_bad_messages() -> R {
     .assert()
     .success()
     .stderr(predicate::str::contains(
-        "long.jsonl:1:1: line longer than 100 bytes",
+        "long.jsonl:1:1: line longer than 100 bytes (raise the limit with --max-line-bytes)",
     ));
     assert_eq!(
         checked_rows(&d.path().join("l.db"), "SELECT id FROM t")?,

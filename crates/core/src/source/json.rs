@@ -177,8 +177,8 @@ impl LineObjects {
                     column: 1,
                     byte,
                     message: format!(
-                        "line longer than {} bytes (raise the limit with --max-record-bytes)",
-                        self.max_line
+                        "line longer than {} bytes (raise the limit with {})",
+                        self.max_line, self.limit_flag
                     ),
                     raw: Value::Null,
                 })));
