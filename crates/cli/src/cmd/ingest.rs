@@ -6,16 +6,16 @@
 //! SIGINT/SIGTERM.
 
 use std::fs::File;
-use std::io::{BufReader, IsTerminal, Seek, SeekFrom, Write};
+use std::io::{BufRead, IsTerminal, Read, Seek, SeekFrom, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 use liteload::ingest::{Ingest, IngestOptions, SourcePosition};
 use liteload::source::json::{Item, LineObjects};
 use liteload::Durability;
@@ -136,61 +136,147 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// What readers send to the engine thread.
+/// One message as a reader saw it. `raw` is kept only when history or rejects need it.
 enum Msg {
     Obj {
         map: serde_json::Map<String, serde_json::Value>,
         raw: String,
-        at: String,
+        line: u64,
         position: Option<SourcePosition>,
     },
     Bad {
         reason: String,
-        at: String,
+        line: u64,
+        column: u64,
         raw: String,
         position: Option<SourcePosition>,
     },
+}
+
+/// What readers send to the engine thread: messages in batches (one channel operation
+/// per batch, not per message), or a failure that ends the run.
+enum Batch {
+    Messages { from: Arc<str>, msgs: Vec<Msg> },
     Fatal(String),
 }
 
-/// Sends what `lines` holds now (to the end of its input) to the engine thread.
-/// `source_id` names a file whose positions are resume points.
+/// A buffered reader that tells how many bytes it holds, so a reader thread can hand
+/// over its batch before a read that may block (a quiet TCP peer, an idle stdin).
+struct Buffered<R> {
+    inner: R,
+    buf: Box<[u8]>,
+    pos: usize,
+    end: usize,
+    held: Arc<AtomicUsize>,
+}
+
+impl<R: Read> Buffered<R> {
+    fn new(inner: R) -> (Self, Arc<AtomicUsize>) {
+        let held = Arc::new(AtomicUsize::new(0));
+        let b = Buffered {
+            inner,
+            buf: vec![0; 256 * 1024].into_boxed_slice(),
+            pos: 0,
+            end: 0,
+            held: held.clone(),
+        };
+        (b, held)
+    }
+}
+
+impl<R: Read> Read for Buffered<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = {
+            let have = self.fill_buf()?;
+            let n = have.len().min(out.len());
+            out[..n].copy_from_slice(&have[..n]);
+            n
+        };
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: Read> BufRead for Buffered<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.pos == self.end {
+            self.end = loop {
+                match self.inner.read(&mut self.buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    r => break r?,
+                }
+            };
+            self.pos = 0;
+            self.held.store(self.end, Ordering::Relaxed);
+        }
+        Ok(&self.buf[self.pos..self.end])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.end);
+        self.held.store(self.end - self.pos, Ordering::Relaxed);
+    }
+}
+
+const BATCH: usize = 512;
+
+/// Sends what `lines` holds now (to the end of its input) to the engine thread, in
+/// batches: a batch goes when it is full, or when `held` says the next line needs a
+/// read that may block. `source_id` names a file whose positions are resume points.
 fn read_lines(
     lines: &mut LineObjects,
-    name: &str,
-    source_id: Option<&str>,
-    tx: &Sender<Msg>,
+    held: &AtomicUsize,
+    from: &Arc<str>,
+    source_id: Option<&Arc<str>>,
+    keep_raw: bool,
+    tx: &Sender<Batch>,
     stop: &AtomicBool,
 ) -> Result<(), String> {
+    let mut msgs = Vec::with_capacity(BATCH);
+    let send = |msgs: &mut Vec<Msg>| {
+        tx.send(Batch::Messages {
+            from: from.clone(),
+            msgs: std::mem::replace(msgs, Vec::with_capacity(BATCH)),
+        })
+        .is_ok()
+    };
     while !stop.load(Ordering::Relaxed) {
         let item = lines
             .next_item()
-            .map_err(|(l, c, m)| format!("{name}:{l}:{c}: {m}"))?;
-        let Some(item) = item else { return Ok(()) };
+            .map_err(|(l, c, m)| format!("{from}:{l}:{c}: {m}"))?;
+        let Some(item) = item else { break };
         let (line, offset) = lines.position();
         let position = source_id.map(|s| SourcePosition {
-            source: s.to_string(),
+            source: s.clone(),
             line,
             offset,
         });
-        let raw = String::from_utf8_lossy(lines.last_line()).into_owned();
-        let msg = match item {
+        let raw = if keep_raw {
+            String::from_utf8_lossy(lines.last_line()).into_owned()
+        } else {
+            String::new()
+        };
+        msgs.push(match item {
             Item::Obj(o) => Msg::Obj {
                 map: o.map,
                 raw,
-                at: format!("{name}:{}", o.line),
+                line: o.line,
                 position,
             },
             Item::Bad(b) => Msg::Bad {
                 reason: b.message,
-                at: format!("{name}:{}:{}", b.line, b.column),
-                raw,
+                line: b.line,
+                column: b.column,
+                raw: String::from_utf8_lossy(lines.last_line()).into_owned(),
                 position,
             },
-        };
-        if tx.send(msg).is_err() {
+        });
+        if (msgs.len() >= BATCH || held.load(Ordering::Relaxed) == 0) && !send(&mut msgs) {
             return Ok(());
         }
+    }
+    if !msgs.is_empty() {
+        send(&mut msgs);
     }
     Ok(())
 }
@@ -207,14 +293,16 @@ fn file_reader(
     start: (u64, u64),
     follow: bool,
     max: usize,
-    tx: Sender<Msg>,
+    keep_raw: bool,
+    tx: Sender<Batch>,
     stop: Arc<AtomicBool>,
 ) {
-    let name = path.display().to_string();
-    let id = path
+    let name: Arc<str> = path.display().to_string().into();
+    let id: Arc<str> = path
         .canonicalize()
         .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| name.clone());
+        .unwrap_or_else(|_| name.to_string())
+        .into();
     let (mut line, mut offset) = start;
     loop {
         let opened = File::open(&path).and_then(|mut f| {
@@ -231,23 +319,17 @@ fn file_reader(
                 continue;
             }
             Err(e) => {
-                let _ = tx.send(Msg::Fatal(format!("{name}: {e}")));
+                let _ = tx.send(Batch::Fatal(format!("{name}: {e}")));
                 return;
             }
         };
         let ident = file_identity(&f);
-        let reader = f.try_clone().map(|c| {
-            Box::new(BufReader::with_capacity(256 * 1024, c)) as Box<dyn std::io::BufRead + Send>
-        });
-        let Ok(reader) = reader else {
-            let _ = tx.send(Msg::Fatal(format!("{name}: cannot read")));
-            return;
-        };
-        let mut lines =
-            LineObjects::new(reader, max, line, offset).with_limit_flag("--max-line-bytes");
+        let (reader, held) = Buffered::new(f);
+        let mut lines = LineObjects::new(Box::new(reader), max, line, offset)
+            .with_limit_flag("--max-line-bytes");
         loop {
-            if let Err(e) = read_lines(&mut lines, &name, Some(&id), &tx, &stop) {
-                let _ = tx.send(Msg::Fatal(e));
+            if let Err(e) = read_lines(&mut lines, &held, &name, Some(&id), keep_raw, &tx, &stop) {
+                let _ = tx.send(Batch::Fatal(e));
                 return;
             }
             offset = lines.position().1;
@@ -286,13 +368,16 @@ pub fn run(a: IngestArgs) -> Result<()> {
         commit_rows: a.commit_rows.max(1),
         commit_interval: a.commit_interval,
         history: a.history.clone(),
+        ..IngestOptions::default()
     };
     let mut engine = Ingest::open(&a.db, opts)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
     }
-    let (tx, rx) = unbounded::<Msg>();
+    // Bounded: a reader that outruns the engine waits instead of filling memory.
+    let (tx, rx) = bounded::<Batch>(64);
+    let keep_raw = a.history.is_some() || a.rejects.is_some();
     let mut resumed = None;
     let source = a.source.clone().unwrap_or_else(|| "-".into());
     if let Some(addr) = a.listen {
@@ -310,12 +395,13 @@ pub fn run(a: IngestArgs) -> Result<()> {
                         n += 1;
                         let _ = stream.set_nonblocking(false);
                         let (tx, stop3) = (tx.clone(), stop2.clone());
-                        let name = format!("connection {n} ({peer})");
+                        let name: Arc<str> = format!("connection {n} ({peer})").into();
                         std::thread::spawn(move || {
-                            let mut lines =
-                                LineObjects::new(Box::new(BufReader::new(stream)), max, 1, 0)
-                                    .with_limit_flag("--max-line-bytes");
-                            let _ = read_lines(&mut lines, &name, None, &tx, &stop3);
+                            let (reader, held) = Buffered::new(stream);
+                            let mut lines = LineObjects::new(Box::new(reader), max, 1, 0)
+                                .with_limit_flag("--max-line-bytes");
+                            let _ =
+                                read_lines(&mut lines, &held, &name, None, keep_raw, &tx, &stop3);
                         });
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -328,10 +414,12 @@ pub fn run(a: IngestArgs) -> Result<()> {
     } else if source == "-" {
         let (stop2, max) = (stop.clone(), a.max_line_bytes);
         std::thread::spawn(move || {
-            let mut lines = LineObjects::new(Box::new(BufReader::new(std::io::stdin())), max, 1, 0)
-                .with_limit_flag("--max-line-bytes");
-            if let Err(e) = read_lines(&mut lines, "<stdin>", None, &tx, &stop2) {
-                let _ = tx.send(Msg::Fatal(e));
+            let (reader, held) = Buffered::new(std::io::stdin());
+            let mut lines =
+                LineObjects::new(Box::new(reader), max, 1, 0).with_limit_flag("--max-line-bytes");
+            let name: Arc<str> = "<stdin>".into();
+            if let Err(e) = read_lines(&mut lines, &held, &name, None, keep_raw, &tx, &stop2) {
+                let _ = tx.send(Batch::Fatal(e));
             }
         });
     } else {
@@ -354,7 +442,7 @@ pub fn run(a: IngestArgs) -> Result<()> {
             }
         }
         let (stop2, follow, max) = (stop.clone(), a.follow, a.max_line_bytes);
-        std::thread::spawn(move || file_reader(path, start, follow, max, tx, stop2));
+        std::thread::spawn(move || file_reader(path, start, follow, max, keep_raw, tx, stop2));
     }
     if let (Some(off), false) = (resumed, a.quiet) {
         eprintln!("note: resuming {source} at byte {off} (use --from-start to read it all again)");
@@ -362,7 +450,12 @@ pub fn run(a: IngestArgs) -> Result<()> {
     drive(&a, &mut engine, rx, &stop)
 }
 
-fn drive(a: &IngestArgs, engine: &mut Ingest, rx: Receiver<Msg>, stop: &AtomicBool) -> Result<()> {
+fn drive(
+    a: &IngestArgs,
+    engine: &mut Ingest,
+    rx: Receiver<Batch>,
+    stop: &AtomicBool,
+) -> Result<()> {
     let start = Instant::now();
     let mut rejects = match &a.rejects {
         Some(p) => Some(std::io::BufWriter::new(
@@ -390,32 +483,46 @@ fn drive(a: &IngestArgs, engine: &mut Ingest, rx: Receiver<Msg>, stop: &AtomicBo
             break;
         }
         match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(Msg::Obj {
-                map,
-                raw,
-                at,
-                position,
-            }) => {
-                if let Err(reason) = engine.push(map, raw.clone(), position) {
+            Ok(Batch::Messages { from, msgs }) => {
+                for m in msgs {
+                    let (reason, at, raw) = match m {
+                        Msg::Obj {
+                            map,
+                            raw,
+                            line,
+                            position,
+                        } => {
+                            let keep = if a.history.is_some() {
+                                raw.clone()
+                            } else {
+                                String::new()
+                            };
+                            match engine.push(map, keep, position) {
+                                Ok(()) => continue,
+                                Err(reason) => (reason, format!("{from}:{line}"), raw),
+                            }
+                        }
+                        Msg::Bad {
+                            reason,
+                            line,
+                            column,
+                            raw,
+                            position,
+                        } => {
+                            let _ = engine.reject(reason.clone(), position);
+                            (reason, format!("{from}:{line}:{column}"), raw)
+                        }
+                    };
                     if let Some(e) = bad(a, &mut rejects, &mut shown, &at, &reason, &raw)? {
                         failure = Some(e);
                         break;
                     }
                 }
-            }
-            Ok(Msg::Bad {
-                reason,
-                at,
-                raw,
-                position,
-            }) => {
-                let _ = engine.reject(reason.clone(), position);
-                if let Some(e) = bad(a, &mut rejects, &mut shown, &at, &reason, &raw)? {
-                    failure = Some(e);
+                if failure.is_some() {
                     break;
                 }
             }
-            Ok(Msg::Fatal(e)) => {
+            Ok(Batch::Fatal(e)) => {
                 failure = Some(anyhow::anyhow!(e));
                 break;
             }

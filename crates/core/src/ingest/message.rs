@@ -19,6 +19,14 @@ pub enum FieldValue {
 }
 
 impl FieldValue {
+    /// As [`FieldValue::from_json`], moving a string instead of copying it.
+    pub fn from_json_owned(v: Value) -> FieldValue {
+        match v {
+            Value::String(s) => FieldValue::Text(s),
+            other => FieldValue::from_json(&other),
+        }
+    }
+
     /// The value of a JSON field (booleans as 1/0; integers beyond i64 as their digits).
     pub fn from_json(v: &Value) -> FieldValue {
         match v {
