@@ -59,3 +59,35 @@ def print_table(results, sizes, base="liteload", floor=None):
             size = runs[0][2] / 1e6
             print(f"{rows:>12,}  {name:<34} {len(runs):>4} {med:>16.3f} {min(walls):>7.2f}-{max(walls):<7.2f} "
                   f"{cpu:>8.2f} {rows / med:>12,.0f} {ratio:>20}  {size:>8.1f}  {runs[0][3]}")
+
+
+def run_rounds(tools, rows, runs, db, verify, results, out=None, nothing_written="no database"):
+    """Runs every tool `runs` times, interleaved, on a fresh `db` each time.
+
+    tools: {name: (argv, writes_db)}; verify(db, rows) -> (ok, detail) checks a written
+    database before its run counts. Appends (wall, cpu, db_bytes, detail) of each good run
+    to results[(rows, name)] (a failed run adds nothing, so a tool with no good run shows
+    FAILED), prints one JSON line per run, and writes it to `out` when given.
+    """
+    import json
+    for r, order in rotations(list(tools), runs):
+        for name in order:
+            argv, writes = tools[name]
+            clean(db)
+            code, err, wall, cpu = run_once(argv)
+            if code != 0:
+                ok, detail = False, f"exit {code}: {err.strip()[:200]}"
+            elif writes:
+                ok, detail = verify(db, rows)
+            else:
+                ok, detail = True, nothing_written
+            size = os.path.getsize(db) if writes and os.path.exists(db) else 0
+            rec = {"rows": rows, "tool": name, "run": r, "ok": ok, "detail": detail,
+                   "wall_s": round(wall, 4), "cpu_s": round(cpu, 4), "db_bytes": size}
+            print(json.dumps(rec), flush=True)
+            if out:
+                out.write(json.dumps(rec) + "\n")
+            results.setdefault((rows, name), [])
+            if ok:
+                results[(rows, name)].append((wall, cpu, size, detail))
+            clean(db)

@@ -24,7 +24,7 @@ import sqlite3
 import subprocess
 import sys
 
-from benchlib import LITELOAD, ROOT, clean, print_table, rotations, run_once
+from benchlib import LITELOAD, ROOT, print_table, run_rounds
 
 WRITEUP = os.path.join(ROOT, "target", "release", "liteload-bench-writeup004")
 PRAGMAS = ("PRAGMA journal_mode=OFF; PRAGMA synchronous=0; PRAGMA cache_size=1000000; "
@@ -85,28 +85,7 @@ def main():
     results = {}
     db = os.path.join(a.workdir, "gen.db")
     for rows in a.rows:
-        names = list(tools(db, rows))
-        for r, order in rotations(names, a.runs):
-            for name in order:
-                argv, writes = tools(db, rows)[name]
-                clean(db)
-                code, err, wall, cpu = run_once(argv)
-                if code != 0:
-                    ok, detail = False, f"exit {code}: {err.strip()[:200]}"
-                elif writes:
-                    ok, detail = verify(db, rows)
-                else:
-                    ok, detail = True, "nothing written"
-                size = os.path.getsize(db) if writes and os.path.exists(db) else 0
-                rec = {"rows": rows, "tool": name, "run": r, "ok": ok, "detail": detail,
-                       "wall_s": round(wall, 4), "cpu_s": round(cpu, 4), "db_bytes": size}
-                print(json.dumps(rec), flush=True)
-                if out:
-                    out.write(json.dumps(rec) + "\n")
-                results.setdefault((rows, name), [])
-                if ok:
-                    results[(rows, name)].append((wall, cpu, size, detail))
-                clean(db)
+        run_rounds(tools(db, rows), rows, a.runs, db, verify, results, out, nothing_written="nothing written")
     print()
     print_table(results, a.rows, base="liteload generate", floor="liteload generate --generate-only")
 

@@ -22,7 +22,7 @@ import sqlite3
 import subprocess
 import sys
 
-from benchlib import LITELOAD, ROOT, clean, print_table, rotations, run_once
+from benchlib import LITELOAD, ROOT, print_table, run_rounds
 
 
 def tools(src, db):
@@ -84,28 +84,8 @@ def main():
         if rows > a.sqlite_utils_max_rows:
             names = [n for n in names if not n.startswith("sqlite-utils")]
         names = [n for n in names if shutil.which(tools(src, db)[n][0][0])]
-        for r, order in rotations(names, a.runs):
-            for name in order:
-                argv, writes = tools(src, db)[name]
-                clean(db)
-                code, err, wall, cpu = run_once(argv)
-                if code != 0:
-                    ok, detail = False, f"exit {code}: {err.strip()[:200]}"
-                elif writes:
-                    ok, detail = verify(db, rows)
-                else:
-                    ok, detail = True, "no database"
-                size = os.path.getsize(db) if writes and os.path.exists(db) else 0
-                rec = {"rows": rows, "tool": name, "run": r, "ok": ok, "detail": detail,
-                       "wall_s": round(wall, 4), "cpu_s": round(cpu, 4), "db_bytes": size}
-                print(json.dumps(rec), flush=True)
-                if out:
-                    out.write(json.dumps(rec) + "\n")
-                if ok:
-                    results.setdefault((rows, name), []).append((wall, cpu, size, detail))
-                else:
-                    results.setdefault((rows, name), [])
-                clean(db)
+        all_tools = tools(src, db)
+        run_rounds({n: all_tools[n] for n in names}, rows, a.runs, db, verify, results, out)
 
     print()
     print_table(results, a.rows, base="liteload", floor="liteload parse-only")
