@@ -54,6 +54,21 @@ impl Durability {
     }
 }
 
+impl Durability {
+    /// The PRAGMAs of this profile for a database that others read while it is being
+    /// written (a kv store, an ingest table): like [`Durability::pragmas`] but never an
+    /// exclusive lock. `atomic-new` does not apply to a file written in place.
+    pub fn shared_pragmas(self) -> Result<&'static str> {
+        match self {
+            Durability::AtomicNew => Err(Error::plan(
+                "atomic-new builds a new file; a database written in place takes balanced, durable or unsafe",
+            )),
+            Durability::Balanced | Durability::Durable => Ok(self.pragmas()),
+            Durability::Unsafe => Ok("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"),
+        }
+    }
+}
+
 impl std::str::FromStr for Durability {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
@@ -244,5 +259,27 @@ impl Target {
         if let Some(t) = tmp {
             let _ = fs::remove_file(t);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_databases_never_take_an_exclusive_lock() {
+        for d in [
+            Durability::Balanced,
+            Durability::Durable,
+            Durability::Unsafe,
+        ] {
+            let p = d.shared_pragmas().unwrap_or_default();
+            assert!(
+                p.contains("synchronous=") && !p.contains("EXCLUSIVE"),
+                "{d:?}: {p}"
+            );
+        }
+        assert!(Durability::AtomicNew.shared_pragmas().is_err());
+        assert!(Durability::Unsafe.pragmas().contains("EXCLUSIVE"));
     }
 }

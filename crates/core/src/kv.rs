@@ -105,11 +105,7 @@ fn sql(ctx: &str) -> impl FnOnce(rusqlite::Error) -> Error + '_ {
 impl KvStore {
     /// Opens (creating if needed) the store at `path`.
     pub fn open(path: &Path, opts: KvOptions) -> Result<KvStore> {
-        if opts.durability == Durability::AtomicNew {
-            return Err(Error::plan(
-                "a kv store is written in place: use balanced, durable or unsafe",
-            ));
-        }
+        let pragmas = opts.durability.shared_pragmas()?;
         let conn = Connection::open(path)
             .map_err(|e| Error::sqlite(format!("opening {}", path.display()), e))?;
         let setup = || -> rusqlite::Result<()> {
@@ -117,11 +113,7 @@ impl KvStore {
             if let Some(ps) = opts.page_size {
                 conn.execute_batch(&format!("PRAGMA page_size={ps};"))?;
             }
-            conn.execute_batch(match opts.durability {
-                Durability::Durable => "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;",
-                Durability::Unsafe => "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;",
-                _ => "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            })?;
+            conn.execute_batch(pragmas)?;
             conn.execute_batch(&format!("PRAGMA mmap_size={};", opts.mmap_size))?;
             if let Some(cs) = opts.cache_size {
                 conn.execute_batch(&format!("PRAGMA cache_size={cs};"))?;

@@ -251,15 +251,12 @@ fn read_lines(
             line,
             offset,
         });
-        let raw = if keep_raw {
-            String::from_utf8_lossy(lines.last_line()).into_owned()
-        } else {
-            String::new()
-        };
+        // The text of a good line is kept only for history or rejects; a bad line's always.
+        let text = || String::from_utf8_lossy(lines.last_line()).into_owned();
         msgs.push(match item {
             Item::Obj(o) => Msg::Obj {
                 map: o.map,
-                raw,
+                raw: if keep_raw { text() } else { String::new() },
                 line: o.line,
                 position,
             },
@@ -267,7 +264,7 @@ fn read_lines(
                 reason: b.message,
                 line: b.line,
                 column: b.column,
-                raw: String::from_utf8_lossy(lines.last_line()).into_owned(),
+                raw: text(),
                 position,
             },
         });

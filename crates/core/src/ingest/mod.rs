@@ -187,13 +187,9 @@ impl Ingest {
         if opts.table.is_empty() {
             return Err(Error::plan("--table: the name is empty"));
         }
+        let pragmas = opts.durability.shared_pragmas()?;
         let conn = Connection::open(db)
             .map_err(|e| Error::sqlite(format!("opening {}", db.display()), e))?;
-        let pragmas = match opts.durability {
-            Durability::Durable => "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;",
-            Durability::Unsafe => "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;",
-            _ => "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        };
         conn.execute_batch(pragmas)
             .map_err(sql_err("setting the durability PRAGMAs"))?;
         // Upserts land all over the table: a page cache that holds its hot part saves a
