@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use liteload::ingest::{Ingest, IngestOptions};
+use liteload::ingest::{Ingest, IngestOptions, LineMeta, Messages};
 use proptest::prelude::*;
 use rusqlite::types::Value as Sql;
 use serde_json::{json, Value};
@@ -57,7 +57,20 @@ fn same(model: &Value, got: &Sql) -> bool {
     }
 }
 
-fn check(stream: &[(i64, Vec<(usize, Value)>)], window: usize) -> Result<(), TestCaseError> {
+/// How the stream reaches the engine.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Feed {
+    /// One object at a time, each window written on the caller's thread.
+    Objects,
+    /// Parsed batches as the CLI's readers make them, windows written in the background.
+    Batches,
+}
+
+fn check(
+    stream: &[(i64, Vec<(usize, Value)>)],
+    window: usize,
+    feed: Feed,
+) -> Result<(), TestCaseError> {
     let fail = |e: &dyn std::fmt::Display| TestCaseError::fail(e.to_string());
     let d = tempfile::tempdir().map_err(|e| fail(&e))?;
     let mut ing = Ingest::open(
@@ -72,16 +85,31 @@ fn check(stream: &[(i64, Vec<(usize, Value)>)], window: usize) -> Result<(), Tes
     )
     .map_err(|e| fail(&e))?;
     let mut model = Model::new();
+    let mut batch = Messages::new(ing.key_fields());
     for (key, fields) in stream {
         let mut obj = serde_json::Map::new();
         obj.insert("id".into(), json!(key));
         for (f, v) in fields {
             obj.insert(format!("f{f}"), v.clone());
         }
-        ing.push(obj, String::new(), None).map_err(|e| fail(&e))?;
         apply(&mut model, *key, fields);
+        if feed == Feed::Batches {
+            let line = serde_json::to_vec(&obj).map_err(|e| fail(&e))?;
+            batch.push_line(&line, false, LineMeta::default());
+            continue;
+        }
+        ing.push(obj, String::new(), None).map_err(|e| fail(&e))?;
         if ing.due() {
             ing.commit().map_err(|e| fail(&e))?;
+        }
+    }
+    let mut next = 0;
+    while next < batch.len() {
+        let pushed = ing.push_messages(&batch, next, None, |_, _| false);
+        prop_assert!(!pushed.stopped, "every message of the stream is good");
+        next = pushed.next;
+        if ing.due() {
+            ing.commit_background().map_err(|e| fail(&e))?;
         }
     }
     ing.commit().map_err(|e| fail(&e))?;
@@ -131,8 +159,9 @@ proptest! {
 
     #[test]
     fn the_table_equals_the_model(stream in prop::collection::vec(message(), 0..60), window in 1usize..8) {
-        check(&stream, window)?;
-        check(&stream, 1_000_000)?;
+        check(&stream, window, Feed::Objects)?;
+        check(&stream, 1_000_000, Feed::Objects)?;
+        check(&stream, window, Feed::Batches)?;
     }
 }
 

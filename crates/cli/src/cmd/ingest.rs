@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
-use liteload::ingest::{Ingest, IngestOptions, SourcePosition};
-use liteload::source::json::{Item, LineObjects};
+use liteload::ingest::{Ingest, IngestOptions, LineMeta, Messages};
+use liteload::source::json::LineObjects;
 use liteload::Durability;
 
 use super::import::grouped;
@@ -136,27 +136,15 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// One message as a reader saw it. `raw` is kept only when history or rejects need it.
-enum Msg {
-    Obj {
-        map: serde_json::Map<String, serde_json::Value>,
-        raw: String,
-        line: u64,
-        position: Option<SourcePosition>,
-    },
-    Bad {
-        reason: String,
-        line: u64,
-        column: u64,
-        raw: String,
-        position: Option<SourcePosition>,
-    },
-}
-
-/// What readers send to the engine thread: messages in batches (one channel operation
-/// per batch, not per message), or a failure that ends the run.
+/// What readers send to the engine thread: messages parsed in batches (one channel
+/// operation per batch, not per message), or a failure that ends the run. `source` names
+/// the file whose positions are resume points.
 enum Batch {
-    Messages { from: Arc<str>, msgs: Vec<Msg> },
+    Messages {
+        from: Arc<str>,
+        source: Option<Arc<str>>,
+        msgs: Messages,
+    },
     Fatal(String),
 }
 
@@ -218,57 +206,83 @@ impl<R: Read> BufRead for Buffered<R> {
     }
 }
 
-const BATCH: usize = 512;
+const BATCH: usize = 1024;
 
-/// Sends what `lines` holds now (to the end of its input) to the engine thread, in
-/// batches: a batch goes when it is full, or when `held` says the next line needs a
-/// read that may block. `source_id` names a file whose positions are resume points.
+/// How readers parse: the key fields, whether good messages keep their text (for a
+/// history table), and the longest line accepted.
+#[derive(Clone)]
+struct Parsing {
+    keys: Arc<[String]>,
+    keep_raw: bool,
+    max_line: usize,
+}
+
+impl Parsing {
+    /// Lines of `r`, whose first byte is byte `offset` of line `line` of the input.
+    fn lines<R: BufRead + Send + 'static>(&self, r: R, line: u64, offset: u64) -> LineObjects {
+        LineObjects::new(Box::new(r), self.max_line, line, offset)
+            .with_limit_flag("--max-line-bytes")
+    }
+}
+
+const BATCH_BYTES: usize = 1 << 20;
+
+/// Parses what `lines` holds now (to the end of its input) and sends it to the engine
+/// thread in batches: a batch goes when it is full, or when `held` says the next line
+/// needs a read that may block. `source_id` names a file whose positions are resume
+/// points.
 fn read_lines(
     lines: &mut LineObjects,
     held: &AtomicUsize,
     from: &Arc<str>,
     source_id: Option<&Arc<str>>,
-    keep_raw: bool,
+    how: &Parsing,
     tx: &Sender<Batch>,
     stop: &AtomicBool,
 ) -> Result<(), String> {
-    let mut msgs = Vec::with_capacity(BATCH);
-    let send = |msgs: &mut Vec<Msg>| {
+    let (keys, keep_raw) = (&how.keys[..], how.keep_raw);
+    let mut msgs = Messages::new(keys);
+    let send = |msgs: &mut Messages| {
         tx.send(Batch::Messages {
             from: from.clone(),
-            msgs: std::mem::replace(msgs, Vec::with_capacity(BATCH)),
+            source: source_id.cloned(),
+            msgs: std::mem::replace(msgs, Messages::new(keys)),
         })
         .is_ok()
     };
     while !stop.load(Ordering::Relaxed) {
-        let item = lines
-            .next_item()
+        let next = lines
+            .next_line()
             .map_err(|(l, c, m)| format!("{from}:{l}:{c}: {m}"))?;
-        let Some(item) = item else { break };
+        let Some(next) = next else { break };
+        match next {
+            Ok(raw) => {
+                let meta = LineMeta {
+                    line: raw.line,
+                    column: raw.column,
+                    next_line: 0,
+                    next_offset: 0,
+                };
+                let text = raw.text;
+                msgs.push_line(text, keep_raw, meta);
+            }
+            Err(bad) => {
+                let meta = LineMeta {
+                    line: bad.line,
+                    column: bad.column,
+                    next_line: 0,
+                    next_offset: 0,
+                };
+                msgs.push_bad(bad.message, lines.last_line(), meta);
+            }
+        }
         let (line, offset) = lines.position();
-        let position = source_id.map(|s| SourcePosition {
-            source: s.clone(),
-            line,
-            offset,
-        });
-        // The text of a good line is kept only for history or rejects; a bad line's always.
-        let text = || String::from_utf8_lossy(lines.last_line()).into_owned();
-        msgs.push(match item {
-            Item::Obj(o) => Msg::Obj {
-                map: o.map,
-                raw: if keep_raw { text() } else { String::new() },
-                line: o.line,
-                position,
-            },
-            Item::Bad(b) => Msg::Bad {
-                reason: b.message,
-                line: b.line,
-                column: b.column,
-                raw: text(),
-                position,
-            },
-        });
-        if (msgs.len() >= BATCH || held.load(Ordering::Relaxed) == 0) && !send(&mut msgs) {
+        msgs.set_last_position(line, offset);
+        if (msgs.len() >= BATCH
+            || msgs.text_bytes() >= BATCH_BYTES
+            || held.load(Ordering::Relaxed) == 0)
+            && !send(&mut msgs)
+        {
             return Ok(());
         }
     }
@@ -289,8 +303,7 @@ fn file_reader(
     path: PathBuf,
     start: (u64, u64),
     follow: bool,
-    max: usize,
-    keep_raw: bool,
+    how: Parsing,
     tx: Sender<Batch>,
     stop: Arc<AtomicBool>,
 ) {
@@ -322,10 +335,9 @@ fn file_reader(
         };
         let ident = file_identity(&f);
         let (reader, held) = Buffered::new(f);
-        let mut lines = LineObjects::new(Box::new(reader), max, line, offset)
-            .with_limit_flag("--max-line-bytes");
+        let mut lines = how.lines(reader, line, offset);
         loop {
-            if let Err(e) = read_lines(&mut lines, &held, &name, Some(&id), keep_raw, &tx, &stop) {
+            if let Err(e) = read_lines(&mut lines, &held, &name, Some(&id), &how, &tx, &stop) {
                 let _ = tx.send(Batch::Fatal(e));
                 return;
             }
@@ -374,7 +386,11 @@ pub fn run(a: IngestArgs) -> Result<()> {
     }
     // Bounded: a reader that outruns the engine waits instead of filling memory.
     let (tx, rx) = bounded::<Batch>(64);
-    let keep_raw = a.history.is_some() || a.rejects.is_some();
+    let how = Parsing {
+        keys: engine.key_fields().into(),
+        keep_raw: a.history.is_some(),
+        max_line: a.max_line_bytes,
+    };
     let mut resumed = None;
     let source = a.source.clone().unwrap_or_else(|| "-".into());
     if let Some(addr) = a.listen {
@@ -383,7 +399,7 @@ pub fn run(a: IngestArgs) -> Result<()> {
         if !a.quiet {
             eprintln!("listening on {}", listener.local_addr()?);
         }
-        let (stop2, max) = (stop.clone(), a.max_line_bytes);
+        let stop2 = stop.clone();
         std::thread::spawn(move || {
             let mut n = 0u64;
             while !stop2.load(Ordering::Relaxed) {
@@ -391,14 +407,12 @@ pub fn run(a: IngestArgs) -> Result<()> {
                     Ok((stream, peer)) => {
                         n += 1;
                         let _ = stream.set_nonblocking(false);
-                        let (tx, stop3) = (tx.clone(), stop2.clone());
+                        let (tx, stop3, how) = (tx.clone(), stop2.clone(), how.clone());
                         let name: Arc<str> = format!("connection {n} ({peer})").into();
                         std::thread::spawn(move || {
                             let (reader, held) = Buffered::new(stream);
-                            let mut lines = LineObjects::new(Box::new(reader), max, 1, 0)
-                                .with_limit_flag("--max-line-bytes");
-                            let _ =
-                                read_lines(&mut lines, &held, &name, None, keep_raw, &tx, &stop3);
+                            let mut lines = how.lines(reader, 1, 0);
+                            let _ = read_lines(&mut lines, &held, &name, None, &how, &tx, &stop3);
                         });
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -409,13 +423,12 @@ pub fn run(a: IngestArgs) -> Result<()> {
             }
         });
     } else if source == "-" {
-        let (stop2, max) = (stop.clone(), a.max_line_bytes);
+        let stop2 = stop.clone();
         std::thread::spawn(move || {
             let (reader, held) = Buffered::new(std::io::stdin());
-            let mut lines =
-                LineObjects::new(Box::new(reader), max, 1, 0).with_limit_flag("--max-line-bytes");
+            let mut lines = how.lines(reader, 1, 0);
             let name: Arc<str> = "<stdin>".into();
-            if let Err(e) = read_lines(&mut lines, &held, &name, None, keep_raw, &tx, &stop2) {
+            if let Err(e) = read_lines(&mut lines, &held, &name, None, &how, &tx, &stop2) {
                 let _ = tx.send(Batch::Fatal(e));
             }
         });
@@ -438,8 +451,8 @@ pub fn run(a: IngestArgs) -> Result<()> {
                 }
             }
         }
-        let (stop2, follow, max) = (stop.clone(), a.follow, a.max_line_bytes);
-        std::thread::spawn(move || file_reader(path, start, follow, max, keep_raw, tx, stop2));
+        let (stop2, follow) = (stop.clone(), a.follow);
+        std::thread::spawn(move || file_reader(path, start, follow, how, tx, stop2));
     }
     if let (Some(off), false) = (resumed, a.quiet) {
         eprintln!("note: resuming {source} at byte {off} (use --from-start to read it all again)");
@@ -480,39 +493,33 @@ fn drive(
             break;
         }
         match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(Batch::Messages { from, msgs }) => {
-                for m in msgs {
-                    let (reason, at, raw) = match m {
-                        Msg::Obj {
-                            map,
-                            raw,
-                            line,
-                            position,
-                        } => {
-                            let keep = if a.history.is_some() {
-                                raw.clone()
-                            } else {
-                                String::new()
-                            };
-                            match engine.push(map, keep, position) {
-                                Ok(()) => continue,
-                                Err(reason) => (reason, format!("{from}:{line}"), raw),
+            Ok(Batch::Messages { from, source, msgs }) => {
+                let mut next = 0;
+                while next < msgs.len() && failure.is_none() {
+                    let mut report = Ok(());
+                    let pushed = engine.push_messages(&msgs, next, source.as_ref(), |m, reason| {
+                        let at = match m.bad_column {
+                            Some(c) => format!("{from}:{}:{c}", m.meta.line),
+                            None => format!("{from}:{}", m.meta.line),
+                        };
+                        let raw = String::from_utf8_lossy(msgs.raw(m));
+                        match bad(a, &mut rejects, &mut shown, &at, reason, &raw) {
+                            Ok(None) => true,
+                            Ok(Some(e)) => {
+                                failure = Some(e);
+                                false
+                            }
+                            Err(e) => {
+                                report = Err(e);
+                                false
                             }
                         }
-                        Msg::Bad {
-                            reason,
-                            line,
-                            column,
-                            raw,
-                            position,
-                        } => {
-                            let _ = engine.reject(reason.clone(), position);
-                            (reason, format!("{from}:{line}:{column}"), raw)
-                        }
-                    };
-                    if let Some(e) = bad(a, &mut rejects, &mut shown, &at, &reason, &raw)? {
-                        failure = Some(e);
-                        break;
+                    });
+                    report?;
+                    next = pushed.next;
+                    if next < msgs.len() && !pushed.stopped {
+                        // The window is full: close it and go on with the rest.
+                        commit_window(engine, &mut stats, &mut last_commit)?;
                     }
                 }
                 if failure.is_some() {
@@ -527,11 +534,7 @@ fn drive(
             Err(RecvTimeoutError::Disconnected) => break,
         }
         if engine.due() {
-            let s = engine.commit()?;
-            last_commit = s.commit_seconds;
-            if let Some(f) = &mut stats {
-                writeln!(f, "{}", serde_json::to_string(&s)?)?;
-            }
+            commit_window(engine, &mut stats, &mut last_commit)?;
         }
         if status && last_status.elapsed() >= Duration::from_millis(500) {
             let t = engine.totals();
@@ -549,10 +552,13 @@ fn drive(
         }
     }
     // Whatever happened, the good messages before it are committed.
+    let earlier = engine.wait()?;
     let s = engine.commit()?;
-    if let Some(f) = &mut stats {
-        if s.messages + s.rejects > 0 {
-            writeln!(f, "{}", serde_json::to_string(&s)?)?;
+    for s in earlier.iter().chain([&s]) {
+        if let Some(f) = &mut stats {
+            if s.messages + s.rejects > 0 {
+                writeln!(f, "{}", serde_json::to_string(s)?)?;
+            }
         }
     }
     if let Some(r) = &mut rejects {
@@ -586,6 +592,22 @@ fn drive(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Closes the open window: it is written on the engine's commit thread while the next
+/// one fills; the window before it, now written, is logged.
+fn commit_window(
+    engine: &mut Ingest,
+    stats: &mut Option<File>,
+    last_commit: &mut f64,
+) -> Result<()> {
+    if let Some(s) = engine.commit_background()? {
+        *last_commit = s.commit_seconds;
+        if let Some(f) = stats {
+            writeln!(f, "{}", serde_json::to_string(&s)?)?;
+        }
+    }
+    Ok(())
 }
 
 /// Reports a bad message. Returns the error to stop with under --strict.

@@ -21,14 +21,17 @@
 //! so a rerun resumes exactly there. A crash loses at most the open window, and a rerun
 //! reapplies it from the file.
 
-pub mod message;
+mod parse;
+mod window;
+mod writer;
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -36,7 +39,10 @@ use crate::durability::Durability;
 use crate::error::{Error, Result};
 use crate::schema::quote_ident;
 use crate::types::ColumnType;
-pub use message::{FieldValue, KeyPart};
+use parse::{decode_key, KeyRef, Val};
+pub use parse::{LineMeta, Message, Messages};
+use window::Window;
+use writer::Writer;
 
 /// The table that remembers where each file source was applied up to.
 pub const STATE_TABLE: &str = "liteload_ingest_state";
@@ -92,7 +98,8 @@ pub struct CommitStats {
     pub offset: Option<u64>,
 }
 
-/// Totals since the engine was opened.
+/// Totals since the engine was opened. Messages and rejects count as they are pushed;
+/// rows inserted and updated as their windows are committed.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Totals {
     pub messages: u64,
@@ -104,41 +111,61 @@ pub struct Totals {
     pub new_columns: u64,
 }
 
-#[derive(Debug)]
-struct Pending {
-    key: Vec<KeyPart>,
-    fields: Vec<(usize, FieldValue)>,
-}
-
 /// Where a file source stands: its name, and the line and byte just past the last message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourcePosition {
-    pub source: std::sync::Arc<str>,
+    pub source: Arc<str>,
     pub line: u64,
     pub offset: u64,
 }
 
-/// The engine. Feed it with [`Ingest::push`] (or [`Ingest::push_line`]), call
-/// [`Ingest::commit`] when [`Ingest::due`] says so, and once more at the end.
+/// What [`Ingest::push_messages`] did: the index of the first message it did not take,
+/// and whether the `bad` callback asked to stop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pushed {
+    pub next: usize,
+    pub stopped: bool,
+}
+
+/// A window closes before its entries would overflow the 32-bit links between them.
+const MAX_WINDOW_ENTRIES: usize = 1 << 31;
+
+const UNMAPPED: u32 = u32::MAX;
+
+/// The engine. Feed it with [`Ingest::push_messages`] (batches parsed by readers),
+/// [`Ingest::push`] or [`Ingest::push_line`]; when [`Ingest::due`] says so, close the
+/// window with [`Ingest::commit`] (written on this thread) or
+/// [`Ingest::commit_background`] (written on another thread while the next window
+/// fills); and once more at the end with `commit`.
+///
+/// At most one window is being written while another fills; a window's writes, its
+/// history and its resume point are one transaction, and windows commit in order.
 pub struct Ingest {
-    conn: Connection,
     opts: IngestOptions,
-    table_exists: bool,
+    writer: Arc<Mutex<Writer>>,
+    in_flight: Option<JoinHandle<(Window, Result<CommitStats>)>>,
+    window: Window,
+    spare: Option<Window>,
     key_types: Option<Vec<ColumnType>>,
     /// Non-key columns: name and declared type (`None`: untyped).
     columns: Vec<(String, Option<ColumnType>)>,
     /// Column index by name as it came, and by ASCII-lowercased name.
     exact: HashMap<String, usize>,
     by_name: HashMap<String, usize>,
-    unaltered: usize,
-    window: HashMap<Vec<KeyPart>, usize>,
-    rows: Vec<Pending>,
-    window_messages: u64,
-    window_rejects: u64,
-    window_start: Option<Instant>,
-    history: Vec<(f64, String)>,
-    position: Option<SourcePosition>,
+    /// Column of each name of the batch being pushed.
+    colmap: Vec<u32>,
+    scratch: Option<Messages>,
     totals: Totals,
+}
+
+/// Read access to the database between commits (see [`Ingest::connection`]).
+pub struct ConnectionGuard<'a>(MutexGuard<'a, Writer>);
+
+impl std::ops::Deref for ConnectionGuard<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.0.conn
+    }
 }
 
 fn now_unix() -> f64 {
@@ -152,28 +179,26 @@ fn sql_err(ctx: &str) -> impl FnOnce(rusqlite::Error) -> Error + '_ {
     move |e| Error::sqlite(ctx, e)
 }
 
-fn kind(v: &FieldValue) -> Option<ColumnType> {
+fn kind(v: &Val) -> Option<ColumnType> {
     match v {
-        FieldValue::Null => None,
-        FieldValue::Int(_) => Some(ColumnType::Integer),
-        FieldValue::Real(_) => Some(ColumnType::Real),
-        FieldValue::Text(_) => Some(ColumnType::Text),
+        Val::Null => None,
+        Val::Int(_) => Some(ColumnType::Integer),
+        Val::Real(_) => Some(ColumnType::Real),
+        Val::Text { .. } => Some(ColumnType::Text),
     }
 }
 
-fn to_sql(v: &FieldValue) -> ToSqlOutput<'_> {
-    ToSqlOutput::Borrowed(match v {
-        FieldValue::Null => ValueRef::Null,
-        FieldValue::Int(i) => ValueRef::Integer(*i),
-        FieldValue::Real(f) => ValueRef::Real(*f),
-        FieldValue::Text(s) => ValueRef::Text(s.as_bytes()),
-    })
-}
-
-fn key_sql(k: &KeyPart) -> ToSqlOutput<'_> {
-    ToSqlOutput::Borrowed(match k {
-        KeyPart::Int(i) => ValueRef::Integer(*i),
-        KeyPart::Text(s) => ValueRef::Text(s.as_bytes()),
+/// Writes `w` and times it.
+fn run_commit(writer: &Mutex<Writer>, w: &mut Window) -> Result<CommitStats> {
+    let t0 = Instant::now();
+    let mut writer = writer
+        .lock()
+        .map_err(|_| Error::plan("an earlier commit failed; the engine cannot go on"))?;
+    let stats = writer.commit(w)?;
+    Ok(CommitStats {
+        at: now_unix(),
+        commit_seconds: t0.elapsed().as_secs_f64(),
+        ..stats
     })
 }
 
@@ -198,99 +223,276 @@ impl Ingest {
             .map_err(sql_err("setting the cache size"))?;
         conn.busy_timeout(Duration::from_secs(5))
             .map_err(sql_err("setting the busy timeout"))?;
-        conn.set_prepared_statement_cache_capacity(1024);
-        let mut me = Ingest {
-            conn,
-            opts,
-            table_exists: false,
-            key_types: None,
-            columns: vec![],
-            exact: HashMap::new(),
-            by_name: HashMap::new(),
-            unaltered: 0,
-            window: HashMap::new(),
-            rows: vec![],
-            window_messages: 0,
-            window_rejects: 0,
-            window_start: None,
-            history: vec![],
-            position: None,
-            totals: Totals::default(),
-        };
-        if let Some((_, cols)) = crate::table::existing_columns(&me.conn, &me.opts.table)? {
-            let mut key_types = vec![];
-            for k in &me.opts.keys {
+        conn.set_prepared_statement_cache_capacity(64);
+        let mut key_types = None;
+        let mut columns: Vec<(String, Option<ColumnType>)> = vec![];
+        let existing = crate::table::existing_columns(&conn, &opts.table)?;
+        if let Some((_, cols)) = &existing {
+            let mut kt = vec![];
+            for k in &opts.keys {
                 let c = cols
                     .iter()
                     .find(|c| c.name.eq_ignore_ascii_case(k))
                     .ok_or_else(|| {
                         Error::plan(format!(
                             "table {} has no key column {k:?}",
-                            quote_ident(&me.opts.table)
+                            quote_ident(&opts.table)
                         ))
                     })?;
-                key_types.push(ColumnType::from_declared(&c.declared).unwrap_or(ColumnType::Text));
+                kt.push(ColumnType::from_declared(&c.declared).unwrap_or(ColumnType::Text));
             }
-            for c in cols
+            key_types = Some(kt);
+            columns = cols
                 .iter()
-                .filter(|c| !me.opts.keys.iter().any(|k| k.eq_ignore_ascii_case(&c.name)))
-            {
-                me.by_name
-                    .insert(c.name.to_ascii_lowercase(), me.columns.len());
-                me.columns
-                    .push((c.name.clone(), ColumnType::from_declared(&c.declared)));
-            }
-            me.unaltered = me.columns.len();
-            me.table_exists = true;
-            me.key_types = Some(key_types);
+                .filter(|c| !opts.keys.iter().any(|k| k.eq_ignore_ascii_case(&c.name)))
+                .map(|c| (c.name.clone(), ColumnType::from_declared(&c.declared)))
+                .collect();
             // The upsert needs a primary key or unique index on exactly the key columns.
-            let keys: Vec<String> = me.opts.keys.iter().map(|k| quote_ident(k)).collect();
+            let keys: Vec<String> = opts.keys.iter().map(|k| quote_ident(k)).collect();
             let probe = format!(
                 "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT ({}) DO NOTHING",
-                quote_ident(&me.opts.table),
+                quote_ident(&opts.table),
                 keys.join(", "),
                 vec!["NULL"; keys.len()].join(", "),
                 keys.join(", ")
             );
-            me.conn.prepare(&probe).map_err(|e| {
+            conn.prepare(&probe).map_err(|e| {
                 Error::plan(format!(
                     "table {} has no primary key or unique index on ({}): {e}",
-                    quote_ident(&me.opts.table),
-                    me.opts.keys.join(", ")
+                    quote_ident(&opts.table),
+                    opts.keys.join(", ")
                 ))
             })?;
         }
-        Ok(me)
+        let by_name = columns
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (n.to_ascii_lowercase(), i))
+            .collect();
+        let writer = Writer::new(
+            conn,
+            opts.table.clone(),
+            opts.keys.clone(),
+            opts.history.clone(),
+            existing.map(|_| columns.clone()),
+        );
+        Ok(Ingest {
+            scratch: Some(Messages::new(&opts.keys)),
+            opts,
+            writer: Arc::new(Mutex::new(writer)),
+            in_flight: None,
+            window: Window::default(),
+            spare: None,
+            key_types,
+            columns,
+            exact: HashMap::new(),
+            by_name,
+            colmap: vec![],
+            totals: Totals::default(),
+        })
+    }
+
+    fn writer(&self) -> Result<MutexGuard<'_, Writer>> {
+        self.writer
+            .lock()
+            .map_err(|_| Error::plan("an earlier commit failed; the engine cannot go on"))
     }
 
     /// Where a previous run stopped reading `source`, if it committed anything from it.
     pub fn resume_point(&self, source: &str) -> Result<Option<SourcePosition>> {
-        let exists: bool = self
-            .conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_schema WHERE name = ?1",
-                [STATE_TABLE],
-                |r| r.get::<_, i64>(0),
-            )
-            .map_err(sql_err("reading the resume point"))?
-            > 0;
-        if !exists {
-            return Ok(None);
+        Ok(self
+            .writer()?
+            .resume_point(source)?
+            .map(|(line, offset)| SourcePosition {
+                source: source.into(),
+                line,
+                offset,
+            }))
+    }
+
+    /// The fields that name a row, for [`Messages::new`].
+    pub fn key_fields(&self) -> &[String] {
+        &self.opts.keys
+    }
+
+    /// Applies messages `from..` of `batch` in order, until the batch ends, the window is
+    /// full (`commit_rows`; the caller commits and pushes again from `next`), or `bad`
+    /// returns `false` for a bad message. `bad` sees every bad message with its reason;
+    /// a bad message still moves the resume point. `source` names the file whose
+    /// positions the messages carry, if they are resume points.
+    pub fn push_messages(
+        &mut self,
+        batch: &Messages,
+        from: usize,
+        source: Option<&Arc<str>>,
+        bad: impl FnMut(&Message, &str) -> bool,
+    ) -> Pushed {
+        self.push_from(batch, from, source, bad, true)
+    }
+
+    /// As [`Ingest::push_messages`]; with `bounded` false the window takes every message.
+    fn push_from(
+        &mut self,
+        batch: &Messages,
+        from: usize,
+        source: Option<&Arc<str>>,
+        mut bad: impl FnMut(&Message, &str) -> bool,
+        bounded: bool,
+    ) -> Pushed {
+        self.colmap.clear();
+        self.colmap.resize(batch.name_count(), UNMAPPED);
+        let msgs = batch.messages();
+        let mut next = from;
+        let mut last = None;
+        let mut stopped = false;
+        while next < msgs.len() && !(bounded && self.full()) {
+            let m = &msgs[next];
+            next += 1;
+            if self.window.start.is_none() {
+                self.window.start = Some(Instant::now());
+            }
+            last = Some(m.meta);
+            if let Err(reason) = self.apply(batch, m) {
+                self.window.rejects += 1;
+                self.totals.rejects += 1;
+                if !bad(m, &reason) {
+                    stopped = true;
+                    break;
+                }
+            }
         }
-        self.conn
-            .query_row(
-                &format!("SELECT line, offset FROM {STATE_TABLE} WHERE source = ?1"),
-                [source],
-                |r| {
-                    Ok(SourcePosition {
-                        source: source.into(),
-                        line: r.get::<_, i64>(0)? as u64,
-                        offset: r.get::<_, i64>(1)? as u64,
-                    })
-                },
-            )
-            .optional()
-            .map_err(sql_err("reading the resume point"))
+        if let (Some(src), Some(meta)) = (source, last) {
+            self.window.position = Some(SourcePosition {
+                source: src.clone(),
+                line: meta.next_line,
+                offset: meta.next_offset,
+            });
+        }
+        Pushed { next, stopped }
+    }
+
+    fn full(&self) -> bool {
+        self.pending() as usize >= self.opts.commit_rows
+            || self.window.entries.len() >= MAX_WINDOW_ENTRIES
+    }
+
+    fn apply(&mut self, batch: &Messages, m: &Message) -> std::result::Result<(), String> {
+        if let Some(reason) = &m.bad {
+            return Err(reason.clone());
+        }
+        let key = batch.key(m);
+        let nkeys = batch.key_count();
+        match &self.key_types {
+            Some(t) => {
+                let same = decode_key(key, nkeys).zip(t).all(|(k, t)| {
+                    matches!(
+                        (k, t),
+                        (KeyRef::Int(_), ColumnType::Integer) | (KeyRef::Text(_), ColumnType::Text)
+                    )
+                });
+                if !same {
+                    let want: Vec<&str> = t.iter().map(|t| t.sql()).collect();
+                    return Err(format!(
+                        "the key is of another type than the table's ({})",
+                        want.join(", ")
+                    ));
+                }
+            }
+            None => {
+                self.key_types = Some(
+                    decode_key(key, nkeys)
+                        .map(|k| match k {
+                            KeyRef::Int(_) => ColumnType::Integer,
+                            KeyRef::Text(_) => ColumnType::Text,
+                        })
+                        .collect(),
+                )
+            }
+        }
+        let row = self.window.row_for(key);
+        for &(name, val) in batch.fields(m) {
+            if val == Val::Null && self.opts.null_keep {
+                continue;
+            }
+            let mut col = self.colmap[name as usize];
+            if col == UNMAPPED {
+                col = self.column_for(batch.name(name), &val) as u32;
+                self.colmap[name as usize] = col;
+            }
+            if let (Some(declared), Some(k)) = (self.columns[col as usize].1, kind(&val)) {
+                if declared != k && !(declared == ColumnType::Real && k == ColumnType::Integer) {
+                    self.totals.type_mismatches += 1;
+                }
+            }
+            self.window.set(row, col, val, &batch.text);
+        }
+        if self.opts.history.is_some() {
+            let raw = batch.raw(m);
+            let at = self.window.text.len();
+            self.window.text.extend_from_slice(raw);
+            let end = self.window.text.len();
+            self.window.history.push((now_unix(), at, end));
+        }
+        self.window.messages += 1;
+        self.totals.messages += 1;
+        Ok(())
+    }
+
+    /// The column for field `name`, added (declared by `first`'s kind) if new. Names that
+    /// differ only in ASCII case share a column, as SQLite's column names do.
+    fn column_for(&mut self, name: &str, first: &Val) -> usize {
+        if let Some(&i) = self.exact.get(name) {
+            return i;
+        }
+        let lower = name.to_ascii_lowercase();
+        let i = match self.by_name.get(&lower) {
+            Some(&i) => i,
+            None => {
+                self.by_name.insert(lower, self.columns.len());
+                self.columns.push((name.to_string(), kind(first)));
+                self.columns.len() - 1
+            }
+        };
+        self.exact.insert(name.to_string(), i);
+        i
+    }
+
+    /// Applies one message given as parsed text, through the same path as a batch.
+    fn push_one(
+        &mut self,
+        line: &[u8],
+        raw: Option<&[u8]>,
+        position: Option<SourcePosition>,
+    ) -> std::result::Result<(), String> {
+        let mut batch = self
+            .scratch
+            .take()
+            .unwrap_or_else(|| Messages::new(&self.opts.keys));
+        batch.clear();
+        let meta = LineMeta {
+            line: position.as_ref().map_or(0, |p| p.line.saturating_sub(1)),
+            column: 1,
+            next_line: position.as_ref().map_or(0, |p| p.line),
+            next_offset: position.as_ref().map_or(0, |p| p.offset),
+        };
+        batch.push_with_raw(line, raw, meta);
+        let mut reason = None;
+        let source = position.as_ref().map(|p| &p.source);
+        self.push_from(
+            &batch,
+            0,
+            source,
+            |_, r| {
+                reason = Some(r.to_string());
+                true
+            },
+            false,
+        );
+        self.scratch = Some(batch);
+        match reason {
+            Some(r) => Err(r),
+            None => Ok(()),
+        }
     }
 
     /// Parses and applies one raw line. An error is a bad message (the reason); the
@@ -300,36 +502,9 @@ impl Ingest {
         line: &[u8],
         position: Option<SourcePosition>,
     ) -> std::result::Result<(), String> {
-        match serde_json::from_slice::<Value>(line) {
-            Ok(Value::Object(m)) => self.push(
-                m,
-                String::from_utf8_lossy(line).trim_end().to_string(),
-                position,
-            ),
-            Ok(_) => self.reject("expected a JSON object".into(), position),
-            Err(e) => self.reject(format!("invalid JSON: {e}"), position),
-        }
-    }
-
-    /// Counts a bad message (its position still advances the resume point).
-    pub fn reject(
-        &mut self,
-        reason: String,
-        position: Option<SourcePosition>,
-    ) -> std::result::Result<(), String> {
-        self.note_position(position);
-        self.window_rejects += 1;
-        self.totals.rejects += 1;
-        Err(reason)
-    }
-
-    fn note_position(&mut self, position: Option<SourcePosition>) {
-        if position.is_some() {
-            self.position = position;
-        }
-        if self.window_start.is_none() {
-            self.window_start = Some(Instant::now());
-        }
+        let line = line.trim_ascii();
+        let raw = self.opts.history.is_some().then_some(line);
+        self.push_one(line, raw, position)
     }
 
     /// Applies one message (`raw` is kept for the history table). An error is a bad
@@ -340,331 +515,124 @@ impl Ingest {
         raw: String,
         position: Option<SourcePosition>,
     ) -> std::result::Result<(), String> {
-        let (key, fields) = match message::split(obj, &self.opts.keys) {
-            Ok(kf) => kf,
-            Err(why) => return self.reject(why, position),
-        };
-        let types: Vec<ColumnType> = key
-            .iter()
-            .map(|k| match k {
-                KeyPart::Int(_) => ColumnType::Integer,
-                KeyPart::Text(_) => ColumnType::Text,
-            })
-            .collect();
-        match &self.key_types {
-            Some(t) if *t != types => {
-                let want: Vec<&str> = t.iter().map(|t| t.sql()).collect();
-                return self.reject(
-                    format!(
-                        "the key is of another type than the table's ({})",
-                        want.join(", ")
-                    ),
-                    position,
-                );
-            }
-            Some(_) => {}
-            None => self.key_types = Some(types),
+        let line = serde_json::to_vec(&obj).map_err(|e| e.to_string())?;
+        let raw = self.opts.history.is_some().then_some(raw.as_bytes());
+        self.push_one(&line, raw, position)
+    }
+
+    /// Counts a bad message (its position still advances the resume point).
+    pub fn reject(
+        &mut self,
+        reason: String,
+        position: Option<SourcePosition>,
+    ) -> std::result::Result<(), String> {
+        if position.is_some() {
+            self.window.position = position;
         }
-        self.note_position(position);
-        let mut values = Vec::with_capacity(fields.len());
-        for (name, v) in fields {
-            let fv = FieldValue::from_json_owned(v);
-            if fv == FieldValue::Null && self.opts.null_keep {
-                continue;
-            }
-            let idx = match self.exact.get(&name) {
-                Some(&i) => i,
-                None => {
-                    let lower = name.to_ascii_lowercase();
-                    let i = match self.by_name.get(&lower) {
-                        Some(&i) => i,
-                        None => {
-                            self.by_name.insert(lower, self.columns.len());
-                            self.columns.push((name.clone(), kind(&fv)));
-                            self.columns.len() - 1
-                        }
-                    };
-                    self.exact.insert(name, i);
-                    i
-                }
-            };
-            if let (Some(declared), Some(k)) = (self.columns[idx].1, kind(&fv)) {
-                if declared != k && !(declared == ColumnType::Real && k == ColumnType::Integer) {
-                    self.totals.type_mismatches += 1;
-                }
-            }
-            values.push((idx, fv));
+        if self.window.start.is_none() {
+            self.window.start = Some(Instant::now());
         }
-        let slot = match self.window.get(&key) {
-            Some(&s) => s,
-            None => {
-                self.rows.push(Pending {
-                    key: key.clone(),
-                    fields: vec![],
-                });
-                self.window.insert(key, self.rows.len() - 1);
-                self.rows.len() - 1
-            }
-        };
-        let row = &mut self.rows[slot];
-        for (idx, v) in values {
-            match row.fields.iter_mut().find(|(i, _)| *i == idx) {
-                Some(f) => f.1 = v,
-                None => row.fields.push((idx, v)),
-            }
-        }
-        if self.opts.history.is_some() {
-            self.history.push((now_unix(), raw));
-        }
-        self.window_messages += 1;
-        self.totals.messages += 1;
-        Ok(())
+        self.window.rejects += 1;
+        self.totals.rejects += 1;
+        Err(reason)
     }
 
     /// Whether the open window should be committed now.
     pub fn due(&self) -> bool {
-        self.pending() as usize >= self.opts.commit_rows
+        self.full()
             || self
-                .window_start
+                .window
+                .start
                 .is_some_and(|t| t.elapsed() >= self.opts.commit_interval)
     }
 
     /// Messages in the open window.
     pub fn pending(&self) -> u64 {
-        self.window_messages + self.window_rejects
+        self.window.messages + self.window.rejects
     }
 
     pub fn totals(&self) -> &Totals {
         &self.totals
     }
 
-    /// The database connection (read it between commits).
-    pub fn connection(&self) -> &Connection {
-        &self.conn
+    /// The database connection, to read between commits: it shows every window whose
+    /// commit has finished (a window being written in the background holds it until
+    /// then).
+    pub fn connection(&self) -> ConnectionGuard<'_> {
+        ConnectionGuard(self.writer.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// Writes the open window in one transaction. On error nothing of the window is
-    /// written and the engine must not be used again.
-    pub fn commit(&mut self) -> Result<CommitStats> {
-        let t0 = Instant::now();
-        if self.window_messages == 0 && self.window_rejects == 0 && self.position.is_none() {
-            return Ok(CommitStats::default());
-        }
-        self.conn
-            .execute_batch("BEGIN IMMEDIATE")
-            .map_err(sql_err("beginning a commit window"))?;
-        let result = self.write_window();
-        let stats = match result {
-            Ok(s) => {
-                self.conn
-                    .execute_batch("COMMIT")
-                    .map_err(sql_err("committing a window"))?;
-                s
-            }
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                return Err(e);
-            }
-        };
-        let stats = CommitStats {
-            at: now_unix(),
-            commit_seconds: t0.elapsed().as_secs_f64(),
-            ..stats
-        };
+    /// Hands the open window to what writes it: its columns and key types as of now.
+    fn close_window(&mut self) -> Window {
+        let fresh = self.spare.take().unwrap_or_default();
+        let mut w = std::mem::replace(&mut self.window, fresh);
+        w.key_types.clone_from(&self.key_types);
+        w.columns.clone_from(&self.columns);
+        w
+    }
+
+    fn account(&mut self, mut w: Window, stats: CommitStats) -> CommitStats {
         self.totals.inserted += stats.inserted;
         self.totals.updated += stats.updated;
         self.totals.commits += 1;
         self.totals.new_columns += stats.new_columns;
-        self.window.clear();
-        self.rows.clear();
-        self.history.clear();
-        self.window_messages = 0;
-        self.window_rejects = 0;
-        self.window_start = None;
-        self.unaltered = self.columns.len();
-        Ok(stats)
+        w.clear();
+        self.spare = Some(w);
+        stats
     }
 
-    fn write_window(&mut self) -> Result<CommitStats> {
-        let t = quote_ident(&self.opts.table);
-        let exec = |conn: &Connection, sql: &str| {
-            conn.execute_batch(sql)
-                .map_err(|e| Error::sqlite(format!("running {sql}"), e))
+    /// Waits for the window being written in the background, if any, and returns its
+    /// statistics. After an error nothing of that window is written and the engine must
+    /// not be used again.
+    pub fn wait(&mut self) -> Result<Option<CommitStats>> {
+        let Some(h) = self.in_flight.take() else {
+            return Ok(None);
         };
-        let mut new_columns = 0;
-        if !self.table_exists {
-            if let Some(kt) = self.key_types.clone() {
-                let mut defs: Vec<String> = self
-                    .opts
-                    .keys
-                    .iter()
-                    .zip(&kt)
-                    .map(|(k, ty)| format!("{} {} NOT NULL", quote_ident(k), ty.sql()))
-                    .collect();
-                for (name, ty) in &self.columns {
-                    defs.push(
-                        format!("{} {}", quote_ident(name), ty.map_or("", |t| t.sql()))
-                            .trim_end()
-                            .to_string(),
-                    );
-                }
-                let keys: Vec<String> = self.opts.keys.iter().map(|k| quote_ident(k)).collect();
-                defs.push(format!("PRIMARY KEY ({})", keys.join(", ")));
-                exec(
-                    &self.conn,
-                    &format!("CREATE TABLE {t} (\n  {}\n)", defs.join(",\n  ")),
-                )?;
-                new_columns = self.columns.len() as u64;
-                self.table_exists = true;
-                self.unaltered = self.columns.len();
-            }
-        }
-        for (name, ty) in &self.columns[self.unaltered..] {
-            exec(
-                &self.conn,
-                format!(
-                    "ALTER TABLE {t} ADD COLUMN {} {}",
-                    quote_ident(name),
-                    ty.map_or("", |t| t.sql())
-                )
-                .trim_end(),
-            )?;
-            new_columns += 1;
-        }
-        let before = if self.rows.is_empty() {
-            0
-        } else {
-            self.count()?
-        };
-        if !self.rows.is_empty() {
-            // In key order, upserts walk the table's B-tree front to back instead of
-            // jumping around it. Per-key order is unaffected: one row per key.
-            self.rows.sort_unstable_by(|a, b| a.key.cmp(&b.key));
-            let sql = self.upsert_sql();
-            let ncols = self.columns.len();
-            let nkeys = self.opts.keys.len();
-            let masks = ncols.div_ceil(62);
-            let mut stmt = self
-                .conn
-                .prepare_cached(&sql)
-                .map_err(|e| Error::sqlite(format!("preparing {sql}"), e))?;
-            let mut slots: Vec<Option<&FieldValue>> = vec![None; ncols];
-            let mut mask = vec![0i64; masks];
-            for row in &self.rows {
-                slots.iter_mut().for_each(|s| *s = None);
-                mask.iter_mut().for_each(|m| *m = 0);
-                for (i, v) in &row.fields {
-                    slots[*i] = Some(v);
-                }
-                for (i, k) in row.key.iter().enumerate() {
-                    stmt.raw_bind_parameter(i + 1, key_sql(k))
-                        .map_err(sql_err("binding a key"))?;
-                }
-                for (c, slot) in slots.iter().enumerate() {
-                    let v = match slot {
-                        Some(v) => {
-                            mask[c / 62] |= 1 << (c % 62);
-                            to_sql(v)
-                        }
-                        None => ToSqlOutput::Borrowed(ValueRef::Null),
-                    };
-                    stmt.raw_bind_parameter(nkeys + c + 1, v)
-                        .map_err(sql_err("binding a value"))?;
-                }
-                for (m, bits) in mask.iter().enumerate() {
-                    stmt.raw_bind_parameter(nkeys + ncols + m + 1, *bits)
-                        .map_err(sql_err("binding the mask"))?;
-                }
-                stmt.raw_execute()
-                    .map_err(|e| Error::sqlite(format!("upserting into {t}"), e))?;
-            }
-        }
-        let after = if self.rows.is_empty() {
-            0
-        } else {
-            self.count()?
-        };
-        if let Some(h) = &self.opts.history {
-            let h = quote_ident(h);
-            exec(&self.conn, &format!("CREATE TABLE IF NOT EXISTS {h} (id INTEGER PRIMARY KEY, received REAL NOT NULL, message TEXT NOT NULL)"))?;
-            let mut stmt = self
-                .conn
-                .prepare_cached(&format!(
-                    "INSERT INTO {h} (received, message) VALUES (?1, ?2)"
-                ))
-                .map_err(sql_err("preparing the history insert"))?;
-            for (at, raw) in &self.history {
-                stmt.execute(rusqlite::params![at, raw])
-                    .map_err(sql_err("appending to the history"))?;
-            }
-        }
-        if let Some(p) = &self.position {
-            exec(&self.conn, &format!("CREATE TABLE IF NOT EXISTS {STATE_TABLE} (source TEXT PRIMARY KEY, line INTEGER NOT NULL, offset INTEGER NOT NULL)"))?;
-            self.conn
-                .prepare_cached(&format!(
-                    "INSERT INTO {STATE_TABLE} (source, line, offset) VALUES (?1, ?2, ?3) ON CONFLICT (source) DO UPDATE SET line = excluded.line, offset = excluded.offset"
-                ))
-                .and_then(|mut s| s.execute(rusqlite::params![&*p.source, p.line as i64, p.offset as i64]))
-                .map_err(sql_err("storing the resume point"))?;
-        }
-        let inserted = after.saturating_sub(before);
-        Ok(CommitStats {
-            messages: self.window_messages,
-            keys: self.rows.len() as u64,
-            inserted,
-            updated: self.rows.len() as u64 - inserted,
-            rejects: self.window_rejects,
-            new_columns,
-            offset: self.position.as_ref().map(|p| p.offset),
-            ..CommitStats::default()
-        })
+        let (w, result) = h
+            .join()
+            .map_err(|_| Error::plan("the commit thread panicked"))?;
+        let stats = result?;
+        Ok(Some(self.account(w, stats)))
     }
 
-    /// `INSERT INTO t (keys…, every column) VALUES (?…) ON CONFLICT (keys) DO UPDATE SET
-    /// c = CASE WHEN (?m >> i) & 1 THEN excluded.c ELSE c END, …` with one mask parameter
-    /// per 62 columns (bit i of mask m stands for column 62·m + i).
-    fn upsert_sql(&self) -> String {
-        let t = quote_ident(&self.opts.table);
-        let keys: Vec<String> = self.opts.keys.iter().map(|k| quote_ident(k)).collect();
-        let cols: Vec<String> = self.columns.iter().map(|(n, _)| quote_ident(n)).collect();
-        let nparams = keys.len() + cols.len();
-        let all: Vec<&str> = keys.iter().chain(&cols).map(|s| s.as_str()).collect();
-        let update = if cols.is_empty() {
-            "NOTHING".to_string()
-        } else {
-            let sets: Vec<String> = cols
-                .iter()
-                .enumerate()
-                .map(|(c, n)| {
-                    format!(
-                        "{n} = CASE WHEN (?{} >> {}) & 1 THEN excluded.{n} ELSE {n} END",
-                        nparams + c / 62 + 1,
-                        c % 62
-                    )
+    /// Closes the open window and writes it on another thread, after waiting for the one
+    /// before it (whose statistics this returns). Errors are those of the earlier window.
+    pub fn commit_background(&mut self) -> Result<Option<CommitStats>> {
+        let done = self.wait()?;
+        if self.window.is_empty() {
+            return Ok(done);
+        }
+        let mut w = self.close_window();
+        let writer = Arc::clone(&self.writer);
+        self.in_flight = Some(
+            std::thread::Builder::new()
+                .name("liteload-commit".into())
+                .spawn(move || {
+                    let r = run_commit(&writer, &mut w);
+                    (w, r)
                 })
-                .collect();
-            format!("UPDATE SET {}", sets.join(", "))
-        };
-        format!(
-            "INSERT INTO {t} ({}) VALUES ({}) ON CONFLICT ({}) DO {update}",
-            all.join(", "),
-            (1..=nparams)
-                .map(|i| format!("?{i}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            keys.join(", ")
-        )
+                .map_err(|e| Error::io(None, e))?,
+        );
+        Ok(done)
     }
 
-    fn count(&self) -> Result<u64> {
-        let n: i64 = self
-            .conn
-            .query_row(
-                &format!("SELECT count(*) FROM {}", quote_ident(&self.opts.table)),
-                [],
-                |r| r.get(0),
-            )
-            .map_err(sql_err("counting rows"))?;
-        Ok(n as u64)
+    /// Writes the open window in one transaction, on this thread, after any window being
+    /// written in the background (whose statistics are then only in the totals). On
+    /// error nothing of the window is written and the engine must not be used again.
+    pub fn commit(&mut self) -> Result<CommitStats> {
+        self.wait()?;
+        if self.window.is_empty() {
+            return Ok(CommitStats::default());
+        }
+        let mut w = self.close_window();
+        let stats = run_commit(&self.writer, &mut w)?;
+        Ok(self.account(w, stats))
+    }
+}
+
+impl Drop for Ingest {
+    /// A window being written in the background is finished (the open one is not).
+    fn drop(&mut self) {
+        let _ = self.wait();
     }
 }

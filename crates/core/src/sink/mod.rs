@@ -1,7 +1,7 @@
 //! Writers of batches. A sink never parses text.
 
 pub mod null;
-mod raw_stmt;
+pub(crate) mod raw_stmt;
 pub mod sqlite;
 
 use crate::batch::Batch;

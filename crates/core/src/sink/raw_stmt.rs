@@ -1,4 +1,5 @@
-//! [`BatchStatement`]: a prepared INSERT bound straight from a batch through SQLite's C API.
+//! Prepared statements bound through SQLite's C API: [`RawStatement`], and on it
+//! [`BatchStatement`], a multi-row INSERT bound straight from a batch.
 //!
 //! This is the one place liteload goes around rusqlite, because the measured gain is large
 //! (bench/README.md, "binding"): rusqlite binds text with `SQLITE_TRANSIENT`, so SQLite
@@ -6,9 +7,11 @@
 //! Here text is bound with `SQLITE_STATIC`: SQLite reads it in place.
 //!
 //! Invariants that make `SQLITE_STATIC` sound:
-//! - values are bound from a `&Batch` that is borrowed for the whole of [`BatchStatement::execute_rows`];
-//! - bindings are cleared (`sqlite3_clear_bindings`) before that call returns, so no
-//!   pointer into the batch outlives the borrow;
+//! - [`RawStatement::bind_text`] is `unsafe`: its caller keeps the text alive and
+//!   unchanged until the parameter is bound again, the bindings are cleared, or the
+//!   statement is dropped;
+//! - [`BatchStatement`] binds from a `&Batch` borrowed for the whole of
+//!   [`BatchStatement::execute_rows`] and clears the bindings before that call returns;
 //! - parameter indexes are computed from the statement's own row and column counts, which
 //!   `prepare` fixed (`debug_assert!`ed against `sqlite3_bind_parameter_count`).
 
@@ -20,23 +23,15 @@ use rusqlite::{ffi, Connection};
 
 use crate::batch::{Batch, Value};
 
-/// A statement `INSERT … VALUES (?,…),(?,…)…` of `rows` rows of `cols` values.
-pub struct BatchStatement<'c> {
+/// A prepared statement of `conn`, bound by 1-based parameter index.
+pub(crate) struct RawStatement<'c> {
     db: *mut ffi::sqlite3,
     stmt: *mut ffi::sqlite3_stmt,
-    rows: usize,
-    cols: usize,
     _conn: PhantomData<&'c Connection>,
 }
 
-impl<'c> BatchStatement<'c> {
-    /// Prepares `sql`, which must have exactly `rows * cols` parameters.
-    pub fn prepare(
-        conn: &'c Connection,
-        sql: &str,
-        rows: usize,
-        cols: usize,
-    ) -> rusqlite::Result<Self> {
+impl<'c> RawStatement<'c> {
+    pub fn prepare(conn: &'c Connection, sql: &str) -> rusqlite::Result<Self> {
         // SAFETY: the handle is valid while `conn` lives, and 'c ties us to it.
         let db = unsafe { conn.handle() };
         let mut stmt = ptr::null_mut();
@@ -54,18 +49,123 @@ impl<'c> BatchStatement<'c> {
         if rc != ffi::SQLITE_OK {
             return Err(error(db, rc));
         }
-        // SAFETY: prepare succeeded, so `stmt` is a live statement.
-        debug_assert_eq!(
-            unsafe { ffi::sqlite3_bind_parameter_count(stmt) } as usize,
-            rows * cols
-        );
-        Ok(BatchStatement {
+        Ok(RawStatement {
             db,
             stmt,
-            rows,
-            cols,
             _conn: PhantomData,
         })
+    }
+
+    pub fn param_count(&self) -> usize {
+        // SAFETY: `stmt` is live.
+        unsafe { ffi::sqlite3_bind_parameter_count(self.stmt) as usize }
+    }
+
+    fn check(&self, rc: c_int) -> rusqlite::Result<()> {
+        if rc == ffi::SQLITE_OK {
+            Ok(())
+        } else {
+            Err(error(self.db, rc))
+        }
+    }
+
+    pub fn bind_null(&mut self, idx: usize) -> rusqlite::Result<()> {
+        debug_assert!(idx >= 1 && idx <= self.param_count());
+        // SAFETY: `stmt` is live; SQLite checks the index.
+        self.check(unsafe { ffi::sqlite3_bind_null(self.stmt, idx as c_int) })
+    }
+
+    pub fn bind_int(&mut self, idx: usize, v: i64) -> rusqlite::Result<()> {
+        debug_assert!(idx >= 1 && idx <= self.param_count());
+        // SAFETY: `stmt` is live; SQLite checks the index.
+        self.check(unsafe { ffi::sqlite3_bind_int64(self.stmt, idx as c_int, v) })
+    }
+
+    pub fn bind_real(&mut self, idx: usize, v: f64) -> rusqlite::Result<()> {
+        debug_assert!(idx >= 1 && idx <= self.param_count());
+        // SAFETY: `stmt` is live; SQLite checks the index.
+        self.check(unsafe { ffi::sqlite3_bind_double(self.stmt, idx as c_int, v) })
+    }
+
+    /// Binds `text` in place, without a copy.
+    ///
+    /// # Safety
+    /// `text` must stay alive and unchanged until parameter `idx` is bound again,
+    /// [`RawStatement::clear_bindings`] runs, or the statement is dropped.
+    pub unsafe fn bind_text(&mut self, idx: usize, text: &[u8]) -> rusqlite::Result<()> {
+        debug_assert!(idx >= 1 && idx <= self.param_count());
+        // SAFETY: `stmt` is live; the caller keeps `text` alive as documented.
+        self.check(unsafe {
+            ffi::sqlite3_bind_text64(
+                self.stmt,
+                idx as c_int,
+                text.as_ptr().cast::<c_char>(),
+                text.len() as u64,
+                ffi::SQLITE_STATIC(),
+                ffi::SQLITE_UTF8 as u8,
+            )
+        })
+    }
+
+    /// Runs the statement to its end (it must return no rows) and resets it; bindings
+    /// stay. On error SQLite has undone the statement (its default ABORT).
+    pub fn run(&mut self) -> rusqlite::Result<()> {
+        // SAFETY: `stmt` is live.
+        let rc = unsafe { ffi::sqlite3_step(self.stmt) };
+        let result = if rc == ffi::SQLITE_DONE || rc == ffi::SQLITE_OK {
+            Ok(())
+        } else {
+            Err(error(self.db, rc))
+        };
+        // SAFETY: `stmt` is live; reset makes it runnable again.
+        unsafe {
+            ffi::sqlite3_reset(self.stmt);
+        }
+        result
+    }
+
+    /// Rows changed by the connection's last finished INSERT, UPDATE or DELETE.
+    pub fn changes(&self) -> u64 {
+        // SAFETY: `db` is live while 'c.
+        unsafe { ffi::sqlite3_changes64(self.db) as u64 }
+    }
+
+    /// Unbinds every parameter (to NULL), dropping every pointer to bound text.
+    pub fn clear_bindings(&mut self) {
+        // SAFETY: `stmt` is live.
+        unsafe {
+            ffi::sqlite3_clear_bindings(self.stmt);
+        }
+    }
+}
+
+impl Drop for RawStatement<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `stmt` came from prepare and is finalized once, here.
+        unsafe {
+            ffi::sqlite3_finalize(self.stmt);
+        }
+    }
+}
+
+/// A statement `INSERT … VALUES (?,…),(?,…)…` of `rows` rows of `cols` values.
+pub struct BatchStatement<'c> {
+    stmt: RawStatement<'c>,
+    rows: usize,
+    cols: usize,
+}
+
+impl<'c> BatchStatement<'c> {
+    /// Prepares `sql`, which must have exactly `rows * cols` parameters.
+    pub fn prepare(
+        conn: &'c Connection,
+        sql: &str,
+        rows: usize,
+        cols: usize,
+    ) -> rusqlite::Result<Self> {
+        let stmt = RawStatement::prepare(conn, sql)?;
+        debug_assert_eq!(stmt.param_count(), rows * cols);
+        Ok(BatchStatement { stmt, rows, cols })
     }
 
     /// Rows per execution.
@@ -80,47 +180,25 @@ impl<'c> BatchStatement<'c> {
             first + self.rows <= batch.rows() && batch.ncols() == self.cols,
             "rows out of range"
         );
-        let mut rc = ffi::SQLITE_OK;
+        let mut bound = Ok(());
         'bind: for r in 0..self.rows {
             for (j, v) in batch.row(first + r).enumerate() {
-                let idx = (r * self.cols + j + 1) as c_int;
-                // SAFETY: `stmt` is live; `idx` is within the parameter count (see the
-                // invariants above); text points into `batch`, which outlives this call,
-                // and bindings are cleared before we return.
-                rc = unsafe {
-                    match v {
-                        Value::Null => ffi::sqlite3_bind_null(self.stmt, idx),
-                        Value::Integer(i) => ffi::sqlite3_bind_int64(self.stmt, idx, i),
-                        Value::Real(f) => ffi::sqlite3_bind_double(self.stmt, idx, f),
-                        Value::Text(s) => ffi::sqlite3_bind_text(
-                            self.stmt,
-                            idx,
-                            s.as_ptr().cast::<c_char>(),
-                            s.len() as c_int,
-                            ffi::SQLITE_STATIC(),
-                        ),
-                    }
+                let idx = r * self.cols + j + 1;
+                bound = match v {
+                    Value::Null => self.stmt.bind_null(idx),
+                    Value::Integer(i) => self.stmt.bind_int(idx, i),
+                    Value::Real(f) => self.stmt.bind_real(idx, f),
+                    // SAFETY: `batch` outlives this call, and the bindings are cleared
+                    // before it returns.
+                    Value::Text(s) => unsafe { self.stmt.bind_text(idx, s.as_bytes()) },
                 };
-                if rc != ffi::SQLITE_OK {
+                if bound.is_err() {
                     break 'bind;
                 }
             }
         }
-        if rc == ffi::SQLITE_OK {
-            // SAFETY: `stmt` is live and fully bound.
-            rc = unsafe { ffi::sqlite3_step(self.stmt) };
-        }
-        let result = if rc == ffi::SQLITE_DONE || rc == ffi::SQLITE_OK {
-            Ok(())
-        } else {
-            Err(error(self.db, rc))
-        };
-        // SAFETY: `stmt` is live; reset makes it runnable again, and clearing drops every
-        // pointer into `batch`.
-        unsafe {
-            ffi::sqlite3_reset(self.stmt);
-            ffi::sqlite3_clear_bindings(self.stmt);
-        }
+        let result = bound.and_then(|()| self.stmt.run());
+        self.stmt.clear_bindings();
         result
     }
 }
@@ -139,15 +217,6 @@ fn error(db: *mut ffi::sqlite3, rc: c_int) -> rusqlite::Error {
         (if code == ffi::SQLITE_OK { rc } else { code }, msg)
     };
     rusqlite::Error::SqliteFailure(ffi::Error::new(code), msg)
-}
-
-impl Drop for BatchStatement<'_> {
-    fn drop(&mut self) {
-        // SAFETY: `stmt` came from prepare and is finalized once, here.
-        unsafe {
-            ffi::sqlite3_finalize(self.stmt);
-        }
-    }
 }
 
 #[cfg(test)]

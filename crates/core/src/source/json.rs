@@ -140,9 +140,14 @@ impl LineObjects {
         (self.line, self.byte)
     }
 
-    /// The next object, a bad line, or `None` at the end. An `Err` is an I/O failure:
-    /// (line, column, message).
-    pub fn next_item(&mut self) -> std::result::Result<Option<Item>, (u64, u64, String)> {
+    /// The next non-blank line, trimmed, or `None` at the end; a line over the limit is
+    /// skipped without being held in memory and comes back as `Err` of the bad item.
+    /// An outer `Err` is an I/O failure: (line, column, message).
+    #[allow(clippy::type_complexity)]
+    pub fn next_line(
+        &mut self,
+    ) -> std::result::Result<Option<std::result::Result<RawLine<'_>, BadObj>>, (u64, u64, String)>
+    {
         loop {
             self.buf.clear();
             let (line, byte) = (self.line, self.byte);
@@ -172,7 +177,7 @@ impl LineObjects {
                         break;
                     }
                 }
-                return Ok(Some(Item::Bad(BadObj {
+                return Ok(Some(Err(BadObj {
                     line,
                     column: 1,
                     byte,
@@ -183,37 +188,77 @@ impl LineObjects {
                     raw: Value::Null,
                 })));
             }
-            let text = self.buf.trim_ascii();
-            if text.is_empty() {
+            if self.buf.trim_ascii().is_empty() {
                 continue;
             }
             let lead = (self.buf.len() - self.buf.trim_ascii_start().len()) as u64;
-            return Ok(Some(match serde_json::from_slice::<Value>(text) {
-                Ok(Value::Object(map)) => Item::Obj(Obj {
-                    map,
-                    line,
-                    column: lead + 1,
-                    byte,
-                }),
-                Ok(other) => Item::Bad(BadObj {
-                    line,
-                    column: lead + 1,
-                    byte,
-                    message: format!("expected a JSON object, found {}", kind_of(&other)),
-                    raw: other,
-                }),
-                Err(e) => Item::Bad(BadObj {
-                    line,
-                    column: lead + e.column() as u64,
-                    byte,
-                    message: format!(
-                        "expected a JSON object, found invalid JSON: {}",
-                        json_message(&e)
-                    ),
-                    raw: Value::String(String::from_utf8_lossy(text).into_owned()),
-                }),
-            }));
+            return Ok(Some(Ok(RawLine {
+                text: self.buf.trim_ascii(),
+                line,
+                column: lead + 1,
+                byte,
+            })));
         }
+    }
+
+    /// The next object, a bad line, or `None` at the end. An `Err` is an I/O failure:
+    /// (line, column, message).
+    pub fn next_item(&mut self) -> std::result::Result<Option<Item>, (u64, u64, String)> {
+        let raw = match self.next_line()? {
+            None => return Ok(None),
+            Some(Err(bad)) => return Ok(Some(Item::Bad(bad))),
+            Some(Ok(raw)) => raw,
+        };
+        let (line, column, byte) = (raw.line, raw.column, raw.byte);
+        Ok(Some(match serde_json::from_slice::<Value>(raw.text) {
+            Ok(Value::Object(map)) => Item::Obj(Obj {
+                map,
+                line,
+                column,
+                byte,
+            }),
+            _ => {
+                let (at, message) = explain_bad_line(raw.text);
+                let raw = match serde_json::from_slice::<Value>(raw.text) {
+                    Ok(v) => v,
+                    Err(_) => Value::String(String::from_utf8_lossy(raw.text).into_owned()),
+                };
+                Item::Bad(BadObj {
+                    line,
+                    column: column + at,
+                    byte,
+                    message,
+                    raw,
+                })
+            }
+        }))
+    }
+}
+
+/// One non-blank line of newline-delimited JSON, trimmed, and where it starts.
+pub struct RawLine<'a> {
+    pub text: &'a [u8],
+    pub line: u64,
+    pub column: u64,
+    pub byte: u64,
+}
+
+/// Why `text` (a trimmed line) is not a JSON object: the 0-based column of the problem
+/// within `text`, and the message.
+pub fn explain_bad_line(text: &[u8]) -> (u64, String) {
+    match serde_json::from_slice::<Value>(text) {
+        Ok(Value::Object(_)) => (0, "expected a JSON object".to_string()),
+        Ok(other) => (
+            0,
+            format!("expected a JSON object, found {}", kind_of(&other)),
+        ),
+        Err(e) => (
+            e.column().saturating_sub(1) as u64,
+            format!(
+                "expected a JSON object, found invalid JSON: {}",
+                json_message(&e)
+            ),
+        ),
     }
 }
 

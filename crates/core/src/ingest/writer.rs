@@ -1,0 +1,371 @@
+//! [`Writer`]: writes one closed [`Window`] in one transaction. It owns the connection,
+//! so the engine can run it on another thread while the next window fills.
+
+use rusqlite::{Connection, OptionalExtension};
+
+use super::parse::{decode_key, KeyRef, Val};
+use super::window::{Sorted, Window};
+use super::{CommitStats, STATE_TABLE};
+use crate::error::{Error, Result};
+use crate::schema::quote_ident;
+use crate::sink::raw_stmt::RawStatement;
+use crate::types::ColumnType;
+
+/// Rows per multi-row INSERT of new keys (fewer when their parameters would pass the
+/// connection's limit).
+const INSERT_ROWS: usize = 64;
+
+pub(crate) struct Writer {
+    pub conn: Connection,
+    table: String,
+    keys: Vec<String>,
+    history: Option<String>,
+    pub table_exists: bool,
+    /// The table's non-key columns, as the upsert names them.
+    columns: Vec<(String, Option<ColumnType>)>,
+}
+
+fn sql_err(ctx: &str) -> impl FnOnce(rusqlite::Error) -> Error + '_ {
+    move |e| Error::sqlite(ctx, e)
+}
+
+impl Writer {
+    pub fn new(
+        conn: Connection,
+        table: String,
+        keys: Vec<String>,
+        history: Option<String>,
+        existing: Option<Vec<(String, Option<ColumnType>)>>,
+    ) -> Writer {
+        Writer {
+            conn,
+            table,
+            keys,
+            history,
+            table_exists: existing.is_some(),
+            columns: existing.unwrap_or_default(),
+        }
+    }
+
+    /// Writes `w` in one transaction; on error nothing of it is written.
+    pub fn commit(&mut self, w: &Window) -> Result<CommitStats> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(sql_err("beginning a commit window"))?;
+        match self.write(w) {
+            Ok(s) => {
+                self.conn
+                    .execute_batch("COMMIT")
+                    .map_err(sql_err("committing a window"))?;
+                Ok(s)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    fn exec(&self, sql: &str) -> Result<()> {
+        self.conn
+            .execute_batch(sql)
+            .map_err(|e| Error::sqlite(format!("running {sql}"), e))
+    }
+
+    fn write(&mut self, w: &Window) -> Result<CommitStats> {
+        let t = quote_ident(&self.table);
+        let known = self.columns.len();
+        let mut new_columns = 0;
+        if !self.table_exists {
+            if let Some(kt) = &w.key_types {
+                let mut defs: Vec<String> = self
+                    .keys
+                    .iter()
+                    .zip(kt)
+                    .map(|(k, ty)| format!("{} {} NOT NULL", quote_ident(k), ty.sql()))
+                    .collect();
+                for (name, ty) in &w.columns {
+                    defs.push(
+                        format!("{} {}", quote_ident(name), ty.map_or("", |t| t.sql()))
+                            .trim_end()
+                            .to_string(),
+                    );
+                }
+                let keys: Vec<String> = self.keys.iter().map(|k| quote_ident(k)).collect();
+                defs.push(format!("PRIMARY KEY ({})", keys.join(", ")));
+                self.exec(&format!("CREATE TABLE {t} (\n  {}\n)", defs.join(",\n  ")))?;
+                new_columns = w.columns.len() as u64;
+                self.table_exists = true;
+                self.columns = w.columns.clone();
+            }
+        } else {
+            for (name, ty) in &w.columns[known.min(w.columns.len())..] {
+                self.exec(
+                    format!(
+                        "ALTER TABLE {t} ADD COLUMN {} {}",
+                        quote_ident(name),
+                        ty.map_or("", |t| t.sql())
+                    )
+                    .trim_end(),
+                )?;
+                self.columns.push((name.clone(), *ty));
+                new_columns += 1;
+            }
+        }
+        let inserted = if w.rows.is_empty() {
+            0
+        } else {
+            self.write_rows(w)?
+        };
+        if let Some(h) = &self.history {
+            let h = quote_ident(h);
+            self.exec(&format!("CREATE TABLE IF NOT EXISTS {h} (id INTEGER PRIMARY KEY, received REAL NOT NULL, message TEXT NOT NULL)"))?;
+            let mut stmt = self
+                .conn
+                .prepare_cached(&format!(
+                    "INSERT INTO {h} (received, message) VALUES (?1, ?2)"
+                ))
+                .map_err(sql_err("preparing the history insert"))?;
+            for &(at, a, b) in &w.history {
+                let raw = String::from_utf8_lossy(&w.text[a..b]);
+                stmt.execute(rusqlite::params![at, raw])
+                    .map_err(sql_err("appending to the history"))?;
+            }
+        }
+        if let Some(p) = &w.position {
+            self.exec(&format!("CREATE TABLE IF NOT EXISTS {STATE_TABLE} (source TEXT PRIMARY KEY, line INTEGER NOT NULL, offset INTEGER NOT NULL)"))?;
+            self.conn
+                .prepare_cached(&format!(
+                    "INSERT INTO {STATE_TABLE} (source, line, offset) VALUES (?1, ?2, ?3) ON CONFLICT (source) DO UPDATE SET line = excluded.line, offset = excluded.offset"
+                ))
+                .and_then(|mut s| s.execute(rusqlite::params![&*p.source, p.line as i64, p.offset as i64]))
+                .map_err(sql_err("storing the resume point"))?;
+        }
+        Ok(CommitStats {
+            messages: w.messages,
+            keys: w.rows.len() as u64,
+            inserted,
+            updated: w.rows.len() as u64 - inserted,
+            rejects: w.rejects,
+            new_columns,
+            offset: w.position.as_ref().map(|p| p.offset),
+            ..CommitStats::default()
+        })
+    }
+
+    /// Writes the window's rows in key order (the writes then walk the table's B-tree
+    /// front to back; per-key order is unaffected: one row per key). Each row is first an
+    /// UPDATE by its key of only its present columns; a row that changed nothing is new
+    /// and goes to a multi-row INSERT, which then needs no per-column logic at all.
+    /// Returns the number of rows inserted.
+    ///
+    /// Binding: each execution starts from cleared bindings (every parameter NULL), and
+    /// only the key, the present columns and their flags are bound, so an absent column
+    /// inserts NULL and, its flag NULL, keeps its value on update.
+    fn write_rows(&self, w: &Window) -> Result<u64> {
+        let sorted = w.sorted();
+        let nkeys = self.keys.len();
+        let ncols = self.columns.len();
+        let width = nkeys + ncols;
+        let prepare = |sql: String| {
+            RawStatement::prepare(&self.conn, &sql)
+                .map_err(|e| Error::sqlite(format!("preparing {sql}"), e))
+        };
+        let max_params = self
+            .conn
+            .limit(rusqlite::limits::Limit::SQLITE_LIMIT_VARIABLE_NUMBER)
+            .map_err(sql_err("reading the parameter limit"))?
+            .max(1) as usize;
+        let many = (max_params / width.max(1)).clamp(1, INSERT_ROWS);
+        if ncols == 0 {
+            return self.insert_keys(w, &sorted);
+        }
+        let mut update = Some(prepare(self.update_sql())?);
+        let mut insert_many = prepare(self.insert_sql(many))?;
+        let mut insert_one = prepare(self.insert_sql(1))?;
+        let bind_err = sql_err("binding a row");
+        let mut new_rows: Vec<usize> = Vec::with_capacity(many);
+        let mut inserted = 0u64;
+        // SAFETY (every bind_text below): the text is in `w`, borrowed until the end of
+        // this function, and every statement's bindings are cleared before it returns.
+        let bind_row = |stmt: &mut RawStatement, i: usize, base: usize, flags: bool| {
+            let row = &w.rows[sorted.order[i] as usize];
+            for (k, part) in decode_key(w.key(row), nkeys).enumerate() {
+                match part {
+                    KeyRef::Int(v) => stmt.bind_int(base + k + 1, v)?,
+                    KeyRef::Text(t) => unsafe { stmt.bind_text(base + k + 1, t)? },
+                }
+            }
+            for &(c, val) in &sorted.fields[sorted.starts[i]..sorted.starts[i + 1]] {
+                let idx = base + nkeys + c as usize + 1;
+                match val {
+                    Val::Null => {}
+                    Val::Int(v) => stmt.bind_int(idx, v)?,
+                    Val::Real(v) => stmt.bind_real(idx, v)?,
+                    Val::Text { at, len } => unsafe { stmt.bind_text(idx, &w.text[at..at + len])? },
+                }
+                if flags {
+                    stmt.bind_int(idx + ncols, 1)?;
+                }
+            }
+            Ok::<(), rusqlite::Error>(())
+        };
+        let result = (|| -> rusqlite::Result<()> {
+            for i in 0..sorted.order.len() {
+                let is_new = match &mut update {
+                    Some(u) => {
+                        u.clear_bindings();
+                        bind_row(u, i, 0, true)?;
+                        u.run()?;
+                        u.changes() == 0
+                    }
+                    None => true,
+                };
+                if is_new {
+                    new_rows.push(i);
+                }
+                if new_rows.len() == many {
+                    insert_many.clear_bindings();
+                    for (r, &i) in new_rows.iter().enumerate() {
+                        bind_row(&mut insert_many, i, r * width, false)?;
+                    }
+                    insert_many.run()?;
+                    inserted += many as u64;
+                    new_rows.clear();
+                }
+            }
+            for &i in &new_rows {
+                insert_one.clear_bindings();
+                bind_row(&mut insert_one, i, 0, false)?;
+                insert_one.run()?;
+                inserted += 1;
+            }
+            Ok(())
+        })();
+        for s in [
+            update.as_mut(),
+            Some(&mut insert_many),
+            Some(&mut insert_one),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            s.clear_bindings();
+        }
+        result.map_err(|e| match e {
+            rusqlite::Error::SqliteFailure(..) => {
+                Error::sqlite(format!("writing into {}", quote_ident(&self.table)), e)
+            }
+            e => bind_err(e),
+        })?;
+        Ok(inserted)
+    }
+
+    /// The rows of a table that has no columns but its keys: each key is inserted unless
+    /// it is there. Returns the number inserted.
+    fn insert_keys(&self, w: &Window, sorted: &Sorted) -> Result<u64> {
+        let keys: Vec<String> = self.keys.iter().map(|k| quote_ident(k)).collect();
+        let sql = format!(
+            "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING",
+            quote_ident(&self.table),
+            keys.join(", "),
+            vec!["?"; keys.len()].join(", ")
+        );
+        let mut stmt = RawStatement::prepare(&self.conn, &sql)
+            .map_err(|e| Error::sqlite(format!("preparing {sql}"), e))?;
+        let mut inserted = 0;
+        let result = (|| -> rusqlite::Result<()> {
+            for &r in &sorted.order {
+                for (k, part) in decode_key(w.key(&w.rows[r as usize]), keys.len()).enumerate() {
+                    match part {
+                        KeyRef::Int(v) => stmt.bind_int(k + 1, v)?,
+                        // SAFETY: the text is in `w`, borrowed until the bindings are
+                        // cleared below.
+                        KeyRef::Text(t) => unsafe { stmt.bind_text(k + 1, t)? },
+                    }
+                }
+                stmt.run()?;
+                inserted += stmt.changes();
+            }
+            Ok(())
+        })();
+        stmt.clear_bindings();
+        result
+            .map_err(|e| Error::sqlite(format!("writing into {}", quote_ident(&self.table)), e))?;
+        Ok(inserted)
+    }
+
+    /// `UPDATE t SET c = CASE WHEN ?f THEN ?v ELSE c END, … WHERE k = ?k AND …`:
+    /// parameters are the keys, then the columns' values, then one presence flag per
+    /// column.
+    fn update_sql(&self) -> String {
+        let nkeys = self.keys.len();
+        let ncols = self.columns.len();
+        let sets: Vec<String> = self
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(c, (n, _))| {
+                let n = quote_ident(n);
+                format!(
+                    "{n} = CASE WHEN ?{} THEN ?{} ELSE {n} END",
+                    nkeys + ncols + c + 1,
+                    nkeys + c + 1
+                )
+            })
+            .collect();
+        let wheres: Vec<String> = self
+            .keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| format!("{} = ?{}", quote_ident(k), i + 1))
+            .collect();
+        format!(
+            "UPDATE {} SET {} WHERE {}",
+            quote_ident(&self.table),
+            sets.join(", "),
+            wheres.join(" AND ")
+        )
+    }
+
+    /// `INSERT INTO t (keys…, every column) VALUES (…), …` of `rows` rows.
+    fn insert_sql(&self, rows: usize) -> String {
+        let names: Vec<String> = self
+            .keys
+            .iter()
+            .chain(self.columns.iter().map(|(n, _)| n))
+            .map(|n| quote_ident(n))
+            .collect();
+        let one = format!("({})", vec!["?"; names.len()].join(", "));
+        format!(
+            "INSERT INTO {} ({}) VALUES {}",
+            quote_ident(&self.table),
+            names.join(", "),
+            vec![one; rows].join(", ")
+        )
+    }
+
+    /// Where a previous run stopped reading `source`: (line, byte offset).
+    pub fn resume_point(&self, source: &str) -> Result<Option<(u64, u64)>> {
+        let exists: bool = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name = ?1",
+                [STATE_TABLE],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(sql_err("looking for the resume table"))?
+            > 0;
+        if !exists {
+            return Ok(None);
+        }
+        self.conn
+            .query_row(
+                &format!("SELECT line, offset FROM {STATE_TABLE} WHERE source = ?1"),
+                [source],
+                |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+            )
+            .optional()
+            .map_err(sql_err("reading the resume point"))
+    }
+}
