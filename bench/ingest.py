@@ -6,7 +6,7 @@ compared with a reference merge computed here (present fields overwrite, absent 
 stay, null sets NULL); a tool whose table differs is reported as not matching, and its
 time is still shown, marked.
 
-    python3 bench/ingest.py [--messages 1000000] [--keys 300000] [--runs 1] [--workdir DIR]
+    python3 bench/ingest.py [--messages 1000000] [--keys 300000] [--runs 3] [--sqlite-utils-runs 1] [--workdir DIR]
 """
 import argparse
 import json
@@ -69,7 +69,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=1_000_000)
     ap.add_argument("--keys", type=int, default=300_000)
-    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--sqlite-utils-runs", type=int, default=1,
+                    help="rounds that also run sqlite-utils (about 2 minutes a run)")
     ap.add_argument("--workdir", default=os.environ.get("TMPDIR", "/tmp") + "/liteload-bench")
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
@@ -87,6 +89,8 @@ def main():
     results = {}
     for r, order in rotations(list(tools), a.runs):
         for name in order:
+            if name.startswith("sqlite-utils") and r >= a.sqlite_utils_runs:
+                continue
             clean(db)
             code, err, wall, cpu = run_once(tools[name])
             ok, detail = check(db, "flights", model) if code == 0 else (False, f"exit {code}: {err.strip()[:200]}")
@@ -96,10 +100,16 @@ def main():
             results.setdefault(name, []).append(rec)
             clean(db)
     print(f"\n{a.messages:,} messages over {a.keys:,} keys")
+    medians = {}
     for name, recs in results.items():
         walls = sorted(x["wall_s"] for x in recs)
-        med = walls[len(walls) // 2]
-        print(f"  {name:<45} {med:>8.2f} s  {a.messages / med:>10,.0f} msg/s  {recs[0]['detail']}")
+        medians[name] = walls[len(walls) // 2]
+    base = medians[next(iter(tools))]
+    for name, recs in results.items():
+        med = medians[name]
+        spread = f"{min(x['wall_s'] for x in recs):.2f}-{max(x['wall_s'] for x in recs):.2f}"
+        print(f"  {name:<45} {med:>8.2f} s ({len(recs)} runs, {spread})  {a.messages / med:>10,.0f} msg/s"
+              f"  {med / base:>6.1f}x liteload's time  {recs[0]['detail']}")
 
 
 if __name__ == "__main__":

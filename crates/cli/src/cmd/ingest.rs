@@ -33,8 +33,11 @@ text). Nested objects and arrays are stored as JSON text.
 
 Commit windows: messages are coalesced per key in memory (the last value of each field
 wins) and written in one transaction when --commit-interval passes or --commit-rows
-messages have arrived, whichever comes first. A crash (kill -9, power loss with
---durability durable) leaves the table exactly as of the last committed window.
+messages have arrived, whichever comes first. A closed window is written on a second
+thread while the next one fills. A crash (kill -9, power loss with --durability durable)
+leaves the table exactly as of the last committed window: what is lost is the open window
+and the one being written, at most about two --commit-interval's worth of messages (for a
+file, a rerun reapplies them).
 
 Resume: for a file, the byte offset just past the last applied message is stored in the
 database (table liteload_ingest_state) in the same transaction as the window; a rerun on
@@ -452,7 +455,10 @@ pub fn run(a: IngestArgs) -> Result<()> {
             }
         }
         let (stop2, follow) = (stop.clone(), a.follow);
-        std::thread::spawn(move || file_reader(path, start, follow, how, tx, stop2));
+        std::thread::Builder::new()
+            .name("liteload-read".into())
+            .spawn(move || file_reader(path, start, follow, how, tx, stop2))
+            .context("starting the reader")?;
     }
     if let (Some(off), false) = (resumed, a.quiet) {
         eprintln!("note: resuming {source} at byte {off} (use --from-start to read it all again)");

@@ -12,14 +12,19 @@
 //! column, as SQLite's column names do.
 //!
 //! Messages are coalesced in memory per key for one commit window (the last value of
-//! each field wins) and written in one transaction: an upsert per key through one
-//! prepared statement that names every column and carries a bitmask of the present ones
-//! (`SET c = CASE WHEN (?m >> i) & 1 THEN excluded.c ELSE c END`), so sparse rows of any
-//! shape share one statement (a statement per set of present columns thrashed the cache:
-//! ~24 µs per upsert, bench/README.md); the window's raw messages to the history table if
-//! asked, and — for a file source — the byte offset just past the last applied message,
-//! so a rerun resumes exactly there. A crash loses at most the open window, and a rerun
-//! reapplies it from the file.
+//! each field wins) and written in one transaction, in key order: per key an UPDATE of
+//! just its present columns (one statement for every shape of sparse row: each column
+//! is `CASE WHEN ?flag THEN ?value ELSE column END`, the flags bound only for present
+//! columns), and the keys that UPDATE found absent go to a multi-row INSERT; then the
+//! window's raw messages to the history table if asked, and — for a file source — the
+//! byte offset just past the last applied message, so a rerun resumes exactly there. A
+//! crash loses at most the open window (and the one being written), and a rerun
+//! reapplies them from the file.
+//!
+//! The data flow: readers parse lines into [`Messages`] batches (`parse`), the engine
+//! folds them into a window (`window`), and a closed window is written by the `writer`
+//! on a thread of its own while the next one fills (see bench/README.md for what each
+//! step saved).
 
 mod parse;
 mod window;
@@ -127,8 +132,9 @@ pub struct Pushed {
     pub stopped: bool,
 }
 
-/// A window closes before its entries would overflow the 32-bit links between them.
-const MAX_WINDOW_ENTRIES: usize = 1 << 31;
+/// A window closes once it holds this many field values (2 GiB of entries), whatever
+/// `commit_rows` says.
+const MAX_WINDOW_ENTRIES: usize = 1 << 26;
 
 const UNMAPPED: u32 = u32::MAX;
 

@@ -156,7 +156,8 @@ impl Writer {
     /// Writes the window's rows in key order (the writes then walk the table's B-tree
     /// front to back; per-key order is unaffected: one row per key). Each row is first an
     /// UPDATE by its key of only its present columns; a row that changed nothing is new
-    /// and goes to a multi-row INSERT, which then needs no per-column logic at all.
+    /// and goes to a multi-row INSERT, which then needs no per-column logic at all. Into
+    /// an empty table the UPDATEs are skipped.
     /// Returns the number of rows inserted.
     ///
     /// Binding: each execution starts from cleared bindings (every parameter NULL), and
@@ -180,7 +181,23 @@ impl Writer {
         if ncols == 0 {
             return self.insert_keys(w, &sorted);
         }
-        let mut update = Some(prepare(self.update_sql())?);
+        // Into an empty table every row is new: no UPDATE can find its key.
+        let empty = self
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT NOT EXISTS (SELECT 1 FROM {})",
+                    quote_ident(&self.table)
+                ),
+                [],
+                |r| r.get::<_, bool>(0),
+            )
+            .map_err(sql_err("looking into the table"))?;
+        let mut update = if empty {
+            None
+        } else {
+            Some(prepare(self.update_sql())?)
+        };
         let mut insert_many = prepare(self.insert_sql(many))?;
         let mut insert_one = prepare(self.insert_sql(1))?;
         let bind_err = sql_err("binding a row");
@@ -198,8 +215,10 @@ impl Writer {
             }
             for &(c, val) in &sorted.fields[sorted.starts[i]..sorted.starts[i + 1]] {
                 let idx = base + nkeys + c as usize + 1;
+                // Bound in arrival order: a column set twice ends with its last value
+                // (and a later null must unbind an earlier value).
                 match val {
-                    Val::Null => {}
+                    Val::Null => stmt.bind_null(idx)?,
                     Val::Int(v) => stmt.bind_int(idx, v)?,
                     Val::Real(v) => stmt.bind_real(idx, v)?,
                     Val::Text { at, len } => unsafe { stmt.bind_text(idx, &w.text[at..at + len])? },
