@@ -110,12 +110,25 @@ mod tests {
     fn a_record_is_header_then_body() {
         let mut out = vec![];
         encode(
-            &[Value::Null, Value::Integer(300), Value::Text(b"ab"), Value::Integer(1)],
+            &[
+                Value::Null,
+                Value::Integer(300),
+                Value::Text(b"ab"),
+                Value::Integer(1),
+            ],
             &mut out,
         );
         // header: size 5, NULL, int16, text(2) = 17, one
         assert_eq!(out, vec![5, 0, 2, 17, 9, 0x01, 0x2c, b'a', b'b']);
-        assert_eq!(size(&[Value::Null, Value::Integer(300), Value::Text(b"ab"), Value::Integer(1)]), 9);
+        assert_eq!(
+            size(&[
+                Value::Null,
+                Value::Integer(300),
+                Value::Text(b"ab"),
+                Value::Integer(1)
+            ]),
+            9
+        );
     }
 
     #[test]

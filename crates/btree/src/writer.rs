@@ -1,0 +1,414 @@
+//! [`DbWriter`] and [`TableWriter`]: a new database file written front to back.
+//!
+//! File order: page 1 is reserved first (written last, when the schema is known); then
+//! each table's pages in the order they are finished: overflow pages of a cell before the
+//! leaf that holds it, leaves left to right, then each interior level; the schema's own
+//! overflow pages, if any, come last. Every page is written once, at the end of the file,
+//! so the writes are sequential.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use crate::record::{self, Value};
+use crate::varint;
+use crate::Error;
+
+/// The SQLite version recorded in the header as the last writer (3.54.1). SQLite reads it
+/// for information only.
+const WRITER_VERSION: u32 = 3_054_001;
+
+const LEAF_TABLE: u8 = 0x0d;
+const INTERIOR_TABLE: u8 = 0x05;
+/// Bytes of the database header before page 1's b-tree header.
+const DB_HEADER: usize = 100;
+/// The largest interior cell: child page (4) + 9-byte rowid varint, and its pointer (2).
+const MAX_INTERIOR_CELL: usize = 4 + 9 + 2;
+
+/// How a row's payload is split between its cell and overflow pages.
+///
+/// For a table leaf of usable size `u`: `x = u - 35` bytes fit in the cell; beyond that
+/// `m = (u - 12) * 32 / 255 - 23` are kept, or `k = m + (p - m) % (u - 4)` when that
+/// still fits, and the rest goes to overflow pages of `u - 4` bytes each.
+pub fn local_payload(usable: usize, payload: usize) -> usize {
+    let x = usable - 35;
+    if payload <= x {
+        return payload;
+    }
+    let m = (usable - 12) * 32 / 255 - 23;
+    let k = m + (payload - m) % (usable - 4);
+    if k <= x {
+        k
+    } else {
+        m
+    }
+}
+
+/// A database file being written. Add tables with [`DbWriter::table`], one at a time,
+/// then [`DbWriter::finish`].
+pub struct DbWriter<W: Write + Seek> {
+    out: BufWriter<W>,
+    page_size: usize,
+    /// Pages written or reserved so far; the next page written is `pages + 1`.
+    pages: u32,
+    schema: Vec<SchemaRow>,
+}
+
+struct SchemaRow {
+    name: String,
+    sql: String,
+    root: u32,
+}
+
+impl DbWriter<File> {
+    /// Creates (or truncates) the file at `path`.
+    pub fn create(path: &Path, page_size: u32) -> Result<Self, Error> {
+        DbWriter::new(File::create(path)?, page_size)
+    }
+}
+
+impl<W: Write + Seek> DbWriter<W> {
+    /// Starts a database in `out` (positioned at its start) with pages of `page_size`
+    /// bytes: a power of two from 512 to 65536.
+    pub fn new(out: W, page_size: u32) -> Result<Self, Error> {
+        if !(512..=65536).contains(&page_size) || !page_size.is_power_of_two() {
+            return Err(Error::PageSize(page_size));
+        }
+        let mut w = DbWriter {
+            out: BufWriter::with_capacity(1 << 20, out),
+            page_size: page_size as usize,
+            pages: 0,
+            schema: vec![],
+        };
+        // Page 1 is reserved now and written by `finish`.
+        w.write_page(&vec![0; page_size as usize])?;
+        Ok(w)
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Writes the next page; returns its number.
+    fn write_page(&mut self, page: &[u8]) -> io::Result<u32> {
+        debug_assert_eq!(page.len(), self.page_size);
+        self.out.write_all(page)?;
+        self.pages += 1;
+        Ok(self.pages)
+    }
+
+    /// Starts table `name`, whose `CREATE TABLE` text is `sql` (stored as given: SQLite
+    /// parses it when it opens the file, so it must describe the rows pushed).
+    pub fn table(&mut self, name: &str, sql: &str) -> TableWriter<'_, W> {
+        let leaf = Leaf::new(self.page_size, 0);
+        TableWriter {
+            db: self,
+            name: name.to_string(),
+            sql: sql.to_string(),
+            leaf,
+            last_rowid: None,
+            children: vec![],
+            record: Vec::with_capacity(256),
+            rows: 0,
+        }
+    }
+
+    /// Writes the overflow pages of `rest` (the payload beyond the cell); returns the
+    /// first one's number.
+    fn write_overflow(&mut self, rest: &[u8]) -> io::Result<u32> {
+        let chunk = self.page_size - 4;
+        let first = self.pages + 1;
+        let n = rest.len().div_ceil(chunk);
+        let mut page = vec![0u8; self.page_size];
+        for (i, part) in rest.chunks(chunk).enumerate() {
+            let next = if i + 1 < n { self.pages + 2 } else { 0 };
+            page[..4].copy_from_slice(&next.to_be_bytes());
+            page[4..4 + part.len()].copy_from_slice(part);
+            page[4 + part.len()..].fill(0);
+            self.write_page(&page)?;
+        }
+        Ok(first)
+    }
+
+    /// Builds the cell of a row for a leaf (writing its overflow pages, if any) into
+    /// `cell`.
+    fn leaf_cell(&mut self, rowid: i64, payload: &[u8], cell: &mut Vec<u8>) -> io::Result<()> {
+        let local = local_payload(self.page_size, payload.len());
+        cell.clear();
+        let mut head = [0u8; 18];
+        let mut n = varint::put(&mut head, payload.len() as u64);
+        n += varint::put(&mut head[n..], rowid as u64);
+        cell.extend_from_slice(&head[..n]);
+        cell.extend_from_slice(&payload[..local]);
+        if local < payload.len() {
+            let first = self.write_overflow(&payload[local..])?;
+            cell.extend_from_slice(&first.to_be_bytes());
+        }
+        Ok(())
+    }
+
+    /// The size of a row's cell, without building it.
+    fn leaf_cell_size(&self, rowid: i64, payload: usize) -> usize {
+        let local = local_payload(self.page_size, payload);
+        varint::len(payload as u64)
+            + varint::len(rowid as u64)
+            + local
+            + if local < payload { 4 } else { 0 }
+    }
+
+    /// Writes interior levels over `children` (page, largest rowid beneath), bottom-up,
+    /// until one page is left: the root.
+    fn interior_levels(&mut self, mut children: Vec<(u32, i64)>) -> io::Result<u32> {
+        let per_page = (self.page_size - 12) / MAX_INTERIOR_CELL + 1;
+        while children.len() > 1 {
+            // Children spread evenly: every page gets at least two (one cell and the
+            // right-most pointer), since pages = ceil(n / per_page) and n >= 2.
+            let pages = children.len().div_ceil(per_page);
+            let mut parents = Vec::with_capacity(pages);
+            let mut at = 0;
+            for p in 0..pages {
+                let take = (children.len() - at) / (pages - p);
+                let group = &children[at..at + take];
+                debug_assert!(group.len() >= 2 && group.len() <= per_page);
+                parents.push(self.interior_page(group)?);
+                at += take;
+            }
+            children = parents;
+        }
+        Ok(children[0].0)
+    }
+
+    /// One interior page over `group`: a cell (child, largest rowid beneath it) for every
+    /// child but the last, which is the right-most pointer.
+    fn interior_page(&mut self, group: &[(u32, i64)]) -> io::Result<(u32, i64)> {
+        let mut page = vec![0u8; self.page_size];
+        let cells = group.len() - 1;
+        let mut top = self.page_size;
+        for (i, &(child, max)) in group[..cells].iter().enumerate() {
+            let mut cell = [0u8; 13];
+            cell[..4].copy_from_slice(&child.to_be_bytes());
+            let n = 4 + varint::put(&mut cell[4..], max as u64);
+            top -= n;
+            page[top..top + n].copy_from_slice(&cell[..n]);
+            let ptr = 12 + 2 * i;
+            page[ptr..ptr + 2].copy_from_slice(&(top as u16).to_be_bytes());
+        }
+        debug_assert!(
+            12 + 2 * cells <= top,
+            "interior cells overlap their pointers"
+        );
+        page[0] = INTERIOR_TABLE;
+        page[3..5].copy_from_slice(&(cells as u16).to_be_bytes());
+        page[5..7].copy_from_slice(&content_start(top));
+        let (last, max) = group[cells];
+        page[8..12].copy_from_slice(&last.to_be_bytes());
+        Ok((self.write_page(&page)?, max))
+    }
+
+    /// Writes page 1 (the header and the schema table) and flushes; returns the output.
+    /// The caller makes it durable (`sync_all` on a file).
+    pub fn finish(mut self) -> Result<W, Error> {
+        let mut leaf = Leaf::new(self.page_size, DB_HEADER);
+        let mut record = vec![];
+        let mut cell = vec![];
+        let schema = std::mem::take(&mut self.schema);
+        for (i, t) in schema.iter().enumerate() {
+            record.clear();
+            record::encode(
+                &[
+                    Value::Text(b"table"),
+                    Value::Text(t.name.as_bytes()),
+                    Value::Text(t.name.as_bytes()),
+                    Value::Integer(i64::from(t.root)),
+                    Value::Text(t.sql.as_bytes()),
+                ],
+                &mut record,
+            );
+            let rowid = i as i64 + 1;
+            if !leaf.fits(self.leaf_cell_size(rowid, record.len())) {
+                return Err(Error::SchemaTooLarge);
+            }
+            self.leaf_cell(rowid, &record, &mut cell)?;
+            leaf.push(&cell, rowid);
+        }
+        let mut page1 = leaf.finish(LEAF_TABLE);
+        let size = self.pages;
+        let h = &mut page1[..DB_HEADER];
+        h[..16].copy_from_slice(b"SQLite format 3\0");
+        let ps = if self.page_size == 65536 {
+            1
+        } else {
+            self.page_size as u16
+        };
+        h[16..18].copy_from_slice(&ps.to_be_bytes());
+        h[18] = 1; // write version: rollback journal
+        h[19] = 1; // read version
+        h[20] = 0; // reserved bytes per page
+        h[21] = 64; // maximum embedded payload fraction
+        h[22] = 32; // minimum embedded payload fraction
+        h[23] = 32; // leaf payload fraction
+        h[24..28].copy_from_slice(&1u32.to_be_bytes()); // file change counter
+        h[28..32].copy_from_slice(&size.to_be_bytes()); // database size in pages
+                                                        // 32..40: no freelist.
+        h[40..44].copy_from_slice(&1u32.to_be_bytes()); // schema cookie
+        h[44..48].copy_from_slice(&4u32.to_be_bytes()); // schema format
+        h[56..60].copy_from_slice(&1u32.to_be_bytes()); // text encoding: UTF-8
+        h[92..96].copy_from_slice(&1u32.to_be_bytes()); // version-valid-for = change counter
+        h[96..100].copy_from_slice(&WRITER_VERSION.to_be_bytes());
+        self.out.flush()?;
+        let mut out = self.out.into_inner().map_err(|e| e.into_error())?;
+        out.seek(SeekFrom::Start(0))?;
+        out.write_all(&page1)?;
+        out.flush()?;
+        Ok(out)
+    }
+}
+
+/// The content-start field: 65536 is written as 0.
+fn content_start(top: usize) -> [u8; 2] {
+    ((top % 65536) as u16).to_be_bytes()
+}
+
+/// A table leaf page being filled: cells from the end of the page down, their pointers
+/// after the b-tree header (at `hdr`: 100 on page 1, else 0).
+struct Leaf {
+    page: Vec<u8>,
+    hdr: usize,
+    cells: usize,
+    top: usize,
+    max_rowid: i64,
+}
+
+impl Leaf {
+    fn new(page_size: usize, hdr: usize) -> Leaf {
+        Leaf {
+            page: vec![0; page_size],
+            hdr,
+            cells: 0,
+            top: page_size,
+            max_rowid: 0,
+        }
+    }
+
+    /// Whether a cell of `size` bytes (and its pointer) still fits.
+    fn fits(&self, size: usize) -> bool {
+        self.hdr + 8 + 2 * (self.cells + 1) + size <= self.top
+    }
+
+    fn push(&mut self, cell: &[u8], rowid: i64) {
+        debug_assert!(self.fits(cell.len()));
+        self.top -= cell.len();
+        self.page[self.top..self.top + cell.len()].copy_from_slice(cell);
+        let ptr = self.hdr + 8 + 2 * self.cells;
+        self.page[ptr..ptr + 2].copy_from_slice(&(self.top as u16).to_be_bytes());
+        self.cells += 1;
+        self.max_rowid = rowid;
+    }
+
+    /// The finished page (with header), and the leaf emptied for the next one.
+    fn finish(&mut self, flag: u8) -> Vec<u8> {
+        let (h, size) = (self.hdr, self.page.len());
+        let mut page = std::mem::replace(&mut self.page, vec![0; size]);
+        page[h] = flag;
+        page[h + 1..h + 3].fill(0); // no freeblocks
+        page[h + 3..h + 5].copy_from_slice(&(self.cells as u16).to_be_bytes());
+        page[h + 5..h + 7].copy_from_slice(&content_start(self.top));
+        page[h + 7] = 0; // no fragmented bytes
+        self.cells = 0;
+        self.top = size;
+        page
+    }
+}
+
+/// A table being written: rows in strictly increasing rowid order.
+pub struct TableWriter<'d, W: Write + Seek> {
+    db: &'d mut DbWriter<W>,
+    name: String,
+    sql: String,
+    leaf: Leaf,
+    last_rowid: Option<i64>,
+    /// Leaves written so far: (page, largest rowid in it).
+    children: Vec<(u32, i64)>,
+    record: Vec<u8>,
+    rows: u64,
+}
+
+impl<W: Write + Seek> TableWriter<'_, W> {
+    /// Appends a row. `values` are the record's columns in table order; an INTEGER
+    /// PRIMARY KEY column must be `Value::Null` (its value is the rowid).
+    pub fn push(&mut self, rowid: i64, values: &[Value<'_>]) -> Result<(), Error> {
+        self.record.clear();
+        record::encode(values, &mut self.record);
+        let record = std::mem::take(&mut self.record);
+        let r = self.push_record(rowid, &record);
+        self.record = record;
+        r
+    }
+
+    /// Appends a row whose record is already encoded (see [`crate::record::encode`]).
+    pub fn push_record(&mut self, rowid: i64, record: &[u8]) -> Result<(), Error> {
+        if let Some(last) = self.last_rowid {
+            if rowid <= last {
+                return Err(Error::RowidOrder { last, got: rowid });
+            }
+        }
+        let size = self.db.leaf_cell_size(rowid, record.len());
+        if !self.leaf.fits(size) {
+            self.flush_leaf()?;
+        }
+        let mut cell = Vec::with_capacity(size);
+        self.db.leaf_cell(rowid, record, &mut cell)?;
+        debug_assert_eq!(cell.len(), size);
+        self.leaf.push(&cell, rowid);
+        self.last_rowid = Some(rowid);
+        self.rows += 1;
+        Ok(())
+    }
+
+    fn flush_leaf(&mut self) -> io::Result<()> {
+        let max = self.leaf.max_rowid;
+        let page = self.leaf.finish(LEAF_TABLE);
+        let n = self.db.write_page(&page)?;
+        self.children.push((n, max));
+        Ok(())
+    }
+
+    /// Rows pushed so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Writes the last leaf and the interior levels, and records the table in the schema.
+    /// Returns its root page.
+    pub fn finish(mut self) -> Result<u32, Error> {
+        if self.leaf.cells > 0 || self.children.is_empty() {
+            // An empty table is one empty leaf.
+            self.flush_leaf()?;
+        }
+        let children = std::mem::take(&mut self.children);
+        let root = self.db.interior_levels(children)?;
+        self.db.schema.push(SchemaRow {
+            name: std::mem::take(&mut self.name),
+            sql: std::mem::take(&mut self.sql),
+            root,
+        });
+        Ok(root)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_payload_follows_the_format() {
+        // 4096-byte pages: x = 4061, m = 489.
+        assert_eq!(local_payload(4096, 4061), 4061);
+        assert_eq!(local_payload(4096, 4062), 489, "k = 4062 > x, so m");
+        assert_eq!(local_payload(4096, 489 + 4092 + 10), 499);
+        assert_eq!(local_payload(4096, 100_000), 489 + (100_000 - 489) % 4092);
+        // 512-byte pages: x = 477, m = 39.
+        assert_eq!(local_payload(512, 478), 39);
+        assert_eq!(local_payload(512, 39 + 508 + 100), 139);
+    }
+}

@@ -1,0 +1,296 @@
+//! Every file the direct writer makes is opened by SQLite and compared with the same rows
+//! loaded through SQLite itself: same rows, same schema, `integrity_check` ok.
+
+use std::path::Path;
+
+use liteload_btree::{DbWriter, Value};
+use proptest::prelude::*;
+use rusqlite::types::Value as Sql;
+use rusqlite::Connection;
+
+type R = Result<(), Box<dyn std::error::Error>>;
+
+#[derive(Clone, Debug)]
+enum V {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+impl V {
+    fn direct(&self) -> Value<'_> {
+        match self {
+            V::Null => Value::Null,
+            V::Int(i) => Value::Integer(*i),
+            V::Real(f) => Value::Real(*f),
+            V::Text(s) => Value::Text(s.as_bytes()),
+            V::Blob(b) => Value::Blob(b),
+        }
+    }
+
+    fn sql(&self) -> Sql {
+        match self {
+            V::Null => Sql::Null,
+            V::Int(i) => Sql::Integer(*i),
+            V::Real(f) => Sql::Real(*f),
+            V::Text(s) => Sql::Text(s.clone()),
+            V::Blob(b) => Sql::Blob(b.clone()),
+        }
+    }
+}
+
+/// Sizes around every page size's overflow thresholds (local max X = U - 35, min local
+/// M, and one overflow page beyond), and small ones.
+fn length() -> impl Strategy<Value = usize> {
+    let mut edges = vec![0usize, 1, 2, 10, 100];
+    for u in [512usize, 1024, 4096, 65536] {
+        let x = u - 35;
+        let m = (u - 12) * 32 / 255 - 23;
+        for base in [x, m + u - 4, x + u - 4] {
+            edges.extend([base.saturating_sub(12), base - 1, base, base + 1, base + 9]);
+        }
+    }
+    prop_oneof![0usize..40, prop::sample::select(edges)]
+}
+
+fn value() -> impl Strategy<Value = V> {
+    let ints = prop_oneof![
+        prop::sample::select(vec![
+            0i64,
+            1,
+            -1,
+            127,
+            128,
+            -128,
+            -129,
+            32767,
+            32768,
+            -32768,
+            -32769,
+            8_388_607,
+            8_388_608,
+            -8_388_608,
+            -8_388_609,
+            2_147_483_647,
+            2_147_483_648,
+            -2_147_483_649,
+            140_737_488_355_327,
+            140_737_488_355_328,
+            -140_737_488_355_329,
+            i64::MAX,
+            i64::MIN,
+        ]),
+        any::<i64>(),
+    ];
+    prop_oneof![
+        Just(V::Null),
+        ints.prop_map(V::Int),
+        any::<f64>()
+            .prop_filter("NaN reads back as NULL", |f| !f.is_nan())
+            .prop_map(V::Real),
+        length().prop_map(|n| V::Text("é".repeat(n / 2) + &"x".repeat(n % 2))),
+        length().prop_map(|n| V::Blob((0..n).map(|i| (i * 7) as u8).collect())),
+    ]
+}
+
+fn create_sql(cols: usize) -> String {
+    let defs: Vec<String> = (0..cols).map(|c| format!("\"c{c}\"")).collect();
+    format!("CREATE TABLE \"t\" ({})", defs.join(", "))
+}
+
+fn write_direct(path: &Path, page: u32, cols: usize, rows: &[(i64, Vec<V>)]) -> R {
+    let mut db = DbWriter::create(path, page)?;
+    let mut t = db.table("t", &create_sql(cols));
+    let mut vals = Vec::with_capacity(cols);
+    for (rowid, row) in rows {
+        vals.clear();
+        vals.extend(row.iter().map(V::direct));
+        t.push(*rowid, &vals)?;
+    }
+    t.finish()?;
+    db.finish()?.sync_all()?;
+    Ok(())
+}
+
+fn write_sqlite(path: &Path, page: u32, cols: usize, rows: &[(i64, Vec<V>)]) -> R {
+    let mut c = Connection::open(path)?;
+    c.execute_batch(&format!("PRAGMA page_size={page};"))?;
+    c.execute_batch(&create_sql(cols))?;
+    let tx = c.transaction()?;
+    {
+        let marks = vec!["?"; cols + 1].join(", ");
+        let mut st = tx.prepare(&format!(
+            "INSERT INTO \"t\" (rowid, {}) VALUES ({marks})",
+            (0..cols)
+                .map(|c| format!("\"c{c}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))?;
+        for (rowid, row) in rows {
+            let mut params = vec![Sql::Integer(*rowid)];
+            params.extend(row.iter().map(V::sql));
+            st.execute(rusqlite::params_from_iter(params))?;
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+fn dump(path: &Path) -> Result<(Vec<Vec<Sql>>, Vec<Vec<Sql>>), Box<dyn std::error::Error>> {
+    let c = Connection::open(path)?;
+    let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    if ok != "ok" {
+        return Err(format!("integrity_check: {ok}").into());
+    }
+    let mut st = c.prepare("SELECT rowid, * FROM \"t\" ORDER BY rowid")?;
+    let n = st.column_count();
+    let rows = st
+        .query_map([], |r| (0..n).map(|i| r.get::<_, Sql>(i)).collect())?
+        .collect::<Result<Vec<Vec<Sql>>, _>>()?;
+    let mut st = c.prepare("SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY name")?;
+    let schema = st
+        .query_map([], |r| (0..4).map(|i| r.get::<_, Sql>(i)).collect())?
+        .collect::<Result<Vec<Vec<Sql>>, _>>()?;
+    Ok((rows, schema))
+}
+
+fn same_as_sqlite(page: u32, cols: usize, rows: &[(i64, Vec<V>)]) -> R {
+    let d = tempfile::tempdir()?;
+    let (a, b) = (d.path().join("direct.db"), d.path().join("sqlite.db"));
+    write_direct(&a, page, cols, rows)?;
+    write_sqlite(&b, page, cols, rows)?;
+    let (got, want) = (dump(&a)?, dump(&b)?);
+    if got != want {
+        return Err(format!(
+            "direct and SQLite files differ (page {page}, {cols} columns, {} rows)",
+            rows.len()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn table() -> impl Strategy<Value = (u32, usize, Vec<(i64, Vec<V>)>)> {
+    let page = prop::sample::select(vec![512u32, 1024, 2048, 4096, 8192, 16384, 32768, 65536]);
+    let cols = prop_oneof![8 => 1usize..6, 1 => 1usize..2000];
+    (page, cols)
+        .prop_flat_map(|(page, cols)| {
+            let max_rows = if cols > 50 { 3 } else { 120 };
+            let row = prop::collection::vec(value(), cols);
+            (
+                Just(page),
+                Just(cols),
+                prop::collection::vec((1i64..1000, row), 0..max_rows),
+            )
+        })
+        .prop_map(|(page, cols, rows)| {
+            // Strictly increasing rowids from random gaps, starting below zero.
+            let mut id = -500i64;
+            let rows = rows
+                .into_iter()
+                .map(|(gap, r)| {
+                    id += gap;
+                    (id, r)
+                })
+                .collect();
+            (page, cols, rows)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn files_equal_sqlites_own((page, cols, rows) in table()) {
+        same_as_sqlite(page, cols, &rows).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+}
+
+#[test]
+fn many_rows_make_several_interior_levels() -> R {
+    // 512-byte pages: ~30 small rows a leaf, ~33 children an interior page: 60,000 rows
+    // need three levels above the leaves.
+    let rows: Vec<(i64, Vec<V>)> = (1..=60_000)
+        .map(|i| (i * 3, vec![V::Int(i), V::Text(format!("row {i}"))]))
+        .collect();
+    same_as_sqlite(512, 2, &rows)?;
+    same_as_sqlite(4096, 2, &rows)
+}
+
+#[test]
+fn an_empty_table_and_a_rowid_alias() -> R {
+    let d = tempfile::tempdir()?;
+    let p = d.path().join("a.db");
+    let mut db = DbWriter::create(&p, 4096)?;
+    db.table("empty", "CREATE TABLE empty (x)").finish()?;
+    let mut t = db.table(
+        "user",
+        "CREATE TABLE user (id INTEGER PRIMARY KEY, area TEXT, age INTEGER)",
+    );
+    for id in 1..=1000i64 {
+        t.push(
+            id,
+            &[Value::Null, Value::Text(b"area"), Value::Integer(id % 90)],
+        )?;
+    }
+    assert!(matches!(
+        t.push(1000, &[Value::Null, Value::Null, Value::Null]),
+        Err(liteload_btree::Error::RowidOrder {
+            last: 1000,
+            got: 1000
+        })
+    ));
+    t.finish()?;
+    db.finish()?.sync_all()?;
+    let c = Connection::open(&p)?;
+    let n: i64 = c.query_row("SELECT count(*) FROM empty", [], |r| r.get(0))?;
+    assert_eq!(n, 0);
+    let (sum, max): (i64, i64) = c.query_row(
+        "SELECT sum(age), max(id) FROM user WHERE id > 10",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    assert_eq!(max, 1000);
+    assert_eq!(sum, (11..=1000i64).map(|i| i % 90).sum::<i64>());
+    let age: i64 = c.query_row("SELECT age FROM user WHERE id = 500", [], |r| r.get(0))?;
+    assert_eq!(age, 500 % 90);
+    Ok(())
+}
+
+#[test]
+fn sqlite_keeps_using_the_file() -> R {
+    let d = tempfile::tempdir()?;
+    let p = d.path().join("k.db");
+    let rows: Vec<(i64, Vec<V>)> = (1..=5000)
+        .map(|i| {
+            (
+                i,
+                vec![V::Int(i % 17), V::Text("x".repeat((i % 50) as usize * 100))],
+            )
+        })
+        .collect();
+    write_direct(&p, 1024, 2, &rows)?;
+    let c = Connection::open(&p)?;
+    c.execute_batch(
+        "INSERT INTO t (c0, c1) SELECT c0 + 1, c1 FROM t WHERE rowid % 3 = 0;
+         CREATE INDEX t_c0 ON t (c0);
+         DELETE FROM t WHERE rowid % 7 = 0;
+         VACUUM;",
+    )?;
+    let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    assert_eq!(ok, "ok");
+    let n: i64 = c.query_row("SELECT count(*) FROM t WHERE c0 = 3", [], |r| r.get(0))?;
+    assert!(n > 0);
+    drop(c);
+    // Debian's own sqlite3 reads it too, where it is installed.
+    if let Ok(out) = std::process::Command::new("sqlite3")
+        .arg(&p)
+        .arg("PRAGMA integrity_check;")
+        .output()
+    {
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    }
+    Ok(())
+}
