@@ -42,8 +42,9 @@ pub fn size(values: &[Value<'_>]) -> usize {
     head + body
 }
 
-/// (header size, body size).
-fn parts(values: &[Value<'_>]) -> (usize, usize) {
+/// (header size, body size) of the record of `values`.
+#[inline]
+pub fn parts(values: &[Value<'_>]) -> (usize, usize) {
     let mut types = 0;
     let mut body = 0;
     for v in values {
@@ -64,7 +65,14 @@ pub fn encode(values: &[Value<'_>], out: &mut Vec<u8>) {
     let (head, body) = parts(values);
     let start = out.len();
     out.resize(start + head + body, 0);
-    let buf = &mut out[start..];
+    write(values, head, body, &mut out[start..]);
+}
+
+/// Writes the record of `values`, whose [`parts`] are `head` and `body`, into `buf`
+/// (exactly `head + body` bytes).
+#[inline]
+pub fn write(values: &[Value<'_>], head: usize, body: usize, buf: &mut [u8]) {
+    debug_assert_eq!(buf.len(), head + body);
     let mut h = varint::put(buf, head as u64);
     let mut b = head;
     for v in values {

@@ -18,7 +18,12 @@ pub fn len(v: u64) -> usize {
 
 /// Writes `v` at the start of `out` and returns the number of bytes written
 /// (`len(v)`; `out` must hold at least that many).
+#[inline]
 pub fn put(out: &mut [u8], v: u64) -> usize {
+    if v < 0x80 {
+        out[0] = v as u8;
+        return 1;
+    }
     let n = len(v);
     if n == 9 {
         out[8] = v as u8;

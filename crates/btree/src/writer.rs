@@ -109,6 +109,7 @@ impl<W: Write + Seek> DbWriter<W> {
             last_rowid: None,
             children: vec![],
             record: Vec::with_capacity(256),
+            cell: Vec::with_capacity(256),
             rows: 0,
         }
     }
@@ -296,13 +297,18 @@ impl Leaf {
     }
 
     fn push(&mut self, cell: &[u8], rowid: i64) {
-        debug_assert!(self.fits(cell.len()));
-        self.top -= cell.len();
-        self.page[self.top..self.top + cell.len()].copy_from_slice(cell);
+        self.alloc(cell.len(), rowid).copy_from_slice(cell);
+    }
+
+    /// Room for a cell of `size` bytes (which must fit), with its pointer set.
+    fn alloc(&mut self, size: usize, rowid: i64) -> &mut [u8] {
+        debug_assert!(self.fits(size));
+        self.top -= size;
         let ptr = self.hdr + 8 + 2 * self.cells;
         self.page[ptr..ptr + 2].copy_from_slice(&(self.top as u16).to_be_bytes());
         self.cells += 1;
         self.max_rowid = rowid;
+        &mut self.page[self.top..self.top + size]
     }
 
     /// The finished page (with header), and the leaf emptied for the next one.
@@ -330,6 +336,7 @@ pub struct TableWriter<'d, W: Write + Seek> {
     /// Leaves written so far: (page, largest rowid in it).
     children: Vec<(u32, i64)>,
     record: Vec<u8>,
+    cell: Vec<u8>,
     rows: u64,
 }
 
@@ -337,6 +344,27 @@ impl<W: Write + Seek> TableWriter<'_, W> {
     /// Appends a row. `values` are the record's columns in table order; an INTEGER
     /// PRIMARY KEY column must be `Value::Null` (its value is the rowid).
     pub fn push(&mut self, rowid: i64, values: &[Value<'_>]) -> Result<(), Error> {
+        let (head, body) = record::parts(values);
+        let payload = head + body;
+        if local_payload(self.db.page_size, payload) == payload {
+            // The common case: the whole record goes in the cell, written in place.
+            if let Some(last) = self.last_rowid {
+                if rowid <= last {
+                    return Err(Error::RowidOrder { last, got: rowid });
+                }
+            }
+            let size = varint::len(payload as u64) + varint::len(rowid as u64) + payload;
+            if !self.leaf.fits(size) {
+                self.flush_leaf()?;
+            }
+            let cell = self.leaf.alloc(size, rowid);
+            let mut n = varint::put(cell, payload as u64);
+            n += varint::put(&mut cell[n..], rowid as u64);
+            record::write(values, head, body, &mut cell[n..]);
+            self.last_rowid = Some(rowid);
+            self.rows += 1;
+            return Ok(());
+        }
         self.record.clear();
         record::encode(values, &mut self.record);
         let record = std::mem::take(&mut self.record);
@@ -356,10 +384,9 @@ impl<W: Write + Seek> TableWriter<'_, W> {
         if !self.leaf.fits(size) {
             self.flush_leaf()?;
         }
-        let mut cell = Vec::with_capacity(size);
-        self.db.leaf_cell(rowid, record, &mut cell)?;
-        debug_assert_eq!(cell.len(), size);
-        self.leaf.push(&cell, rowid);
+        self.db.leaf_cell(rowid, record, &mut self.cell)?;
+        debug_assert_eq!(self.cell.len(), size);
+        self.leaf.push(&self.cell, rowid);
         self.last_rowid = Some(rowid);
         self.rows += 1;
         Ok(())

@@ -138,7 +138,10 @@ fn write_sqlite(path: &Path, page: u32, cols: usize, rows: &[(i64, Vec<V>)]) -> 
     Ok(())
 }
 
-fn dump(path: &Path) -> Result<(Vec<Vec<Sql>>, Vec<Vec<Sql>>), Box<dyn std::error::Error>> {
+/// Rows of `t` (rowid first) and of `sqlite_schema`.
+type Dump = (Vec<Vec<Sql>>, Vec<Vec<Sql>>);
+
+fn dump(path: &Path) -> Result<Dump, Box<dyn std::error::Error>> {
     let c = Connection::open(path)?;
     let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
     if ok != "ok" {

@@ -273,12 +273,20 @@ fn bad_specs_fail_before_anything_is_written() -> R {
     .assert()
     .code(2)
     .stderr("error: column \"A\" is named twice\n");
-    generate(d.path(), &["x.db", "--rows", "10", "--engine", "direct"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "the direct page writer is not built yet",
-        ));
+    generate(
+        d.path(),
+        &[
+            "x.db",
+            "--rows",
+            "10",
+            "--engine",
+            "direct",
+            "--generate-only",
+        ],
+    )
+    .assert()
+    .code(2)
+    .stderr(predicate::str::contains("pick one"));
     assert!(!d.path().join("x.db").exists());
     generate(d.path(), &["y.db", "--rows", "10", "-q"])
         .assert()
@@ -352,5 +360,62 @@ fn kill_during_generate_leaves_no_file_or_a_complete_one() -> R {
         interrupted > 0,
         "no kill landed during a run; the test proved nothing"
     );
+    Ok(())
+}
+
+#[test]
+fn the_direct_engine_writes_the_same_table_as_sqlite() -> Result<(), Box<dyn std::error::Error>> {
+    let d = tempfile::tempdir()?;
+    let spec = [
+        "--column",
+        "id=rowid",
+        "--column",
+        "area=digits:6",
+        "--column",
+        "age=choice:5,10,15",
+        "--column",
+        "score=float:0..1;null=0.1",
+        "--column",
+        "name=text:0..700",
+        "--column",
+        "tag=uuid",
+    ];
+    let mut direct = vec![
+        "d.db", "--rows", "30000", "--seed", "7", "--engine", "direct", "--verify", "-q",
+    ];
+    direct.extend(spec);
+    generate(d.path(), &direct).assert().success();
+    let mut sqlite = vec![
+        "s.db", "--rows", "30000", "--seed", "7", "--engine", "sqlite", "-q",
+    ];
+    sqlite.extend(spec);
+    generate(d.path(), &sqlite).assert().success();
+    let dump =
+        |name: &str| -> rusqlite::Result<(String, Vec<Vec<rusqlite::types::Value>>, String)> {
+            let c = rusqlite::Connection::open(d.path().join(name))?;
+            let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+            let mut st = c.prepare("SELECT * FROM user ORDER BY id")?;
+            let rows = st
+                .query_map([], |r| (0..6).map(|i| r.get(i)).collect())?
+                .collect::<rusqlite::Result<Vec<Vec<rusqlite::types::Value>>>>()?;
+            let sql: String = c.query_row(
+                "SELECT sql FROM sqlite_schema WHERE name = 'user'",
+                [],
+                |r| r.get(0),
+            )?;
+            Ok((ok, rows, sql))
+        };
+    let (ok, rows, sql) = dump("d.db")?;
+    assert_eq!(ok, "ok");
+    assert_eq!(rows.len(), 30_000);
+    assert_eq!((ok, rows, sql), dump("s.db")?);
+    assert!(!d.path().join("d.db.liteload-tmp").exists());
+    // A new file only: an existing one is refused and left as it was.
+    let before = std::fs::metadata(d.path().join("d.db"))?.len();
+    generate(d.path(), &["d.db", "--rows", "10", "--engine", "direct"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("builds a new file"));
+    assert_eq!(std::fs::metadata(d.path().join("d.db"))?.len(), before);
     Ok(())
 }

@@ -100,6 +100,38 @@ pub fn temp_path(target: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// Makes the complete database file `tmp` appear at `path` in one step: `tmp` is synced,
+/// linked to `path` (never replacing a file that appeared meanwhile; renamed where links
+/// are unsupported) and removed, and the directory is synced.
+pub fn publish(tmp: &Path, path: &Path) -> Result<()> {
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |e| Error::io(Some(p), e)
+    };
+    File::open(tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(io(tmp))?;
+    match fs::hard_link(tmp, path) {
+        Ok(()) => fs::remove_file(tmp).map_err(io(tmp))?,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(Error::plan(format!(
+                "{} appeared while this load ran; the loaded database is kept at {}",
+                path.display(),
+                tmp.display()
+            )))
+        }
+        Err(_) => fs::rename(tmp, path).map_err(io(tmp))?,
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    File::open(&dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io(&dir))?;
+    Ok(())
+}
+
 /// A database open for one load, inside one transaction.
 pub struct Target {
     pub conn: Connection,
@@ -221,33 +253,7 @@ impl Target {
         conn.close()
             .map_err(|(_, e)| Error::sqlite("closing the database", e))?;
         let Some(tmp) = tmp else { return Ok(()) };
-        let io = |p: &Path| {
-            let p = p.to_path_buf();
-            move |e| Error::io(Some(p), e)
-        };
-        File::open(&tmp)
-            .and_then(|f| f.sync_all())
-            .map_err(io(&tmp))?;
-        // A hard link never replaces a file that appeared meanwhile; a rename would.
-        match fs::hard_link(&tmp, &path) {
-            Ok(()) => fs::remove_file(&tmp).map_err(io(&tmp))?,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(Error::plan(format!(
-                    "{} appeared while this load ran; the loaded database is kept at {}",
-                    path.display(),
-                    tmp.display()
-                )))
-            }
-            Err(_) => fs::rename(&tmp, &path).map_err(io(&tmp))?,
-        }
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        File::open(&dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io(&dir))?;
-        Ok(())
+        publish(&tmp, &path)
     }
 
     /// Abandons the load: the transaction is rolled back, a temp file removed. The target

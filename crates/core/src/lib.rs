@@ -19,6 +19,7 @@
 //! ```
 
 pub mod batch;
+pub mod direct;
 pub mod durability;
 pub mod error;
 pub mod generate;

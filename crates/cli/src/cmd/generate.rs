@@ -74,10 +74,15 @@ pub struct GenerateArgs {
     /// Generator threads (default: the number of cores); the writer is one more thread.
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
-    /// How rows are written: `sqlite` (SQLite's insert path). `direct` (the page writer)
-    /// is not built yet; `auto` picks the fastest engine that applies.
+    /// How rows are written: `sqlite` (SQLite's insert path, any target), `direct` (the
+    /// page writer: a new file, written page by page without SQLite's insert path), or
+    /// `auto` (currently `sqlite`; see the README for why).
     #[arg(long, value_enum, default_value_t = Engine::Auto)]
     pub engine: Engine,
+    /// With --engine direct: SQLite runs `PRAGMA integrity_check` on the written file
+    /// before it is put in place; a failure leaves no file.
+    #[arg(long)]
+    pub verify: bool,
     /// atomic-new (default for a new file), balanced (default for an existing one),
     /// durable or unsafe; see `liteload import --help`.
     #[arg(long, value_name = "PROFILE")]
@@ -144,11 +149,8 @@ fn read_spec(path: &PathBuf) -> Result<(Option<String>, Vec<ColumnSpec>)> {
 }
 
 pub fn run(a: GenerateArgs) -> Result<()> {
-    if a.engine == Engine::Direct {
-        return Err(UsageError(
-            "--engine direct: the direct page writer is not built yet; use --engine sqlite (or auto)".into(),
-        )
-        .into());
+    if a.engine == Engine::Direct && a.generate_only {
+        return Err(UsageError("--engine direct and --generate-only: pick one".into()).into());
     }
     let (spec_table, columns) = match (&a.spec, a.columns.is_empty()) {
         (Some(p), _) => read_spec(p)?,
@@ -181,6 +183,11 @@ pub fn run(a: GenerateArgs) -> Result<()> {
         },
         generate_only: a.generate_only,
         rows_per_statement: a.rows_per_statement.max(1),
+        engine: match a.engine {
+            Engine::Direct => liteload::direct::Engine::Direct,
+            Engine::Sqlite | Engine::Auto => liteload::direct::Engine::Sqlite,
+        },
+        verify: a.verify,
     };
     if let Some(ps) = opts.file.page_size {
         if !(512..=65536).contains(&ps) || !ps.is_power_of_two() {

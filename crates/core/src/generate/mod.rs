@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Instant;
 
+use crate::direct::{self as direct_engine, DirectSink, Engine};
 use crate::durability::{self, Durability, FileSettings};
 use crate::error::{Error, Result};
 use crate::import::{finish_summary, Progress, Summary};
@@ -35,6 +36,10 @@ pub struct GenerateOptions {
     /// Generate every value, write nothing: the floor under the SQLite path.
     pub generate_only: bool,
     pub rows_per_statement: usize,
+    /// SQLite's insert path, or the direct page writer (a new file only).
+    pub engine: Engine,
+    /// Direct engine: SQLite checks the file (`integrity_check`) before it is put in place.
+    pub verify: bool,
 }
 
 impl Default for GenerateOptions {
@@ -51,6 +56,8 @@ impl Default for GenerateOptions {
             file: FileSettings::default(),
             generate_only: false,
             rows_per_statement: crate::sink::sqlite::DEFAULT_ROWS_PER_STATEMENT,
+            engine: Engine::Sqlite,
+            verify: false,
         }
     }
 }
@@ -105,6 +112,9 @@ pub fn generate(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resul
         summary.durability = "none (generate only)".into();
         finish_summary(&mut summary, start);
         return Ok(summary);
+    }
+    if opts.engine == Engine::Direct {
+        return generate_direct(db, opts, progress, summary, start, &rejects);
     }
     let target = durability::open(db, opts.durability, opts.file)?;
     let result = (|| -> Result<u64> {
@@ -196,4 +206,66 @@ pub fn generate(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resul
             Err(e)
         }
     }
+}
+
+/// `generate` through the direct page writer: a new file, rows in rowid order.
+fn generate_direct(
+    db: &Path,
+    opts: &GenerateOptions,
+    progress: &Progress,
+    mut summary: Summary,
+    start: Instant,
+    rejects: &Mutex<Rejects>,
+) -> Result<Summary> {
+    if !matches!(opts.durability, None | Some(Durability::AtomicNew)) {
+        return Err(Error::plan(
+            "--engine direct writes a new file (durability atomic-new); use --engine sqlite for another profile",
+        ));
+    }
+    let defs: Vec<String> = opts.columns.iter().map(|c| c.definition()).collect();
+    let sql = format!(
+        "CREATE TABLE {} (\n  {}\n)",
+        quote_ident(&opts.table),
+        defs.join(",\n  ")
+    );
+    let mut next = 0;
+    let layout: Vec<Option<usize>> = opts
+        .columns
+        .iter()
+        .map(|c| {
+            (c.gen != Gen::Rowid).then(|| {
+                next += 1;
+                next - 1
+            })
+        })
+        .collect();
+    let page_size = opts
+        .file
+        .page_size
+        .unwrap_or(direct_engine::DEFAULT_PAGE_SIZE);
+    let (rows, notes) =
+        direct_engine::build_new(db, page_size, &opts.table, &sql, opts.verify, |t| {
+            let mut src =
+                GeneratorSource::new(opts.columns.clone(), opts.rows, opts.seed, 1, opts.threads);
+            let mut sink = DirectSink::new(t, 1, layout);
+            pipeline::run(
+                &mut src,
+                &mut sink,
+                CHUNK_ROWS as usize,
+                progress,
+                rejects,
+                &mut |_| Ok(()),
+                &mut summary,
+            )
+        })?;
+    summary.rows = rows;
+    summary.rows_per_statement = 0;
+    summary.durability = format!(
+        "atomic-new (direct page writer{})",
+        if opts.verify { ", verified" } else { "" }
+    );
+    summary.notes = notes;
+    summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
+    finish_summary(&mut summary, start);
+    Ok(summary)
 }

@@ -267,11 +267,11 @@ impl ColumnSpec {
                 ColumnType::Text
             }
             Gen::Const(l) => of(l),
+            // Called for every value of a choice column: no allocation here.
             Gen::Choice { items, .. } => {
-                let types: Vec<ColumnType> = items.iter().map(of).collect();
-                if types.iter().all(|t| *t == ColumnType::Integer) {
+                if items.iter().all(|l| of(l) == ColumnType::Integer) {
                     ColumnType::Integer
-                } else if types.iter().all(|t| *t != ColumnType::Text) {
+                } else if items.iter().all(|l| of(l) != ColumnType::Text) {
                     ColumnType::Real
                 } else {
                     ColumnType::Text
@@ -318,8 +318,14 @@ impl ColumnSpec {
                 let mut left = *n;
                 while left > 0 {
                     let k = left.min(18);
-                    let v = rng.below(10u64.pow(k as u32));
-                    let _ = write!(scratch, "{v:0k$}");
+                    let mut v = rng.below(10u64.pow(k as u32));
+                    // `k` digits, zero-padded (as `{v:0k$}`, without the formatter).
+                    let mut digits = [b'0'; 18];
+                    for d in digits[..k].iter_mut().rev() {
+                        *d = b'0' + (v % 10) as u8;
+                        v /= 10;
+                    }
+                    scratch.extend(digits[..k].iter().map(|&d| d as char));
                     left -= k;
                 }
                 batch.push_text(scratch);
