@@ -232,7 +232,7 @@ impl<W: Write + Seek> DbWriter<W> {
             self.leaf_cell(rowid, &record, &mut cell)?;
             leaf.push(&cell, rowid);
         }
-        let mut page1 = leaf.finish(LEAF_TABLE);
+        let mut page1 = leaf.seal(LEAF_TABLE).to_vec();
         let size = self.pages;
         let h = &mut page1[..DB_HEADER];
         h[..16].copy_from_slice(b"SQLite format 3\0");
@@ -311,18 +311,23 @@ impl Leaf {
         &mut self.page[self.top..self.top + size]
     }
 
-    /// The finished page (with header), and the leaf emptied for the next one.
-    fn finish(&mut self, flag: u8) -> Vec<u8> {
-        let (h, size) = (self.hdr, self.page.len());
-        let mut page = std::mem::replace(&mut self.page, vec![0; size]);
+    /// Writes the page header: the page is then complete (see [`Leaf::reset`]).
+    fn seal(&mut self, flag: u8) -> &[u8] {
+        let h = self.hdr;
+        let page = &mut self.page;
         page[h] = flag;
         page[h + 1..h + 3].fill(0); // no freeblocks
         page[h + 3..h + 5].copy_from_slice(&(self.cells as u16).to_be_bytes());
         page[h + 5..h + 7].copy_from_slice(&content_start(self.top));
         page[h + 7] = 0; // no fragmented bytes
+        &self.page
+    }
+
+    /// Empties the leaf for the next page (zeroed: unused space holds no stale bytes).
+    fn reset(&mut self) {
+        self.page.fill(0);
         self.cells = 0;
-        self.top = size;
-        page
+        self.top = self.page.len();
     }
 }
 
@@ -394,8 +399,8 @@ impl<W: Write + Seek> TableWriter<'_, W> {
 
     fn flush_leaf(&mut self) -> io::Result<()> {
         let max = self.leaf.max_rowid;
-        let page = self.leaf.finish(LEAF_TABLE);
-        let n = self.db.write_page(&page)?;
+        let n = self.db.write_page(self.leaf.seal(LEAF_TABLE))?;
+        self.leaf.reset();
         self.children.push((n, max));
         Ok(())
     }

@@ -44,7 +44,8 @@ fn btree_err(path: &Path) -> impl Fn(liteload_btree::Error) -> Error + '_ {
 pub struct DirectSink<'t, 'd> {
     table: &'t mut TableWriter<'d, File>,
     next_rowid: i64,
-    /// For each table column: the batch column it comes from, or `None` for the rowid alias.
+    /// For each table column: the batch column it comes from, or `None` for the rowid
+    /// alias. The batch columns appear in order: 0, 1, 2, …
     layout: Vec<Option<usize>>,
 }
 
@@ -54,6 +55,14 @@ impl<'t, 'd> DirectSink<'t, 'd> {
         first_rowid: i64,
         layout: Vec<Option<usize>>,
     ) -> Self {
+        assert!(
+            layout
+                .iter()
+                .flatten()
+                .copied()
+                .eq(0..layout.iter().flatten().count()),
+            "the layout takes every batch column once, in order"
+        );
         DirectSink {
             table,
             next_rowid: first_rowid,
@@ -68,18 +77,22 @@ impl Sink for DirectSink<'_, '_> {
         batch: &Batch,
         _bad: &mut dyn FnMut(usize, Error) -> Result<()>,
     ) -> Result<u64> {
-        let mut row: Vec<Value<'_>> = Vec::with_capacity(batch.ncols());
         let mut cells: Vec<Cell<'_>> = Vec::with_capacity(self.layout.len());
         for r in 0..batch.rows() {
-            row.clear();
-            row.extend(batch.row(r));
+            // The layout takes batch columns in order (checked in `new`), so one pass
+            // over the row fills the table's columns.
+            let mut row = batch.row(r);
             cells.clear();
-            cells.extend(self.layout.iter().map(|from| match from.map(|i| row[i]) {
-                None | Some(Value::Null) => Cell::Null,
-                Some(Value::Integer(i)) => Cell::Integer(i),
-                Some(Value::Real(f)) => Cell::Real(f),
-                Some(Value::Text(s)) => Cell::Text(s.as_bytes()),
-            }));
+            cells.extend(
+                self.layout
+                    .iter()
+                    .map(|from| match from.and_then(|_| row.next()) {
+                        None | Some(Value::Null) => Cell::Null,
+                        Some(Value::Integer(i)) => Cell::Integer(i),
+                        Some(Value::Real(f)) => Cell::Real(f),
+                        Some(Value::Text(s)) => Cell::Text(s.as_bytes()),
+                    }),
+            );
             self.table
                 .push(self.next_rowid, &cells)
                 .map_err(|e| Error::plan(e.to_string()))?;
