@@ -61,6 +61,9 @@
 //! | 12 + 2n | blob of n bytes | n |
 //! | 13 + 2n | text of n bytes | n |
 //!
+//! The lock-byte page, the one holding file offset 2^30, is never used by SQLite; in a
+//! file that large it is written as zeros and no b-tree points at it.
+//!
 //! Page 1 holds the `sqlite_schema` table (type, name, tbl_name, rootpage, sql), a single
 //! leaf whose rows are the tables written.
 

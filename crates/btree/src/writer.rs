@@ -20,6 +20,8 @@ const WRITER_VERSION: u32 = 3_054_001;
 
 const LEAF_TABLE: u8 = 0x0d;
 const INTERIOR_TABLE: u8 = 0x05;
+/// SQLite's PENDING_BYTE: the page holding this offset is the lock-byte page.
+const LOCK_BYTE: usize = 1 << 30;
 /// Bytes of the database header before page 1's b-tree header.
 const DB_HEADER: usize = 100;
 /// The largest interior cell: child page (4) + 9-byte rowid varint, and its pointer (2).
@@ -89,9 +91,29 @@ impl<W: Write + Seek> DbWriter<W> {
         self.page_size
     }
 
+    /// The lock-byte page: the one holding file offset 2^30 (SQLite's PENDING_BYTE),
+    /// which SQLite never uses and `integrity_check` counts as taken. It is written as
+    /// zeros and never referenced.
+    fn lock_page(&self) -> u32 {
+        (LOCK_BYTE / self.page_size) as u32 + 1
+    }
+
+    /// The number of the page written after page `n` (the lock-byte page is skipped).
+    fn after(&self, n: u32) -> u32 {
+        if n + 1 == self.lock_page() {
+            n + 2
+        } else {
+            n + 1
+        }
+    }
+
     /// Writes the next page; returns its number.
     fn write_page(&mut self, page: &[u8]) -> io::Result<u32> {
         debug_assert_eq!(page.len(), self.page_size);
+        if self.pages + 1 == self.lock_page() {
+            self.out.write_all(&vec![0; self.page_size])?;
+            self.pages += 1;
+        }
         self.out.write_all(page)?;
         self.pages += 1;
         Ok(self.pages)
@@ -118,15 +140,17 @@ impl<W: Write + Seek> DbWriter<W> {
     /// first one's number.
     fn write_overflow(&mut self, rest: &[u8]) -> io::Result<u32> {
         let chunk = self.page_size - 4;
-        let first = self.pages + 1;
+        let first = self.after(self.pages);
         let n = rest.len().div_ceil(chunk);
         let mut page = vec![0u8; self.page_size];
         for (i, part) in rest.chunks(chunk).enumerate() {
-            let next = if i + 1 < n { self.pages + 2 } else { 0 };
+            let this = self.after(self.pages);
+            let next = if i + 1 < n { self.after(this) } else { 0 };
             page[..4].copy_from_slice(&next.to_be_bytes());
             page[4..4 + part.len()].copy_from_slice(part);
             page[4 + part.len()..].fill(0);
-            self.write_page(&page)?;
+            let written = self.write_page(&page)?;
+            debug_assert_eq!(written, this);
         }
         Ok(first)
     }

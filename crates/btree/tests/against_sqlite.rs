@@ -297,3 +297,46 @@ fn sqlite_keeps_using_the_file() -> R {
     }
     Ok(())
 }
+
+/// Past 1 GiB the lock-byte page must be skipped: by leaves and by overflow chains that
+/// would run through it. (Writes a 1.2 GB file.)
+#[test]
+fn a_file_past_one_gibibyte_skips_the_lock_byte_page() -> R {
+    let d = tempfile::tempdir()?;
+    let p = d.path().join("big.db");
+    let blob: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    let small = "s".repeat(20_000);
+    let mut db = DbWriter::create(&p, 65536)?;
+    let mut t = db.table("t", "CREATE TABLE t (a, b)");
+    let rows = 15_000i64;
+    for i in 1..=rows {
+        // Mostly two-page payloads, with small rows between, so chains and leaves both
+        // meet the lock-byte page.
+        let v = if i % 3 == 0 {
+            Value::Text(small.as_bytes())
+        } else {
+            Value::Blob(&blob)
+        };
+        t.push(i, &[Value::Integer(i), v])?;
+    }
+    t.finish()?;
+    db.finish()?.sync_all()?;
+    assert!(std::fs::metadata(&p)?.len() > 1 << 30);
+    let c = Connection::open(&p)?;
+    let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    assert_eq!(ok, "ok");
+    let (n, bytes): (i64, i64) =
+        c.query_row("SELECT count(*), sum(length(b)) FROM t", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    assert_eq!(n, rows);
+    assert_eq!(
+        bytes,
+        (1..=rows)
+            .map(|i| if i % 3 == 0 { 20_000 } else { 100_000 })
+            .sum::<i64>()
+    );
+    let back: Vec<u8> = c.query_row("SELECT b FROM t WHERE a = 5000", [], |r| r.get(0))?;
+    assert_eq!(back, blob);
+    Ok(())
+}
