@@ -64,8 +64,10 @@
 //! The lock-byte page, the one holding file offset 2^30, is never used by SQLite; in a
 //! file that large it is written as zeros and no b-tree points at it.
 //!
-//! Page 1 holds the `sqlite_schema` table (type, name, tbl_name, rootpage, sql), a single
-//! leaf whose rows are the tables written.
+//! Page 1 holds the `sqlite_schema` table (type, name, tbl_name, rootpage, sql): a leaf
+//! whose rows are the tables written, or, when they do not fit beside the header, the
+//! root of interior levels over leaves of their own (possibly with no cell and only the
+//! right-most pointer, as SQLite itself writes it).
 
 pub mod record;
 pub mod varint;
@@ -85,8 +87,6 @@ pub enum Error {
     },
     /// Not a power of two from 512 to 65536.
     PageSize(u32),
-    /// The schema rows do not fit on page 1.
-    SchemaTooLarge,
 }
 
 impl std::fmt::Display for Error {
@@ -100,7 +100,6 @@ impl std::fmt::Display for Error {
             Error::PageSize(n) => {
                 write!(f, "page size {n}: must be a power of two from 512 to 65536")
             }
-            Error::SchemaTooLarge => write!(f, "the schema does not fit on page 1"),
         }
     }
 }

@@ -183,9 +183,14 @@ impl<W: Write + Seek> DbWriter<W> {
 
     /// Writes interior levels over `children` (page, largest rowid beneath), bottom-up,
     /// until one page is left: the root.
-    fn interior_levels(&mut self, mut children: Vec<(u32, i64)>) -> io::Result<u32> {
+    fn interior_levels(&mut self, children: Vec<(u32, i64)>) -> io::Result<u32> {
+        Ok(self.reduce(children, 1)?[0].0)
+    }
+
+    /// Writes interior levels over `children` until at most `max` are left.
+    fn reduce(&mut self, mut children: Vec<(u32, i64)>, max: usize) -> io::Result<Vec<(u32, i64)>> {
         let per_page = (self.page_size - 12) / MAX_INTERIOR_CELL + 1;
-        while children.len() > 1 {
+        while children.len() > max {
             // Children spread evenly: every page gets at least two (one cell and the
             // right-most pointer), since pages = ceil(n / per_page) and n >= 2.
             let pages = children.len().div_ceil(per_page);
@@ -195,17 +200,20 @@ impl<W: Write + Seek> DbWriter<W> {
                 let take = (children.len() - at) / (pages - p);
                 let group = &children[at..at + take];
                 debug_assert!(group.len() >= 2 && group.len() <= per_page);
-                parents.push(self.interior_page(group)?);
+                let page = self.interior_bytes(group, 0);
+                parents.push((self.write_page(&page)?, group[take - 1].1));
                 at += take;
             }
             children = parents;
         }
-        Ok(children[0].0)
+        Ok(children)
     }
 
-    /// One interior page over `group`: a cell (child, largest rowid beneath it) for every
-    /// child but the last, which is the right-most pointer.
-    fn interior_page(&mut self, group: &[(u32, i64)]) -> io::Result<(u32, i64)> {
+    /// An interior page over `group` (b-tree header at `hdr`): a cell (child, largest
+    /// rowid beneath it) for every child but the last, which is the right-most pointer.
+    /// One child alone makes a page of no cells, as SQLite itself makes of page 1 when
+    /// the schema's one cell does not fit there.
+    fn interior_bytes(&self, group: &[(u32, i64)], hdr: usize) -> Vec<u8> {
         let mut page = vec![0u8; self.page_size];
         let cells = group.len() - 1;
         let mut top = self.page_size;
@@ -215,48 +223,66 @@ impl<W: Write + Seek> DbWriter<W> {
             let n = 4 + varint::put(&mut cell[4..], max as u64);
             top -= n;
             page[top..top + n].copy_from_slice(&cell[..n]);
-            let ptr = 12 + 2 * i;
+            let ptr = hdr + 12 + 2 * i;
             page[ptr..ptr + 2].copy_from_slice(&(top as u16).to_be_bytes());
         }
         debug_assert!(
-            12 + 2 * cells <= top,
+            hdr + 12 + 2 * cells <= top,
             "interior cells overlap their pointers"
         );
-        page[0] = INTERIOR_TABLE;
-        page[3..5].copy_from_slice(&(cells as u16).to_be_bytes());
-        page[5..7].copy_from_slice(&content_start(top));
-        let (last, max) = group[cells];
-        page[8..12].copy_from_slice(&last.to_be_bytes());
-        Ok((self.write_page(&page)?, max))
+        page[hdr] = INTERIOR_TABLE;
+        page[hdr + 3..hdr + 5].copy_from_slice(&(cells as u16).to_be_bytes());
+        page[hdr + 5..hdr + 7].copy_from_slice(&content_start(top));
+        page[hdr + 8..hdr + 12].copy_from_slice(&group[cells].0.to_be_bytes());
+        page
     }
 
     /// Writes page 1 (the header and the schema table) and flushes; returns the output.
     /// The caller makes it durable (`sync_all` on a file).
     pub fn finish(mut self) -> Result<W, Error> {
-        let mut leaf = Leaf::new(self.page_size, DB_HEADER);
-        let mut record = vec![];
-        let mut cell = vec![];
         let schema = std::mem::take(&mut self.schema);
-        for (i, t) in schema.iter().enumerate() {
-            record.clear();
-            record::encode(
-                &[
-                    Value::Text(b"table"),
-                    Value::Text(t.name.as_bytes()),
-                    Value::Text(t.name.as_bytes()),
-                    Value::Integer(i64::from(t.root)),
-                    Value::Text(t.sql.as_bytes()),
-                ],
-                &mut record,
-            );
-            let rowid = i as i64 + 1;
-            if !leaf.fits(self.leaf_cell_size(rowid, record.len())) {
-                return Err(Error::SchemaTooLarge);
+        let records: Vec<Vec<u8>> = schema
+            .iter()
+            .map(|t| {
+                let mut record = vec![];
+                record::encode(
+                    &[
+                        Value::Text(b"table"),
+                        Value::Text(t.name.as_bytes()),
+                        Value::Text(t.name.as_bytes()),
+                        Value::Integer(i64::from(t.root)),
+                        Value::Text(t.sql.as_bytes()),
+                    ],
+                    &mut record,
+                );
+                record
+            })
+            .collect();
+        let need: usize = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| self.leaf_cell_size(i as i64 + 1, r.len()) + 2)
+            .sum();
+        let mut page1 = if need <= self.page_size - DB_HEADER - 8 {
+            let mut leaf = Leaf::new(self.page_size, DB_HEADER);
+            // The schema rows on page 1 itself, a leaf.
+            let mut cell = vec![];
+            for (i, r) in records.iter().enumerate() {
+                self.leaf_cell(i as i64 + 1, r, &mut cell)?;
+                leaf.push(&cell, i as i64 + 1);
             }
-            self.leaf_cell(rowid, &record, &mut cell)?;
-            leaf.push(&cell, rowid);
-        }
-        let mut page1 = leaf.seal(LEAF_TABLE).to_vec();
+            leaf.seal(LEAF_TABLE).to_vec()
+        } else {
+            // Leaves of their own, and page 1 the root above them.
+            let mut t = self.table("", "");
+            for (i, r) in records.iter().enumerate() {
+                t.push_record(i as i64 + 1, r)?;
+            }
+            let children = t.into_children()?;
+            let on_page1 = (self.page_size - DB_HEADER - 12) / MAX_INTERIOR_CELL + 1;
+            let children = self.reduce(children, on_page1)?;
+            self.interior_bytes(&children, DB_HEADER)
+        };
         let size = self.pages;
         let h = &mut page1[..DB_HEADER];
         h[..16].copy_from_slice(b"SQLite format 3\0");
@@ -377,11 +403,7 @@ impl<W: Write + Seek> TableWriter<'_, W> {
         let payload = head + body;
         if local_payload(self.db.page_size, payload) == payload {
             // The common case: the whole record goes in the cell, written in place.
-            if let Some(last) = self.last_rowid {
-                if rowid <= last {
-                    return Err(Error::RowidOrder { last, got: rowid });
-                }
-            }
+            self.check_order(rowid)?;
             let size = varint::len(payload as u64) + varint::len(rowid as u64) + payload;
             if !self.leaf.fits(size) {
                 self.flush_leaf()?;
@@ -404,11 +426,7 @@ impl<W: Write + Seek> TableWriter<'_, W> {
 
     /// Appends a row whose record is already encoded (see [`crate::record::encode`]).
     pub fn push_record(&mut self, rowid: i64, record: &[u8]) -> Result<(), Error> {
-        if let Some(last) = self.last_rowid {
-            if rowid <= last {
-                return Err(Error::RowidOrder { last, got: rowid });
-            }
-        }
+        self.check_order(rowid)?;
         let size = self.db.leaf_cell_size(rowid, record.len());
         if !self.leaf.fits(size) {
             self.flush_leaf()?;
@@ -419,6 +437,13 @@ impl<W: Write + Seek> TableWriter<'_, W> {
         self.last_rowid = Some(rowid);
         self.rows += 1;
         Ok(())
+    }
+
+    fn check_order(&self, rowid: i64) -> Result<(), Error> {
+        match self.last_rowid {
+            Some(last) if rowid <= last => Err(Error::RowidOrder { last, got: rowid }),
+            _ => Ok(()),
+        }
     }
 
     fn flush_leaf(&mut self) -> io::Result<()> {
@@ -434,14 +459,23 @@ impl<W: Write + Seek> TableWriter<'_, W> {
         self.rows
     }
 
-    /// Writes the last leaf and the interior levels, and records the table in the schema.
-    /// Returns its root page.
-    pub fn finish(mut self) -> Result<u32, Error> {
+    /// Writes the last leaf; returns every leaf (page, largest rowid in it).
+    fn into_children(mut self) -> io::Result<Vec<(u32, i64)>> {
+        self.last_leaf()
+    }
+
+    fn last_leaf(&mut self) -> io::Result<Vec<(u32, i64)>> {
         if self.leaf.cells > 0 || self.children.is_empty() {
             // An empty table is one empty leaf.
             self.flush_leaf()?;
         }
-        let children = std::mem::take(&mut self.children);
+        Ok(std::mem::take(&mut self.children))
+    }
+
+    /// Writes the last leaf and the interior levels, and records the table in the schema.
+    /// Returns its root page.
+    pub fn finish(mut self) -> Result<u32, Error> {
+        let children = self.last_leaf()?;
         let root = self.db.interior_levels(children)?;
         self.db.schema.push(SchemaRow {
             name: std::mem::take(&mut self.name),

@@ -340,3 +340,30 @@ fn a_file_past_one_gibibyte_skips_the_lock_byte_page() -> R {
     assert_eq!(back, blob);
     Ok(())
 }
+
+/// A schema too large for page 1: page 1 becomes the root over leaves of their own.
+#[test]
+fn a_large_schema_moves_off_page_one() -> R {
+    for (page, tables, cols) in [(512u32, 1usize, 191usize), (512, 60, 30), (1024, 300, 5)] {
+        let d = tempfile::tempdir()?;
+        let p = d.path().join("s.db");
+        let mut db = DbWriter::create(&p, page)?;
+        for t in 0..tables {
+            let defs: Vec<String> = (0..cols).map(|c| format!("\"column_{c}\"")).collect();
+            let sql = format!("CREATE TABLE \"t{t}\" ({})", defs.join(", "));
+            let mut w = db.table(&format!("t{t}"), &sql);
+            w.push(1, &vec![Value::Integer(t as i64); cols])?;
+            w.finish()?;
+        }
+        db.finish()?.sync_all()?;
+        let c = Connection::open(&p)?;
+        let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+        assert_eq!(ok, "ok", "page {page}, {tables} tables");
+        let n: i64 = c.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?;
+        assert_eq!(n, tables as i64);
+        let last = format!("SELECT \"column_{}\" FROM \"t{}\"", cols - 1, tables - 1);
+        let v: i64 = c.query_row(&last, [], |r| r.get(0))?;
+        assert_eq!(v, tables as i64 - 1);
+    }
+    Ok(())
+}

@@ -31,9 +31,10 @@ pub enum Engine {
 /// SQLite's default page size, used when none is asked for.
 pub const DEFAULT_PAGE_SIZE: u32 = 4096;
 
-fn btree_err(path: &Path) -> impl Fn(liteload_btree::Error) -> Error + '_ {
-    move |e| match e {
-        liteload_btree::Error::Io(io) => Error::io(Some(path.to_path_buf()), io),
+/// A page writer's error: I/O as I/O (with the file when known), the rest as a plan error.
+fn from_btree(e: liteload_btree::Error, path: Option<&Path>) -> Error {
+    match e {
+        liteload_btree::Error::Io(io) => Error::io(path.map(Path::to_path_buf), io),
         other => Error::plan(other.to_string()),
     }
 }
@@ -95,7 +96,7 @@ impl Sink for DirectSink<'_, '_> {
             );
             self.table
                 .push(self.next_rowid, &cells)
-                .map_err(|e| Error::plan(e.to_string()))?;
+                .map_err(|e| from_btree(e, None))?;
             self.next_rowid += 1;
         }
         Ok(batch.rows() as u64)
@@ -135,7 +136,7 @@ pub fn build_new<T>(
         ));
     }
     let result = (|| -> Result<T> {
-        let err = btree_err(&tmp);
+        let err = |e| from_btree(e, Some(&tmp));
         let mut w = DbWriter::create(&tmp, page_size).map_err(&err)?;
         let mut t = w.table(table, create_sql);
         let out = fill(&mut t)?;
