@@ -278,7 +278,7 @@ impl<W: Write + Seek> DbWriter<W> {
             for (i, r) in records.iter().enumerate() {
                 t.push_record(i as i64 + 1, r)?;
             }
-            let children = t.into_children()?;
+            let children = t.last_leaf()?;
             let on_page1 = (self.page_size - DB_HEADER - 12) / MAX_INTERIOR_CELL + 1;
             let children = self.reduce(children, on_page1)?;
             self.interior_bytes(&children, DB_HEADER)
@@ -460,10 +460,6 @@ impl<W: Write + Seek> TableWriter<'_, W> {
     }
 
     /// Writes the last leaf; returns every leaf (page, largest rowid in it).
-    fn into_children(mut self) -> io::Result<Vec<(u32, i64)>> {
-        self.last_leaf()
-    }
-
     fn last_leaf(&mut self) -> io::Result<Vec<(u32, i64)>> {
         if self.leaf.cells > 0 || self.children.is_empty() {
             // An empty table is one empty leaf.

@@ -146,7 +146,7 @@ enum Batch {
     Messages {
         from: Arc<str>,
         source: Option<Arc<str>>,
-        msgs: Messages,
+        msgs: Box<Messages>,
     },
     Fatal(String),
 }
@@ -249,7 +249,7 @@ fn read_lines(
         tx.send(Batch::Messages {
             from: from.clone(),
             source: source_id.cloned(),
-            msgs: std::mem::replace(msgs, Messages::new(keys)),
+            msgs: Box::new(std::mem::replace(msgs, Messages::new(keys))),
         })
         .is_ok()
     };

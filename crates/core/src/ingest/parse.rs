@@ -10,7 +10,7 @@
 //! - every text range (`Val::Text`, a message's key and raw ranges) lies inside `text`;
 //! - a good message's fields are `fields[m.fields.0..m.fields.1]`, each naming an entry
 //!   of `names`; a bad message has empty key and field ranges and a reason;
-//! - a key is the encoding of [`encode_key`]: as many parts as key fields.
+//! - a key is its parts encoded by `encode_key_part`, one per key field.
 
 use std::fmt;
 
@@ -41,30 +41,28 @@ pub(crate) enum KeyRef<'a> {
     Text(&'a [u8]),
 }
 
-/// Appends the encoding of `parts` to `out`. Integers are 8 big-endian bytes with the
+/// Appends one part of a key to `out` (`last`: the key's last part). Integers are 8 big-endian bytes with the
 /// sign bit flipped, so byte order is numeric order; a text part is its bytes, preceded
 /// by its length unless it is the last part. Byte order of encoded single-part keys is
 /// SQLite's order of the same values (BINARY collation), which is what sorting a window
 /// by key is for.
-pub(crate) fn encode_key(parts: &[KeyRef<'_>], out: &mut Vec<u8>) {
-    for (i, p) in parts.iter().enumerate() {
-        match p {
-            KeyRef::Int(v) => {
-                out.push(KEY_INT);
-                out.extend_from_slice(&((*v as u64) ^ (1 << 63)).to_be_bytes());
+fn encode_key_part(part: KeyRef<'_>, last: bool, out: &mut Vec<u8>) {
+    match part {
+        KeyRef::Int(v) => {
+            out.push(KEY_INT);
+            out.extend_from_slice(&((v as u64) ^ (1 << 63)).to_be_bytes());
+        }
+        KeyRef::Text(t) => {
+            out.push(KEY_TEXT);
+            if !last {
+                out.extend_from_slice(&(t.len() as u64).to_be_bytes());
             }
-            KeyRef::Text(t) => {
-                out.push(KEY_TEXT);
-                if i + 1 < parts.len() {
-                    out.extend_from_slice(&(t.len() as u64).to_be_bytes());
-                }
-                out.extend_from_slice(t);
-            }
+            out.extend_from_slice(t);
         }
     }
 }
 
-/// The parts of a key that [`encode_key`] wrote with `n` parts.
+/// The parts of a key of `n` parts written by [`encode_key_part`].
 pub(crate) fn decode_key(mut enc: &[u8], n: usize) -> impl Iterator<Item = KeyRef<'_>> {
     (0..n).map(move |i| {
         let (tag, rest) = enc.split_first().map_or((0, &[][..]), |(t, r)| (*t, r));
@@ -125,6 +123,7 @@ pub struct Messages {
     fields: Vec<(u32, Val)>,
     msgs: Vec<Message>,
     key_slots: Vec<KeySlot>,
+    key_buf: Vec<u8>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -147,6 +146,7 @@ impl Messages {
             fields: Vec::with_capacity(4096),
             msgs: Vec::with_capacity(512),
             key_slots: vec![KeySlot::Missing; keys.len()],
+            key_buf: Vec::with_capacity(32),
         }
     }
 
@@ -241,19 +241,22 @@ impl Messages {
             self.fields.truncate(fields0);
             return self.push_rejected(reason, None, line, meta);
         }
-        let mut parts = Vec::with_capacity(self.keys.len());
-        for slot in &self.key_slots {
-            parts.push(match *slot {
-                KeySlot::Int(i) => KeyRef::Int(i),
+        // Encoded into a reused buffer (the parts' text is in `text`, which then grows).
+        let mut enc = std::mem::take(&mut self.key_buf);
+        enc.clear();
+        let n = self.key_slots.len();
+        for (i, slot) in self.key_slots.iter().enumerate() {
+            let part = match *slot {
+                KeySlot::Int(v) => KeyRef::Int(v),
                 KeySlot::Text(at, len) => KeyRef::Text(&self.text[at..at + len]),
                 _ => unreachable!("check_key accepted only integers and text"),
-            });
+            };
+            encode_key_part(part, i + 1 == n, &mut enc);
         }
-        let mut enc = Vec::with_capacity(16);
-        encode_key(&parts, &mut enc);
         let k0 = self.text.len();
         self.text.extend_from_slice(&enc);
         let k1 = self.text.len();
+        self.key_buf = enc;
         let raw = match raw {
             Some(r) => {
                 self.text.extend_from_slice(r);
@@ -494,6 +497,12 @@ impl<'de> Visitor<'de> for KeySeed<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn encode_key(parts: &[KeyRef<'_>], out: &mut Vec<u8>) {
+        for (i, p) in parts.iter().enumerate() {
+            encode_key_part(*p, i + 1 == parts.len(), out);
+        }
+    }
 
     fn parse(line: &str) -> Messages {
         let mut b = Messages::new(&["id".to_string()]);
