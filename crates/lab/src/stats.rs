@@ -14,6 +14,51 @@ pub struct Step {
     pub items: u64,
     /// Bytes moved per run.
     pub bytes: u64,
+    /// Units of work of each run, for steps that run for a fixed time (then `items` is
+    /// 0 and the rate of run `i` is `counts[i] / seconds[i]`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub counts: Vec<u64>,
+    /// What a crash during or after this step can cost (`None`: not a way to keep data,
+    /// e.g. a floor that writes nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub safety: Option<Safety>,
+    /// The write-up's own figure for this step, in units per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published: Option<f64>,
+    /// The whole job's size when the step was measured on only part of it (too slow to
+    /// run in full): the report extrapolates the time from the measured rate and says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extrapolated_to: Option<u64>,
+}
+
+/// What a crash can cost with a step's settings, from safest to least safe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Safety {
+    /// Every commit that returned survives a power loss.
+    Durable,
+    /// A power loss may undo the last commits (a second's worth, or the last N
+    /// operations), never corrupts.
+    Bounded,
+    /// Nothing is kept until the single commit at the end; a crash loses the whole run
+    /// but never corrupts.
+    AllOrNothing,
+    /// Survives the program crashing; an OS crash or power loss may corrupt the file.
+    AppCrash,
+    /// A crash may corrupt the file, or nothing is kept on disk at all.
+    None,
+}
+
+impl Safety {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Safety::Durable => "every commit survives power loss",
+            Safety::Bounded => "power loss may undo the last commits, never corrupts",
+            Safety::AllOrNothing => "a crash loses the run, never corrupts",
+            Safety::AppCrash => "survives a program crash; power loss may corrupt",
+            Safety::None => "a crash may corrupt, or nothing kept on disk",
+        }
+    }
 }
 
 impl Step {
@@ -30,6 +75,27 @@ impl Step {
             return None;
         }
         Some(median(&self.seconds))
+    }
+
+    /// Units per second of each run that verified.
+    pub fn rates(&self) -> Vec<f64> {
+        if self.failed.is_some() {
+            return vec![];
+        }
+        self.seconds
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let n = self.counts.get(i).copied().unwrap_or(self.items);
+                n as f64 / s.max(1e-9)
+            })
+            .collect()
+    }
+
+    /// The median rate in units per second, or `None` for a failed or empty step.
+    pub fn median_rate(&self) -> Option<f64> {
+        let r = self.rates();
+        (!r.is_empty()).then(|| median(&r))
     }
 
     pub fn min_max(&self) -> (f64, f64) {

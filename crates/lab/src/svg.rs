@@ -27,6 +27,19 @@ pub fn bar_chart(
     bars: &[Bar],
     reference: Option<(f64, &str)>,
 ) -> String {
+    chart(title, subtitle, bars, reference, false)
+}
+
+/// Like [`bar_chart`], on a log scale when `log` (for values that span decades): a bar's
+/// length is then proportional to log10(value / floor), the floor a third of a decade
+/// below the smallest value, so every bar stays visible.
+pub fn chart(
+    title: &str,
+    subtitle: &str,
+    bars: &[Bar],
+    reference: Option<(f64, &str)>,
+    log: bool,
+) -> String {
     // About 7.2 px a character at 13 px sans-serif: room for the longest label.
     let longest = bars
         .iter()
@@ -41,6 +54,20 @@ pub fn bar_chart(
         .chain(reference.map(|r| r.0))
         .fold(0.0_f64, f64::max)
         .max(1e-9);
+    let floor = bars
+        .iter()
+        .map(|b| b.value)
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min)
+        .min(max)
+        / 10f64.powf(1.0 / 3.0);
+    let scale = |v: f64| -> f64 {
+        if log {
+            (v.max(floor) / floor).log10() / (max / floor).log10()
+        } else {
+            v / max
+        }
+    };
     let height = top + row * bars.len() as f64 + 40.0;
     let mut s = String::new();
     let _ = writeln!(
@@ -60,7 +87,7 @@ pub fn bar_chart(
     );
     for (i, b) in bars.iter().enumerate() {
         let y = top + row * i as f64;
-        let w = (b.value / max * width).max(1.0);
+        let w = (scale(b.value) * width).max(1.0);
         let _ = writeln!(
             s,
             r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
@@ -82,7 +109,7 @@ pub fn bar_chart(
         );
     }
     if let Some((v, label)) = reference {
-        let x = left + v / max * width;
+        let x = left + scale(v) * width;
         let y2 = top + row * bars.len() as f64;
         let _ = writeln!(
             s,
