@@ -439,7 +439,20 @@ pub fn experiments(r: &KvReport) -> Vec<crate::report::Experiment> {
             setup: format!("{setup}; 10% of the blobs overwritten in random order"),
             published_by: by.into(),
             runs: o.runs,
-            steps: r.writes.clone(),
+            steps: {
+                // Files first (the baseline), then the database at the same durability.
+                let order = [
+                    W_FILES,
+                    W_DB_OFF_ONE,
+                    W_DB_OFF_EACH,
+                    W_FILES_FSYNC,
+                    W_DB_FULL_ONE,
+                    W_DB_FULL_EACH,
+                ];
+                let mut w = r.writes.clone();
+                w.sort_by_key(|s| order.iter().position(|n| *n == s.name));
+                w
+            },
             notes: vec![],
         },
     ]

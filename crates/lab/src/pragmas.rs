@@ -384,7 +384,9 @@ fn step_run(db: &Path, cfg: &Config, seconds: f64, seed: u64) -> Result<Run, Str
             n.first_error.unwrap_or_default()
         ));
     }
-    if n.selects > 0 && n.rows_read == 0 {
+    // With thousands of rows inserted over 500 values per column, selects that all come
+    // back empty mean the reads are broken (a short run on a small table may miss).
+    if n.inserts >= 5_000 && n.selects > 0 && n.rows_read == 0 {
         return Err(format!("{} selects returned no rows", n.selects));
     }
     Ok(Run {

@@ -12,20 +12,25 @@ use crate::svg::{chart, Bar};
 /// `1234567.8` as `1,234,568`; small rates keep a decimal or two.
 pub fn rate(v: f64) -> String {
     if v >= 100.0 {
-        let s = format!("{:.0}", v);
-        let mut out = String::new();
-        for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        out
+        count(v.round() as u64)
     } else if v >= 10.0 {
         format!("{v:.1}")
     } else {
         format!("{v:.2}")
     }
+}
+
+/// A count with thousands separators.
+pub fn count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// A step's speed-up over the experiment's baseline.
@@ -43,8 +48,8 @@ fn extrapolation(e: &Experiment, s: &Step) -> Option<String> {
     let r = s.median_rate()?;
     Some(format!(
         "measured on {} of {} {}; the whole job would take about {:.0} s",
-        rate(s.items as f64),
-        rate(total as f64),
+        count(s.items),
+        count(total),
         e.unit,
         total as f64 / r
     ))
@@ -79,7 +84,7 @@ pub fn text(e: &Experiment) -> String {
         let pub_x = published_speedup(e, st)
             .map(|x| format!("{x:.1}x"))
             .unwrap_or_default();
-        let safety = st.safety.map(|x| x.describe()).unwrap_or("(reference)");
+        let safety = st.safety.map(|x| x.describe()).unwrap_or("-");
         match st.median_rate() {
             Some(m) => {
                 let r = st.rates();
@@ -370,7 +375,7 @@ section {{ margin-bottom: 2.5em; }} svg {{ max-width: 100%; height: auto; }}
                         speedup(e, st).map_or(String::new(), |x| format!("{x:.1}x")),
                         st.published.map(rate).unwrap_or_default(),
                         published_speedup(e, st).map_or(String::new(), |x| format!("{x:.1}x")),
-                        esc(st.safety.map_or("(reference)", |s| s.describe()))
+                        esc(st.safety.map_or("-", |s| s.describe()))
                     );
                 }
                 None => {
@@ -453,6 +458,8 @@ mod tests {
         assert_eq!(rate(1_234_567.8), "1,234,568");
         assert_eq!(rate(325.2), "325");
         assert_eq!(rate(19.94), "19.9");
+        assert_eq!(count(20), "20");
+        assert_eq!(count(864_913), "864,913");
     }
 
     #[test]

@@ -1,18 +1,34 @@
 //! `liteload bench`: the write-ups' experiments, run and verified on this machine.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use liteload_lab::generate::{self as genlab, GenerateBenchOptions};
 use liteload_lab::kv::{self as kvlab, KvBenchOptions, KvReport};
+use liteload_lab::ladder::{self, LadderOptions};
+use liteload_lab::pragmas::{self, PragmasOptions};
+use liteload_lab::render;
+use liteload_lab::report::{Experiment as Report, Machine};
 use liteload_lab::stats::Step;
 use liteload_lab::svg::{bar_chart, Bar};
+use liteload_lab::upsert::{self, UpsertOptions};
 
 use super::import::grouped;
 
 /// Reproduce a write-up's experiment on this machine: every step verified, runs
 /// interleaved, medians reported.
 #[derive(Args, Debug)]
+#[command(after_help = "\
+Every experiment runs its steps interleaved (run 1 of each step, then run 2, ...), checks
+each run's result with SQLite (integrity_check, rows read back and compared) and reports
+medians; a step whose result is wrong is shown FAILED and never timed. --quick (the
+default) takes under a minute per experiment; --full uses the write-ups' sizes.
+
+Examples:
+  liteload bench ladder                      the INSERT ladder of write-up 000
+  liteload bench pragmas --full --json p.json
+  liteload bench all --html report.html      every experiment, one page")]
 pub struct BenchArgs {
     #[command(subcommand)]
     pub experiment: Experiment,
@@ -20,17 +36,115 @@ pub struct BenchArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum Experiment {
+    /// Write-up 000: a transit TSV loaded one change at a time, from a formatted INSERT per
+    /// row in autocommit to liteload import.
+    Ladder(LadderArgs),
+    /// Write-up 003: PRAGMA configurations under 60% insert / 30% select / 10% delete,
+    /// counting only statements that succeeded.
+    Pragmas(PragmasArgs),
+    /// Write-up 002: a stream of sparse JSON updates kept as current rows, in the
+    /// write-up's successive ways and by liteload ingest.
+    Upsert(UpsertArgs),
     /// Write-up 001 (kvtest): small blobs from one SQLite file vs one file each.
     Kv(KvBenchArgs),
+    /// Write-up 004: synthetic rows through SQLite's insert path and the direct page
+    /// writer, against generating the values alone.
+    Generate(GenerateArgs),
+    /// Every experiment above, in one run, with one report.
+    All(AllArgs),
+}
+
+/// Size and output options every experiment shares.
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    /// Quick sizes: the whole experiment in under a minute (the default).
+    #[arg(long, conflicts_with_all = ["full", "tiny"])]
+    quick: bool,
+    /// The write-ups' sizes (minutes).
+    #[arg(long, conflicts_with = "tiny")]
+    full: bool,
+    /// Smoke-test sizes: checks that every step works here in seconds; the numbers mean
+    /// little.
+    #[arg(long)]
+    tiny: bool,
+    /// Timed runs of each step (at least 3 for a median worth quoting).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    runs: usize,
+    /// Working folder (default: a folder under the system temp dir); removed afterwards
+    /// unless --keep.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Keep the working folder afterwards.
+    #[arg(long)]
+    keep: bool,
+    /// Also write every run (one record per run), the steps and the machine as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct LadderArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Rows in the generated TSV (default: the write-up's 864,913).
+    #[arg(long, value_name = "N")]
+    rows: Option<u64>,
+    /// Rows loaded by the autocommit step (its rate is extrapolated to the whole file).
+    #[arg(long, value_name = "N")]
+    cap: Option<u64>,
+    /// Also write a bar chart of the steps as SVG to FILE.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct PragmasArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Seconds per run of each configuration (quick 0.25, full 5).
+    #[arg(long, value_name = "S")]
+    seconds: Option<f64>,
+    /// Also write a bar chart of the configurations as SVG to FILE.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct UpsertArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Messages in the stream (quick 20,000, full 1,000,000).
+    #[arg(long, value_name = "N")]
+    messages: Option<u64>,
+    /// Distinct keys (quick 5,000, full 300,000).
+    #[arg(long, value_name = "N")]
+    keys: Option<u64>,
+    /// Messages applied by the transaction-per-message steps (rate extrapolated).
+    #[arg(long, value_name = "N")]
+    cap: Option<u64>,
+    /// Also write a bar chart of the steps as SVG to FILE.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct GenerateArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Rows to generate (quick 2,000,000, full 100,000,000).
+    #[arg(long, value_name = "N")]
+    rows: Option<u64>,
+    /// Also write a bar chart of the steps as SVG to FILE.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
 pub struct KvBenchArgs {
-    /// The write-up's size: 100,000 blobs of 10 KB ± 2 KB (about 1 GB, plus 2.4 GB of
-    /// files). The default is a quick 10,000.
-    #[arg(long)]
-    full: bool,
-    /// Number of blobs (overrides the default or --full).
+    #[command(flatten)]
+    common: Common,
+    /// Number of blobs (quick 10,000; full: the write-up's 100,000 blobs of 10 KB ± 2 KB,
+    /// about 1 GB plus 2.4 GB of files).
     #[arg(long, value_name = "N")]
     count: Option<u64>,
     /// Mean blob size in bytes.
@@ -42,46 +156,89 @@ pub struct KvBenchArgs {
     /// Page size of the store (default: SQLite's, 4096).
     #[arg(long, value_name = "BYTES")]
     page_size: Option<u32>,
-    /// Timed runs of each step.
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    runs: usize,
-    /// Working folder (emptied first; default: a folder under the system temp dir).
-    #[arg(long, value_name = "DIR")]
-    dir: Option<PathBuf>,
-    /// Also write the full report (every run) as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Also write a bar chart of the read ratios as SVG to FILE.
+    /// Also write a bar chart of the read and write ratios as SVG to FILE.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
-    /// Keep the working folder afterwards.
-    #[arg(long)]
-    keep: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct AllArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Write one self-contained HTML page: every chart and table, the machine, and the
+    /// fastest verified setting per durability need.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Write each experiment's chart as DIR/<experiment>.svg.
+    #[arg(long, value_name = "DIR")]
+    svg_dir: Option<PathBuf>,
 }
 
 pub fn run(a: BenchArgs) -> Result<()> {
     match a.experiment {
+        Experiment::Ladder(x) => {
+            let c = x.common.clone();
+            single(&c, "ladder", x.svg.as_deref(), |dir, log| {
+                ladder_report(&c, dir, x.rows, x.cap, log)
+            })
+        }
+        Experiment::Pragmas(x) => {
+            let c = x.common.clone();
+            single(&c, "pragmas", x.svg.as_deref(), |dir, log| {
+                pragmas_report(&c, dir, x.seconds, log)
+            })
+        }
+        Experiment::Upsert(x) => {
+            let c = x.common.clone();
+            single(&c, "upsert", x.svg.as_deref(), |dir, log| {
+                upsert_report(&c, dir, x.messages, x.keys, x.cap, log)
+            })
+        }
+        Experiment::Generate(x) => {
+            let c = x.common.clone();
+            single(&c, "generate", x.svg.as_deref(), |dir, log| {
+                generate_report(&c, dir, x.rows, log)
+            })
+        }
         Experiment::Kv(k) => kv(k),
+        Experiment::All(a) => all(a),
     }
 }
 
-fn kv(a: KvBenchArgs) -> Result<()> {
-    let dir = a
-        .dir
+fn log_line(m: &str) {
+    eprintln!("… {m}");
+}
+
+fn work_dir(c: &Common, name: &str) -> PathBuf {
+    c.dir
         .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join("liteload-bench-kv"));
-    let mut o = if a.full {
-        KvBenchOptions::full(dir.clone())
-    } else {
-        KvBenchOptions::quick(dir.clone())
-    };
-    o.count = a.count.unwrap_or(o.count);
-    o.size = a.size.unwrap_or(o.size);
-    o.variance = a.variance.unwrap_or(o.variance);
-    o.runs = a.runs.max(1);
-    o.page_size = a.page_size;
-    let need = o.count * (o.size + o.variance) * 4;
-    if let Some(free) = free_bytes(dir.parent().unwrap_or(&dir)) {
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("liteload-bench-{name}")))
+}
+
+/// Empties `dir` (it must be ours to empty: missing, empty, or made by an earlier run).
+fn fresh_dir(dir: &Path) -> Result<()> {
+    if dir.exists() {
+        let ours = dir.join(".liteload-bench");
+        let empty = std::fs::read_dir(dir)?.next().is_none();
+        if !empty && !ours.exists() {
+            bail!(
+                "{}: the folder is not empty and was not made by liteload bench; name another with --dir",
+                dir.display()
+            );
+        }
+        std::fs::remove_dir_all(dir).with_context(|| dir.display().to_string())?;
+    }
+    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    std::fs::write(dir.join(".liteload-bench"), "")?;
+    Ok(())
+}
+
+fn check_space(dir: &Path, need: u64) -> Result<()> {
+    let probe = dir
+        .ancestors()
+        .find(|p| p.exists())
+        .unwrap_or(Path::new("."));
+    if let Some(free) = free_bytes(probe) {
         if free < need {
             bail!(
                 "{}: {} MB free, the experiment needs about {} MB",
@@ -91,35 +248,295 @@ fn kv(a: KvBenchArgs) -> Result<()> {
             );
         }
     }
-    let report = kvlab::run(&o, &mut |m| eprintln!("… {m}")).map_err(|e| anyhow::anyhow!("{e}"))?;
-    print_kv(&report);
-    if let Some(p) = &a.json {
-        std::fs::write(p, serde_json::to_string_pretty(&report)? + "\n")?;
+    Ok(())
+}
+
+fn lab_err(e: String) -> anyhow::Error {
+    anyhow::anyhow!(e)
+}
+
+fn ladder_report(
+    c: &Common,
+    dir: &Path,
+    rows: Option<u64>,
+    cap: Option<u64>,
+    log: &mut dyn FnMut(&str),
+) -> Result<Report> {
+    let mut o = if c.full {
+        LadderOptions::full(dir.to_path_buf())
+    } else {
+        LadderOptions::quick(dir.to_path_buf())
+    };
+    if c.tiny {
+        (o.rows, o.cap) = (20_000, 20);
     }
-    if let Some(p) = &a.svg {
-        std::fs::write(p, kv_svg(&report))?;
+    o.rows = rows.unwrap_or(o.rows);
+    o.cap = cap.unwrap_or(o.cap);
+    o.runs = c.runs.max(1);
+    check_space(dir, o.rows * 200)?;
+    ladder::run(&o, log).map_err(lab_err)
+}
+
+fn pragmas_report(
+    c: &Common,
+    dir: &Path,
+    seconds: Option<f64>,
+    log: &mut dyn FnMut(&str),
+) -> Result<Report> {
+    let mut o = if c.full {
+        PragmasOptions::full(dir.to_path_buf())
+    } else {
+        PragmasOptions::quick(dir.to_path_buf())
+    };
+    if c.tiny {
+        o.seconds = 0.05;
     }
-    if !a.keep {
-        let _ = std::fs::remove_dir_all(&dir);
+    o.seconds = seconds.unwrap_or(o.seconds);
+    if !(o.seconds > 0.0 && o.seconds.is_finite()) {
+        bail!("--seconds {}: expected a positive number", o.seconds);
     }
-    let failed: Vec<&Step> = report
-        .reads
+    o.runs = c.runs.max(1);
+    pragmas::run(&o, log).map_err(lab_err)
+}
+
+fn upsert_report(
+    c: &Common,
+    dir: &Path,
+    messages: Option<u64>,
+    keys: Option<u64>,
+    cap: Option<u64>,
+    log: &mut dyn FnMut(&str),
+) -> Result<Report> {
+    let mut o = if c.full {
+        UpsertOptions::full(dir.to_path_buf())
+    } else {
+        UpsertOptions::quick(dir.to_path_buf())
+    };
+    if c.tiny {
+        (o.messages, o.keys, o.cap) = (2_000, 500, 20);
+    }
+    o.messages = messages.unwrap_or(o.messages);
+    o.keys = keys.unwrap_or(o.keys).max(1);
+    o.cap = cap.unwrap_or(o.cap);
+    o.runs = c.runs.max(1);
+    upsert::run(&o, log).map_err(lab_err)
+}
+
+fn generate_report(
+    c: &Common,
+    dir: &Path,
+    rows: Option<u64>,
+    log: &mut dyn FnMut(&str),
+) -> Result<Report> {
+    let mut o = if c.full {
+        GenerateBenchOptions::full(dir.to_path_buf())
+    } else {
+        GenerateBenchOptions::quick(dir.to_path_buf())
+    };
+    if c.tiny {
+        o.rows = 20_000;
+    }
+    o.rows = rows.unwrap_or(o.rows);
+    o.runs = c.runs.max(1);
+    // Two files may exist at once (one being written, one temp): 21 bytes a row each.
+    check_space(dir, o.rows * 42)?;
+    genlab::run(&o, log).map_err(lab_err)
+}
+
+fn kv_options(c: &Common, dir: &Path) -> KvBenchOptions {
+    let mut o = if c.full {
+        KvBenchOptions::full(dir.to_path_buf())
+    } else {
+        KvBenchOptions::quick(dir.to_path_buf())
+    };
+    if c.tiny {
+        o.count = 300;
+    }
+    o.runs = c.runs.max(1);
+    o
+}
+
+fn kv_report(o: &KvBenchOptions) -> Result<KvReport> {
+    let need = o.count * (o.size + o.variance) * 4;
+    check_space(&o.dir, need)?;
+    kvlab::run(o, &mut |m| log_line(m)).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Fails (after the report is out) when any step failed verification.
+fn fail_if_any_failed(reports: &[Report]) -> Result<()> {
+    let failed: Vec<String> = reports
         .iter()
-        .chain(&report.writes)
-        .filter(|s| s.failed.is_some())
+        .flat_map(|r| {
+            r.failed()
+                .into_iter()
+                .map(move |s| format!("{}: {}", r.id, s.name))
+        })
         .collect();
     if !failed.is_empty() {
         bail!(
             "{} step(s) failed verification: {}",
             failed.len(),
-            failed
-                .iter()
-                .map(|s| s.name.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
+            failed.join("; ")
         );
     }
     Ok(())
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// One experiment: run, print, write the JSON and SVG asked for.
+fn single(
+    c: &Common,
+    name: &str,
+    svg: Option<&Path>,
+    f: impl FnOnce(&Path, &mut dyn FnMut(&str)) -> Result<Report>,
+) -> Result<()> {
+    let dir = work_dir(c, name);
+    fresh_dir(&dir)?;
+    let result = f(&dir, &mut |m| log_line(m));
+    if !c.keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let report = result?;
+    println!("{}", render::text(&report));
+    print!(
+        "{}",
+        render::recommendations_text(&render::recommendations(std::slice::from_ref(&report)))
+    );
+    let machine = Machine::here();
+    println!(
+        "
+{}",
+        machine.summary()
+    );
+    if let Some(p) = &c.json {
+        write_file(p, &render::json(&machine, std::slice::from_ref(&report)))?;
+    }
+    if let Some(p) = svg {
+        write_file(p, &render::svg(&report))?;
+    }
+    fail_if_any_failed(std::slice::from_ref(&report))
+}
+
+fn kv(a: KvBenchArgs) -> Result<()> {
+    let dir = work_dir(&a.common, "kv");
+    let mut o = kv_options(&a.common, &dir);
+    o.count = a.count.unwrap_or(o.count);
+    o.size = a.size.unwrap_or(o.size);
+    o.variance = a.variance.unwrap_or(o.variance);
+    o.page_size = a.page_size;
+    fresh_dir(&dir)?;
+    let result = kv_report(&o);
+    if !a.common.keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let report = result?;
+    print_kv(&report);
+    let exps = kvlab::experiments(&report);
+    if let Some(p) = &a.common.json {
+        let machine = Machine::here();
+        let mut v = serde_json::to_value(&report)?;
+        let all: serde_json::Value = serde_json::from_str(&render::json(&machine, &exps))?;
+        v["machine"] = all["machine"].clone();
+        v["runs"] = all["runs"].clone();
+        write_file(p, &(serde_json::to_string_pretty(&v)? + "\n"))?;
+    }
+    if let Some(p) = &a.svg {
+        write_file(p, &kv_svg(&report))?;
+    }
+    fail_if_any_failed(&exps)
+}
+
+fn all(a: AllArgs) -> Result<()> {
+    let c = &a.common;
+    let root = work_dir(c, "all");
+    fresh_dir(&root)?;
+    let mut reports: Vec<Report> = vec![];
+    let mut errors: Vec<String> = vec![];
+    let started = std::time::Instant::now();
+    type Job<'a> = (&'a str, Box<dyn FnOnce(&Path) -> Result<Vec<Report>> + 'a>);
+    let jobs: Vec<Job> = vec![
+        (
+            "ladder",
+            Box::new(|d| Ok(vec![ladder_report(c, d, None, None, &mut |m| log_line(m))?])),
+        ),
+        (
+            "pragmas",
+            Box::new(|d| Ok(vec![pragmas_report(c, d, None, &mut |m| log_line(m))?])),
+        ),
+        (
+            "upsert",
+            Box::new(|d| {
+                Ok(vec![upsert_report(c, d, None, None, None, &mut |m| {
+                    log_line(m)
+                })?])
+            }),
+        ),
+        (
+            "kv",
+            Box::new(|d| Ok(kvlab::experiments(&kv_report(&kv_options(c, d))?))),
+        ),
+        (
+            "generate",
+            Box::new(|d| Ok(vec![generate_report(c, d, None, &mut |m| log_line(m))?])),
+        ),
+    ];
+    for (name, job) in jobs {
+        eprintln!("== {name}");
+        let dir = root.join(name);
+        let r = job(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        match r {
+            Ok(rs) => {
+                for r in &rs {
+                    println!("{}", render::text(r));
+                }
+                reports.extend(rs);
+            }
+            Err(e) => {
+                eprintln!("{name}: could not run: {e:#}");
+                errors.push(format!("{name}: {e:#}"));
+            }
+        }
+    }
+    if !c.keep {
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    print!(
+        "{}",
+        render::recommendations_text(&render::recommendations(&reports))
+    );
+    let machine = Machine::here();
+    println!(
+        "
+{}
+all experiments: {:.0} s",
+        machine.summary(),
+        started.elapsed().as_secs_f64()
+    );
+    if let Some(p) = &c.json {
+        write_file(p, &render::json(&machine, &reports))?;
+    }
+    if let Some(p) = &a.html {
+        write_file(p, &render::html(&machine, &reports))?;
+        eprintln!("wrote {}", p.display());
+    }
+    if let Some(d) = &a.svg_dir {
+        std::fs::create_dir_all(d)?;
+        for r in &reports {
+            write_file(&d.join(format!("{}.svg", r.id)), &render::svg(r))?;
+        }
+    }
+    if !errors.is_empty() {
+        bail!(
+            "{} experiment(s) could not run: {}",
+            errors.len(),
+            errors.join("; ")
+        );
+    }
+    fail_if_any_failed(&reports)
 }
 
 fn free_bytes(p: &std::path::Path) -> Option<u64> {
