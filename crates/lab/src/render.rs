@@ -295,7 +295,7 @@ pub fn html(machine: &Machine, exps: &[Experiment]) -> String {
 body {{ font-family: sans-serif; max-width: 1100px; margin: 2em auto; color: #222; padding: 0 1em; }}
 table {{ border-collapse: collapse; margin: .5em 0 1em; font-size: 14px; }}
 th, td {{ border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: right; }}
-th:first-child, td:first-child, td.l {{ text-align: left; }}
+th:first-child, td:first-child, td.l, th.l {{ text-align: left; }}
 td.fail {{ color: #b00; text-align: left; }}
 .muted {{ color: #666; }} .note {{ color: #444; font-size: 14px; }}
 section {{ margin-bottom: 2.5em; }} svg {{ max-width: 100%; height: auto; }}
@@ -312,7 +312,7 @@ section {{ margin-bottom: 2.5em; }} svg {{ max-width: 100%; height: auto; }}
             "<p class=\"fail\"><b>{failed} step(s) failed verification</b>; they are shown failed and not timed.</p>"
         );
     }
-    h.push_str("<h2>Which settings won here</h2>\n<table><tr><th>need</th><th>experiment</th><th class=\"l\">fastest verified step</th><th>per second</th><th>speed-up</th></tr>\n");
+    h.push_str("<h2>Which settings won here</h2>\n<table><tr><th>need</th><th class=\"l\">experiment</th><th class=\"l\">fastest verified step</th><th>per second</th><th>speed-up</th></tr>\n");
     for r in recommendations(exps) {
         let _ = writeln!(
             h,

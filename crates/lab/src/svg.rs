@@ -47,7 +47,12 @@ pub fn chart(
         .max()
         .unwrap_or(0) as f64;
     let (left, width, row, top) = ((longest * 7.2 + 24.0).max(120.0), 460.0, 28.0, 64.0);
-    let total_width = left + width + 90.0;
+    let longest_note = bars
+        .iter()
+        .map(|b| b.note.chars().count())
+        .max()
+        .unwrap_or(0) as f64;
+    let total_width = left + width + (longest_note * 7.2 + 16.0).max(90.0);
     let max = bars
         .iter()
         .map(|b| b.value)
