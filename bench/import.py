@@ -29,6 +29,7 @@ def tools(src, db):
     """name -> (argv, table, whether it writes a database)."""
     return {
         "liteload": ([LITELOAD, "import", "-q", db, src, "--table", "transit"], True),
+        "liteload --engine direct": ([LITELOAD, "import", "-q", "--engine", "direct", db, src, "--table", "transit"], True),
         "liteload parse-only": ([LITELOAD, "import", "-q", "--parse-only", db, src, "--table", "transit"], False),
         "sqlite3 .import": (["sqlite3", db, "-cmd", ".mode tabs", f".import {src} transit"], True),
         "sqlite-utils insert --tsv": (["sqlite-utils", "insert", db, "transit", src, "--tsv"], True),

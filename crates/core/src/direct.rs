@@ -110,13 +110,15 @@ impl Sink for DirectSink<'_, '_> {
 }
 
 /// Builds a new database at `db` holding one table: `create_sql` names it `table`, and
-/// `fill` pushes its rows (through a [`DirectSink`] or directly). With `verify`, SQLite
-/// checks the finished file before it is put in place. Returns what `fill` returned.
+/// `fill` pushes its rows (through a [`DirectSink`] or directly). SQLite then runs the
+/// statements in `after` (CREATE INDEX …) on the finished file and, with `verify`, checks
+/// it, all before it is put in place. Returns what `fill` returned.
 pub fn build_new<T>(
     db: &Path,
     page_size: u32,
     table: &str,
     create_sql: &str,
+    after: &[String],
     verify: bool,
     fill: impl FnOnce(&mut TableWriter<'_, File>) -> Result<T>,
 ) -> Result<(T, Vec<String>)> {
@@ -142,6 +144,20 @@ pub fn build_new<T>(
         let out = fill(&mut t)?;
         t.finish().map_err(&err)?;
         w.finish().map_err(&err)?;
+        if !after.is_empty() {
+            // Indexes and the like: SQLite builds them on the finished file, still under
+            // the temp name, journal in memory (a crash leaves no file at the target).
+            let conn = rusqlite::Connection::open(&tmp)
+                .map_err(|e| Error::sqlite("opening the written file", e))?;
+            conn.execute_batch(crate::durability::Durability::AtomicNew.pragmas())
+                .map_err(|e| Error::sqlite("setting up the written file", e))?;
+            for sql in after {
+                conn.execute_batch(sql)
+                    .map_err(|e| Error::sqlite(format!("running {sql}"), e))?;
+            }
+            conn.close()
+                .map_err(|(_, e)| Error::sqlite("closing the written file", e))?;
+        }
         if verify {
             let conn = rusqlite::Connection::open(&tmp)
                 .map_err(|e| Error::sqlite("opening the written file to verify it", e))?;

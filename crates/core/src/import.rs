@@ -14,13 +14,14 @@ use std::time::Instant;
 
 use rusqlite::Connection;
 
+use crate::direct::{self as direct_engine, DirectSink, Engine};
 use crate::durability::{self, Durability, FileSettings, Target};
 use crate::error::{Error, Result};
 use crate::pipeline::{self, Rejects};
 use crate::schema::quote_ident;
 use crate::sink::{sqlite::DEFAULT_ROWS_PER_STATEMENT, NullSink, SqliteSink};
 use crate::source::input::default_table_name;
-use crate::source::{open_source, Format, Input, ReadOptions};
+use crate::source::{open_source, Format, Input, ReadOptions, Source};
 use crate::table::{self, IndexSpec};
 use crate::types::ColumnType;
 
@@ -68,6 +69,10 @@ pub struct ImportOptions {
     pub batch_rows: usize,
     /// The cap on rows per INSERT statement.
     pub rows_per_statement: usize,
+    /// SQLite's insert path, or the direct page writer (one input into a new file).
+    pub engine: Engine,
+    /// Direct engine: SQLite checks the file (`integrity_check`) before it is put in place.
+    pub verify: bool,
 }
 
 impl Default for ImportOptions {
@@ -90,6 +95,8 @@ impl Default for ImportOptions {
             parse_only: false,
             batch_rows: 8192,
             rows_per_statement: DEFAULT_ROWS_PER_STATEMENT,
+            engine: Engine::Sqlite,
+            verify: false,
         }
     }
 }
@@ -175,6 +182,9 @@ pub fn import(
         .bytes_total
         .store(total.unwrap_or(0), Ordering::Relaxed);
     validate_options(opts, inputs)?;
+    if opts.engine == Engine::Direct && !opts.parse_only {
+        return import_direct(db, inputs, opts, progress, start);
+    }
     let mut target = if opts.parse_only {
         None
     } else {
@@ -202,6 +212,121 @@ pub fn import(
         }
         (Err(e), None) => Err(e),
     }
+}
+
+/// `import` through the direct page writer: one input into a new file, the table
+/// created from the sample's columns and types, rows written page by page; indexes are
+/// then built by SQLite on the finished file, before it is put in place. Anything the
+/// page writer cannot do (a second input, an existing file, --pk, --alter, a column that
+/// appears after the sample) is refused with a pointer to `--engine sqlite`.
+fn import_direct(
+    db: &Path,
+    inputs: &[Input],
+    opts: &ImportOptions,
+    progress: &Progress,
+    start: Instant,
+) -> Result<Summary> {
+    let refuse = |why: &str| {
+        Err(Error::plan(format!(
+            "--engine direct {why}; use --engine sqlite"
+        )))
+    };
+    if inputs.len() != 1 {
+        return refuse("loads one input into a new file");
+    }
+    if !matches!(opts.durability, None | Some(Durability::AtomicNew)) {
+        return refuse("writes a new file (durability atomic-new)");
+    }
+    if !opts.pk.is_empty() {
+        return refuse("cannot order rows by a --pk");
+    }
+    if opts.alter {
+        return refuse("writes a new table; --alter does not apply");
+    }
+    if db.exists() {
+        return Err(Error::plan(format!(
+            "{}: the direct engine builds a new file, but this one exists (use --engine sqlite to add to it)",
+            db.display()
+        )));
+    }
+    let mut summary = Summary {
+        rows_per_statement: 0,
+        ..Summary::default()
+    };
+    let rejects = Mutex::new(Rejects::new(opts.rejects.as_deref(), opts.max_errors)?);
+    let Opened {
+        mut src,
+        table: name,
+        columns,
+        types,
+    } = open_input(&inputs[0], opts, progress, &mut summary)?;
+    if columns.is_empty() {
+        return Err(Error::plan(format!(
+            "no columns for the new table {}: the input has no records to name them",
+            quote_ident(&name)
+        )));
+    }
+    for ix in &opts.indexes {
+        for c in &ix.columns {
+            if !columns.iter().any(|k| k.eq_ignore_ascii_case(c)) {
+                return Err(Error::plan(format!(
+                    "--index {c:?}: table {} has no such column (columns: {})",
+                    quote_ident(&name),
+                    columns.join(", ")
+                )));
+            }
+        }
+    }
+    let cols: Vec<(String, ColumnType)> =
+        columns.iter().cloned().zip(types.iter().copied()).collect();
+    let create = table::create_sql(&name, &cols, &[]);
+    let after: Vec<String> = opts.indexes.iter().map(|ix| ix.sql(&name)).collect();
+    src.set_types(types.clone());
+    let page_size = opts
+        .file
+        .page_size
+        .unwrap_or(direct_engine::DEFAULT_PAGE_SIZE);
+    let layout: Vec<Option<usize>> = (0..columns.len()).map(Some).collect();
+    let (rows, notes) = direct_engine::build_new(
+        db,
+        page_size,
+        &name,
+        &create,
+        &after,
+        opts.verify,
+        |t| {
+            let mut sink = DirectSink::new(t, 1, layout);
+            pipeline::run(
+                src.as_mut(),
+                &mut sink,
+                opts.batch_rows,
+                progress,
+                &rejects,
+                &mut |_| {
+                    Err(Error::plan(
+                        "a column appeared after the sample; --engine direct writes the columns it saw first (use --engine sqlite)",
+                    ))
+                },
+                &mut summary,
+            )
+        },
+    )?;
+    let (count, samples) = rejects
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .finish()?;
+    summary.rows = rows;
+    summary.tables = vec![name];
+    summary.rejects = count;
+    summary.reject_samples = samples;
+    summary.durability = format!(
+        "atomic-new (direct page writer{})",
+        if opts.verify { ", verified" } else { "" }
+    );
+    summary.notes.extend(notes);
+    summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
+    finish_summary(&mut summary, start);
+    Ok(summary)
 }
 
 /// Fills in the timing and SQLite version of a finished run.
@@ -282,60 +407,25 @@ fn import_into(
     let mut created: HashSet<String> = HashSet::new();
     let mut loaded: Vec<(String, Vec<String>)> = vec![];
     for input in inputs {
-        let ro = read_options_for(input, opts)?;
-        let mut src = open_source(input, &ro, progress.bytes_read.clone())?;
-        let sample = src.sample()?;
-        summary.notes.extend(
-            sample
-                .notes
-                .iter()
-                .map(|n| format!("{}: {}", input.display_name(), n)),
-        );
-        let table = match (&opts.table, default_table_name(input)) {
-            (Some(t), _) => t.clone(),
-            (None, Some(t)) => t,
-            (None, None) => return Err(Error::plan("reading stdin: name the table with --table")),
-        };
-        let mut inferred: Vec<ColumnType> = sample
-            .guesses
-            .iter()
-            .map(|g| {
-                if opts.detect_types {
-                    g.resolve()
-                } else {
-                    ColumnType::Text
-                }
-            })
-            .collect();
-        inferred.resize(sample.columns.len(), ColumnType::Text);
-        for (name, ty) in &opts.types {
-            match sample
-                .columns
-                .iter()
-                .position(|c| c.eq_ignore_ascii_case(name))
-            {
-                Some(i) => inferred[i] = *ty,
-                None => {
-                    return Err(Error::plan(format!(
-                        "--type {name}=…: {} has no column {name:?} (columns: {})",
-                        input.display_name(),
-                        sample.columns.join(", ")
-                    )))
-                }
-            }
-        }
+        let Opened {
+            mut src,
+            table,
+            columns,
+            types: inferred,
+        } = open_input(input, opts, progress, &mut summary)?;
+        let sample_columns = columns;
         let plan = match target.as_deref_mut() {
             Some(t) => plan_table(
                 &t.conn,
                 &table,
-                &sample.columns,
+                &sample_columns,
                 &inferred,
                 opts,
                 &mut created,
             )?,
             None => TablePlan {
                 table: table.clone(),
-                columns: sample.columns.clone(),
+                columns: sample_columns.clone(),
                 types: inferred.clone(),
                 may_alter: true,
             },
@@ -407,6 +497,71 @@ fn import_into(
     summary.rejects = count;
     summary.reject_samples = samples;
     Ok(summary)
+}
+
+/// An input opened and sampled: its source, the table it goes to, its columns and their
+/// types (inferred, then overridden by `--type`).
+struct Opened {
+    src: Box<dyn Source>,
+    table: String,
+    columns: Vec<String>,
+    types: Vec<ColumnType>,
+}
+
+fn open_input(
+    input: &Input,
+    opts: &ImportOptions,
+    progress: &Progress,
+    summary: &mut Summary,
+) -> Result<Opened> {
+    let ro = read_options_for(input, opts)?;
+    let mut src = open_source(input, &ro, progress.bytes_read.clone())?;
+    let sample = src.sample()?;
+    summary.notes.extend(
+        sample
+            .notes
+            .iter()
+            .map(|n| format!("{}: {}", input.display_name(), n)),
+    );
+    let table = match (&opts.table, default_table_name(input)) {
+        (Some(t), _) => t.clone(),
+        (None, Some(t)) => t,
+        (None, None) => return Err(Error::plan("reading stdin: name the table with --table")),
+    };
+    let mut inferred: Vec<ColumnType> = sample
+        .guesses
+        .iter()
+        .map(|g| {
+            if opts.detect_types {
+                g.resolve()
+            } else {
+                ColumnType::Text
+            }
+        })
+        .collect();
+    inferred.resize(sample.columns.len(), ColumnType::Text);
+    for (name, ty) in &opts.types {
+        match sample
+            .columns
+            .iter()
+            .position(|c| c.eq_ignore_ascii_case(name))
+        {
+            Some(i) => inferred[i] = *ty,
+            None => {
+                return Err(Error::plan(format!(
+                    "--type {name}=…: {} has no column {name:?} (columns: {})",
+                    input.display_name(),
+                    sample.columns.join(", ")
+                )))
+            }
+        }
+    }
+    Ok(Opened {
+        src,
+        table,
+        columns: sample.columns,
+        types: inferred,
+    })
 }
 
 /// Creates the table, or checks (and with --alter widens) an existing one. Every

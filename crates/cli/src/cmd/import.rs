@@ -208,6 +208,15 @@ pub struct ImportArgs {
     /// bound parameters, read at run time).
     #[arg(long, value_name = "N", default_value_t = liteload::sink::sqlite::DEFAULT_ROWS_PER_STATEMENT, hide_short_help = true, help_heading = "Durability and speed")]
     pub rows_per_statement: usize,
+    /// How rows are written: `sqlite` (SQLite's insert path, any target), `direct` (the
+    /// page writer: one input into a new file, indexes built by SQLite afterwards), or
+    /// `auto` (currently `sqlite`; see the README).
+    #[arg(long, value_enum, default_value_t = super::generate::Engine::Auto, help_heading = "Durability and speed")]
+    pub engine: super::generate::Engine,
+    /// With --engine direct: SQLite runs `PRAGMA integrity_check` on the written file
+    /// before it is put in place; a failure leaves no file.
+    #[arg(long, help_heading = "Durability and speed")]
+    pub verify: bool,
 
     // ---- output
     /// No progress bar, no summary (errors are still printed).
@@ -324,6 +333,13 @@ fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
         parse_only: a.parse_only,
         batch_rows: a.batch_rows.max(1),
         rows_per_statement: a.rows_per_statement.max(1),
+        engine: match a.engine {
+            super::generate::Engine::Direct => liteload::direct::Engine::Direct,
+            super::generate::Engine::Sqlite | super::generate::Engine::Auto => {
+                liteload::direct::Engine::Sqlite
+            }
+        },
+        verify: a.verify,
     })
 }
 

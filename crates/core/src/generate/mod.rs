@@ -244,7 +244,7 @@ fn generate_direct(
         .page_size
         .unwrap_or(direct_engine::DEFAULT_PAGE_SIZE);
     let (rows, notes) =
-        direct_engine::build_new(db, page_size, &opts.table, &sql, opts.verify, |t| {
+        direct_engine::build_new(db, page_size, &opts.table, &sql, &[], opts.verify, |t| {
             let mut src =
                 GeneratorSource::new(opts.columns.clone(), opts.rows, opts.seed, 1, opts.threads);
             let mut sink = DirectSink::new(t, 1, layout);
