@@ -30,6 +30,8 @@ def tools(src, db):
     return {
         "liteload": ([LITELOAD, "import", "-q", db, src, "--table", "transit"], True),
         "liteload --engine direct": ([LITELOAD, "import", "-q", "--engine", "direct", db, src, "--table", "transit"], True),
+        "liteload --index Stop": ([LITELOAD, "import", "-q", "--index", "Stop", db, src, "--table", "transit"], True),
+        "liteload --engine direct --index Stop": ([LITELOAD, "import", "-q", "--engine", "direct", "--index", "Stop", db, src, "--table", "transit"], True),
         "liteload parse-only": ([LITELOAD, "import", "-q", "--parse-only", db, src, "--table", "transit"], False),
         "sqlite3 .import": (["sqlite3", db, "-cmd", ".mode tabs", f".import {src} transit"], True),
         "sqlite-utils insert --tsv": (["sqlite-utils", "insert", db, "transit", src, "--tsv"], True),
