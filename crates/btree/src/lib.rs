@@ -4,6 +4,9 @@
 //! cache, no journal, no page splits, sequential writes. SQLite opens the result as its
 //! own file (`PRAGMA integrity_check` says ok) and can go on using it.
 //!
+//! Indexes are built the same way from entries sorted in SQLite's order (the `index`
+//! module, whose top comment draws the index pages).
+//!
 //! What is written (all integers big-endian):
 //!
 //! The database header, bytes 0..100 of page 1:
@@ -69,6 +72,7 @@
 //! root of interior levels over leaves of their own (possibly with no cell and only the
 //! right-most pointer, as SQLite itself writes it).
 
+pub mod index;
 pub mod record;
 pub mod varint;
 mod writer;

@@ -10,6 +10,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
 
+use crate::index;
 use crate::record::{self, Value};
 use crate::varint;
 use crate::Error;
@@ -57,7 +58,11 @@ pub struct DbWriter<W: Write + Seek> {
 }
 
 struct SchemaRow {
+    /// "table" or "index".
+    kind: &'static str,
     name: String,
+    /// The table it belongs to (a table's own name for a table).
+    table: String,
     sql: String,
     root: u32,
 }
@@ -134,6 +139,109 @@ impl<W: Write + Seek> DbWriter<W> {
             cell: Vec::with_capacity(256),
             rows: 0,
         }
+    }
+
+    /// Writes index `name` on `table` (its `CREATE INDEX` text is `sql`) from `entries`:
+    /// records of the key columns then the rowid, already in [`index::compare`] order
+    /// (the caller sorts them; a UNIQUE index must have no two equal keys). Leaves are
+    /// written first, then each interior level; returns the root page.
+    pub fn index(
+        &mut self,
+        name: &str,
+        table: &str,
+        sql: &str,
+        entries: &[&[u8]],
+    ) -> Result<u32, Error> {
+        debug_assert!(
+            entries
+                .windows(2)
+                .all(|w| index::compare(w[0], w[1]) == std::cmp::Ordering::Less),
+            "index entries come sorted and distinct (the rowid makes them so)"
+        );
+        let u = self.page_size;
+        let pages = index::plan(entries.len(), u - 8, |i| {
+            index::cell_cost(u, entries[i].len(), false)
+        });
+        let mut children = Vec::with_capacity(pages.len());
+        let mut dividers: Vec<&[u8]> = Vec::with_capacity(pages.len());
+        let last = pages.len() - 1;
+        for (k, &(start, end)) in pages.iter().enumerate() {
+            let cells: Vec<(u32, &[u8])> = entries[start..end].iter().map(|e| (0, *e)).collect();
+            children.push(self.index_page(&cells, None)?);
+            if k < last {
+                dividers.push(entries[end]);
+            }
+        }
+        while children.len() > 1 {
+            debug_assert_eq!(dividers.len() + 1, children.len());
+            let pages = index::plan(dividers.len(), u - 12, |i| {
+                index::cell_cost(u, dividers[i].len(), true)
+            });
+            let last = pages.len() - 1;
+            let mut up_children = Vec::with_capacity(pages.len());
+            let mut up_dividers = Vec::with_capacity(pages.len());
+            for (k, &(start, end)) in pages.iter().enumerate() {
+                let cells: Vec<(u32, &[u8])> =
+                    (start..end).map(|i| (children[i], dividers[i])).collect();
+                up_children.push(self.index_page(&cells, Some(children[end]))?);
+                if k < last {
+                    up_dividers.push(dividers[end]);
+                }
+            }
+            children = up_children;
+            dividers = up_dividers;
+        }
+        let root = children[0];
+        self.schema.push(SchemaRow {
+            kind: "index",
+            name: name.to_string(),
+            table: table.to_string(),
+            sql: sql.to_string(),
+            root,
+        });
+        Ok(root)
+    }
+
+    /// Writes one index page holding `cells` (child, entry) in order: a leaf when `right`
+    /// is `None` (children ignored), else an interior page whose right-most child is
+    /// `right`. Overflow pages of its cells are written first. Returns its number.
+    fn index_page(&mut self, cells: &[(u32, &[u8])], right: Option<u32>) -> io::Result<u32> {
+        let u = self.page_size;
+        let hdr = if right.is_some() { 12 } else { 8 };
+        let mut page = vec![0u8; u];
+        let mut top = u;
+        let mut cell = Vec::with_capacity(64);
+        for (i, &(child, entry)) in cells.iter().enumerate() {
+            let local = index::local_payload(u, entry.len());
+            cell.clear();
+            if right.is_some() {
+                cell.extend_from_slice(&child.to_be_bytes());
+            }
+            let mut head = [0u8; 9];
+            let n = varint::put(&mut head, entry.len() as u64);
+            cell.extend_from_slice(&head[..n]);
+            cell.extend_from_slice(&entry[..local]);
+            if local < entry.len() {
+                let first = self.write_overflow(&entry[local..])?;
+                cell.extend_from_slice(&first.to_be_bytes());
+            }
+            top -= cell.len();
+            page[top..top + cell.len()].copy_from_slice(&cell);
+            let ptr = hdr + 2 * i;
+            page[ptr..ptr + 2].copy_from_slice(&(top as u16).to_be_bytes());
+        }
+        debug_assert!(hdr + 2 * cells.len() <= top, "cells overlap their pointers");
+        page[0] = if right.is_some() {
+            index::INTERIOR_INDEX
+        } else {
+            index::LEAF_INDEX
+        };
+        page[3..5].copy_from_slice(&(cells.len() as u16).to_be_bytes());
+        page[5..7].copy_from_slice(&content_start(top));
+        if let Some(r) = right {
+            page[8..12].copy_from_slice(&r.to_be_bytes());
+        }
+        self.write_page(&page)
     }
 
     /// Writes the overflow pages of `rest` (the payload beyond the cell); returns the
@@ -247,9 +355,9 @@ impl<W: Write + Seek> DbWriter<W> {
                 let mut record = vec![];
                 record::encode(
                     &[
-                        Value::Text(b"table"),
+                        Value::Text(t.kind.as_bytes()),
                         Value::Text(t.name.as_bytes()),
-                        Value::Text(t.name.as_bytes()),
+                        Value::Text(t.table.as_bytes()),
                         Value::Integer(i64::from(t.root)),
                         Value::Text(t.sql.as_bytes()),
                     ],
@@ -474,6 +582,8 @@ impl<W: Write + Seek> TableWriter<'_, W> {
         let children = self.last_leaf()?;
         let root = self.db.interior_levels(children)?;
         self.db.schema.push(SchemaRow {
+            kind: "table",
+            table: self.name.clone(),
             name: std::mem::take(&mut self.name),
             sql: std::mem::take(&mut self.sql),
             root,

@@ -176,3 +176,51 @@ fn what_the_page_writer_cannot_do_is_refused_and_leaves_no_file() -> R {
     assert_eq!(std::fs::read(d.path().join("kept.db"))?, before);
     Ok(())
 }
+
+#[test]
+fn indexes_written_directly_equal_sqlites_and_the_memory_cap_falls_back() -> R {
+    let d = tempfile::tempdir()?;
+    std::fs::write(d.path().join("mixed.csv"), mixed_csv(6_000))?;
+    let ix = [
+        "--index",
+        "note,big",
+        "--unique-index",
+        "n",
+        "--index",
+        "mixed",
+    ];
+    let mut runs: Vec<(&str, Vec<&str>)> = vec![
+        ("s.db", vec!["--engine", "sqlite"]),
+        ("d.db", vec!["--engine", "direct", "--verify"]),
+        // 1,000 bytes of entries: every index goes to SQLite's CREATE INDEX instead.
+        ("c.db", vec!["--engine", "direct", "--index-memory", "1000"]),
+    ];
+    for (db, extra) in runs.iter_mut() {
+        let mut args = vec![*db, "mixed.csv", "-q"];
+        args.extend(ix);
+        args.append(extra);
+        import(d.path(), &args).assert().success();
+    }
+    let want = dump(&d.path().join("s.db"), "mixed")?;
+    assert_eq!(want.1.len(), 4, "{:?}", want.1);
+    assert_eq!(dump(&d.path().join("d.db"), "mixed")?, want);
+    assert_eq!(dump(&d.path().join("c.db"), "mixed")?, want);
+    // A duplicate key under --unique-index fails, leaving no file.
+    std::fs::write(d.path().join("dup.csv"), "k,v\n1,a\n2,b\n1,c\n")?;
+    import(
+        d.path(),
+        &[
+            "dup.db",
+            "dup.csv",
+            "--unique-index",
+            "k",
+            "--engine",
+            "direct",
+        ],
+    )
+    .assert()
+    .failure()
+    .stderr(predicate::str::contains("UNIQUE"));
+    assert!(!d.path().join("dup.db").exists());
+    Ok(())
+}

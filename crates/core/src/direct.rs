@@ -48,6 +48,75 @@ pub struct DirectSink<'t, 'd> {
     /// For each table column: the batch column it comes from, or `None` for the rowid
     /// alias. The batch columns appear in order: 0, 1, 2, …
     layout: Vec<Option<usize>>,
+    /// Entries of the indexes to write after the table.
+    indexes: Vec<IndexEntries>,
+    /// The most bytes of index entries kept in memory (all indexes together).
+    index_memory: usize,
+}
+
+/// One index's entries, gathered while its table is written: a record of the key columns
+/// and the rowid per row, in an arena, until [`IndexEntries::sorted`] orders them.
+#[derive(Debug)]
+pub struct IndexEntries {
+    /// The table columns of the key, in key order.
+    pub columns: Vec<usize>,
+    data: Vec<u8>,
+    ends: Vec<usize>,
+    /// Set when the entries outgrew the memory allowed: they were dropped, and SQLite
+    /// builds this index on the finished file instead.
+    pub given_up: bool,
+}
+
+impl IndexEntries {
+    pub fn new(columns: Vec<usize>) -> Self {
+        IndexEntries {
+            columns,
+            data: vec![],
+            ends: vec![],
+            given_up: false,
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.data.len() + self.ends.len() * std::mem::size_of::<usize>()
+    }
+
+    /// The entries in SQLite's index order (key columns, then rowid).
+    ///
+    /// One integer key column (every entry two integers) sorts as 128-bit numbers; any
+    /// other key sorts by decoding and comparing records, several times slower.
+    pub fn sorted(&self) -> Vec<&[u8]> {
+        let mut v: Vec<&[u8]> = Vec::with_capacity(self.ends.len());
+        let mut start = 0;
+        for &end in &self.ends {
+            v.push(&self.data[start..end]);
+            start = end;
+        }
+        // Order-preserving: i64 to u64 by flipping the sign bit.
+        let flip = |i: i64| (i as u64) ^ (1 << 63);
+        let keys: Option<Vec<(u128, u32)>> = v
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let (k, rowid) = liteload_btree::index::int_pair(r)?;
+                Some((
+                    (u128::from(flip(k)) << 64) | u128::from(flip(rowid)),
+                    i as u32,
+                ))
+            })
+            .collect();
+        match keys {
+            Some(mut keys) if v.len() < u32::MAX as usize => {
+                keys.sort_unstable_by_key(|k| k.0);
+                keys.iter().map(|&(_, i)| v[i as usize]).collect()
+            }
+            _ => {
+                v.sort_unstable_by(|a, b| liteload_btree::index::compare(a, b));
+                v
+            }
+        }
+    }
 }
 
 impl<'t, 'd> DirectSink<'t, 'd> {
@@ -68,7 +137,22 @@ impl<'t, 'd> DirectSink<'t, 'd> {
             table,
             next_rowid: first_rowid,
             layout,
+            indexes: vec![],
+            index_memory: usize::MAX,
         }
+    }
+
+    /// Also gathers the entries of these indexes (see [`DirectSink::into_indexes`]).
+    /// Entries beyond `memory` bytes in all are given up (see [`IndexEntries::given_up`]).
+    pub fn with_indexes(mut self, indexes: Vec<IndexEntries>, memory: usize) -> Self {
+        self.indexes = indexes;
+        self.index_memory = memory;
+        self
+    }
+
+    /// The index entries gathered.
+    pub fn into_indexes(self) -> Vec<IndexEntries> {
+        self.indexes
     }
 }
 
@@ -97,7 +181,37 @@ impl Sink for DirectSink<'_, '_> {
             self.table
                 .push(self.next_rowid, &cells)
                 .map_err(|e| from_btree(e, None))?;
+            for ix in self.indexes.iter_mut().filter(|ix| !ix.given_up) {
+                let n = ix.columns.len();
+                let rowid = Cell::Integer(self.next_rowid);
+                if n < 8 {
+                    let mut key = [Cell::Null; 8];
+                    for (k, &c) in key.iter_mut().zip(&ix.columns) {
+                        *k = cells[c];
+                    }
+                    key[n] = rowid;
+                    liteload_btree::record::encode(&key[..=n], &mut ix.data);
+                } else {
+                    let key: Vec<Cell<'_>> = ix
+                        .columns
+                        .iter()
+                        .map(|&c| cells[c])
+                        .chain([rowid])
+                        .collect();
+                    liteload_btree::record::encode(&key, &mut ix.data);
+                }
+                ix.ends.push(ix.data.len());
+            }
             self.next_rowid += 1;
+        }
+        let held: usize = self.indexes.iter().map(IndexEntries::bytes).sum();
+        if held > self.index_memory {
+            for ix in &mut self.indexes {
+                *ix = IndexEntries {
+                    given_up: true,
+                    ..IndexEntries::new(std::mem::take(&mut ix.columns))
+                };
+            }
         }
         Ok(batch.rows() as u64)
     }
@@ -110,17 +224,18 @@ impl Sink for DirectSink<'_, '_> {
 }
 
 /// Builds a new database at `db` holding one table: `create_sql` names it `table`, and
-/// `fill` pushes its rows (through a [`DirectSink`] or directly). SQLite then runs the
-/// statements in `after` (CREATE INDEX …) on the finished file and, with `verify`, checks
-/// it, all before it is put in place. Returns what `fill` returned.
+/// `fill` pushes its rows (through a [`DirectSink`] or directly); `indexes` may then add
+/// index b-trees to the file and returns SQL (CREATE INDEX …) for SQLite to run on the
+/// finished file. With `verify`, SQLite checks the file. All of it happens before the
+/// file is put in place. Returns what `fill` returned.
 pub fn build_new<T>(
     db: &Path,
     page_size: u32,
     table: &str,
     create_sql: &str,
-    after: &[String],
     verify: bool,
     fill: impl FnOnce(&mut TableWriter<'_, File>) -> Result<T>,
+    indexes: impl FnOnce(&mut DbWriter<File>, &mut T) -> Result<Vec<String>>,
 ) -> Result<(T, Vec<String>)> {
     if db.exists() {
         return Err(Error::plan(format!(
@@ -141,8 +256,9 @@ pub fn build_new<T>(
         let err = |e| from_btree(e, Some(&tmp));
         let mut w = DbWriter::create(&tmp, page_size).map_err(&err)?;
         let mut t = w.table(table, create_sql);
-        let out = fill(&mut t)?;
+        let mut out = fill(&mut t)?;
         t.finish().map_err(&err)?;
+        let after = indexes(&mut w, &mut out)?;
         w.finish().map_err(&err)?;
         if !after.is_empty() {
             // Indexes and the like: SQLite builds them on the finished file, still under
@@ -151,7 +267,7 @@ pub fn build_new<T>(
                 .map_err(|e| Error::sqlite("opening the written file", e))?;
             conn.execute_batch(crate::durability::Durability::AtomicNew.pragmas())
                 .map_err(|e| Error::sqlite("setting up the written file", e))?;
-            for sql in after {
+            for sql in &after {
                 conn.execute_batch(sql)
                     .map_err(|e| Error::sqlite(format!("running {sql}"), e))?;
             }

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use rusqlite::Connection;
 
-use crate::direct::{self as direct_engine, DirectSink, Engine};
+use crate::direct::{self as direct_engine, DirectSink, Engine, IndexEntries};
 use crate::durability::{self, Durability, FileSettings, Target};
 use crate::error::{Error, Result};
 use crate::pipeline::{self, Rejects};
@@ -73,6 +73,10 @@ pub struct ImportOptions {
     pub engine: Engine,
     /// Direct engine: SQLite checks the file (`integrity_check`) before it is put in place.
     pub verify: bool,
+    /// Direct engine: index entries are gathered and sorted in memory up to this many
+    /// bytes (all indexes together); beyond it SQLite's `CREATE INDEX` builds them on the
+    /// finished file instead.
+    pub index_memory: usize,
 }
 
 impl Default for ImportOptions {
@@ -97,6 +101,7 @@ impl Default for ImportOptions {
             rows_per_statement: DEFAULT_ROWS_PER_STATEMENT,
             engine: Engine::Sqlite,
             verify: false,
+            index_memory: 1 << 30,
         }
     }
 }
@@ -280,23 +285,33 @@ fn import_direct(
     let cols: Vec<(String, ColumnType)> =
         columns.iter().cloned().zip(types.iter().copied()).collect();
     let create = table::create_sql(&name, &cols, &[]);
-    let after: Vec<String> = opts.indexes.iter().map(|ix| ix.sql(&name)).collect();
+    let position = |c: &String| {
+        columns
+            .iter()
+            .position(|k| k.eq_ignore_ascii_case(c))
+            .expect("index columns were checked")
+    };
+    let gather: Vec<IndexEntries> = opts
+        .indexes
+        .iter()
+        .map(|ix| IndexEntries::new(ix.columns.iter().map(position).collect()))
+        .collect();
     src.set_types(types.clone());
     let page_size = opts
         .file
         .page_size
         .unwrap_or(direct_engine::DEFAULT_PAGE_SIZE);
     let layout: Vec<Option<usize>> = (0..columns.len()).map(Some).collect();
-    let (rows, notes) = direct_engine::build_new(
+    let table_name = name.clone();
+    let ((rows, _), notes) = direct_engine::build_new(
         db,
         page_size,
         &name,
         &create,
-        &after,
         opts.verify,
         |t| {
-            let mut sink = DirectSink::new(t, 1, layout);
-            pipeline::run(
+            let mut sink = DirectSink::new(t, 1, layout).with_indexes(gather, opts.index_memory);
+            let rows = pipeline::run(
                 src.as_mut(),
                 &mut sink,
                 opts.batch_rows,
@@ -308,7 +323,38 @@ fn import_direct(
                     ))
                 },
                 &mut summary,
-            )
+            )?;
+            Ok((rows, sink.into_indexes()))
+        },
+        |w, (_, gathered)| {
+            progress.set_stage(Stage::Indexing);
+            let mut by_sqlite = vec![];
+            for (ix, entries) in opts.indexes.iter().zip(std::mem::take(gathered)) {
+                if entries.given_up {
+                    by_sqlite.push(ix.sql(&table_name));
+                    continue;
+                }
+                let sorted = entries.sorted();
+                let keys = ix.columns.len();
+                if ix.unique
+                    && sorted
+                        .windows(2)
+                        .any(|p| liteload_btree::index::same_key(p[0], p[1], keys))
+                {
+                    return Err(Error::plan(format!(
+                        "--unique-index {}: two rows have the same key (UNIQUE constraint failed)",
+                        ix.columns.join(",")
+                    )));
+                }
+                w.index(
+                    &ix.name(&table_name),
+                    &table_name,
+                    &ix.stored_sql(&table_name),
+                    &sorted,
+                )
+                .map_err(|e| Error::plan(format!("writing the index: {e}")))?;
+            }
+            Ok(by_sqlite)
         },
     )?;
     let (count, samples) = rejects

@@ -96,14 +96,28 @@ pub struct IndexSpec {
 }
 
 impl IndexSpec {
+    /// The index's name on `table`: `idx_T_a_b`.
+    pub fn name(&self, table: &str) -> String {
+        format!("idx_{}_{}", table, self.columns.join("_"))
+    }
+
     /// `CREATE [UNIQUE] INDEX IF NOT EXISTS "idx_T_a_b" ON "T" ("a", "b")`.
     pub fn sql(&self, table: &str) -> String {
-        let name = format!("idx_{}_{}", table, self.columns.join("_"));
+        self.create(table, "IF NOT EXISTS ")
+    }
+
+    /// The text SQLite keeps in `sqlite_schema` for the index [`IndexSpec::sql`] creates
+    /// (SQLite drops `IF NOT EXISTS` from what it stores).
+    pub fn stored_sql(&self, table: &str) -> String {
+        self.create(table, "")
+    }
+
+    fn create(&self, table: &str, if_not_exists: &str) -> String {
         let cols: Vec<String> = self.columns.iter().map(|c| quote_ident(c)).collect();
         format!(
-            "CREATE {}INDEX IF NOT EXISTS {} ON {} ({})",
+            "CREATE {}INDEX {if_not_exists}{} ON {} ({})",
             if self.unique { "UNIQUE " } else { "" },
-            quote_ident(&name),
+            quote_ident(&self.name(table)),
             quote_ident(table),
             cols.join(", ")
         )

@@ -217,6 +217,10 @@ pub struct ImportArgs {
     /// before it is put in place; a failure leaves no file.
     #[arg(long, help_heading = "Durability and speed")]
     pub verify: bool,
+    /// With --engine direct: index entries are sorted in memory up to this many bytes;
+    /// beyond it SQLite's CREATE INDEX builds the indexes on the finished file.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 30, hide_short_help = true, help_heading = "Durability and speed")]
+    pub index_memory: usize,
 
     // ---- output
     /// No progress bar, no summary (errors are still printed).
@@ -340,6 +344,7 @@ fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
             }
         },
         verify: a.verify,
+        index_memory: a.index_memory,
     })
 }
 

@@ -243,8 +243,13 @@ fn generate_direct(
         .file
         .page_size
         .unwrap_or(direct_engine::DEFAULT_PAGE_SIZE);
-    let (rows, notes) =
-        direct_engine::build_new(db, page_size, &opts.table, &sql, &[], opts.verify, |t| {
+    let (rows, notes) = direct_engine::build_new(
+        db,
+        page_size,
+        &opts.table,
+        &sql,
+        opts.verify,
+        |t| {
             let mut src =
                 GeneratorSource::new(opts.columns.clone(), opts.rows, opts.seed, 1, opts.threads);
             let mut sink = DirectSink::new(t, 1, layout);
@@ -257,7 +262,9 @@ fn generate_direct(
                 &mut |_| Ok(()),
                 &mut summary,
             )
-        })?;
+        },
+        |_, _| Ok(vec![]),
+    )?;
     summary.rows = rows;
     summary.rows_per_statement = 0;
     summary.durability = format!(

@@ -1,0 +1,304 @@
+//! Index b-trees, built bottom-up from records already in SQLite's order.
+//!
+//! An index entry is a record of the key columns followed by the row's rowid; entries
+//! are ordered by [`compare`] (SQLite's order for the BINARY collation: NULL, then
+//! numbers by value, then text and blobs by their bytes; field by field, the rowid last).
+//!
+//! Unlike a table b-tree, an index keeps entries in its interior pages too: the entry
+//! between two neighbouring pages moves up into their parent as the divider. So the
+//! pages of each level are planned over the entries (or, above the leaves, over the
+//! dividers): as many as fit, then the next one goes up, and so on. A plan never ends a
+//! level with a page of no cells: when the last item alone would be left over, the page
+//! before it gives up its last item to be the divider instead.
+//!
+//! | page | header | cell |
+//! |---|---|---|
+//! | 0x0A index leaf | 8 bytes | payload size (varint), local payload, [first overflow page] |
+//! | 0x02 index interior | 12 bytes (right-most child last) | left child (4 bytes), payload size (varint), local payload, [first overflow page] |
+//!
+//! Local payload: `X = (U - 12) * 64 / 255 - 23`, `M = (U - 12) * 32 / 255 - 23`,
+//! `K = M + (P - M) % (U - 4)`; `P` if `P <= X`, else `K` if `K <= X`, else `M`.
+
+use std::cmp::Ordering;
+
+use crate::varint;
+
+pub(crate) const LEAF_INDEX: u8 = 0x0a;
+pub(crate) const INTERIOR_INDEX: u8 = 0x02;
+
+/// How an index entry's payload of `payload` bytes is split between cell and overflow.
+pub fn local_payload(usable: usize, payload: usize) -> usize {
+    let x = (usable - 12) * 64 / 255 - 23;
+    if payload <= x {
+        return payload;
+    }
+    let m = (usable - 12) * 32 / 255 - 23;
+    let k = m + (payload - m) % (usable - 4);
+    if k <= x {
+        k
+    } else {
+        m
+    }
+}
+
+/// The bytes a cell of this payload takes in a page, its 2-byte pointer included
+/// (`interior`: plus the 4-byte child).
+pub(crate) fn cell_cost(usable: usize, payload: usize, interior: bool) -> usize {
+    let local = local_payload(usable, payload);
+    let overflow = if local < payload { 4 } else { 0 };
+    let child = if interior { 4 } else { 0 };
+    child + varint::len(payload as u64) + local + overflow + 2
+}
+
+/// Pages of one level over `n` items, each page a run of items `start..end`; the item at
+/// `end` (for every page but the last) is the divider that goes up a level. `cost(i)` is
+/// what item `i` takes in a page of `room` bytes. Every page holds at least one item.
+///
+/// For a leaf level the items are entries; for an interior level item `i` is the cell
+/// (child `i`, divider `i + 1`), and the last child is the page's right-most pointer
+/// rather than an item, so the caller plans over `children - 1` items and a page
+/// `start..end` has children `start..=end`.
+pub(crate) fn plan(n: usize, room: usize, cost: impl Fn(usize) -> usize) -> Vec<(usize, usize)> {
+    let mut pages = vec![];
+    let mut start = 0;
+    loop {
+        let mut end = start;
+        let mut used = 0;
+        while end < n && used + cost(end) <= room {
+            used += cost(end);
+            end += 1;
+        }
+        debug_assert!(end > start || n == 0, "a page takes at least one item");
+        if end >= n {
+            pages.push((start, n));
+            return pages;
+        }
+        if end + 1 == n {
+            // Only item `end` would be left, and it must go up as a divider: then the
+            // last page would be empty. This page gives up its last item instead.
+            debug_assert!(end - start >= 2, "a page holds at least two items");
+            pages.push((start, end - 1));
+            pages.push((end, n));
+            return pages;
+        }
+        pages.push((start, end));
+        start = end + 1;
+    }
+}
+
+/// One field of a record, decoded for comparison.
+#[derive(Clone, Copy, Debug)]
+enum Field<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'a [u8]),
+    Blob(&'a [u8]),
+}
+
+impl Field<'_> {
+    fn class(&self) -> u8 {
+        match self {
+            Field::Null => 0,
+            Field::Int(_) | Field::Real(_) => 1,
+            Field::Text(_) => 2,
+            Field::Blob(_) => 3,
+        }
+    }
+}
+
+/// An integer against a float, as SQLite's sqlite3IntFloatCompare does.
+fn int_float(i: i64, f: f64) -> Ordering {
+    if f < -9_223_372_036_854_775_808.0 {
+        return Ordering::Greater;
+    }
+    if f >= 9_223_372_036_854_775_808.0 {
+        return Ordering::Less;
+    }
+    match i.cmp(&(f as i64)) {
+        Ordering::Equal => (i as f64).partial_cmp(&f).unwrap_or(Ordering::Equal),
+        o => o,
+    }
+}
+
+fn field_cmp(a: Field<'_>, b: Field<'_>) -> Ordering {
+    match (a, b) {
+        (Field::Int(x), Field::Int(y)) => x.cmp(&y),
+        (Field::Real(x), Field::Real(y)) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
+        (Field::Int(x), Field::Real(y)) => int_float(x, y),
+        (Field::Real(x), Field::Int(y)) => int_float(y, x).reverse(),
+        (Field::Text(x), Field::Text(y)) | (Field::Blob(x), Field::Blob(y)) => x.cmp(y),
+        _ => a.class().cmp(&b.class()),
+    }
+}
+
+/// The fields of a well-formed record (as written by [`crate::record::encode`]).
+struct Fields<'a> {
+    rec: &'a [u8],
+    head: usize,
+    head_end: usize,
+    body: usize,
+}
+
+impl<'a> Fields<'a> {
+    fn new(rec: &'a [u8]) -> Fields<'a> {
+        let (h, n) = varint::get(rec);
+        Fields {
+            rec,
+            head: n,
+            head_end: h as usize,
+            body: h as usize,
+        }
+    }
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = Field<'a>;
+
+    fn next(&mut self) -> Option<Field<'a>> {
+        if self.head >= self.head_end {
+            return None;
+        }
+        let (t, n) = varint::get(&self.rec[self.head..]);
+        self.head += n;
+        let at = self.body;
+        let int = |len: usize| {
+            let b = &self.rec[at..at + len];
+            let mut v = if b[0] & 0x80 != 0 { -1i64 } else { 0 };
+            for &x in b {
+                v = (v << 8) | i64::from(x);
+            }
+            v
+        };
+        let (f, len) = match t {
+            0 => (Field::Null, 0),
+            1..=4 => (Field::Int(int(t as usize)), t as usize),
+            5 => (Field::Int(int(6)), 6),
+            6 => (Field::Int(int(8)), 8),
+            7 => {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&self.rec[at..at + 8]);
+                (Field::Real(f64::from_bits(u64::from_be_bytes(b))), 8)
+            }
+            8 => (Field::Int(0), 0),
+            9 => (Field::Int(1), 0),
+            t if t >= 13 && t % 2 == 1 => {
+                let len = ((t - 13) / 2) as usize;
+                (Field::Text(&self.rec[at..at + len]), len)
+            }
+            t => {
+                let len = ((t.max(12) - 12) / 2) as usize;
+                (Field::Blob(&self.rec[at..at + len]), len)
+            }
+        };
+        self.body += len;
+        Some(f)
+    }
+}
+
+/// SQLite's order of two records (BINARY collation, ascending), field by field; a
+/// record that is a prefix of the other sorts first.
+pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
+    let mut fa = Fields::new(a);
+    let mut fb = Fields::new(b);
+    loop {
+        match (fa.next(), fb.next()) {
+            (Some(x), Some(y)) => match field_cmp(x, y) {
+                Ordering::Equal => continue,
+                o => return o,
+            },
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+        }
+    }
+}
+
+/// The two fields of a record of exactly two integers (an index entry of one integer key
+/// and its rowid), or `None`. Such entries sort as the pairs do.
+pub fn int_pair(rec: &[u8]) -> Option<(i64, i64)> {
+    let mut f = Fields::new(rec);
+    match (f.next(), f.next(), f.next()) {
+        (Some(Field::Int(a)), Some(Field::Int(b)), None) => Some((a, b)),
+        _ => None,
+    }
+}
+
+/// Whether two index entries have the same key: their first `keys` fields equal and none
+/// of them NULL (what a UNIQUE index forbids; NULLs are distinct in SQLite).
+pub fn same_key(a: &[u8], b: &[u8], keys: usize) -> bool {
+    Fields::new(a)
+        .zip(Fields::new(b))
+        .take(keys)
+        .all(|(x, y)| !matches!(x, Field::Null) && field_cmp(x, y) == Ordering::Equal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{encode, Value};
+
+    fn rec(v: &[Value<'_>]) -> Vec<u8> {
+        let mut out = vec![];
+        encode(v, &mut out);
+        out
+    }
+
+    #[test]
+    fn local_payload_follows_the_format() {
+        // 4096: x = 4084 * 64 / 255 - 23 = 1002, m = 489.
+        assert_eq!(local_payload(4096, 1002), 1002);
+        assert_eq!(local_payload(4096, 1003), 489, "k = 1003 > x, so m");
+        assert_eq!(
+            local_payload(4096, 5000),
+            489 + (5000 - 489) % 4092,
+            "k = 908"
+        );
+    }
+
+    #[test]
+    fn order_is_sqlites() {
+        use Value::*;
+        let order = [
+            rec(&[Null, Integer(5)]),
+            rec(&[Integer(-3), Integer(1)]),
+            rec(&[Real(-2.5), Integer(1)]),
+            rec(&[Integer(2), Integer(1)]),
+            rec(&[Real(2.0), Integer(2)]),
+            rec(&[Real(2.5), Integer(1)]),
+            rec(&[Integer(i64::MAX), Integer(1)]),
+            rec(&[Real(1e19), Integer(1)]),
+            rec(&[Text(b""), Integer(1)]),
+            rec(&[Text(b"a"), Integer(1)]),
+            rec(&[Text(b"ab"), Integer(1)]),
+            rec(&[Text(b"b"), Integer(1)]),
+            rec(&[Blob(b""), Integer(1)]),
+        ];
+        for (i, a) in order.iter().enumerate() {
+            for (j, b) in order.iter().enumerate() {
+                assert_eq!(compare(a, b), i.cmp(&j), "{i} vs {j}");
+            }
+        }
+        assert!(same_key(&order[3], &order[4], 1), "2 = 2.0");
+        assert_eq!(int_pair(&order[1]), Some((-3, 1)));
+        assert_eq!(int_pair(&order[2]), None);
+        assert!(!same_key(&order[0], &order[0], 1), "NULLs are distinct");
+    }
+
+    #[test]
+    fn plans_never_end_with_an_empty_page() {
+        for n in 0..200 {
+            for cost in [1, 7, 10, 33] {
+                let pages = plan(n, 100, |_| cost);
+                let mut expect = 0;
+                for (k, &(s, e)) in pages.iter().enumerate() {
+                    assert_eq!(s, expect, "n {n} cost {cost}: {pages:?}");
+                    assert!(e > s || n == 0, "n {n} cost {cost}: {pages:?}");
+                    assert!((e - s) * cost <= 100);
+                    expect = if k + 1 == pages.len() { e } else { e + 1 };
+                }
+                assert_eq!(expect, n, "n {n} cost {cost}: {pages:?}");
+            }
+        }
+    }
+}
