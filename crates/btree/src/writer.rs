@@ -34,7 +34,12 @@ const MAX_INTERIOR_CELL: usize = 4 + 9 + 2;
 /// `m = (u - 12) * 32 / 255 - 23` are kept, or `k = m + (p - m) % (u - 4)` when that
 /// still fits, and the rest goes to overflow pages of `u - 4` bytes each.
 pub fn local_payload(usable: usize, payload: usize) -> usize {
-    let x = usable - 35;
+    split_payload(usable, payload, usable - 35)
+}
+
+/// The local part of a payload on a page whose cells hold at most `x` payload bytes
+/// (tables and indexes differ only in `x`; `m` and `k` are the same).
+pub(crate) fn split_payload(usable: usize, payload: usize, x: usize) -> usize {
     if payload <= x {
         return payload;
     }

@@ -188,18 +188,18 @@ fn table() -> impl Strategy<Value = (u32, usize, Vec<(i64, Vec<V>)>)> {
                 prop::collection::vec((1i64..1000, row), 0..max_rows),
             )
         })
-        .prop_map(|(page, cols, rows)| {
-            // Strictly increasing rowids from random gaps, starting below zero.
-            let mut id = -500i64;
-            let rows = rows
-                .into_iter()
-                .map(|(gap, r)| {
-                    id += gap;
-                    (id, r)
-                })
-                .collect();
-            (page, cols, rows)
+        .prop_map(|(page, cols, rows)| (page, cols, with_gaps(-500, rows)))
+}
+
+/// Strictly increasing rowids from `start` plus each row's random gap.
+fn with_gaps(start: i64, rows: Vec<(i64, Vec<V>)>) -> Vec<(i64, Vec<V>)> {
+    let mut id = start;
+    rows.into_iter()
+        .map(|(gap, r)| {
+            id += gap;
+            (id, r)
         })
+        .collect()
 }
 
 proptest! {
@@ -435,17 +435,7 @@ fn indexed_table() -> impl Strategy<Value = (u32, usize, Vec<(i64, Vec<V>)>)> {
                 prop::collection::vec((1i64..50, row), 0..400),
             )
         })
-        .prop_map(|(page, keys, rows)| {
-            let mut id = -100i64;
-            let rows = rows
-                .into_iter()
-                .map(|(gap, r)| {
-                    id += gap;
-                    (id, r)
-                })
-                .collect();
-            (page, keys, rows)
-        })
+        .prop_map(|(page, keys, rows)| (page, keys, with_gaps(-100, rows)))
 }
 
 proptest! {
