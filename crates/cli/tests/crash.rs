@@ -76,17 +76,32 @@ fn delays(full: Duration, n: usize) -> Vec<Duration> {
 
 #[test]
 fn kill_during_a_new_file_load_leaves_no_file_or_a_complete_one() -> R {
+    kills_during_a_new_file_load(&[])
+}
+
+#[test]
+fn kill_during_a_direct_load_with_an_index_leaves_no_file_or_a_complete_one() -> R {
+    kills_during_a_new_file_load(&["--engine", "direct", "--index", "n"])
+}
+
+/// kill -9 at several moments of `import` into a new file (with `extra` flags).
+fn kills_during_a_new_file_load(extra: &[&str]) -> R {
+    let with = |args: &[&'static str]| -> Vec<&str> {
+        args.iter().copied().chain(extra.iter().copied()).collect()
+    };
     let d = tempfile::tempdir()?;
     let expected = write_input(&d.path().join("big.csv"))?;
     let t0 = Instant::now();
-    assert!(spawn(d.path(), &["full.db", "big.csv"])?.wait()?.success());
+    assert!(spawn(d.path(), &with(&["full.db", "big.csv"]))?
+        .wait()?
+        .success());
     let full = t0.elapsed();
     assert_eq!(contents(&d.path().join("full.db"))?, expected);
 
     let mut interrupted = 0;
     for delay in delays(full, 6) {
         let db = d.path().join("k.db");
-        let mut child = spawn(d.path(), &["k.db", "big.csv"])?;
+        let mut child = spawn(d.path(), &with(&["k.db", "big.csv"]))?;
         std::thread::sleep(delay);
         let finished = child.try_wait()?.is_some();
         child.kill()?; // SIGKILL
@@ -108,7 +123,9 @@ fn kill_during_a_new_file_load_leaves_no_file_or_a_complete_one() -> R {
         "no kill landed during a load; the test proved nothing"
     );
     // The next run cleans up whatever temp file the kills left.
-    assert!(spawn(d.path(), &["k.db", "big.csv"])?.wait()?.success());
+    assert!(spawn(d.path(), &with(&["k.db", "big.csv"]))?
+        .wait()?
+        .success());
     assert_eq!(contents(&d.path().join("k.db"))?, expected);
     assert!(!d.path().join("k.db.liteload-tmp").exists());
     Ok(())
