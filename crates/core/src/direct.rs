@@ -82,20 +82,24 @@ impl IndexEntries {
         self.data.len() + self.ends.len() * std::mem::size_of::<usize>()
     }
 
-    /// The entries in SQLite's index order (key columns, then rowid).
-    ///
-    /// One integer key column (every entry two integers) sorts as 128-bit numbers; any
-    /// other key sorts by decoding and comparing records, several times slower.
-    pub fn sorted(&self) -> Vec<&[u8]> {
+    /// The entries in SQLite's index order (key columns, then rowid), when the key is
+    /// one integer column (every entry two integers): they sort as 128-bit numbers.
+    /// Other keys give `None`: sorting them by decoding records measured slower than
+    /// SQLite's own `CREATE INDEX` (an integer key: 5.7 s against 7.9 s for 10M rows; a
+    /// text key: 16.1 s against 8.7 s), so SQLite builds those.
+    pub fn sorted_int_keys(&self) -> Option<Vec<&[u8]>> {
         let mut v: Vec<&[u8]> = Vec::with_capacity(self.ends.len());
         let mut start = 0;
         for &end in &self.ends {
             v.push(&self.data[start..end]);
             start = end;
         }
+        if v.len() >= u32::MAX as usize {
+            return None;
+        }
         // Order-preserving: i64 to u64 by flipping the sign bit.
         let flip = |i: i64| (i as u64) ^ (1 << 63);
-        let keys: Option<Vec<(u128, u32)>> = v
+        let mut keys: Vec<(u128, u32)> = v
             .iter()
             .enumerate()
             .map(|(i, r)| {
@@ -105,17 +109,9 @@ impl IndexEntries {
                     i as u32,
                 ))
             })
-            .collect();
-        match keys {
-            Some(mut keys) if v.len() < u32::MAX as usize => {
-                keys.sort_unstable_by_key(|k| k.0);
-                keys.iter().map(|&(_, i)| v[i as usize]).collect()
-            }
-            _ => {
-                v.sort_unstable_by(|a, b| liteload_btree::index::compare(a, b));
-                v
-            }
-        }
+            .collect::<Option<_>>()?;
+        keys.sort_unstable_by_key(|k| k.0);
+        Some(keys.iter().map(|&(_, i)| v[i as usize]).collect())
     }
 }
 

@@ -294,7 +294,14 @@ fn import_direct(
     let gather: Vec<IndexEntries> = opts
         .indexes
         .iter()
-        .map(|ix| IndexEntries::new(ix.columns.iter().map(position).collect()))
+        .map(|ix| {
+            let cols: Vec<usize> = ix.columns.iter().map(position).collect();
+            // Only a single INTEGER key is written directly (see
+            // `IndexEntries::sorted_int_keys`); SQLite builds the others.
+            let mut e = IndexEntries::new(cols);
+            e.given_up = !matches!(e.columns[..], [c] if types[c] == ColumnType::Integer);
+            e
+        })
         .collect();
     src.set_types(types.clone());
     let page_size = opts
@@ -330,11 +337,13 @@ fn import_direct(
             progress.set_stage(Stage::Indexing);
             let mut by_sqlite = vec![];
             for (ix, entries) in opts.indexes.iter().zip(std::mem::take(gathered)) {
-                if entries.given_up {
-                    by_sqlite.push(ix.sql(&table_name));
-                    continue;
-                }
-                let sorted = entries.sorted();
+                let sorted = match entries.sorted_int_keys() {
+                    Some(sorted) if !entries.given_up => sorted,
+                    _ => {
+                        by_sqlite.push(ix.sql(&table_name));
+                        continue;
+                    }
+                };
                 let keys = ix.columns.len();
                 if ix.unique
                     && sorted
