@@ -86,7 +86,7 @@ pub struct Common {
 pub struct LadderArgs {
     #[command(flatten)]
     common: Common,
-    /// Rows in the generated TSV (default: the write-up's 864,913).
+    /// Rows in the generated TSV (quick 250,000; full: the write-up's 864,913).
     #[arg(long, value_name = "N")]
     rows: Option<u64>,
     /// Rows loaded by the autocommit step (its rate is extrapolated to the whole file).
