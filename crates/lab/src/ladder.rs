@@ -327,153 +327,110 @@ pub fn run(o: &LadderOptions, log: &mut dyn FnMut(&str)) -> Result<Experiment, S
     };
     let fast = "PRAGMA synchronous=OFF; PRAGMA journal_mode=MEMORY;";
     let n = o.rows;
+    // A SQLite-side step over the whole file.
+    let step = |name: &str, safety: Safety, writeup_secs: f64, w: Way| {
+        Plan::new(name, Some(safety), n, published(writeup_secs), move || {
+            load(path, db, n, w, all)
+        })
+    };
+    let ours = |name: &str, durability: Durability, index: bool, engine: Engine| {
+        Plan::new(name, Some(Safety::AllOrNothing), n, None, move || {
+            liteload_import(path, db, durability, index, engine, all)
+        })
+    };
+    let with = |pragmas: &'static str, index: Option<bool>| Way {
+        pragmas,
+        index,
+        ..way
+    };
+    let autocommit = Way {
+        exec: true,
+        transaction: false,
+        ..way
+    };
     let plans = vec![
         Plan::new(
             "exec per row, autocommit",
             Some(Safety::Durable),
             cap,
             published(9933.61),
-            move || {
-                let w = Way {
-                    exec: true,
-                    transaction: false,
-                    ..way
-                };
-                load(path, db, cap, w, first)
-            },
+            move || load(path, db, cap, autocommit, first),
         )
         .extrapolated_to(n),
-        Plan::new(
+        step(
             "exec per row, one transaction",
-            Some(Safety::AllOrNothing),
-            n,
-            published(38.03),
-            move || load(path, db, n, Way { exec: true, ..way }, all),
+            Safety::AllOrNothing,
+            38.03,
+            Way { exec: true, ..way },
         ),
-        Plan::new(
+        step(
             "prepared statement, one transaction",
-            Some(Safety::AllOrNothing),
-            n,
-            published(16.27),
-            move || load(path, db, n, way, all),
+            Safety::AllOrNothing,
+            16.27,
+            way,
         ),
-        Plan::new(
+        step(
             "+ synchronous=OFF",
-            Some(Safety::AppCrash),
-            n,
-            published(12.41),
-            move || {
-                let w = Way {
-                    pragmas: "PRAGMA synchronous=OFF;",
-                    ..way
-                };
-                load(path, db, n, w, all)
-            },
+            Safety::AppCrash,
+            12.41,
+            with("PRAGMA synchronous=OFF;", None),
         ),
-        Plan::new(
+        step(
             "+ journal_mode=MEMORY (synchronous on)",
-            Some(Safety::None),
-            n,
-            published(13.50),
-            move || {
-                let w = Way {
-                    pragmas: "PRAGMA journal_mode=MEMORY;",
-                    ..way
-                };
-                load(path, db, n, w, all)
-            },
+            Safety::None,
+            13.50,
+            with("PRAGMA journal_mode=MEMORY;", None),
         ),
-        Plan::new(
+        step(
             "+ synchronous=OFF and journal_mode=MEMORY",
-            Some(Safety::None),
-            n,
-            published(12.00),
-            move || {
-                load(
-                    path,
-                    db,
-                    n,
-                    Way {
-                        pragmas: fast,
-                        ..way
-                    },
-                    all,
-                )
-            },
+            Safety::None,
+            12.00,
+            with(fast, None),
         ),
-        Plan::new(
+        step(
             "+ in-memory database",
-            Some(Safety::None),
-            n,
-            published(10.94),
-            move || {
-                load(
-                    path,
-                    db,
-                    n,
-                    Way {
-                        memory: true,
-                        ..way
-                    },
-                    all,
-                )
+            Safety::None,
+            10.94,
+            Way {
+                memory: true,
+                ..way
             },
         ),
-        Plan::new(
+        step(
             "sync OFF + journal MEMORY, index before the load",
-            Some(Safety::None),
-            n,
-            published(18.13),
-            move || {
-                let w = Way {
-                    pragmas: fast,
-                    index: Some(true),
-                    ..way
-                };
-                load(path, db, n, w, all)
-            },
+            Safety::None,
+            18.13,
+            with(fast, Some(true)),
         ),
-        Plan::new(
+        step(
             "sync OFF + journal MEMORY, index after the load",
-            Some(Safety::None),
-            n,
-            published(13.66),
-            move || {
-                let w = Way {
-                    pragmas: fast,
-                    index: Some(false),
-                    ..way
-                };
-                load(path, db, n, w, all)
-            },
+            Safety::None,
+            13.66,
+            with(fast, Some(false)),
         ),
-        Plan::new(
+        ours(
             "liteload import, balanced (WAL, synchronous=NORMAL)",
-            Some(Safety::AllOrNothing),
-            n,
-            None,
-            move || liteload_import(path, db, Durability::Balanced, false, Engine::Sqlite, all),
+            Durability::Balanced,
+            false,
+            Engine::Sqlite,
         ),
-        Plan::new(
+        ours(
             "liteload import, atomic-new (new file default)",
-            Some(Safety::AllOrNothing),
-            n,
-            None,
-            move || liteload_import(path, db, Durability::AtomicNew, false, Engine::Sqlite, all),
+            Durability::AtomicNew,
+            false,
+            Engine::Sqlite,
         ),
-        Plan::new(
+        ours(
             "liteload import, atomic-new, --index Stop",
-            Some(Safety::AllOrNothing),
-            n,
-            None,
-            move || liteload_import(path, db, Durability::AtomicNew, true, Engine::Sqlite, all),
+            Durability::AtomicNew,
+            true,
+            Engine::Sqlite,
         ),
-        Plan::new(
+        ours(
             "liteload import --engine direct (page writer)",
-            Some(Safety::AllOrNothing),
-            n,
-            None,
-            move || liteload_import(path, db, Durability::AtomicNew, false, Engine::Direct, all),
+            Durability::AtomicNew,
+            false,
+            Engine::Direct,
         ),
         Plan::new(
             "read and split the file only (floor)",

@@ -33,6 +33,14 @@ pub fn count(n: u64) -> String {
     out
 }
 
+/// The slowest and fastest run's rate.
+fn spread(s: &Step) -> (f64, f64) {
+    let r = s.rates();
+    let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = r.iter().copied().fold(0.0, f64::max);
+    (lo, hi)
+}
+
 /// A step's speed-up over the experiment's baseline.
 fn speedup(e: &Experiment, s: &Step) -> Option<f64> {
     Some(s.median_rate()? / e.baseline()?.median_rate()?)
@@ -87,9 +95,7 @@ pub fn text(e: &Experiment) -> String {
         let safety = st.safety.map(|x| x.describe()).unwrap_or("-");
         match st.median_rate() {
             Some(m) => {
-                let r = st.rates();
-                let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
-                let hi = r.iter().copied().fold(0.0, f64::max);
+                let (lo, hi) = spread(st);
                 let _ = writeln!(
                     s,
                     "  {:<width$} {:>13} {:>25} {:>9}   {:>13} {:>9}   {}",
@@ -362,9 +368,7 @@ section {{ margin-bottom: 2.5em; }} svg {{ max-width: 100%; height: auto; }}
             };
             match st.median_rate() {
                 Some(m) => {
-                    let r = st.rates();
-                    let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
-                    let hi = r.iter().copied().fold(0.0, f64::max);
+                    let (lo, hi) = spread(st);
                     let _ = writeln!(
                         h,
                         "<tr><td>{}{star}</td><td>{}</td><td>{} – {}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",

@@ -390,8 +390,8 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// The civil date of a day number.
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
+/// The civil date (year, month, day) of a day number (days since 1970-01-01).
+pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
