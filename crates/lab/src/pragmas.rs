@@ -287,7 +287,9 @@ pub fn workload(
         let deadline = start + Duration::from_secs_f64(seconds);
         let mut in_tx = 0u64;
         let mut ops = 0u64;
-        while ops % 64 != 0 || Instant::now() < deadline {
+        // Whole rounds of 64 operations, at least one: a configuration whose setup
+        // outlasts the time still does (and is timed on) some work.
+        while ops == 0 || ops % 64 != 0 || Instant::now() < deadline {
             if cfg.per_transaction > 0 && in_tx == 0 {
                 if let Err(err) = conn.execute_batch("BEGIN") {
                     fail(&mut n, err.to_string());
@@ -376,6 +378,9 @@ fn read_rows(stmt: &mut rusqlite::Statement<'_>, c: usize, v: i64) -> Result<u64
 /// One configuration's run as a measured step: fails if any statement failed.
 fn step_run(db: &Path, cfg: &Config, seconds: f64, seed: u64) -> Result<Run, String> {
     let (took, n) = workload(db, cfg, seconds, seed, None)?;
+    if n.ok_ops() == 0 {
+        return Err("no operation completed".into());
+    }
     if n.failed > 0 {
         return Err(format!(
             "{} of {} statements failed; first: {}",
