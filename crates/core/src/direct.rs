@@ -219,6 +219,17 @@ impl Sink for DirectSink<'_, '_> {
     }
 }
 
+/// The direct engine only builds new files: an error if `db` exists.
+pub fn refuse_existing(db: &Path) -> Result<()> {
+    if db.exists() {
+        return Err(Error::plan(format!(
+            "{}: the direct engine builds a new file, but this one exists (use --engine sqlite to add to it)",
+            db.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Builds a new database at `db` holding one table: `create_sql` names it `table`, and
 /// `fill` pushes its rows (through a [`DirectSink`] or directly); `indexes` may then add
 /// index b-trees to the file and returns SQL (CREATE INDEX …) for SQLite to run on the
@@ -233,12 +244,7 @@ pub fn build_new<T>(
     fill: impl FnOnce(&mut TableWriter<'_, File>) -> Result<T>,
     indexes: impl FnOnce(&mut DbWriter<File>, &mut T) -> Result<Vec<String>>,
 ) -> Result<(T, Vec<String>)> {
-    if db.exists() {
-        return Err(Error::plan(format!(
-            "{}: the direct engine builds a new file, but this one exists (use --engine sqlite to add to it)",
-            db.display()
-        )));
-    }
+    refuse_existing(db)?;
     let tmp = durability::temp_path(db);
     let mut notes = vec![];
     if tmp.exists() {

@@ -248,12 +248,8 @@ fn import_direct(
     if opts.alter {
         return refuse("writes a new table; --alter does not apply");
     }
-    if db.exists() {
-        return Err(Error::plan(format!(
-            "{}: the direct engine builds a new file, but this one exists (use --engine sqlite to add to it)",
-            db.display()
-        )));
-    }
+    // Before anything is read or a rejects file made.
+    direct_engine::refuse_existing(db)?;
     let mut summary = Summary {
         rows_per_statement: 0,
         ..Summary::default()

@@ -185,6 +185,18 @@ struct Way {
     index: Option<bool>,
 }
 
+impl Way {
+    /// A prepared statement in one transaction, default PRAGMAs, on disk, no index: the
+    /// step the others vary.
+    const PREPARED: Way = Way {
+        exec: false,
+        transaction: true,
+        pragmas: "",
+        memory: false,
+        index: None,
+    };
+}
+
 fn load(path: &Path, db: &Path, limit: u64, way: Way, want: Expect) -> Result<Run, String> {
     remove_db(db);
     let e = |e: rusqlite::Error| e.to_string();
@@ -318,13 +330,7 @@ pub fn run(o: &LadderOptions, log: &mut dyn FnMut(&str)) -> Result<Experiment, S
     let (all, first) =
         write_tsv(&tsv, o.rows, cap, o.seed).map_err(|e| format!("{}: {e}", tsv.display()))?;
     let (path, db) = (tsv.as_path(), db.as_path());
-    let way = Way {
-        exec: false,
-        transaction: true,
-        pragmas: "",
-        memory: false,
-        index: None,
-    };
+    let way = Way::PREPARED;
     let fast = "PRAGMA synchronous=OFF; PRAGMA journal_mode=MEMORY;";
     let n = o.rows;
     // A SQLite-side step over the whole file.
@@ -494,13 +500,7 @@ mod tests {
         let tsv = dir.path().join("t.tsv");
         let (all, _) = write_tsv(&tsv, 100, 10, 3).unwrap();
         let db = dir.path().join("t.db");
-        let way = Way {
-            exec: false,
-            transaction: true,
-            pragmas: "",
-            memory: false,
-            index: None,
-        };
+        let way = Way::PREPARED;
         // Loading 99 of 100 rows must not pass as the whole file.
         let err = match load(&tsv, &db, 99, way, all) {
             Err(e) => e,

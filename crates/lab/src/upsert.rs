@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use liteload::generate::rng::Rng;
 use liteload::ingest::{Ingest, IngestOptions};
+use liteload::schema::quote_ident;
 use rusqlite::types::Value as Sql;
 use rusqlite::{params_from_iter, Connection};
 use serde::Serialize;
@@ -314,7 +315,7 @@ fn open(db: &Path, pragmas: &str) -> Result<Connection, String> {
     remove_db(db);
     let conn = Connection::open(db).map_err(|e| e.to_string())?;
     conn.set_prepared_statement_cache_capacity(4096);
-    let cols: Vec<String> = columns().iter().map(|c| format!("\"{c}\"")).collect();
+    let cols: Vec<String> = columns().iter().map(|c| quote_ident(c)).collect();
     conn.execute_batch(&format!(
         "{pragmas} CREATE TABLE flights (id TEXT PRIMARY KEY, {});",
         cols.join(", ")
@@ -324,10 +325,7 @@ fn open(db: &Path, pragmas: &str) -> Result<Connection, String> {
 }
 
 fn quoted(names: &[&String]) -> Vec<String> {
-    names
-        .iter()
-        .map(|n| format!("\"{}\"", n.replace('"', "\"\"")))
-        .collect()
+    names.iter().map(|n| quote_ident(n)).collect()
 }
 
 fn insert(conn: &Connection, id: &str, m: &Map<String, Value>) -> rusqlite::Result<()> {

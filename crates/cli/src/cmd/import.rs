@@ -11,6 +11,8 @@ use liteload::{
     Ragged, ReadOptions, Summary,
 };
 
+pub use liteload_lab::render::count as grouped;
+
 use super::UsageError;
 use crate::progress::Bar;
 
@@ -433,19 +435,6 @@ fn report(a: &ImportArgs, s: &Summary) -> std::io::Result<()> {
         )?;
     }
     Ok(())
-}
-
-/// `1234567` as `1,234,567`.
-pub fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn plural(n: u64) -> &'static str {
