@@ -74,10 +74,12 @@
 
 pub mod index;
 pub mod record;
+pub mod seqfile;
 pub mod varint;
 mod writer;
 
 pub use record::Value;
+pub use seqfile::SeqFile;
 pub use writer::{local_payload, DbWriter, TableWriter};
 
 /// Why a file cannot be written.

@@ -6,12 +6,12 @@
 //! overflow pages, if any, come last. Every page is written once, at the end of the file,
 //! so the writes are sequential.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::index;
 use crate::record::{self, Value};
+use crate::seqfile::SeqFile;
 use crate::varint;
 use crate::Error;
 
@@ -55,7 +55,8 @@ pub(crate) fn split_payload(usable: usize, payload: usize, x: usize) -> usize {
 /// A database file being written. Add tables with [`DbWriter::table`], one at a time,
 /// then [`DbWriter::finish`].
 pub struct DbWriter<W: Write + Seek> {
-    out: BufWriter<W>,
+    /// Written one page at a time: give it a buffered writer (such as [`SeqFile`]).
+    out: W,
     page_size: usize,
     /// Pages written or reserved so far; the next page written is `pages + 1`.
     pages: u32,
@@ -72,10 +73,10 @@ struct SchemaRow {
     root: u32,
 }
 
-impl DbWriter<File> {
-    /// Creates (or truncates) the file at `path`.
+impl DbWriter<SeqFile> {
+    /// Creates (or truncates) the file at `path`, written through a [`SeqFile`].
     pub fn create(path: &Path, page_size: u32) -> Result<Self, Error> {
-        DbWriter::new(File::create(path)?, page_size)
+        DbWriter::new(SeqFile::create(path)?, page_size)
     }
 }
 
@@ -87,7 +88,7 @@ impl<W: Write + Seek> DbWriter<W> {
             return Err(Error::PageSize(page_size));
         }
         let mut w = DbWriter {
-            out: BufWriter::with_capacity(1 << 20, out),
+            out,
             page_size: page_size as usize,
             pages: 0,
             schema: vec![],
@@ -419,8 +420,7 @@ impl<W: Write + Seek> DbWriter<W> {
         h[56..60].copy_from_slice(&1u32.to_be_bytes()); // text encoding: UTF-8
         h[92..96].copy_from_slice(&1u32.to_be_bytes()); // version-valid-for = change counter
         h[96..100].copy_from_slice(&WRITER_VERSION.to_be_bytes());
-        self.out.flush()?;
-        let mut out = self.out.into_inner().map_err(|e| e.into_error())?;
+        let mut out = self.out;
         out.seek(SeekFrom::Start(0))?;
         out.write_all(&page1)?;
         out.flush()?;

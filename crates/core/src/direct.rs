@@ -7,10 +7,9 @@
 //! `PRAGMA integrity_check` must say ok), and only then linked into place. An error or a
 //! kill leaves no file at the target.
 
-use std::fs::File;
 use std::path::Path;
 
-use liteload_btree::{DbWriter, TableWriter, Value as Cell};
+use liteload_btree::{DbWriter, SeqFile, TableWriter, Value as Cell};
 
 use crate::batch::{Batch, Value};
 use crate::durability;
@@ -43,7 +42,7 @@ fn from_btree(e: liteload_btree::Error, path: Option<&Path>) -> Error {
 /// the load gets rowid `first_rowid + i`; the column at `rowid_alias` (an INTEGER PRIMARY
 /// KEY) is stored as NULL, as SQLite stores it.
 pub struct DirectSink<'t, 'd> {
-    table: &'t mut TableWriter<'d, File>,
+    table: &'t mut TableWriter<'d, SeqFile>,
     next_rowid: i64,
     /// For each table column: the batch column it comes from, or `None` for the rowid
     /// alias. The batch columns appear in order: 0, 1, 2, …
@@ -117,7 +116,7 @@ impl IndexEntries {
 
 impl<'t, 'd> DirectSink<'t, 'd> {
     pub fn new(
-        table: &'t mut TableWriter<'d, File>,
+        table: &'t mut TableWriter<'d, SeqFile>,
         first_rowid: i64,
         layout: Vec<Option<usize>>,
     ) -> Self {
@@ -241,8 +240,8 @@ pub fn build_new<T>(
     table: &str,
     create_sql: &str,
     verify: bool,
-    fill: impl FnOnce(&mut TableWriter<'_, File>) -> Result<T>,
-    indexes: impl FnOnce(&mut DbWriter<File>, &mut T) -> Result<Vec<String>>,
+    fill: impl FnOnce(&mut TableWriter<'_, SeqFile>) -> Result<T>,
+    indexes: impl FnOnce(&mut DbWriter<SeqFile>, &mut T) -> Result<Vec<String>>,
 ) -> Result<(T, Vec<String>)> {
     refuse_existing(db)?;
     let tmp = durability::temp_path(db);
