@@ -80,7 +80,7 @@ mod writer;
 
 pub use record::Value;
 pub use seqfile::SeqFile;
-pub use writer::{local_payload, DbWriter, TableWriter};
+pub use writer::{local_payload, DbWriter, Leaves, TableWriter};
 
 /// Why a file cannot be written.
 #[derive(Debug)]

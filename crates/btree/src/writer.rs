@@ -133,16 +133,14 @@ impl<W: Write + Seek> DbWriter<W> {
     /// Starts table `name`, whose `CREATE TABLE` text is `sql` (stored as given: SQLite
     /// parses it when it opens the file, so it must describe the rows pushed).
     pub fn table(&mut self, name: &str, sql: &str) -> TableWriter<'_, W> {
-        let leaf = Leaf::new(self.page_size, 0);
+        let leaves = Leaves::new(self.page_size);
         TableWriter {
             db: self,
             name: name.to_string(),
             sql: sql.to_string(),
-            leaf,
+            leaves,
             last_rowid: None,
             children: vec![],
-            record: Vec::with_capacity(256),
-            cell: Vec::with_capacity(256),
             rows: 0,
         }
     }
@@ -494,44 +492,73 @@ impl Leaf {
     }
 }
 
-/// A table being written: rows in strictly increasing rowid order.
-pub struct TableWriter<'d, W: Write + Seek> {
-    db: &'d mut DbWriter<W>,
-    name: String,
-    sql: String,
+/// Table leaf pages filled away from the file, on any thread: rows in strictly
+/// increasing rowid order, each leaf packed as full as its cells allow. A row too big for
+/// its cell keeps its overflow bytes here, with a zero pointer in the cell, until a
+/// [`TableWriter`] (which numbers the pages) writes them: see [`TableWriter::append`].
+///
+/// Invariants: `pages` holds whole sealed pages, `max_rowids[i]` is the largest rowid of
+/// page `i`, and `patches` are in page order; the leaf being filled holds the rows after
+/// the last sealed page.
+pub struct Leaves {
+    page_size: usize,
     leaf: Leaf,
-    last_rowid: Option<i64>,
-    /// Leaves written so far: (page, largest rowid in it).
-    children: Vec<(u32, i64)>,
+    pages: Vec<u8>,
+    max_rowids: Vec<i64>,
+    /// Overflowing cells: (page index, offset of the 4-byte pointer in the page, bytes of
+    /// `spill` to write to overflow pages).
+    patches: Vec<(usize, usize, std::ops::Range<usize>)>,
+    spill: Vec<u8>,
     record: Vec<u8>,
-    cell: Vec<u8>,
+    first_rowid: Option<i64>,
+    last_rowid: Option<i64>,
     rows: u64,
 }
 
-impl<W: Write + Seek> TableWriter<'_, W> {
+impl Leaves {
+    /// Empty leaves for pages of `page_size` bytes (the database's).
+    pub fn new(page_size: usize) -> Leaves {
+        Leaves {
+            page_size,
+            leaf: Leaf::new(page_size, 0),
+            pages: vec![],
+            max_rowids: vec![],
+            patches: vec![],
+            spill: vec![],
+            record: Vec::with_capacity(256),
+            first_rowid: None,
+            last_rowid: None,
+            rows: 0,
+        }
+    }
+
+    /// Rows held.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
     /// Appends a row. `values` are the record's columns in table order; an INTEGER
     /// PRIMARY KEY column must be `Value::Null` (its value is the rowid).
     pub fn push(&mut self, rowid: i64, values: &[Value<'_>]) -> Result<(), Error> {
         let (head, body) = record::parts(values);
         let payload = head + body;
-        if local_payload(self.db.page_size, payload) == payload {
+        if local_payload(self.page_size, payload) == payload {
             // The common case: the whole record goes in the cell, written in place.
             self.check_order(rowid)?;
             let size = varint::len(payload as u64) + varint::len(rowid as u64) + payload;
             if !self.leaf.fits(size) {
-                self.flush_leaf()?;
+                self.seal_page();
             }
             let cell = self.leaf.alloc(size, rowid);
             let mut n = varint::put(cell, payload as u64);
             n += varint::put(&mut cell[n..], rowid as u64);
             record::write(values, head, body, &mut cell[n..]);
-            self.last_rowid = Some(rowid);
-            self.rows += 1;
+            self.counted(rowid);
             return Ok(());
         }
-        self.record.clear();
-        record::encode(values, &mut self.record);
-        let record = std::mem::take(&mut self.record);
+        let mut record = std::mem::take(&mut self.record);
+        record.clear();
+        record::encode(values, &mut record);
         let r = self.push_record(rowid, &record);
         self.record = record;
         r
@@ -540,15 +567,27 @@ impl<W: Write + Seek> TableWriter<'_, W> {
     /// Appends a row whose record is already encoded (see [`crate::record::encode`]).
     pub fn push_record(&mut self, rowid: i64, record: &[u8]) -> Result<(), Error> {
         self.check_order(rowid)?;
-        let size = self.db.leaf_cell_size(rowid, record.len());
+        let payload = record.len();
+        let local = local_payload(self.page_size, payload);
+        let head = varint::len(payload as u64) + varint::len(rowid as u64);
+        let size = head + local + if local < payload { 4 } else { 0 };
         if !self.leaf.fits(size) {
-            self.flush_leaf()?;
+            self.seal_page();
         }
-        self.db.leaf_cell(rowid, record, &mut self.cell)?;
-        debug_assert_eq!(self.cell.len(), size);
-        self.leaf.push(&self.cell, rowid);
-        self.last_rowid = Some(rowid);
-        self.rows += 1;
+        let cell = self.leaf.alloc(size, rowid);
+        let mut n = varint::put(cell, payload as u64);
+        n += varint::put(&mut cell[n..], rowid as u64);
+        debug_assert_eq!(n, head);
+        cell[n..n + local].copy_from_slice(&record[..local]);
+        if local < payload {
+            // The pointer stays 0 until the writer knows the first overflow page.
+            let at = self.leaf.top + n + local;
+            let start = self.spill.len();
+            self.spill.extend_from_slice(&record[local..]);
+            self.patches
+                .push((self.max_rowids.len(), at, start..self.spill.len()));
+        }
+        self.counted(rowid);
         Ok(())
     }
 
@@ -559,12 +598,160 @@ impl<W: Write + Seek> TableWriter<'_, W> {
         }
     }
 
-    fn flush_leaf(&mut self) -> io::Result<()> {
+    fn counted(&mut self, rowid: i64) {
+        self.first_rowid.get_or_insert(rowid);
+        self.last_rowid = Some(rowid);
+        self.rows += 1;
+    }
+
+    /// Seals the leaf being filled, if it holds a cell.
+    fn seal_page(&mut self) {
+        if self.leaf.cells == 0 {
+            return;
+        }
         let max = self.leaf.max_rowid;
-        let n = self.db.write_page(self.leaf.seal(LEAF_TABLE))?;
+        self.pages.extend_from_slice(self.leaf.seal(LEAF_TABLE));
+        self.max_rowids.push(max);
         self.leaf.reset();
-        self.children.push((n, max));
+    }
+
+    /// Forgets the sealed pages (written elsewhere), keeping the leaf being filled and
+    /// the overflow bytes of its cells.
+    fn drop_sealed(&mut self) {
+        let sealed = self.max_rowids.len();
+        self.pages.clear();
+        self.max_rowids.clear();
+        let keep = self.patches.partition_point(|p| p.0 < sealed);
+        let cut = self
+            .patches
+            .get(keep)
+            .map_or(self.spill.len(), |p| p.2.start);
+        self.patches.drain(..keep);
+        self.spill.drain(..cut);
+        for p in &mut self.patches {
+            debug_assert_eq!(p.0, sealed, "only the leaf being filled is left");
+            p.0 = 0;
+            p.2 = p.2.start - cut..p.2.end - cut;
+        }
+    }
+
+    /// Forgets every row, keeping the allocations.
+    pub fn clear(&mut self) {
+        self.leaf.reset();
+        self.pages.clear();
+        self.max_rowids.clear();
+        self.patches.clear();
+        self.spill.clear();
+        self.first_rowid = None;
+        self.last_rowid = None;
+        self.rows = 0;
+    }
+}
+
+/// A table being written: rows in strictly increasing rowid order, pushed one by one or
+/// appended as [`Leaves`] filled elsewhere.
+pub struct TableWriter<'d, W: Write + Seek> {
+    db: &'d mut DbWriter<W>,
+    name: String,
+    sql: String,
+    /// Rows pushed here; sealed pages are written as soon as there are any.
+    leaves: Leaves,
+    last_rowid: Option<i64>,
+    /// Leaves written so far: (page, largest rowid in it).
+    children: Vec<(u32, i64)>,
+    rows: u64,
+}
+
+impl<W: Write + Seek> TableWriter<'_, W> {
+    /// Appends a row. `values` are the record's columns in table order; an INTEGER
+    /// PRIMARY KEY column must be `Value::Null` (its value is the rowid).
+    pub fn push(&mut self, rowid: i64, values: &[Value<'_>]) -> Result<(), Error> {
+        self.check_order(rowid)?;
+        self.leaves.push(rowid, values)?;
+        self.pushed(rowid)
+    }
+
+    /// Appends a row whose record is already encoded (see [`crate::record::encode`]).
+    pub fn push_record(&mut self, rowid: i64, record: &[u8]) -> Result<(), Error> {
+        self.check_order(rowid)?;
+        self.leaves.push_record(rowid, record)?;
+        self.pushed(rowid)
+    }
+
+    fn pushed(&mut self, rowid: i64) -> Result<(), Error> {
+        self.last_rowid = Some(rowid);
+        self.rows += 1;
+        if !self.leaves.max_rowids.is_empty() {
+            let mut own = std::mem::replace(&mut self.leaves, Leaves::new(0));
+            let r = self.write_sealed(&mut own);
+            own.drop_sealed();
+            self.leaves = own;
+            r?;
+        }
         Ok(())
+    }
+
+    /// Appends rows filled elsewhere (their rowids above every rowid here), writing their
+    /// pages in order; `leaves` is left empty for reuse. The leaf this writer was filling
+    /// is written first, as it is.
+    pub fn append(&mut self, leaves: &mut Leaves) -> Result<(), Error> {
+        assert_eq!(
+            leaves.page_size, self.db.page_size,
+            "leaves of another page size"
+        );
+        let (Some(first), Some(last)) = (leaves.first_rowid, leaves.last_rowid) else {
+            return Ok(());
+        };
+        self.check_order(first)?;
+        self.flush_leaf()?;
+        leaves.seal_page();
+        self.write_sealed(leaves)?;
+        self.last_rowid = Some(last);
+        self.rows += leaves.rows;
+        leaves.clear();
+        Ok(())
+    }
+
+    /// Writes the sealed pages of `leaves`, each after the overflow pages its cells point
+    /// to (so the pointers can be filled in).
+    fn write_sealed(&mut self, leaves: &mut Leaves) -> io::Result<()> {
+        let ps = self.db.page_size;
+        let mut patches = leaves.patches.iter().peekable();
+        for (i, page) in leaves.pages.chunks_exact_mut(ps).enumerate() {
+            while let Some((_, at, range)) = patches.next_if(|p| p.0 == i) {
+                let first = self.db.write_overflow(&leaves.spill[range.clone()])?;
+                debug_assert_eq!(page[*at..at + 4], [0; 4]);
+                page[*at..at + 4].copy_from_slice(&first.to_be_bytes());
+            }
+            let n = self.db.write_page(page)?;
+            self.children.push((n, leaves.max_rowids[i]));
+        }
+        let sealed = leaves.max_rowids.len();
+        debug_assert!(
+            patches.all(|p| p.0 == sealed),
+            "the patches left are on the leaf being filled"
+        );
+        Ok(())
+    }
+
+    fn check_order(&self, rowid: i64) -> Result<(), Error> {
+        match self.last_rowid {
+            Some(last) if rowid <= last => Err(Error::RowidOrder { last, got: rowid }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Seals and writes the leaf being filled, if it holds a cell.
+    fn flush_leaf(&mut self) -> io::Result<()> {
+        if self.leaves.leaf.cells == 0 {
+            return Ok(());
+        }
+        self.leaves.seal_page();
+        let mut own = std::mem::replace(&mut self.leaves, Leaves::new(0));
+        let r = self.write_sealed(&mut own);
+        own.clear();
+        self.leaves = own;
+        r
     }
 
     /// Rows pushed so far.
@@ -574,9 +761,12 @@ impl<W: Write + Seek> TableWriter<'_, W> {
 
     /// Writes the last leaf; returns every leaf (page, largest rowid in it).
     fn last_leaf(&mut self) -> io::Result<Vec<(u32, i64)>> {
-        if self.leaf.cells > 0 || self.children.is_empty() {
+        self.flush_leaf()?;
+        if self.children.is_empty() {
             // An empty table is one empty leaf.
-            self.flush_leaf()?;
+            let mut empty = Leaf::new(self.db.page_size, 0);
+            let n = self.db.write_page(empty.seal(LEAF_TABLE))?;
+            self.children.push((n, 0));
         }
         Ok(std::mem::take(&mut self.children))
     }

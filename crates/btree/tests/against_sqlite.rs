@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use liteload_btree::{DbWriter, Value};
+use liteload_btree::{DbWriter, Leaves, Value};
 use proptest::prelude::*;
 use rusqlite::types::Value as Sql;
 use rusqlite::Connection;
@@ -100,15 +100,53 @@ fn create_sql(cols: usize) -> String {
     format!("CREATE TABLE \"t\" ({})", defs.join(", "))
 }
 
-fn write_direct(path: &Path, page: u32, cols: usize, rows: &[(i64, Vec<V>)]) -> R {
+/// Writes `rows`; the segments between `cuts` (row positions) go alternately through
+/// `TableWriter::push` and through `Leaves` filled on threads of their own, then appended.
+fn write_direct(path: &Path, page: u32, cols: usize, rows: &[(i64, Vec<V>)], cuts: &[usize]) -> R {
     let mut db = DbWriter::create(path, page)?;
     let mut t = db.table("t", &create_sql(cols));
+    let mut bounds: Vec<usize> = cuts.iter().map(|&c| c.min(rows.len())).collect();
+    bounds.sort_unstable();
+    bounds.insert(0, 0);
+    bounds.push(rows.len());
+    let segments: Vec<&[(i64, Vec<V>)]> = bounds.windows(2).map(|w| &rows[w[0]..w[1]]).collect();
+    let filled: Vec<Leaves> = std::thread::scope(|s| {
+        let handles: Vec<_> = segments
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .map(|seg| {
+                s.spawn(move || {
+                    let mut l = Leaves::new(page as usize);
+                    for (rowid, row) in seg.iter() {
+                        let vals: Vec<Value<'_>> = row.iter().map(V::direct).collect();
+                        l.push(*rowid, &vals).expect("rows in order");
+                    }
+                    l
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("no panic"))
+            .collect()
+    });
+    let mut filled = filled.into_iter();
     let mut vals = Vec::with_capacity(cols);
-    for (rowid, row) in rows {
-        vals.clear();
-        vals.extend(row.iter().map(V::direct));
-        t.push(*rowid, &vals)?;
+    for (i, seg) in segments.iter().enumerate() {
+        if i % 2 == 1 {
+            let mut l = filled.next().expect("one per odd segment");
+            t.append(&mut l)?;
+            assert_eq!(l.rows(), 0, "append empties the leaves");
+            continue;
+        }
+        for (rowid, row) in seg.iter() {
+            vals.clear();
+            vals.extend(row.iter().map(V::direct));
+            t.push(*rowid, &vals)?;
+        }
     }
+    assert_eq!(t.rows(), rows.len() as u64);
     t.finish()?;
     db.finish()?.sync_all()?;
     Ok(())
@@ -160,9 +198,13 @@ fn dump(path: &Path) -> Result<Dump, Box<dyn std::error::Error>> {
 }
 
 fn same_as_sqlite(page: u32, cols: usize, rows: &[(i64, Vec<V>)]) -> R {
+    same_as_sqlite_cut(page, cols, rows, &[])
+}
+
+fn same_as_sqlite_cut(page: u32, cols: usize, rows: &[(i64, Vec<V>)], cuts: &[usize]) -> R {
     let d = tempfile::tempdir()?;
     let (a, b) = (d.path().join("direct.db"), d.path().join("sqlite.db"));
-    write_direct(&a, page, cols, rows)?;
+    write_direct(&a, page, cols, rows, cuts)?;
     write_sqlite(&b, page, cols, rows)?;
     let (got, want) = (dump(&a)?, dump(&b)?);
     if got != want {
@@ -208,6 +250,16 @@ proptest! {
     #[test]
     fn files_equal_sqlites_own((page, cols, rows) in table()) {
         same_as_sqlite(page, cols, &rows).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+
+    /// Leaves filled on other threads and appended give the same table.
+    #[test]
+    fn appended_leaves_equal_sqlites_own(
+        (page, cols, rows) in table(),
+        cuts in prop::collection::vec(0usize..120, 0..5),
+    ) {
+        same_as_sqlite_cut(page, cols, &rows, &cuts)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
 }
 
@@ -274,7 +326,7 @@ fn sqlite_keeps_using_the_file() -> R {
             )
         })
         .collect();
-    write_direct(&p, 1024, 2, &rows)?;
+    write_direct(&p, 1024, 2, &rows, &[1000, 40_000])?;
     let c = Connection::open(&p)?;
     c.execute_batch(
         "INSERT INTO t (c0, c1) SELECT c0 + 1, c1 FROM t WHERE rowid % 3 = 0;
