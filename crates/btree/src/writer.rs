@@ -432,9 +432,13 @@ fn content_start(top: usize) -> [u8; 2] {
 }
 
 /// A table leaf page being filled: cells from the end of the page down, their pointers
-/// after the b-tree header (at `hdr`: 100 on page 1, else 0).
+/// after the b-tree header (at `hdr`: 100 on page 1, else 0). The page is
+/// `buf[base..base + size]`; the bytes before it are pages sealed earlier (see
+/// [`Leaf::next_page`]), so leaves made in a row share one buffer and are never copied.
 struct Leaf {
-    page: Vec<u8>,
+    buf: Vec<u8>,
+    base: usize,
+    size: usize,
     hdr: usize,
     cells: usize,
     top: usize,
@@ -444,12 +448,18 @@ struct Leaf {
 impl Leaf {
     fn new(page_size: usize, hdr: usize) -> Leaf {
         Leaf {
-            page: vec![0; page_size],
+            buf: vec![0; page_size],
+            base: 0,
+            size: page_size,
             hdr,
             cells: 0,
             top: page_size,
             max_rowid: 0,
         }
+    }
+
+    fn page(&mut self) -> &mut [u8] {
+        &mut self.buf[self.base..self.base + self.size]
     }
 
     /// Whether a cell of `size` bytes (and its pointer) still fits.
@@ -466,29 +476,48 @@ impl Leaf {
         debug_assert!(self.fits(size));
         self.top -= size;
         let ptr = self.hdr + 8 + 2 * self.cells;
-        self.page[ptr..ptr + 2].copy_from_slice(&(self.top as u16).to_be_bytes());
+        let top = self.top;
         self.cells += 1;
         self.max_rowid = rowid;
-        &mut self.page[self.top..self.top + size]
+        let page = self.page();
+        page[ptr..ptr + 2].copy_from_slice(&(top as u16).to_be_bytes());
+        &mut page[top..top + size]
     }
 
-    /// Writes the page header: the page is then complete (see [`Leaf::reset`]).
+    /// Writes the page header: the page is then complete (see [`Leaf::next_page`]).
     fn seal(&mut self, flag: u8) -> &[u8] {
-        let h = self.hdr;
-        let page = &mut self.page;
+        let (h, cells, top) = (self.hdr, self.cells, self.top);
+        let page = self.page();
         page[h] = flag;
         page[h + 1..h + 3].fill(0); // no freeblocks
-        page[h + 3..h + 5].copy_from_slice(&(self.cells as u16).to_be_bytes());
-        page[h + 5..h + 7].copy_from_slice(&content_start(self.top));
+        page[h + 3..h + 5].copy_from_slice(&(cells as u16).to_be_bytes());
+        page[h + 5..h + 7].copy_from_slice(&content_start(top));
         page[h + 7] = 0; // no fragmented bytes
-        &self.page
+        self.page()
     }
 
-    /// Empties the leaf for the next page (zeroed: unused space holds no stale bytes).
-    fn reset(&mut self) {
-        self.page.fill(0);
+    /// Starts an empty page after the sealed one, zeroed (unused space holds no stale
+    /// bytes); the sealed pages stay in `buf[..base]`.
+    fn next_page(&mut self) {
+        self.base += self.size;
+        self.buf.resize(self.base + self.size, 0);
         self.cells = 0;
-        self.top = self.page.len();
+        self.top = self.size;
+    }
+
+    /// Forgets the sealed pages; with `keep_page`, the page being filled moves to the
+    /// front, else it is emptied too.
+    fn drop_sealed(&mut self, keep_page: bool) {
+        if keep_page {
+            self.buf.copy_within(self.base..self.base + self.size, 0);
+            self.buf.truncate(self.size);
+        } else {
+            self.buf.clear();
+            self.buf.resize(self.size, 0);
+            self.cells = 0;
+            self.top = self.size;
+        }
+        self.base = 0;
     }
 }
 
@@ -497,13 +526,13 @@ impl Leaf {
 /// its cell keeps its overflow bytes here, with a zero pointer in the cell, until a
 /// [`TableWriter`] (which numbers the pages) writes them: see [`TableWriter::append`].
 ///
-/// Invariants: `pages` holds whole sealed pages, `max_rowids[i]` is the largest rowid of
-/// page `i`, and `patches` are in page order; the leaf being filled holds the rows after
-/// the last sealed page.
+/// Invariants: `leaf.buf[..leaf.base]` holds whole sealed pages, `max_rowids[i]` is the
+/// largest rowid of page `i`, and `patches` are in page order; the leaf being filled
+/// holds the rows after the last sealed page.
 pub struct Leaves {
     page_size: usize,
+    /// The sealed pages, then the leaf being filled.
     leaf: Leaf,
-    pages: Vec<u8>,
     max_rowids: Vec<i64>,
     /// Overflowing cells: (page index, offset of the 4-byte pointer in the page, bytes of
     /// `spill` to write to overflow pages).
@@ -521,7 +550,6 @@ impl Leaves {
         Leaves {
             page_size,
             leaf: Leaf::new(page_size, 0),
-            pages: vec![],
             max_rowids: vec![],
             patches: vec![],
             spill: vec![],
@@ -610,16 +638,16 @@ impl Leaves {
             return;
         }
         let max = self.leaf.max_rowid;
-        self.pages.extend_from_slice(self.leaf.seal(LEAF_TABLE));
+        self.leaf.seal(LEAF_TABLE);
         self.max_rowids.push(max);
-        self.leaf.reset();
+        self.leaf.next_page();
     }
 
     /// Forgets the sealed pages (written elsewhere), keeping the leaf being filled and
     /// the overflow bytes of its cells.
     fn drop_sealed(&mut self) {
         let sealed = self.max_rowids.len();
-        self.pages.clear();
+        self.leaf.drop_sealed(true);
         self.max_rowids.clear();
         let keep = self.patches.partition_point(|p| p.0 < sealed);
         let cut = self
@@ -637,8 +665,7 @@ impl Leaves {
 
     /// Forgets every row, keeping the allocations.
     pub fn clear(&mut self) {
-        self.leaf.reset();
-        self.pages.clear();
+        self.leaf.drop_sealed(false);
         self.max_rowids.clear();
         self.patches.clear();
         self.spill.clear();
@@ -717,7 +744,8 @@ impl<W: Write + Seek> TableWriter<'_, W> {
     fn write_sealed(&mut self, leaves: &mut Leaves) -> io::Result<()> {
         let ps = self.db.page_size;
         let mut patches = leaves.patches.iter().peekable();
-        for (i, page) in leaves.pages.chunks_exact_mut(ps).enumerate() {
+        let sealed = leaves.leaf.base;
+        for (i, page) in leaves.leaf.buf[..sealed].chunks_exact_mut(ps).enumerate() {
             while let Some((_, at, range)) = patches.next_if(|p| p.0 == i) {
                 let first = self.db.write_overflow(&leaves.spill[range.clone()])?;
                 debug_assert_eq!(page[*at..at + 4], [0; 4]);

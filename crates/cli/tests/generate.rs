@@ -410,6 +410,31 @@ fn the_direct_engine_writes_the_same_table_as_sqlite() -> Result<(), Box<dyn std
     assert_eq!(rows.len(), 30_000);
     assert_eq!((ok, rows, sql), dump("s.db")?);
     assert!(!d.path().join("d.db.liteload-tmp").exists());
+    // Several groups of rows filled on different threads (and more threads than cores),
+    // rows whose text overflows into overflow pages, small pages: still the same table.
+    let many = [
+        "--rows",
+        "300000",
+        "--seed",
+        "3",
+        "--page-size",
+        "1024",
+        "--column",
+        "id=rowid",
+        "--column",
+        "area=digits:6",
+        "--column",
+        "note=text:0..3000;null=0.98",
+        "-q",
+    ];
+    for (db, engine, threads) in [("m1.db", "direct", "3"), ("m2.db", "sqlite", "1")] {
+        let mut args = vec![db, "--engine", engine, "--threads", threads];
+        args.extend(many);
+        generate(d.path(), &args).assert().success();
+    }
+    let m = digest(&d.path().join("m1.db"), "user")?;
+    assert!(m.starts_with("300000:"), "{m}");
+    assert_eq!(m, digest(&d.path().join("m2.db"), "user")?);
     // A new file only: an existing one is refused and left as it was.
     let before = std::fs::metadata(d.path().join("d.db"))?.len();
     generate(d.path(), &["d.db", "--rows", "10", "--engine", "direct"])

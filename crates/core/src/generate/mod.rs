@@ -1,6 +1,7 @@
 //! `generate`: synthetic tables, deterministic for a seed, loaded through the same
 //! pipeline and durability profiles as `import`.
 
+pub mod leaves;
 pub mod rng;
 pub mod source;
 pub mod spec;
@@ -11,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::direct::{self as direct_engine, DirectSink, Engine};
+use crate::direct::{self as direct_engine, Engine};
 use crate::durability::{self, Durability, FileSettings};
 use crate::error::{Error, Result};
 use crate::import::{finish_summary, Progress, Summary};
@@ -114,7 +115,7 @@ pub fn generate(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resul
         return Ok(summary);
     }
     if opts.engine == Engine::Direct {
-        return generate_direct(db, opts, progress, summary, start, &rejects);
+        return generate_direct(db, opts, progress, summary, start);
     }
     let target = durability::open(db, opts.durability, opts.file)?;
     let result = (|| -> Result<u64> {
@@ -215,7 +216,6 @@ fn generate_direct(
     progress: &Progress,
     mut summary: Summary,
     start: Instant,
-    rejects: &Mutex<Rejects>,
 ) -> Result<Summary> {
     if !matches!(opts.durability, None | Some(Durability::AtomicNew)) {
         return Err(Error::plan(
@@ -228,17 +228,6 @@ fn generate_direct(
         quote_ident(&opts.table),
         defs.join(",\n  ")
     );
-    let mut next = 0;
-    let layout: Vec<Option<usize>> = opts
-        .columns
-        .iter()
-        .map(|c| {
-            (c.gen != Gen::Rowid).then(|| {
-                next += 1;
-                next - 1
-            })
-        })
-        .collect();
     let page_size = opts
         .file
         .page_size
@@ -250,18 +239,13 @@ fn generate_direct(
         &sql,
         opts.verify,
         |t| {
-            let mut src =
-                GeneratorSource::new(opts.columns.clone(), opts.rows, opts.seed, 1, opts.threads);
-            let mut sink = DirectSink::new(t, 1, layout);
-            pipeline::run(
-                &mut src,
-                &mut sink,
-                CHUNK_ROWS as usize,
-                progress,
-                rejects,
-                &mut |_| Ok(()),
-                &mut summary,
-            )
+            let fill = leaves::Fill {
+                columns: &opts.columns,
+                seed: opts.seed,
+                rows: opts.rows,
+                page_size: page_size as usize,
+            };
+            leaves::fill_table(&fill, opts.threads, t, progress)
         },
         |_, _| Ok(vec![]),
     )?;

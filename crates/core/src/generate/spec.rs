@@ -295,14 +295,33 @@ impl ColumnSpec {
     /// depend only on its seed.
     #[inline]
     pub fn push(&self, rng: &mut Rng, rowid: i64, batch: &mut Batch, scratch: &mut String) {
-        if self.null > 0.0 && rng.unit() < self.null {
-            batch.push(Cell::Null);
-            return;
+        scratch.clear();
+        match self.draw(rng, rowid, scratch) {
+            Drawn::Null => batch.push(Cell::Null),
+            Drawn::Integer(i) => batch.push(Cell::Integer(i)),
+            Drawn::Real(f) => batch.push(Cell::Real(f)),
+            Drawn::Text { start, len } => batch.push_text(&scratch[start..start + len]),
         }
+    }
+
+    /// This column's value for row `rowid`, a text appended to `text` (whose earlier
+    /// contents are kept, so one buffer can hold a row's texts). The one definition of
+    /// every generator: [`ColumnSpec::push`] and the direct engine's leaf filling both
+    /// call it, so both make the same table.
+    #[inline(always)]
+    pub fn draw(&self, rng: &mut Rng, rowid: i64, text: &mut String) -> Drawn {
+        if self.null > 0.0 && rng.unit() < self.null {
+            return Drawn::Null;
+        }
+        let start = text.len();
+        let texted = |text: &String| Drawn::Text {
+            start,
+            len: text.len() - start,
+        };
         match &self.gen {
-            Gen::Rowid => batch.push(Cell::Integer(rowid)),
-            Gen::Int { lo, hi } => batch.push(Cell::Integer(rng.int_in(*lo, *hi))),
-            Gen::Float { lo, hi } => batch.push(Cell::Real(lo + (hi - lo) * rng.unit())),
+            Gen::Rowid => Drawn::Integer(rowid),
+            Gen::Int { lo, hi } => Drawn::Integer(rng.int_in(*lo, *hi)),
+            Gen::Float { lo, hi } => Drawn::Real(lo + (hi - lo) * rng.unit()),
             Gen::Choice { items, cumulative } => {
                 let i = match cumulative {
                     None => rng.below(items.len() as u64) as usize,
@@ -311,10 +330,9 @@ impl ColumnSpec {
                         c.partition_point(|&edge| edge <= x).min(items.len() - 1)
                     }
                 };
-                push_lit(&items[i], self.column_type(), batch);
+                lit(&items[i], self.column_type(), text)
             }
             Gen::Digits(n) => {
-                scratch.clear();
                 let mut left = *n;
                 while left > 0 {
                     let k = left.min(18);
@@ -325,26 +343,24 @@ impl ColumnSpec {
                         *d = b'0' + (v % 10) as u8;
                         v /= 10;
                     }
-                    scratch.extend(digits[..k].iter().map(|&d| d as char));
+                    text.push_str(std::str::from_utf8(&digits[..k]).expect("ASCII digits"));
                     left -= k;
                 }
-                batch.push_text(scratch);
+                texted(text)
             }
             Gen::Text { min, max, alphabet } => {
-                scratch.clear();
                 let len = rng.int_in(*min as i64, *max as i64) as usize;
                 for _ in 0..len {
-                    scratch.push(alphabet[rng.below(alphabet.len() as u64) as usize]);
+                    text.push(alphabet[rng.below(alphabet.len() as u64) as usize]);
                 }
-                batch.push_text(scratch);
+                texted(text)
             }
             Gen::Uuid => {
                 let (a, b) = (rng.next_u64(), rng.next_u64());
                 let a = (a & !0xF000) | 0x4000; // version 4
                 let b = (b & !(0xC << 60)) | (0x8 << 60); // RFC 4122 variant
-                scratch.clear();
                 let _ = write!(
-                    scratch,
+                    text,
                     "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
                     a >> 32,
                     (a >> 16) & 0xFFFF,
@@ -352,30 +368,47 @@ impl ColumnSpec {
                     b >> 48,
                     b & 0xFFFF_FFFF_FFFF
                 );
-                batch.push_text(scratch);
+                texted(text)
             }
             Gen::Timestamp { lo, hi, format } => {
                 let t = rng.int_in(*lo, hi - 1);
                 match format {
-                    TimeFormat::Unix => batch.push(Cell::Integer(t)),
+                    TimeFormat::Unix => Drawn::Integer(t),
                     TimeFormat::Pattern(p) => {
-                        scratch.clear();
-                        format_time(t, p, scratch);
-                        batch.push_text(scratch);
+                        format_time(t, p, text);
+                        texted(text)
                     }
                 }
             }
-            Gen::Const(l) => push_lit(l, self.column_type(), batch),
+            Gen::Const(l) => lit(l, self.column_type(), text),
         }
     }
 }
 
-fn push_lit(l: &Lit, ty: ColumnType, batch: &mut Batch) {
+/// A value drawn by [`ColumnSpec::draw`]; a text is `start..start + len` of the buffer
+/// it was given.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Drawn {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text { start: usize, len: usize },
+}
+
+/// A literal as a value of a column of type `ty` (an integer in a REAL column is a real).
+fn lit(l: &Lit, ty: ColumnType, text: &mut String) -> Drawn {
     match (l, ty) {
-        (Lit::Integer(i), ColumnType::Real) => batch.push(Cell::Real(*i as f64)),
-        (Lit::Integer(i), _) => batch.push(Cell::Integer(*i)),
-        (Lit::Real(r), _) => batch.push(Cell::Real(*r)),
-        (Lit::Text(t), _) => batch.push_text(t),
+        (Lit::Integer(i), ColumnType::Real) => Drawn::Real(*i as f64),
+        (Lit::Integer(i), _) => Drawn::Integer(*i),
+        (Lit::Real(r), _) => Drawn::Real(*r),
+        (Lit::Text(t), _) => {
+            let start = text.len();
+            text.push_str(t);
+            Drawn::Text {
+                start,
+                len: t.len(),
+            }
+        }
     }
 }
 
