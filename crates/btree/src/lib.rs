@@ -78,7 +78,7 @@ pub mod seqfile;
 pub mod varint;
 mod writer;
 
-pub use record::Value;
+pub use record::{RecordBuilder, Value};
 pub use seqfile::SeqFile;
 pub use writer::{local_payload, DbWriter, Leaves, TableWriter};
 

@@ -10,7 +10,7 @@ use std::io::{self, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::index;
-use crate::record::{self, Value};
+use crate::record::{self, RecordBuilder, Value};
 use crate::seqfile::SeqFile;
 use crate::varint;
 use crate::Error;
@@ -587,6 +587,31 @@ impl Leaves {
         let mut record = std::mem::take(&mut self.record);
         record.clear();
         record::encode(values, &mut record);
+        let r = self.push_record(rowid, &record);
+        self.record = record;
+        r
+    }
+
+    /// Appends a row whose record was built with a [`RecordBuilder`].
+    #[inline]
+    pub fn push_built(&mut self, rowid: i64, built: &RecordBuilder) -> Result<(), Error> {
+        let payload = built.len();
+        if local_payload(self.page_size, payload) == payload {
+            self.check_order(rowid)?;
+            let size = varint::len(payload as u64) + varint::len(rowid as u64) + payload;
+            if !self.leaf.fits(size) {
+                self.seal_page();
+            }
+            let cell = self.leaf.alloc(size, rowid);
+            let mut n = varint::put(cell, payload as u64);
+            n += varint::put(&mut cell[n..], rowid as u64);
+            built.write(&mut cell[n..]);
+            self.counted(rowid);
+            return Ok(());
+        }
+        let mut record = std::mem::take(&mut self.record);
+        record.clear();
+        built.encode(&mut record);
         let r = self.push_record(rowid, &record);
         self.record = record;
         r

@@ -11,7 +11,7 @@
 use std::sync::atomic::Ordering;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
-use liteload_btree::{Leaves, SeqFile, TableWriter, Value};
+use liteload_btree::{Leaves, RecordBuilder, SeqFile, TableWriter};
 
 use super::rng::Rng;
 use super::source::CHUNK_ROWS;
@@ -40,39 +40,33 @@ impl Fill<'_> {
 
     /// Fills `leaves` with the rows of group `g`. A `rowid` column is the INTEGER PRIMARY
     /// KEY: NULL in the record, and no random number drawn (as on the SQLite path).
-    fn group(&self, g: u64, leaves: &mut Leaves, drawn: &mut Vec<Drawn>, text: &mut String) {
+    fn group(&self, g: u64, leaves: &mut Leaves, record: &mut RecordBuilder, text: &mut String) {
         let first_chunk = g * GROUP_CHUNKS;
         let last_chunk = (first_chunk + GROUP_CHUNKS).min(self.rows.div_ceil(CHUNK_ROWS));
-        let n = self.columns.len();
         for c in first_chunk..last_chunk {
             let mut rng = Rng::for_chunk(self.seed, c);
             let start = c * CHUNK_ROWS;
             let end = (start + CHUNK_ROWS).min(self.rows);
             for i in start..end {
                 let rowid = 1 + i as i64;
-                text.clear();
-                drawn.clear();
-                drawn.extend(self.columns.iter().map(|col| match col.gen {
-                    Gen::Rowid => Drawn::Null,
-                    _ => col.draw(&mut rng, rowid, text),
-                }));
-                let value = |d: &Drawn| match *d {
-                    Drawn::Null => Value::Null,
-                    Drawn::Integer(i) => Value::Integer(i),
-                    Drawn::Real(f) => Value::Real(f),
-                    Drawn::Text { start, len } => Value::Text(&text.as_bytes()[start..start + len]),
-                };
-                // Rowids rise within a group by construction, so `push` cannot fail.
-                let pushed = if n <= 16 {
-                    let mut row = [Value::Null; 16];
-                    for (v, d) in row.iter_mut().zip(drawn.iter()) {
-                        *v = value(d);
+                record.clear();
+                for col in self.columns {
+                    if col.gen == Gen::Rowid {
+                        record.null();
+                        continue;
                     }
-                    leaves.push(rowid, &row[..n])
-                } else {
-                    let row: Vec<Value<'_>> = drawn.iter().map(value).collect();
-                    leaves.push(rowid, &row)
-                };
+                    text.clear();
+                    match col.draw(&mut rng, rowid, text) {
+                        Drawn::Null => record.null(),
+                        Drawn::Integer(i) => record.integer(i),
+                        Drawn::Real(f) => record.real(f),
+                        Drawn::Text { start, len } => {
+                            record.text(&text.as_bytes()[start..start + len])
+                        }
+                    }
+                }
+                // Rowids rise within a group by construction, so this cannot fail.
+                let pushed = leaves.push_built(rowid, record);
                 debug_assert!(pushed.is_ok());
             }
         }
@@ -96,13 +90,13 @@ pub fn fill_table(
             let (tx, rx) = bounded::<Leaves>(2);
             let (back, back_rx) = unbounded::<Leaves>();
             s.spawn(move || {
-                let (mut drawn, mut text) = (Vec::new(), String::new());
+                let (mut record, mut text) = (RecordBuilder::new(), String::new());
                 let mut g = k;
                 while g < groups {
                     let mut leaves = back_rx
                         .try_recv()
                         .unwrap_or_else(|_| Leaves::new(fill.page_size));
-                    fill.group(g, &mut leaves, &mut drawn, &mut text);
+                    fill.group(g, &mut leaves, &mut record, &mut text);
                     if tx.send(leaves).is_err() {
                         return; // the writer stopped
                     }
