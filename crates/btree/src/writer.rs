@@ -730,6 +730,13 @@ impl<W: Write + Seek> TableWriter<'_, W> {
         self.pushed(rowid)
     }
 
+    /// Appends a row whose record was built with a [`RecordBuilder`].
+    pub fn push_built(&mut self, rowid: i64, built: &RecordBuilder) -> Result<(), Error> {
+        self.check_order(rowid)?;
+        self.leaves.push_built(rowid, built)?;
+        self.pushed(rowid)
+    }
+
     fn pushed(&mut self, rowid: i64) -> Result<(), Error> {
         self.last_rowid = Some(rowid);
         self.rows += 1;

@@ -3,43 +3,11 @@
 
 use std::path::Path;
 
-use liteload_btree::{DbWriter, Leaves, Value};
+use liteload_btree::{DbWriter, Value};
+use liteload_fuzzcheck::{create_sql, dump, write_direct, write_sqlite, R, V};
 use proptest::prelude::*;
 use rusqlite::types::Value as Sql;
 use rusqlite::Connection;
-
-type R = Result<(), Box<dyn std::error::Error>>;
-
-#[derive(Clone, Debug)]
-enum V {
-    Null,
-    Int(i64),
-    Real(f64),
-    Text(String),
-    Blob(Vec<u8>),
-}
-
-impl V {
-    fn direct(&self) -> Value<'_> {
-        match self {
-            V::Null => Value::Null,
-            V::Int(i) => Value::Integer(*i),
-            V::Real(f) => Value::Real(*f),
-            V::Text(s) => Value::Text(s.as_bytes()),
-            V::Blob(b) => Value::Blob(b),
-        }
-    }
-
-    fn sql(&self) -> Sql {
-        match self {
-            V::Null => Sql::Null,
-            V::Int(i) => Sql::Integer(*i),
-            V::Real(f) => Sql::Real(*f),
-            V::Text(s) => Sql::Text(s.clone()),
-            V::Blob(b) => Sql::Blob(b.clone()),
-        }
-    }
-}
 
 /// Sizes around every page size's overflow thresholds (local max X = U - 35, min local
 /// M, and one overflow page beyond), and small ones.
@@ -93,108 +61,6 @@ fn value() -> impl Strategy<Value = V> {
         length().prop_map(|n| V::Text("é".repeat(n / 2) + &"x".repeat(n % 2))),
         length().prop_map(|n| V::Blob((0..n).map(|i| (i * 7) as u8).collect())),
     ]
-}
-
-fn create_sql(cols: usize) -> String {
-    let defs: Vec<String> = (0..cols).map(|c| format!("\"c{c}\"")).collect();
-    format!("CREATE TABLE \"t\" ({})", defs.join(", "))
-}
-
-/// Writes `rows`; the segments between `cuts` (row positions) go alternately through
-/// `TableWriter::push` and through `Leaves` filled on threads of their own, then appended.
-fn write_direct(path: &Path, page: u32, cols: usize, rows: &[(i64, Vec<V>)], cuts: &[usize]) -> R {
-    let mut db = DbWriter::create(path, page)?;
-    let mut t = db.table("t", &create_sql(cols));
-    let mut bounds: Vec<usize> = cuts.iter().map(|&c| c.min(rows.len())).collect();
-    bounds.sort_unstable();
-    bounds.insert(0, 0);
-    bounds.push(rows.len());
-    let segments: Vec<&[(i64, Vec<V>)]> = bounds.windows(2).map(|w| &rows[w[0]..w[1]]).collect();
-    let filled: Vec<Leaves> = std::thread::scope(|s| {
-        let handles: Vec<_> = segments
-            .iter()
-            .skip(1)
-            .step_by(2)
-            .map(|seg| {
-                s.spawn(move || {
-                    let mut l = Leaves::new(page as usize);
-                    for (rowid, row) in seg.iter() {
-                        let vals: Vec<Value<'_>> = row.iter().map(V::direct).collect();
-                        l.push(*rowid, &vals).expect("rows in order");
-                    }
-                    l
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("no panic"))
-            .collect()
-    });
-    let mut filled = filled.into_iter();
-    let mut vals = Vec::with_capacity(cols);
-    for (i, seg) in segments.iter().enumerate() {
-        if i % 2 == 1 {
-            let mut l = filled.next().expect("one per odd segment");
-            t.append(&mut l)?;
-            assert_eq!(l.rows(), 0, "append empties the leaves");
-            continue;
-        }
-        for (rowid, row) in seg.iter() {
-            vals.clear();
-            vals.extend(row.iter().map(V::direct));
-            t.push(*rowid, &vals)?;
-        }
-    }
-    assert_eq!(t.rows(), rows.len() as u64);
-    t.finish()?;
-    db.finish()?.sync_all()?;
-    Ok(())
-}
-
-fn write_sqlite(path: &Path, page: u32, cols: usize, rows: &[(i64, Vec<V>)]) -> R {
-    let mut c = Connection::open(path)?;
-    c.execute_batch(&format!("PRAGMA page_size={page};"))?;
-    c.execute_batch(&create_sql(cols))?;
-    let tx = c.transaction()?;
-    {
-        let marks = vec!["?"; cols + 1].join(", ");
-        let mut st = tx.prepare(&format!(
-            "INSERT INTO \"t\" (rowid, {}) VALUES ({marks})",
-            (0..cols)
-                .map(|c| format!("\"c{c}\""))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))?;
-        for (rowid, row) in rows {
-            let mut params = vec![Sql::Integer(*rowid)];
-            params.extend(row.iter().map(V::sql));
-            st.execute(rusqlite::params_from_iter(params))?;
-        }
-    }
-    tx.commit()?;
-    Ok(())
-}
-
-/// Rows of `t` (rowid first) and of `sqlite_schema`.
-type Dump = (Vec<Vec<Sql>>, Vec<Vec<Sql>>);
-
-fn dump(path: &Path) -> Result<Dump, Box<dyn std::error::Error>> {
-    let c = Connection::open(path)?;
-    let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
-    if ok != "ok" {
-        return Err(format!("integrity_check: {ok}").into());
-    }
-    let mut st = c.prepare("SELECT rowid, * FROM \"t\" ORDER BY rowid")?;
-    let n = st.column_count();
-    let rows = st
-        .query_map([], |r| (0..n).map(|i| r.get::<_, Sql>(i)).collect())?
-        .collect::<Result<Vec<Vec<Sql>>, _>>()?;
-    let mut st = c.prepare("SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY name")?;
-    let schema = st
-        .query_map([], |r| (0..4).map(|i| r.get::<_, Sql>(i)).collect())?
-        .collect::<Result<Vec<Vec<Sql>>, _>>()?;
-    Ok((rows, schema))
 }
 
 fn same_as_sqlite(page: u32, cols: usize, rows: &[(i64, Vec<V>)]) -> R {

@@ -67,6 +67,15 @@ impl Batch {
         self.lines.is_empty()
     }
 
+    /// Moves every row's origin `lines` lines and `records` records on (for rows read
+    /// from a part of an input whose numbering started at 1).
+    pub fn shift_origins(&mut self, lines: u64, records: u64) {
+        for o in &mut self.lines {
+            o.line += lines;
+            o.record += records;
+        }
+    }
+
     /// Bytes of text held, to bound a batch's memory.
     pub fn text_bytes(&self) -> usize {
         self.text.len()

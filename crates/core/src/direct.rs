@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use liteload_btree::{DbWriter, SeqFile, TableWriter, Value as Cell};
+use liteload_btree::{DbWriter, RecordBuilder, SeqFile, TableWriter, Value as Cell};
 
 use crate::batch::{Batch, Value};
 use crate::durability;
@@ -51,6 +51,7 @@ pub struct DirectSink<'t, 'd> {
     indexes: Vec<IndexEntries>,
     /// The most bytes of index entries kept in memory (all indexes together).
     index_memory: usize,
+    record: RecordBuilder,
 }
 
 /// One index's entries, gathered while its table is written: a record of the key columns
@@ -134,6 +135,7 @@ impl<'t, 'd> DirectSink<'t, 'd> {
             layout,
             indexes: vec![],
             index_memory: usize::MAX,
+            record: RecordBuilder::new(),
         }
     }
 
@@ -158,23 +160,28 @@ impl Sink for DirectSink<'_, '_> {
         _bad: &mut dyn FnMut(usize, Error) -> Result<()>,
     ) -> Result<u64> {
         let mut cells: Vec<Cell<'_>> = Vec::with_capacity(self.layout.len());
+        let indexing = self.indexes.iter().any(|ix| !ix.given_up);
         for r in 0..batch.rows() {
             // The layout takes batch columns in order (checked in `new`), so one pass
             // over the row fills the table's columns.
             let mut row = batch.row(r);
+            let record = &mut self.record;
+            record.clear();
             cells.clear();
-            cells.extend(
-                self.layout
-                    .iter()
-                    .map(|from| match from.and_then(|_| row.next()) {
-                        None | Some(Value::Null) => Cell::Null,
-                        Some(Value::Integer(i)) => Cell::Integer(i),
-                        Some(Value::Real(f)) => Cell::Real(f),
-                        Some(Value::Text(s)) => Cell::Text(s.as_bytes()),
-                    }),
-            );
+            for from in &self.layout {
+                let cell = match from.and_then(|_| row.next()) {
+                    None | Some(Value::Null) => Cell::Null,
+                    Some(Value::Integer(i)) => Cell::Integer(i),
+                    Some(Value::Real(f)) => Cell::Real(f),
+                    Some(Value::Text(s)) => Cell::Text(s.as_bytes()),
+                };
+                record.value(&cell);
+                if indexing {
+                    cells.push(cell);
+                }
+            }
             self.table
-                .push(self.next_rowid, &cells)
+                .push_built(self.next_rowid, record)
                 .map_err(|e| from_btree(e, None))?;
             for ix in self.indexes.iter_mut().filter(|ix| !ix.given_up) {
                 let n = ix.columns.len();

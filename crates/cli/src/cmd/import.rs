@@ -177,6 +177,11 @@ pub struct ImportArgs {
     /// A record (or JSON line) longer than this many bytes is bad, before memory runs out.
     #[arg(long, value_name = "N", default_value_t = 64 << 20, help_heading = "Bad input")]
     pub max_record_bytes: usize,
+    /// Threads that parse a CSV/TSV file of 32 MiB or more (uncompressed, UTF-8) at once,
+    /// each a part of the file; rows, errors and line numbers are those of one reader.
+    /// Default: the number of cores. 1 parses on one thread.
+    #[arg(long, value_name = "N", help_heading = "Durability and speed")]
+    pub parse_threads: Option<usize>,
 
     // ---- durability and speed
     /// atomic-new, balanced, durable or unsafe (see --help for what each promises).
@@ -302,6 +307,11 @@ fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
         empty_null: a.empty_null,
         sample_rows: a.sample.max(1),
         max_record_bytes: a.max_record_bytes,
+        parse_threads: a.parse_threads.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        }),
         ragged: match a.ragged {
             None => Ragged::Error,
             Some(RaggedArg::Pad) => Ragged::Pad,

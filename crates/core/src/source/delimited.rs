@@ -101,6 +101,20 @@ enum State {
 
 const BUF_SIZE: usize = 256 * 1024;
 
+/// A place between two records, and the reader's state there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resume {
+    /// Offset of the next byte in the input.
+    pub byte: u64,
+    /// The line that byte is on (1-based).
+    pub line: u64,
+    /// Offset of that line's first byte.
+    pub line_start: u64,
+    /// The byte before was a `\r`, so a `\n` here ends no further line.
+    pub after_cr: bool,
+    pub keep_blank: bool,
+}
+
 /// Reads records from delimited text. `quote` of `None` turns quoting off (plain TSV).
 pub struct DelimitedReader<R> {
     rdr: R,
@@ -136,6 +150,32 @@ impl<R: Read> DelimitedReader<R> {
             after_cr: false,
             keep_blank: false,
         }
+    }
+
+    /// Where the next record starts, and the state needed to go on reading from there
+    /// with another reader (see [`DelimitedReader::resumed`]). Only meaningful between
+    /// records, which is where `read_record` leaves the reader.
+    pub fn resume_point(&self) -> Resume {
+        Resume {
+            byte: self.here(),
+            line: self.line,
+            line_start: self.line_start,
+            after_cr: self.after_cr,
+            keep_blank: self.keep_blank,
+        }
+    }
+
+    /// A reader of input that continues another's at `at`: `rdr` yields the bytes from
+    /// `at.byte` on. Records, lines and columns are numbered as the other reader would
+    /// have numbered them.
+    pub fn resumed(rdr: R, delim: u8, quote: Option<u8>, max_record: usize, at: Resume) -> Self {
+        let mut r = DelimitedReader::new(rdr, delim, quote, max_record);
+        r.abs = at.byte;
+        r.line = at.line;
+        r.line_start = at.line_start;
+        r.after_cr = at.after_cr;
+        r.keep_blank = at.keep_blank;
+        r
     }
 
     /// Makes an empty line a record of one empty field (for one-column input, where an

@@ -9,6 +9,7 @@ pub mod convert;
 pub mod delimited;
 pub mod input;
 pub mod json;
+pub mod parallel;
 pub mod tabular;
 
 use std::path::Path;
@@ -96,6 +97,9 @@ pub struct ReadOptions {
     pub sample_rows: usize,
     /// A record (or JSON line) longer than this is an error, found before memory runs out.
     pub max_record_bytes: usize,
+    /// Threads that parse a large, uncompressed, UTF-8 delimited file at once (see
+    /// [`parallel`]); 1 parses on one thread.
+    pub parse_threads: usize,
 }
 
 impl Default for ReadOptions {
@@ -112,6 +116,7 @@ impl Default for ReadOptions {
             ragged: Ragged::Error,
             sample_rows: 10_000,
             max_record_bytes: 64 << 20,
+            parse_threads: 1,
         }
     }
 }
@@ -178,6 +183,24 @@ pub fn open_source(
     bytes_read: Arc<AtomicU64>,
 ) -> Result<Box<dyn Source>> {
     let name: Arc<str> = input.display_name().into();
+    if let Input::Path(path) = input {
+        let big = std::fs::metadata(path)
+            .is_ok_and(|m| m.is_file() && m.len() >= 4 * parallel::CHUNK_BYTES);
+        if matches!(opts.format, Format::Csv | Format::Tsv)
+            && opts.parse_threads > 1
+            && opts.encoding == Encoding::Utf8
+            && !input.is_gzip()
+            && big
+        {
+            return Ok(Box::new(parallel::ParallelDelimited::new(
+                path,
+                name,
+                opts.clone(),
+                opts.parse_threads,
+                bytes_read,
+            )?));
+        }
+    }
     let reader = input::open(input, opts.encoding, bytes_read)?;
     Ok(match opts.format {
         Format::Csv | Format::Tsv => {

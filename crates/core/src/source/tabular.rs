@@ -5,7 +5,7 @@ use std::io::Read;
 use std::sync::Arc;
 
 use super::convert::{push_text_field, Mismatches};
-use super::delimited::{DelimitedReader, ParseError, Record};
+use super::delimited::{DelimitedReader, ParseError, Record, Resume};
 use super::{BadRecord, Fill, Ragged, ReadOptions, Sample, Source};
 use crate::batch::{Batch, Cell, RowOrigin};
 use crate::error::{Error, Position, Result};
@@ -24,6 +24,8 @@ pub struct DelimitedSource<R> {
     records: u64,
     rec: Record,
     mismatches: Mismatches,
+    /// Hand out the sampled records, then stop (the rest is read elsewhere).
+    sample_only: bool,
 }
 
 impl<R: Read + Send> DelimitedSource<R> {
@@ -39,7 +41,57 @@ impl<R: Read + Send> DelimitedSource<R> {
             records: 0,
             rec: Record::default(),
             mismatches: Mismatches::default(),
+            sample_only: false,
         }
+    }
+
+    /// A source for the input from `at` on, which another source already began: its
+    /// `columns` and `types` are given (no header, no sample), and its records are
+    /// numbered from `records + 1`.
+    pub fn resumed(
+        rdr: R,
+        name: Arc<str>,
+        opts: ReadOptions,
+        columns: Vec<String>,
+        types: Vec<ColumnType>,
+        at: Resume,
+        records: u64,
+    ) -> Self {
+        let rdr =
+            DelimitedReader::resumed(rdr, opts.delimiter, opts.quote, opts.max_record_bytes, at);
+        DelimitedSource {
+            rdr,
+            name,
+            opts,
+            columns,
+            types,
+            sampled: VecDeque::new(),
+            records,
+            rec: Record::default(),
+            mismatches: Mismatches::default(),
+            sample_only: false,
+        }
+    }
+
+    /// After [`Source::sample`]: `fill` hands out the sampled records and then reports
+    /// `Done`; the input from [`DelimitedSource::resume_point`] on is left unread.
+    pub fn stop_after_sample(&mut self) {
+        self.sample_only = true;
+    }
+
+    /// Where the records not yet read start.
+    pub fn resume_point(&self) -> Resume {
+        self.rdr.resume_point()
+    }
+
+    /// Records numbered so far (sampled ones included).
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// The column names decided by the sample.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
     }
 
     fn pos(&self, line: u64, column: u64, record: u64, byte: u64) -> Position {
@@ -269,6 +321,8 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
                 let no = if let Some((no, r)) = self.sampled.pop_front() {
                     rec = r;
                     no
+                } else if self.sample_only {
+                    return Ok(Fill::Done);
                 } else {
                     match self.next_record(&mut rec)? {
                         Some(no) => no,
