@@ -17,13 +17,19 @@ pub fn len(v: u64) -> usize {
 }
 
 /// Writes `v` at the start of `out` and returns the number of bytes written
-/// (`len(v)`; `out` must hold at least that many).
-#[inline]
+/// (`len(v)`; `out` must hold at least that many). The one-byte case, most of a table's
+/// lengths and serial types, is inlined into the caller.
+#[inline(always)]
 pub fn put(out: &mut [u8], v: u64) -> usize {
     if v < 0x80 {
         out[0] = v as u8;
         return 1;
     }
+    put_long(out, v)
+}
+
+#[inline(never)]
+fn put_long(out: &mut [u8], v: u64) -> usize {
     let n = len(v);
     if n == 9 {
         out[8] = v as u8;

@@ -458,11 +458,13 @@ impl Leaf {
         }
     }
 
+    #[inline]
     fn page(&mut self) -> &mut [u8] {
         &mut self.buf[self.base..self.base + self.size]
     }
 
     /// Whether a cell of `size` bytes (and its pointer) still fits.
+    #[inline]
     fn fits(&self, size: usize) -> bool {
         self.hdr + 8 + 2 * (self.cells + 1) + size <= self.top
     }
@@ -472,6 +474,7 @@ impl Leaf {
     }
 
     /// Room for a cell of `size` bytes (which must fit), with its pointer set.
+    #[inline]
     fn alloc(&mut self, size: usize, rowid: i64) -> &mut [u8] {
         debug_assert!(self.fits(size));
         self.top -= size;
@@ -651,6 +654,7 @@ impl Leaves {
         }
     }
 
+    #[inline]
     fn counted(&mut self, rowid: i64) {
         self.first_rowid.get_or_insert(rowid);
         self.last_rowid = Some(rowid);

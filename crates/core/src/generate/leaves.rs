@@ -51,7 +51,7 @@ impl Fill<'_> {
                 let rowid = 1 + i as i64;
                 record.clear();
                 for col in self.columns {
-                    if col.gen == Gen::Rowid {
+                    if matches!(col.gen, Gen::Rowid) {
                         record.null();
                         continue;
                     }

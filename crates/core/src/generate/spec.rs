@@ -343,7 +343,7 @@ impl ColumnSpec {
                         *d = b'0' + (v % 10) as u8;
                         v /= 10;
                     }
-                    text.push_str(std::str::from_utf8(&digits[..k]).expect("ASCII digits"));
+                    text.extend(digits[..k].iter().map(|&d| char::from(d)));
                     left -= k;
                 }
                 texted(text)
