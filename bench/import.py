@@ -19,6 +19,7 @@ import os
 import platform
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 
@@ -32,7 +33,9 @@ def tools(src, db):
         "liteload --engine direct": ([LITELOAD, "import", "-q", "--engine", "direct", db, src, "--table", "transit"], True),
         "liteload --index Stop": ([LITELOAD, "import", "-q", "--index", "Stop", db, src, "--table", "transit"], True),
         "liteload --engine direct --index Stop": ([LITELOAD, "import", "-q", "--engine", "direct", "--index", "Stop", db, src, "--table", "transit"], True),
+        "liteload --engine direct --parse-threads 1": ([LITELOAD, "import", "-q", "--engine", "direct", "--parse-threads", "1", db, src, "--table", "transit"], True),
         "liteload parse-only": ([LITELOAD, "import", "-q", "--parse-only", db, src, "--table", "transit"], False),
+        "liteload parse-only --parse-threads 1": ([LITELOAD, "import", "-q", "--parse-only", "--parse-threads", "1", db, src, "--table", "transit"], False),
         "sqlite3 .import": (["sqlite3", db, "-cmd", ".mode tabs", f".import {src} transit"], True),
         "sqlite-utils insert --tsv": (["sqlite-utils", "insert", db, "transit", src, "--tsv"], True),
     }
@@ -92,6 +95,12 @@ def main():
 
     print()
     print_table(results, a.rows, base="liteload", floor="liteload parse-only")
+    print()
+    for rows in a.rows:
+        d, i = results.get((rows, "liteload --engine direct")), results.get((rows, "sqlite3 .import"))
+        if d and i:
+            dm, im = statistics.median(w for w, *_ in d), statistics.median(w for w, *_ in i)
+            print(f"{rows:>12,} rows: liteload --engine direct {dm:.3f} s, sqlite3 .import {im:.3f} s: {im / dm:.2f}x")
 
 
 if __name__ == "__main__":

@@ -162,6 +162,7 @@ impl RecordBuilder {
         self.body.extend_from_slice(b);
     }
 
+    #[inline]
     pub fn value(&mut self, v: &Value<'_>) {
         match *v {
             Value::Null => self.null(),

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{bounded, Receiver};
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
 use super::delimited::Resume;
 use super::tabular::DelimitedSource;
@@ -34,8 +34,9 @@ use crate::batch::Batch;
 use crate::error::{Error, Result};
 use crate::types::ColumnType;
 
-/// Bytes per chunk (a chunk runs on to the end of the line this falls in).
-pub const CHUNK_BYTES: u64 = 8 << 20;
+/// Bytes per chunk (a chunk runs on to the end of the line this falls in): small enough
+/// that a chunk's batch stays in the tens of MB, large enough that opening it is noise.
+pub const CHUNK_BYTES: u64 = 2 << 20;
 
 type Reader = Box<dyn Read + Send>;
 
@@ -63,7 +64,7 @@ enum Phase {
     Chunks {
         chunks: Vec<Chunk>,
         next: usize,
-        lanes: Vec<Receiver<Parsed>>,
+        lanes: Vec<(Receiver<Parsed>, Sender<Batch>)>,
         /// Where chunk `next` starts, numbered exactly.
         at: Resume,
         /// A chunk being parsed again.
@@ -197,7 +198,9 @@ impl ParallelDelimited {
         let mut lanes = vec![];
         for k in 0..threads {
             let (tx, rx) = bounded::<Parsed>(2);
-            lanes.push(rx);
+            // Batches handed out come back emptied, so a worker reuses their memory.
+            let (back, back_rx) = unbounded::<Batch>();
+            lanes.push((rx, back));
             let job = Job {
                 path: self.path.clone(),
                 name: self.name.clone(),
@@ -218,7 +221,8 @@ impl ParallelDelimited {
                 .name("liteload-parse".into())
                 .spawn(move || {
                     for (j, chunk) in mine {
-                        if tx.send(job.parse(j, chunk)).is_err() {
+                        let batch = back_rx.try_recv().unwrap_or_default();
+                        if tx.send(job.parse(j, chunk, batch)).is_err() {
                             return; // the reader stopped
                         }
                     }
@@ -322,7 +326,8 @@ impl ParallelDelimited {
                         return Ok(Fill::Full);
                     }
                     let chunk = chunks[*next];
-                    let parsed = lanes[*next % lanes.len()]
+                    let (lane, back) = &lanes[*next % lanes.len()];
+                    let parsed = lane
                         .recv()
                         .map_err(|_| Error::plan("a parsing thread stopped early"))?;
                     match parsed {
@@ -335,6 +340,7 @@ impl ParallelDelimited {
                                 got.shift_origins(at.line - 1, self.records);
                             }
                             std::mem::swap(batch, &mut got);
+                            let _ = back.send(got);
                             at.line += lines;
                             at.byte = chunk.end;
                             at.line_start = chunk.end;
@@ -404,7 +410,7 @@ struct Job {
 }
 
 impl Job {
-    fn parse(&self, j: usize, chunk: Chunk) -> Parsed {
+    fn parse(&self, j: usize, chunk: Chunk, mut batch: Batch) -> Parsed {
         let (at, records) = if j == 0 {
             self.first
         } else {
@@ -429,7 +435,7 @@ impl Job {
             at,
             records,
         );
-        let mut batch = Batch::new(self.columns.len());
+        batch.clear(self.columns.len());
         // Parsed to the end even past a bad record: only a parse that reaches the end
         // shows that the chunk ends between records.
         let mut bad_seen = false;
