@@ -100,6 +100,59 @@ fn direct_and_sqlite_write_the_same_table() -> R {
     Ok(())
 }
 
+/// A file large enough to be parsed on several threads (past 8 MiB), with quoted
+/// newlines, a type mismatch and bad records spread over it, reads as on one thread:
+/// the same table, the same rejects with the same lines and columns.
+#[test]
+fn parallel_parsing_reads_as_one_thread_does() -> R {
+    let d = tempfile::tempdir()?;
+    let mut csv = String::new();
+    for (i, line) in mixed_csv(20_000).lines().enumerate() {
+        csv.push_str(line);
+        csv.push('\n');
+        if i % 4_999 == 17 {
+            csv.push_str("1,2,3\n"); // too few fields
+        }
+    }
+    assert!(
+        csv.len() > 9 << 20,
+        "big enough for several parsing threads"
+    );
+    std::fs::write(d.path().join("mixed.csv"), csv)?;
+    let runs = [
+        ("p.db", "direct", "2", "p.jsonl"),
+        ("q.db", "direct", "1", "q.jsonl"),
+        ("s.db", "sqlite", "3", "s.jsonl"),
+    ];
+    for (db, engine, threads, rejects) in runs {
+        import(
+            d.path(),
+            &[
+                db,
+                "mixed.csv",
+                "--engine",
+                engine,
+                "--parse-threads",
+                threads,
+                "--rejects",
+                rejects,
+                "-q",
+            ],
+        )
+        .assert()
+        .success();
+    }
+    let one = dump(&d.path().join("q.db"), "mixed")?;
+    assert_eq!(one.2.len(), 20_000);
+    assert_eq!(dump(&d.path().join("p.db"), "mixed")?, one);
+    assert_eq!(dump(&d.path().join("s.db"), "mixed")?, one);
+    let rejects = std::fs::read_to_string(d.path().join("q.jsonl"))?;
+    assert_eq!(rejects.lines().count(), 5, "{rejects}");
+    assert_eq!(std::fs::read_to_string(d.path().join("p.jsonl"))?, rejects);
+    assert_eq!(std::fs::read_to_string(d.path().join("s.jsonl"))?, rejects);
+    Ok(())
+}
+
 #[test]
 fn direct_with_an_index_and_the_bundled_example() -> R {
     let d = tempfile::tempdir()?;

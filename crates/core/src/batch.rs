@@ -2,6 +2,9 @@
 //!
 //! Invariants: `cells.len() == rows() * ncols`; every `Cell::Text(start, len)` lies inside
 //! `text` and is valid UTF-8 (checked when the row was added); `lines.len() == rows()`.
+//! A batch of *records* instead (for the direct engine, see [`Batch::push_record`]) holds
+//! no cells: `record_ends.len() == rows()`, row `i`'s SQLite record being
+//! `records[record_ends[i - 1]..record_ends[i]]`.
 //! A batch is reused after it is written (`clear` keeps the allocations), so the hot path
 //! allocates per batch, not per row or per field.
 
@@ -30,6 +33,8 @@ pub struct Batch {
     cells: Vec<Cell>,
     text: Vec<u8>,
     lines: Vec<RowOrigin>,
+    records: Vec<u8>,
+    record_ends: Vec<usize>,
 }
 
 /// The line and record number a row came from (the file is the batch's input).
@@ -53,6 +58,8 @@ impl Batch {
         self.cells.clear();
         self.text.clear();
         self.lines.clear();
+        self.records.clear();
+        self.record_ends.clear();
     }
 
     pub fn ncols(&self) -> usize {
@@ -78,7 +85,29 @@ impl Batch {
 
     /// Bytes of text held, to bound a batch's memory.
     pub fn text_bytes(&self) -> usize {
-        self.text.len()
+        self.text.len() + self.records.len()
+    }
+
+    /// Appends a row given as an encoded SQLite record instead of cells; a batch holds
+    /// either kind of row, never both. Finish the row with [`Batch::finish_row`].
+    #[inline]
+    pub fn push_record(&mut self, record: &liteload_btree::RecordBuilder) {
+        debug_assert!(self.cells.is_empty(), "a batch of cells");
+        record.encode(&mut self.records);
+        self.record_ends.push(self.records.len());
+    }
+
+    /// The rows as encoded records, if this is a batch of records.
+    pub fn records(&self) -> Option<impl Iterator<Item = &[u8]> + '_> {
+        if self.record_ends.is_empty() {
+            return None;
+        }
+        let starts = std::iter::once(0).chain(self.record_ends.iter().copied());
+        Some(
+            starts
+                .zip(self.record_ends.iter().copied())
+                .map(|(a, b)| &self.records[a..b]),
+        )
     }
 
     /// Appends a text value to the current (unfinished) row.
@@ -102,7 +131,10 @@ impl Batch {
     /// Ends the current row. It must hold exactly `ncols` cells.
     #[inline]
     pub fn finish_row(&mut self, origin: RowOrigin) {
-        debug_assert_eq!(self.cells.len(), (self.lines.len() + 1) * self.ncols);
+        debug_assert!(
+            self.cells.len() == (self.lines.len() + 1) * self.ncols
+                || self.record_ends.len() == self.lines.len() + 1
+        );
         self.lines.push(origin);
     }
 

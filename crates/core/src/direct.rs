@@ -159,8 +159,20 @@ impl Sink for DirectSink<'_, '_> {
         batch: &Batch,
         _bad: &mut dyn FnMut(usize, Error) -> Result<()>,
     ) -> Result<u64> {
-        let mut cells: Vec<Cell<'_>> = Vec::with_capacity(self.layout.len());
         let indexing = self.indexes.iter().any(|ix| !ix.given_up);
+        if let Some(records) = batch.records() {
+            // Rows the source encoded already; in column order (a load's layout takes
+            // every batch column in order), and nothing to index here.
+            debug_assert!(!indexing && self.layout.iter().all(Option::is_some));
+            for record in records {
+                self.table
+                    .push_record(self.next_rowid, record)
+                    .map_err(|e| from_btree(e, None))?;
+                self.next_rowid += 1;
+            }
+            return Ok(batch.rows() as u64);
+        }
+        let mut cells: Vec<Cell<'_>> = Vec::with_capacity(self.layout.len());
         for r in 0..batch.rows() {
             // The layout takes batch columns in order (checked in `new`), so one pass
             // over the row fills the table's columns.

@@ -300,6 +300,11 @@ fn import_direct(
         })
         .collect();
     src.set_types(types.clone());
+    if gather.iter().all(|e| e.given_up) {
+        // No index entries to gather from cells: the parser encodes the records itself,
+        // on its threads, instead of the writer (10M-row TSV: see bench/README.md).
+        src.make_records();
+    }
     let page_size = opts
         .file
         .page_size

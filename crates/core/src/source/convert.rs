@@ -12,44 +12,91 @@ pub struct Mismatches {
     pub first: Option<String>,
 }
 
-/// Pushes delimited-text field `s` (already checked UTF-8) into `batch` as a value of
+/// Where a row's converted values go: a batch's cells, or an SQLite record being built
+/// (the direct engine's rows, see [`Batch::push_record`]).
+pub trait Values {
+    fn null(&mut self);
+    fn integer(&mut self, i: i64);
+    fn real(&mut self, r: f64);
+    fn text(&mut self, s: &str);
+}
+
+impl Values for Batch {
+    #[inline]
+    fn null(&mut self) {
+        self.push(Cell::Null);
+    }
+    #[inline]
+    fn integer(&mut self, i: i64) {
+        self.push(Cell::Integer(i));
+    }
+    #[inline]
+    fn real(&mut self, r: f64) {
+        self.push(Cell::Real(r));
+    }
+    #[inline]
+    fn text(&mut self, s: &str) {
+        self.push_text(s);
+    }
+}
+
+impl Values for liteload_btree::RecordBuilder {
+    #[inline]
+    fn null(&mut self) {
+        liteload_btree::RecordBuilder::null(self);
+    }
+    #[inline]
+    fn integer(&mut self, i: i64) {
+        liteload_btree::RecordBuilder::integer(self, i);
+    }
+    #[inline]
+    fn real(&mut self, r: f64) {
+        liteload_btree::RecordBuilder::real(self, r);
+    }
+    #[inline]
+    fn text(&mut self, s: &str) {
+        liteload_btree::RecordBuilder::text(self, s.as_bytes());
+    }
+}
+
+/// Pushes delimited-text field `s` (already checked UTF-8) into `to` as a value of
 /// column type `ty`. Returns `true` when the value does not fit the type.
 #[inline]
-pub fn push_text_field(batch: &mut Batch, s: &str, ty: ColumnType, empty_null: bool) -> bool {
+pub fn push_text_field(to: &mut impl Values, s: &str, ty: ColumnType, empty_null: bool) -> bool {
     if s.is_empty() && (empty_null || ty != ColumnType::Text) {
-        batch.push(Cell::Null);
+        to.null();
         return false;
     }
     match ty {
         ColumnType::Text => {
-            batch.push_text(s);
+            to.text(s);
             false
         }
         ColumnType::Integer => match classify(s.as_bytes()) {
             Lexeme::Integer(i) => {
-                batch.push(Cell::Integer(i));
+                to.integer(i);
                 false
             }
             Lexeme::Real(r) => {
-                batch.push(Cell::Real(r));
+                to.real(r);
                 true
             }
             _ => {
-                batch.push_text(s);
+                to.text(s);
                 true
             }
         },
         ColumnType::Real => match classify(s.as_bytes()) {
             Lexeme::Integer(i) => {
-                batch.push(Cell::Real(i as f64));
+                to.real(i as f64);
                 false
             }
             Lexeme::Real(r) => {
-                batch.push(Cell::Real(r));
+                to.real(r);
                 false
             }
             _ => {
-                batch.push_text(s);
+                to.text(s);
                 true
             }
         },

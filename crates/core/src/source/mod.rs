@@ -100,6 +100,10 @@ pub struct ReadOptions {
     /// Threads that parse a large, uncompressed, UTF-8 delimited file at once (see
     /// [`parallel`]); 1 parses on one thread.
     pub parse_threads: usize,
+    /// Delimited input: make batches of encoded SQLite records instead of cells (see
+    /// [`crate::batch::Batch::push_record`]), for the direct engine when nothing needs
+    /// the cells (no index to gather). Other formats make cells regardless.
+    pub records: bool,
 }
 
 impl Default for ReadOptions {
@@ -117,6 +121,7 @@ impl Default for ReadOptions {
             sample_rows: 10_000,
             max_record_bytes: 64 << 20,
             parse_threads: 1,
+            records: false,
         }
     }
 }
@@ -174,6 +179,12 @@ pub trait Source: Send {
 
     /// Values stored in a type other than their column's so far.
     fn mismatches(&self) -> &Mismatches;
+
+    /// From now on, makes batches of encoded records (see [`ReadOptions::records`]) if
+    /// this source can; returns whether it will.
+    fn make_records(&mut self) -> bool {
+        false
+    }
 }
 
 /// Opens `input` with `opts` as a [`Source`]. Raw bytes read are added to `bytes_read`.

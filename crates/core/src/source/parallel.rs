@@ -486,6 +486,15 @@ impl Source for ParallelDelimited {
     fn mismatches(&self) -> &Mismatches {
         &self.mismatches
     }
+
+    /// Before the first `fill` only (the workers take the options when they start).
+    fn make_records(&mut self) -> bool {
+        if !matches!(self.phase, Phase::Head) {
+            return false;
+        }
+        self.opts.records = true;
+        self.head.make_records()
+    }
 }
 
 impl Drop for ParallelDelimited {

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::io::Read;
 use std::sync::Arc;
 
-use super::convert::{push_text_field, Mismatches};
+use super::convert::{push_text_field, Mismatches, Values};
 use super::delimited::{DelimitedReader, ParseError, Record, Resume};
 use super::{BadRecord, Fill, Ragged, ReadOptions, Sample, Source};
 use crate::batch::{Batch, Cell, RowOrigin};
@@ -26,6 +26,8 @@ pub struct DelimitedSource<R> {
     mismatches: Mismatches,
     /// Hand out the sampled records, then stop (the rest is read elsewhere).
     sample_only: bool,
+    /// Reused to encode rows when `opts.records` is set.
+    record: liteload_btree::RecordBuilder,
 }
 
 impl<R: Read + Send> DelimitedSource<R> {
@@ -42,6 +44,7 @@ impl<R: Read + Send> DelimitedSource<R> {
             rec: Record::default(),
             mismatches: Mismatches::default(),
             sample_only: false,
+            record: liteload_btree::RecordBuilder::new(),
         }
     }
 
@@ -70,6 +73,7 @@ impl<R: Read + Send> DelimitedSource<R> {
             rec: Record::default(),
             mismatches: Mismatches::default(),
             sample_only: false,
+            record: liteload_btree::RecordBuilder::new(),
         }
     }
 
@@ -179,13 +183,38 @@ impl<R: Read + Send> DelimitedSource<R> {
         self.columns.get(i).map(|n| (i, n.clone()))
     }
 
-    /// Converts a checked record into a row of `batch`.
+    /// Converts a checked record into a row of `batch`: cells, or with
+    /// `ReadOptions::records` an encoded SQLite record.
     fn push_row(&mut self, batch: &mut Batch, rec: &Record, no: u64, take: usize) {
+        if self.opts.records {
+            let mut record = std::mem::take(&mut self.record);
+            record.clear();
+            self.convert(&mut record, rec, take);
+            for _ in take..self.columns.len() {
+                record.null();
+            }
+            batch.push_record(&record);
+            self.record = record;
+        } else {
+            self.convert(batch, rec, take);
+            for _ in take..self.columns.len() {
+                batch.push(Cell::Null);
+            }
+        }
+        batch.finish_row(RowOrigin {
+            line: rec.line,
+            record: no,
+        });
+    }
+
+    /// Converts the first `take` fields of a checked record into values of `to`.
+    #[inline]
+    fn convert(&mut self, to: &mut impl Values, rec: &Record, take: usize) {
         for i in 0..take {
             // SAFETY: `check` validated the whole record as UTF-8, and fields split it on
             // ASCII delimiters, so each field is valid UTF-8 too.
             let s = unsafe { std::str::from_utf8_unchecked(rec.field(i)) };
-            if push_text_field(batch, s, self.types[i], self.opts.empty_null) {
+            if push_text_field(to, s, self.types[i], self.opts.empty_null) {
                 self.mismatches.count += 1;
                 if self.mismatches.first.is_none() {
                     let m = rec.meta(i);
@@ -196,13 +225,6 @@ impl<R: Read + Send> DelimitedSource<R> {
                 }
             }
         }
-        for _ in take..self.columns.len() {
-            batch.push(Cell::Null);
-        }
-        batch.finish_row(RowOrigin {
-            line: rec.line,
-            record: no,
-        });
     }
 }
 
@@ -349,5 +371,10 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
 
     fn mismatches(&self) -> &Mismatches {
         &self.mismatches
+    }
+
+    fn make_records(&mut self) -> bool {
+        self.opts.records = true;
+        true
     }
 }
