@@ -7,6 +7,13 @@
 //! Indexes are built the same way from entries sorted in SQLite's order (the `index`
 //! module, whose top comment draws the index pages).
 //!
+//! Leaf pages need no page numbers, so they can be filled on any thread: [`Leaves`]
+//! holds sealed leaves for a run of rows, and [`TableWriter::append`] numbers and writes
+//! them in order (an overflow chain's first page, the one number a leaf holds, is
+//! patched in then). [`RecordBuilder`] makes a record value by value. The file goes out
+//! through [`SeqFile`]: 8 MiB aligned blocks, written by a thread of its own, around the
+//! page cache where the system allows.
+//!
 //! What is written (all integers big-endian):
 //!
 //! The database header, bytes 0..100 of page 1:
