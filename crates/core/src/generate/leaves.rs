@@ -63,6 +63,7 @@ impl Fill<'_> {
                         Drawn::Text { start, len } => {
                             record.text(&text.as_bytes()[start..start + len])
                         }
+                        Drawn::Ascii { bytes, len } => record.text(&bytes[..usize::from(len)]),
                     }
                 }
                 // Rowids rise within a group by construction, so this cannot fail.

@@ -63,6 +63,9 @@ pub enum Gen {
     Choice {
         items: Vec<Lit>,
         cumulative: Option<Vec<f64>>,
+        /// The column is REAL (no text item, some real one): integer items become reals.
+        /// Decided once here rather than per value.
+        int_as_real: bool,
     },
     Digits(usize),
     Text {
@@ -190,7 +193,13 @@ impl ColumnSpec {
                             .collect(),
                     ),
                 };
-                Gen::Choice { items, cumulative }
+                let int_as_real = items.iter().all(|l| !matches!(l, Lit::Text(_)))
+                    && items.iter().any(|l| matches!(l, Lit::Real(_)));
+                Gen::Choice {
+                    items,
+                    cumulative,
+                    int_as_real,
+                }
             }
             "digits" => {
                 let n: usize = args.trim().parse().map_err(|_| format!("{what}: expected digits:N, e.g. digits:6"))?;
@@ -301,6 +310,9 @@ impl ColumnSpec {
             Drawn::Integer(i) => batch.push(Cell::Integer(i)),
             Drawn::Real(f) => batch.push(Cell::Real(f)),
             Drawn::Text { start, len } => batch.push_text(&scratch[start..start + len]),
+            Drawn::Ascii { bytes, len } => batch.push_text(
+                std::str::from_utf8(&bytes[..usize::from(len)]).expect("ASCII is UTF-8"),
+            ),
         }
     }
 
@@ -322,7 +334,11 @@ impl ColumnSpec {
             Gen::Rowid => Drawn::Integer(rowid),
             Gen::Int { lo, hi } => Drawn::Integer(rng.int_in(*lo, *hi)),
             Gen::Float { lo, hi } => Drawn::Real(lo + (hi - lo) * rng.unit()),
-            Gen::Choice { items, cumulative } => {
+            Gen::Choice {
+                items,
+                cumulative,
+                int_as_real,
+            } => {
                 let i = match cumulative {
                     None => rng.below(items.len() as u64) as usize,
                     Some(c) => {
@@ -330,7 +346,26 @@ impl ColumnSpec {
                         c.partition_point(|&edge| edge <= x).min(items.len() - 1)
                     }
                 };
-                lit(&items[i], self.column_type(), text)
+                let ty = if *int_as_real {
+                    ColumnType::Real
+                } else {
+                    ColumnType::Integer
+                };
+                lit(&items[i], ty, text)
+            }
+            Gen::Digits(n) if *n <= 18 => {
+                // `n` digits, zero-padded (as `{v:0n$}`, without the formatter), returned
+                // inline: no text buffer for the common short case.
+                let mut v = rng.below(10u64.pow(*n as u32));
+                let mut bytes = [b'0'; 18];
+                for d in bytes[..*n].iter_mut().rev() {
+                    *d = b'0' + (v % 10) as u8;
+                    v /= 10;
+                }
+                Drawn::Ascii {
+                    bytes,
+                    len: *n as u8,
+                }
             }
             Gen::Digits(n) => {
                 let mut left = *n;
@@ -392,7 +427,15 @@ pub enum Drawn {
     Null,
     Integer(i64),
     Real(f64),
-    Text { start: usize, len: usize },
+    Text {
+        start: usize,
+        len: usize,
+    },
+    /// A short ASCII text, `bytes[..len]`.
+    Ascii {
+        bytes: [u8; 18],
+        len: u8,
+    },
 }
 
 /// A literal as a value of a column of type `ty` (an integer in a REAL column is a real).
