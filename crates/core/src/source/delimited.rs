@@ -335,13 +335,16 @@ impl<R: Read> DelimitedReader<R> {
                         state = State::Unquoted;
                     }
                 }
-                State::Unquoted => {
+                State::Unquoted => loop {
+                    // One unquoted field after another without going round the state
+                    // machine: the common case of plain CSV/TSV.
                     let chunk = &self.buf[self.pos..self.end];
                     match find_field_end(self.delim, chunk) {
                         None => {
                             rec.data.extend_from_slice(chunk);
                             self.pos = self.end;
                             self.check_len(rec)?;
+                            break;
                         }
                         Some(i) => {
                             rec.data.extend_from_slice(&chunk[..i]);
@@ -349,17 +352,26 @@ impl<R: Read> DelimitedReader<R> {
                             self.pos += i + 1;
                             field.end = rec.data.len();
                             rec.fields.push(field);
-                            if b == self.delim {
-                                state = State::StartField;
-                            } else {
+                            if b != self.delim {
                                 self.after_cr = b == b'\r';
                                 let h = self.here();
                                 self.new_line_at(h);
                                 return Ok(true);
                             }
+                            if self.pos == self.end || Some(self.buf[self.pos]) == self.quote {
+                                state = State::StartField;
+                                break;
+                            }
+                            // The next field starts here, unquoted (as StartField would).
+                            field = FieldMeta {
+                                end: 0,
+                                quoted: false,
+                                line: self.line,
+                                column: self.here() - self.line_start + 1,
+                            };
                         }
                     }
-                }
+                },
                 State::Quoted => {
                     let q = self.quote.unwrap_or(b'"');
                     let chunk = &self.buf[self.pos..self.end];
