@@ -25,6 +25,12 @@ pub enum Engine {
     Sqlite,
     /// The page writer (a new file, `atomic-new`).
     Direct,
+    /// The page writer where it surely applies, else SQLite's insert path: `Direct` for a
+    /// new file with the default durability (`atomic-new`) and, for `import`, one CSV/TSV
+    /// input without `--pk` or `--alter` (JSON may grow columns after the sample, which
+    /// the page writer refuses). Both make the same table; the page writer is faster
+    /// (bench/README.md).
+    Auto,
 }
 
 /// SQLite's default page size, used when none is asked for.
@@ -268,7 +274,7 @@ pub fn build_new<T>(
     if tmp.exists() {
         std::fs::remove_file(&tmp).map_err(|e| Error::io(Some(tmp.clone()), e))?;
         notes.push(format!(
-            "removed {}, left by an interrupted run",
+            "removed {} left by an interrupted run",
             tmp.display()
         ));
     }

@@ -158,6 +158,11 @@ pub struct Summary {
     /// Size of the database file afterwards (0 with `parse_only`).
     pub db_bytes: u64,
     pub durability: String,
+    /// Which writer made the file: "sqlite" (SQLite's insert path) or "direct" (the page
+    /// writer); empty when nothing was written.
+    pub engine: String,
+    /// The direct engine had SQLite check the file (`--verify`) before putting it in place.
+    pub verified: bool,
     pub rows_per_statement: usize,
     pub sqlite_version: String,
     /// Things the user should know: renamed columns, a stale temp file removed, …
@@ -187,7 +192,12 @@ pub fn import(
         .bytes_total
         .store(total.unwrap_or(0), Ordering::Relaxed);
     validate_options(opts, inputs)?;
-    if opts.engine == Engine::Direct && !opts.parse_only {
+    let direct = match opts.engine {
+        Engine::Direct => true,
+        Engine::Sqlite => false,
+        Engine::Auto => direct_applies(db, inputs, opts),
+    };
+    if direct && !opts.parse_only {
         return import_direct(db, inputs, opts, progress, start);
     }
     let mut target = if opts.parse_only {
@@ -199,6 +209,7 @@ pub fn import(
     match (result, target) {
         (Ok(mut summary), Some(t)) => {
             summary.durability = t.durability.name().to_string();
+            summary.engine = "sqlite".into();
             summary.notes.splice(0..0, t.notes.clone());
             progress.set_stage(Stage::Committing);
             t.commit()?;
@@ -375,10 +386,9 @@ fn import_direct(
     summary.tables = vec![name];
     summary.rejects = count;
     summary.reject_samples = samples;
-    summary.durability = format!(
-        "atomic-new (direct page writer{})",
-        if opts.verify { ", verified" } else { "" }
-    );
+    summary.durability = Durability::AtomicNew.name().to_string();
+    summary.engine = "direct".into();
+    summary.verified = opts.verify;
     summary.notes.extend(notes);
     summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
     finish_summary(&mut summary, start);
@@ -416,6 +426,20 @@ fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether `Engine::Auto` loads through the page writer: see [`Engine::Auto`].
+fn direct_applies(db: &Path, inputs: &[Input], opts: &ImportOptions) -> bool {
+    let [input] = inputs else {
+        return false;
+    };
+    !opts.parse_only
+        && !db.exists()
+        && matches!(opts.durability, None | Some(Durability::AtomicNew))
+        && opts.pk.is_empty()
+        && !opts.alter
+        && read_options_for(input, opts)
+            .is_ok_and(|ro| matches!(ro.format, Format::Csv | Format::Tsv))
 }
 
 fn read_options_for(input: &Input, opts: &ImportOptions) -> Result<ReadOptions> {

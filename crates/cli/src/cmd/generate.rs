@@ -76,7 +76,7 @@ pub struct GenerateArgs {
     pub threads: Option<usize>,
     /// How rows are written: `sqlite` (SQLite's insert path, any target), `direct` (the
     /// page writer: a new file, written page by page without SQLite's insert path), or
-    /// `auto` (currently `sqlite`; see the README for why).
+    /// `auto`: `direct` for a new file with the default durability, else `sqlite`.
     #[arg(long, value_enum, default_value_t = Engine::Auto)]
     pub engine: Engine,
     /// With --engine direct: SQLite runs `PRAGMA integrity_check` on the written file
@@ -185,7 +185,8 @@ pub fn run(a: GenerateArgs) -> Result<()> {
         rows_per_statement: a.rows_per_statement.max(1),
         engine: match a.engine {
             Engine::Direct => liteload::direct::Engine::Direct,
-            Engine::Sqlite | Engine::Auto => liteload::direct::Engine::Sqlite,
+            Engine::Sqlite => liteload::direct::Engine::Sqlite,
+            Engine::Auto => liteload::direct::Engine::Auto,
         },
         verify: a.verify,
     };
@@ -223,7 +224,7 @@ pub fn run(a: GenerateArgs) -> Result<()> {
         let db = if a.generate_only {
             String::new()
         } else {
-            format!("; {} ({})", a.db.display(), s.durability)
+            format!("; {} ({})", a.db.display(), super::import::made_how(&s))
         };
         writeln!(
             out,

@@ -13,6 +13,19 @@ use liteload::{
 
 pub use liteload_lab::render::count as grouped;
 
+/// How the file was made, for the summary line: the durability profile, and the page
+/// writer when it wrote the file (and checked it, with --verify).
+pub fn made_how(s: &liteload::import::Summary) -> String {
+    let mut how = s.durability.clone();
+    if s.engine == "direct" {
+        how.push_str(", direct page writer");
+    }
+    if s.verified {
+        how.push_str(", verified");
+    }
+    how
+}
+
 use super::UsageError;
 use crate::progress::Bar;
 
@@ -217,7 +230,8 @@ pub struct ImportArgs {
     pub rows_per_statement: usize,
     /// How rows are written: `sqlite` (SQLite's insert path, any target), `direct` (the
     /// page writer: one input into a new file, indexes built by SQLite afterwards), or
-    /// `auto` (currently `sqlite`; see the README).
+    /// `auto`: `direct` for one CSV/TSV input into a new file with the default durability
+    /// and no --pk or --alter, else `sqlite`.
     #[arg(long, value_enum, default_value_t = super::generate::Engine::Auto, help_heading = "Durability and speed")]
     pub engine: super::generate::Engine,
     /// With --engine direct: SQLite runs `PRAGMA integrity_check` on the written file
@@ -351,9 +365,8 @@ fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
         rows_per_statement: a.rows_per_statement.max(1),
         engine: match a.engine {
             super::generate::Engine::Direct => liteload::direct::Engine::Direct,
-            super::generate::Engine::Sqlite | super::generate::Engine::Auto => {
-                liteload::direct::Engine::Sqlite
-            }
+            super::generate::Engine::Sqlite => liteload::direct::Engine::Sqlite,
+            super::generate::Engine::Auto => liteload::direct::Engine::Auto,
         },
         verify: a.verify,
         index_memory: a.index_memory,
@@ -427,7 +440,7 @@ fn report(a: &ImportArgs, s: &Summary) -> std::io::Result<()> {
                 "; {} {} ({})",
                 a.db.display(),
                 human_bytes(s.db_bytes),
-                s.durability
+                made_how(s)
             )
         };
         writeln!(

@@ -114,7 +114,15 @@ pub fn generate(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resul
         finish_summary(&mut summary, start);
         return Ok(summary);
     }
-    if opts.engine == Engine::Direct {
+    let direct = match opts.engine {
+        Engine::Direct => true,
+        Engine::Sqlite => false,
+        // A new file with the default durability (see `Engine::Auto`).
+        Engine::Auto => {
+            !db.exists() && matches!(opts.durability, None | Some(Durability::AtomicNew))
+        }
+    };
+    if direct {
         return generate_direct(db, opts, progress, summary, start);
     }
     let target = durability::open(db, opts.durability, opts.file)?;
@@ -196,6 +204,7 @@ pub fn generate(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resul
         Ok(rows) => {
             summary.rows = rows;
             summary.durability = target.durability.name().to_string();
+            summary.engine = "sqlite".into();
             summary.notes = target.notes.clone();
             target.commit()?;
             summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
@@ -251,10 +260,9 @@ fn generate_direct(
     )?;
     summary.rows = rows;
     summary.rows_per_statement = 0;
-    summary.durability = format!(
-        "atomic-new (direct page writer{})",
-        if opts.verify { ", verified" } else { "" }
-    );
+    summary.durability = Durability::AtomicNew.name().to_string();
+    summary.engine = "direct".into();
+    summary.verified = opts.verify;
     summary.notes = notes;
     summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
     finish_summary(&mut summary, start);
