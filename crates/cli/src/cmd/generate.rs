@@ -79,7 +79,8 @@ pub struct GenerateArgs {
     /// `auto`: `direct` for a new file with the default durability, else `sqlite`.
     #[arg(long, value_enum, default_value_t = Engine::Auto)]
     pub engine: Engine,
-    /// With --engine direct: SQLite runs `PRAGMA integrity_check` on the written file
+    /// With the page writer (--engine direct, or auto where it picks it): SQLite runs
+    /// `PRAGMA integrity_check` on the written file
     /// before it is put in place; a failure leaves no file.
     #[arg(long)]
     pub verify: bool,

@@ -190,7 +190,7 @@ pub struct ImportArgs {
     /// A record (or JSON line) longer than this many bytes is bad, before memory runs out.
     #[arg(long, value_name = "N", default_value_t = 64 << 20, help_heading = "Bad input")]
     pub max_record_bytes: usize,
-    /// Threads that parse a CSV/TSV file of 32 MiB or more (uncompressed, UTF-8) at once,
+    /// Threads that parse a CSV/TSV file of 8 MiB or more (uncompressed, UTF-8) at once,
     /// each a part of the file; rows, errors and line numbers are those of one reader.
     /// Default: the number of cores. 1 parses on one thread.
     #[arg(long, value_name = "N", help_heading = "Durability and speed")]
@@ -234,11 +234,12 @@ pub struct ImportArgs {
     /// and no --pk or --alter, else `sqlite`.
     #[arg(long, value_enum, default_value_t = super::generate::Engine::Auto, help_heading = "Durability and speed")]
     pub engine: super::generate::Engine,
-    /// With --engine direct: SQLite runs `PRAGMA integrity_check` on the written file
+    /// With the page writer (--engine direct, or auto where it picks it): SQLite runs
+    /// `PRAGMA integrity_check` on the written file
     /// before it is put in place; a failure leaves no file.
     #[arg(long, help_heading = "Durability and speed")]
     pub verify: bool,
-    /// With --engine direct: index entries are sorted in memory up to this many bytes;
+    /// With the page writer: index entries are sorted in memory up to this many bytes;
     /// beyond it SQLite's CREATE INDEX builds the indexes on the finished file.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 30, hide_short_help = true, help_heading = "Durability and speed")]
     pub index_memory: usize,
