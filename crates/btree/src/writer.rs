@@ -572,33 +572,36 @@ impl Leaves {
     /// PRIMARY KEY column must be `Value::Null` (its value is the rowid).
     pub fn push(&mut self, rowid: i64, values: &[Value<'_>]) -> Result<(), Error> {
         let (head, body) = record::parts(values);
-        let payload = head + body;
-        if local_payload(self.page_size, payload) == payload {
-            // The common case: the whole record goes in the cell, written in place.
-            self.check_order(rowid)?;
-            let size = varint::len(payload as u64) + varint::len(rowid as u64) + payload;
-            if !self.leaf.fits(size) {
-                self.seal_page();
-            }
-            let cell = self.leaf.alloc(size, rowid);
-            let mut n = varint::put(cell, payload as u64);
-            n += varint::put(&mut cell[n..], rowid as u64);
-            record::write(values, head, body, &mut cell[n..]);
-            self.counted(rowid);
-            return Ok(());
-        }
-        let mut record = std::mem::take(&mut self.record);
-        record.clear();
-        record::encode(values, &mut record);
-        let r = self.push_record(rowid, &record);
-        self.record = record;
-        r
+        self.push_with(
+            rowid,
+            head + body,
+            |cell| record::write(values, head, body, cell),
+            |out| record::encode(values, out),
+        )
     }
 
     /// Appends a row whose record was built with a [`RecordBuilder`].
     #[inline]
     pub fn push_built(&mut self, rowid: i64, built: &RecordBuilder) -> Result<(), Error> {
-        let payload = built.len();
+        self.push_with(
+            rowid,
+            built.len(),
+            |cell| built.write(cell),
+            |out| built.encode(out),
+        )
+    }
+
+    /// Appends a row of a `payload`-byte record: in the common case the whole record
+    /// fits in the cell and `write` puts it there (exactly `payload` bytes); otherwise
+    /// `encode` appends it to a buffer and [`Leaves::push_record`] splits it.
+    #[inline(always)]
+    fn push_with(
+        &mut self,
+        rowid: i64,
+        payload: usize,
+        write: impl FnOnce(&mut [u8]),
+        encode: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<(), Error> {
         if local_payload(self.page_size, payload) == payload {
             self.check_order(rowid)?;
             let size = varint::len(payload as u64) + varint::len(rowid as u64) + payload;
@@ -608,13 +611,13 @@ impl Leaves {
             let cell = self.leaf.alloc(size, rowid);
             let mut n = varint::put(cell, payload as u64);
             n += varint::put(&mut cell[n..], rowid as u64);
-            built.write(&mut cell[n..]);
+            write(&mut cell[n..]);
             self.counted(rowid);
             return Ok(());
         }
         let mut record = std::mem::take(&mut self.record);
         record.clear();
-        built.encode(&mut record);
+        encode(&mut record);
         let r = self.push_record(rowid, &record);
         self.record = record;
         r
