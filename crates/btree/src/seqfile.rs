@@ -72,8 +72,6 @@ pub struct SeqFile {
     to_writer: Option<crossbeam_channel::Sender<Job>>,
     from_writer: crossbeam_channel::Receiver<io::Result<Block>>,
     thread: Option<JoinHandle<()>>,
-    /// Whether blocks bypass the page cache (known after the first block).
-    direct: bool,
 }
 
 #[cfg(target_os = "linux")]
@@ -136,7 +134,6 @@ impl SeqFile {
     pub fn create(path: &Path) -> io::Result<SeqFile> {
         let file = File::create(path)?;
         let direct = open_direct(path);
-        let is_direct = direct.is_some();
         let plain = file.try_clone()?;
         let (to_writer, jobs) = crossbeam_channel::bounded(DEPTH);
         let (done, from_writer) = crossbeam_channel::unbounded();
@@ -151,13 +148,7 @@ impl SeqFile {
             to_writer: Some(to_writer),
             from_writer,
             thread: Some(thread),
-            direct: is_direct,
         })
-    }
-
-    /// Whether this file was opened to bypass the page cache.
-    pub fn bypasses_cache(&self) -> bool {
-        self.direct
     }
 
     /// Writes out everything held, then syncs the file's data and metadata to the disk.

@@ -139,7 +139,6 @@ impl<W: Write + Seek> DbWriter<W> {
             name: name.to_string(),
             sql: sql.to_string(),
             leaves,
-            last_rowid: None,
             children: vec![],
             rows: 0,
         }
@@ -713,9 +712,9 @@ pub struct TableWriter<'d, W: Write + Seek> {
     db: &'d mut DbWriter<W>,
     name: String,
     sql: String,
-    /// Rows pushed here; sealed pages are written as soon as there are any.
+    /// Rows pushed here; sealed pages are written as soon as there are any. Its
+    /// `last_rowid` is the table's (appended rows included), so it checks the order.
     leaves: Leaves,
-    last_rowid: Option<i64>,
     /// Leaves written so far: (page, largest rowid in it).
     children: Vec<(u32, i64)>,
     rows: u64,
@@ -725,27 +724,23 @@ impl<W: Write + Seek> TableWriter<'_, W> {
     /// Appends a row. `values` are the record's columns in table order; an INTEGER
     /// PRIMARY KEY column must be `Value::Null` (its value is the rowid).
     pub fn push(&mut self, rowid: i64, values: &[Value<'_>]) -> Result<(), Error> {
-        self.check_order(rowid)?;
         self.leaves.push(rowid, values)?;
-        self.pushed(rowid)
+        self.pushed()
     }
 
     /// Appends a row whose record is already encoded (see [`crate::record::encode`]).
     pub fn push_record(&mut self, rowid: i64, record: &[u8]) -> Result<(), Error> {
-        self.check_order(rowid)?;
         self.leaves.push_record(rowid, record)?;
-        self.pushed(rowid)
+        self.pushed()
     }
 
     /// Appends a row whose record was built with a [`RecordBuilder`].
     pub fn push_built(&mut self, rowid: i64, built: &RecordBuilder) -> Result<(), Error> {
-        self.check_order(rowid)?;
         self.leaves.push_built(rowid, built)?;
-        self.pushed(rowid)
+        self.pushed()
     }
 
-    fn pushed(&mut self, rowid: i64) -> Result<(), Error> {
-        self.last_rowid = Some(rowid);
+    fn pushed(&mut self) -> Result<(), Error> {
         self.rows += 1;
         if !self.leaves.max_rowids.is_empty() {
             let mut own = std::mem::replace(&mut self.leaves, Leaves::new(0));
@@ -768,11 +763,11 @@ impl<W: Write + Seek> TableWriter<'_, W> {
         let (Some(first), Some(last)) = (leaves.first_rowid, leaves.last_rowid) else {
             return Ok(());
         };
-        self.check_order(first)?;
+        self.leaves.check_order(first)?;
         self.flush_leaf()?;
         leaves.seal_page();
         self.write_sealed(leaves)?;
-        self.last_rowid = Some(last);
+        self.leaves.last_rowid = Some(last);
         self.rows += leaves.rows;
         leaves.clear();
         Ok(())
@@ -801,13 +796,6 @@ impl<W: Write + Seek> TableWriter<'_, W> {
         Ok(())
     }
 
-    fn check_order(&self, rowid: i64) -> Result<(), Error> {
-        match self.last_rowid {
-            Some(last) if rowid <= last => Err(Error::RowidOrder { last, got: rowid }),
-            _ => Ok(()),
-        }
-    }
-
     /// Seals and writes the leaf being filled, if it holds a cell.
     fn flush_leaf(&mut self) -> io::Result<()> {
         if self.leaves.leaf.cells == 0 {
@@ -816,7 +804,7 @@ impl<W: Write + Seek> TableWriter<'_, W> {
         self.leaves.seal_page();
         let mut own = std::mem::replace(&mut self.leaves, Leaves::new(0));
         let r = self.write_sealed(&mut own);
-        own.clear();
+        own.drop_sealed();
         self.leaves = own;
         r
     }

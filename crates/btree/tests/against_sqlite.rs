@@ -387,3 +387,24 @@ fn a_large_index_has_several_levels_and_long_keys_overflow() -> R {
     index_same_as_sqlite(512, 3, 2, &rows)?;
     index_same_as_sqlite(4096, 3, 1, &rows)
 }
+
+/// Rowids must rise across pushed and appended rows alike.
+#[test]
+fn rowids_out_of_order_are_refused_across_push_and_append() -> R {
+    let d = tempfile::tempdir()?;
+    let mut db = DbWriter::create(&d.path().join("o.db"), 4096)?;
+    let mut t = db.table("t", &create_sql(1));
+    t.push(5, &[Value::Integer(1)])?;
+    let mut early = liteload_btree::Leaves::new(4096);
+    early.push(3, &[Value::Integer(1)])?;
+    assert!(t.append(&mut early).is_err(), "3 after 5");
+    let mut late = liteload_btree::Leaves::new(4096);
+    late.push(6, &[Value::Integer(1)])?;
+    late.push(10, &[Value::Integer(1)])?;
+    t.append(&mut late)?;
+    assert!(t.push(9, &[Value::Integer(1)]).is_err(), "9 after 10");
+    assert!(t.push(10, &[Value::Integer(1)]).is_err(), "10 twice");
+    t.push(11, &[Value::Integer(1)])?;
+    assert_eq!(t.rows(), 4);
+    Ok(())
+}

@@ -270,14 +270,7 @@ pub fn build_new<T>(
 ) -> Result<(T, Vec<String>)> {
     refuse_existing(db)?;
     let tmp = durability::temp_path(db);
-    let mut notes = vec![];
-    if tmp.exists() {
-        std::fs::remove_file(&tmp).map_err(|e| Error::io(Some(tmp.clone()), e))?;
-        notes.push(format!(
-            "removed {} left by an interrupted run",
-            tmp.display()
-        ));
-    }
+    let notes: Vec<String> = durability::clear_stale(&tmp)?.into_iter().collect();
     let result = (|| -> Result<T> {
         let err = |e| from_btree(e, Some(&tmp));
         let mut w = DbWriter::create(&tmp, page_size).map_err(&err)?;

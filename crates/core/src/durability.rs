@@ -161,13 +161,7 @@ pub fn open(path: &Path, requested: Option<Durability>, settings: FileSettings) 
     // A temp file from a killed run is removed whatever this run's profile: a kill after
     // the link into place (but before the unlink) leaves one beside a complete DB.
     let stale = temp_path(path);
-    if stale.exists() {
-        remove_stale(&stale)?;
-        notes.push(format!(
-            "removed {} left by an interrupted run",
-            stale.display()
-        ));
-    }
+    notes.extend(clear_stale(&stale)?);
     let (open_path, tmp) = if durability == Durability::AtomicNew {
         (stale.clone(), Some(stale))
     } else {
@@ -216,6 +210,19 @@ pub fn open(path: &Path, requested: Option<Durability>, settings: FileSettings) 
 }
 
 /// Removes a temp file left by a killed run, unless a live run still holds its lock.
+/// Removes `tmp`, a load's temp file, if one is there and no liteload run holds it;
+/// returns the note for the user. Every engine starts a new file through this.
+pub(crate) fn clear_stale(tmp: &Path) -> Result<Option<String>> {
+    if !tmp.exists() {
+        return Ok(None);
+    }
+    remove_stale(tmp)?;
+    Ok(Some(format!(
+        "removed {} left by an interrupted run",
+        tmp.display()
+    )))
+}
+
 fn remove_stale(tmp: &Path) -> Result<()> {
     let busy = (|| -> rusqlite::Result<bool> {
         let c = Connection::open_with_flags(tmp, OpenFlags::SQLITE_OPEN_READ_WRITE)?;

@@ -255,10 +255,6 @@ impl ParallelDelimited {
         ))
     }
 
-    fn add_mismatches(&mut self, m: &Mismatches) {
-        add(&mut self.finished, m);
-    }
-
     /// Makes `mismatches` the finished sources' plus the current one's.
     fn sync_mismatches(&mut self) {
         let mut all = self.finished.clone();
@@ -288,7 +284,7 @@ impl ParallelDelimited {
                         return Ok(f);
                     }
                     let m = self.head.mismatches().clone();
-                    self.add_mismatches(&m);
+                    add(&mut self.finished, &m);
                     self.start_chunks()?;
                     if !batch.is_empty() {
                         return Ok(Fill::Full);
@@ -311,7 +307,7 @@ impl ParallelDelimited {
                         let m = src.mismatches().clone();
                         *again = None;
                         *next += 1;
-                        self.add_mismatches(&m);
+                        add(&mut self.finished, &m);
                         if !batch.is_empty() {
                             return Ok(Fill::Full);
                         }
@@ -370,7 +366,7 @@ impl ParallelDelimited {
                     let f = src.fill(batch, max_rows, max_text, bad)?;
                     if f == Fill::Done {
                         let m = src.mismatches().clone();
-                        self.add_mismatches(&m);
+                        add(&mut self.finished, &m);
                         self.phase = Phase::Done;
                     }
                     return Ok(f);

@@ -32,20 +32,8 @@ pub struct DelimitedSource<R> {
 
 impl<R: Read + Send> DelimitedSource<R> {
     pub fn new(rdr: R, name: Arc<str>, opts: ReadOptions) -> Self {
-        let quote = opts.quote;
-        DelimitedSource {
-            rdr: DelimitedReader::new(rdr, opts.delimiter, quote, opts.max_record_bytes),
-            name,
-            opts,
-            columns: vec![],
-            types: vec![],
-            sampled: VecDeque::new(),
-            records: 0,
-            rec: Record::default(),
-            mismatches: Mismatches::default(),
-            sample_only: false,
-            record: liteload_btree::RecordBuilder::new(),
-        }
+        let rdr = DelimitedReader::new(rdr, opts.delimiter, opts.quote, opts.max_record_bytes);
+        Self::with_reader(rdr, name, opts, vec![], vec![], 0)
     }
 
     /// A source for the input from `at` on, which another source already began: its
@@ -62,6 +50,17 @@ impl<R: Read + Send> DelimitedSource<R> {
     ) -> Self {
         let rdr =
             DelimitedReader::resumed(rdr, opts.delimiter, opts.quote, opts.max_record_bytes, at);
+        Self::with_reader(rdr, name, opts, columns, types, records)
+    }
+
+    fn with_reader(
+        rdr: DelimitedReader<R>,
+        name: Arc<str>,
+        opts: ReadOptions,
+        columns: Vec<String>,
+        types: Vec<ColumnType>,
+        records: u64,
+    ) -> Self {
         DelimitedSource {
             rdr,
             name,
