@@ -291,6 +291,7 @@ fn import_direct(
     }
     let cols: Vec<(String, ColumnType)> =
         columns.iter().cloned().zip(types.iter().copied()).collect();
+    crate::schema::check_new_table(&name, columns.iter().map(String::as_str))?;
     let create = table::create_sql(&name, &cols, &[]);
     let position = |c: &String| {
         columns
@@ -608,6 +609,12 @@ fn open_input(
         (None, Some(t)) => t,
         (None, None) => return Err(Error::plan("reading stdin: name the table with --table")),
     };
+    if let Some(problem) = crate::schema::table_name_problem(&table) {
+        return Err(Error::plan(format!(
+            "{}: {problem}; name another table",
+            input.display_name()
+        )));
+    }
     let mut inferred: Vec<ColumnType> = sample
         .guesses
         .iter()
@@ -687,6 +694,7 @@ fn plan_table(
                 .cloned()
                 .zip(inferred.iter().copied())
                 .collect();
+            crate::schema::check_new_table(table, columns.iter().map(String::as_str))?;
             exec(&table::create_sql(table, &cols, &opts.pk))?;
             created.insert(table.to_ascii_lowercase());
             Ok(TablePlan {

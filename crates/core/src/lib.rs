@@ -18,6 +18,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod affinity;
 pub mod batch;
 pub mod direct;
 pub mod durability;

@@ -18,6 +18,52 @@ pub fn quote_ident(name: &str) -> String {
     s
 }
 
+/// Why SQLite would refuse `name` for a table liteload creates, if it would: a NUL byte
+/// (SQL text ends there) or the `sqlite_` prefix SQLite keeps for its own tables (any
+/// ASCII case: `sqlite_master`, `SQLITE_schema`, `sqlite_stat1`, …). Every other name is
+/// fine once quoted by [`quote_ident`]. Both engines check here before creating anything.
+pub fn table_name_problem(name: &str) -> Option<String> {
+    if name.contains('\0') {
+        return Some(format!("table name {name:?} has a NUL byte"));
+    }
+    if name.len() >= 7 && name.as_bytes()[..7].eq_ignore_ascii_case(b"sqlite_") {
+        return Some(format!(
+            "table name {name:?} starts with \"sqlite_\", which SQLite reserves for its own tables"
+        ));
+    }
+    None
+}
+
+/// Why SQLite would refuse `name` as a column name, if it would: a NUL byte.
+pub fn column_name_problem(name: &str) -> Option<String> {
+    name.contains('\0')
+        .then(|| format!("column name {name:?} has a NUL byte"))
+}
+
+/// Checks a new table's name and column names (see [`table_name_problem`] and
+/// [`column_name_problem`]), and that no two columns are the same name to SQLite (ASCII
+/// case ignored). A plan error names the first problem.
+pub fn check_new_table<'a>(
+    table: &str,
+    columns: impl IntoIterator<Item = &'a str>,
+) -> crate::Result<()> {
+    if let Some(p) = table_name_problem(table) {
+        return Err(crate::Error::plan(p));
+    }
+    let mut seen: HashSet<String> = HashSet::new();
+    for c in columns {
+        if let Some(p) = column_name_problem(c) {
+            return Err(crate::Error::plan(p));
+        }
+        if !seen.insert(c.to_ascii_lowercase()) {
+            return Err(crate::Error::plan(format!(
+                "column name {c:?} is used twice (SQLite ignores case in names)"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Makes column names usable: an empty (or all-blank) name becomes `cN` (N is the 1-based
 /// column number), and a name equal to an earlier one, ignoring ASCII case as SQLite does,
 /// gets `_2`, `_3`, … Returns the names and one note per change, for the user.
@@ -73,6 +119,65 @@ mod tests {
             "\"a\"\"b; DROP TABLE x\""
         );
         assert_eq!(quote_ident("select"), "\"select\"");
+    }
+
+    #[test]
+    fn names_sqlite_refuses_are_found() {
+        for bad in [
+            "sqlite_master",
+            "SQLITE_SCHEMA",
+            "sqlite_x",
+            "a\0b",
+            "Sqlite_",
+        ] {
+            assert!(table_name_problem(bad).is_some(), "{bad}");
+        }
+        for good in ["sqlite", "my sqlite_master", "", "\"; DROP", "ünï"] {
+            assert!(table_name_problem(good).is_none(), "{good}");
+        }
+        assert!(column_name_problem("a\0").is_some());
+        assert!(column_name_problem("sqlite_master").is_none());
+        assert!(check_new_table("t", ["a", "A"]).is_err());
+        assert!(check_new_table("t", ["a", "\u{c4}", "\u{e4}"]).is_ok());
+    }
+
+    /// Every name the checks let through makes a CREATE TABLE that SQLite runs, and
+    /// every name SQLite refuses is caught by them.
+    #[test]
+    fn checks_agree_with_sqlite() -> rusqlite::Result<()> {
+        let conn = rusqlite::Connection::open_in_memory()?;
+        let names = [
+            "t",
+            "sqlite_master",
+            "sqlite_schema",
+            "SQLITE_temp_master",
+            "sqlite_stat1",
+            "x\0y",
+            "\0",
+            "",
+            " ",
+            "\"",
+            "a\"b",
+            "[x]",
+            "`y`",
+            "select",
+            "ÄÖ",
+            "sqlite",
+            "sqlitex",
+            "main",
+            "temp",
+            "\u{1F600}",
+        ];
+        for (i, n) in names.iter().enumerate() {
+            let ours = check_new_table(n, ["c"]).is_ok();
+            let sql = format!("CREATE TABLE {}(c)", quote_ident(n));
+            let theirs = !n.contains('\0') && conn.execute_batch(&sql).is_ok();
+            assert_eq!(ours, theirs, "table {n:?} ({i})");
+            if theirs {
+                conn.execute_batch(&format!("DROP TABLE {}", quote_ident(n)))?;
+            }
+        }
+        Ok(())
     }
 
     #[test]

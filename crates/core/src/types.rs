@@ -12,6 +12,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::affinity::Affinity;
+
 /// The declared type of a column that liteload creates, and the conversion its values get.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ColumnType {
@@ -33,15 +35,20 @@ impl ColumnType {
     /// The conversion for a column that already exists with this declared type, following
     /// SQLite's affinity rules. `None` (NUMERIC or BLOB affinity) means "use the inferred type".
     pub fn from_declared(decl: &str) -> Option<ColumnType> {
-        let d = decl.to_ascii_uppercase();
-        if d.contains("INT") {
-            Some(ColumnType::Integer)
-        } else if d.contains("CHAR") || d.contains("CLOB") || d.contains("TEXT") {
-            Some(ColumnType::Text)
-        } else if d.contains("REAL") || d.contains("FLOA") || d.contains("DOUB") {
-            Some(ColumnType::Real)
-        } else {
-            None
+        match Affinity::of_declared(decl) {
+            Affinity::Integer => Some(ColumnType::Integer),
+            Affinity::Text => Some(ColumnType::Text),
+            Affinity::Real => Some(ColumnType::Real),
+            Affinity::Numeric | Affinity::Blob => None,
+        }
+    }
+
+    /// The affinity SQLite gives a column declared with [`ColumnType::sql`].
+    pub fn affinity(self) -> Affinity {
+        match self {
+            ColumnType::Integer => Affinity::Integer,
+            ColumnType::Real => Affinity::Real,
+            ColumnType::Text => Affinity::Text,
         }
     }
 }

@@ -339,6 +339,10 @@ fn file_reader(
         let ident = file_identity(&f);
         let (reader, held) = Buffered::new(f);
         let mut lines = how.lines(reader, line, offset);
+        if follow {
+            // The file may be mid-write: a line is a message once its \n is there.
+            lines = lines.holding_partial_lines();
+        }
         loop {
             if let Err(e) = read_lines(&mut lines, &held, &name, Some(&id), &how, &tx, &stop) {
                 let _ = tx.send(Batch::Fatal(e));

@@ -82,7 +82,7 @@ fn validate(opts: &GenerateOptions) -> Result<()> {
     if opts.table.is_empty() {
         return Err(Error::plan("--table: the name is empty"));
     }
-    Ok(())
+    crate::schema::check_new_table(&opts.table, opts.columns.iter().map(|c| c.name.as_str()))
 }
 
 /// Generates `opts.rows` rows into `opts.table` of the database at `db`. A new file is

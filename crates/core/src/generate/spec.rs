@@ -177,7 +177,12 @@ impl ColumnSpec {
                 if args.is_empty() {
                     return Err(format!("{what}: expected a list, e.g. choice:red,green,blue"));
                 }
-                let items: Vec<Lit> = args.split(',').map(Lit::parse).collect();
+                let mut items: Vec<Lit> = args.split(',').map(Lit::parse).collect();
+                if items.iter().any(|l| matches!(l, Lit::Text(_))) {
+                    // A TEXT column: every item is stored as the text it was given, as
+                    // SQLite's TEXT affinity would store it (never a number in TEXT).
+                    items = args.split(',').map(|t| Lit::Text(t.to_string())).collect();
+                }
                 let cumulative = match weights.take() {
                     None => None,
                     Some(w) if w.len() != items.len() => {
@@ -333,7 +338,18 @@ impl ColumnSpec {
         match &self.gen {
             Gen::Rowid => Drawn::Integer(rowid),
             Gen::Int { lo, hi } => Drawn::Integer(rng.int_in(*lo, *hi)),
-            Gen::Float { lo, hi } => Drawn::Real(lo + (hi - lo) * rng.unit()),
+            Gen::Float { lo, hi } => {
+                // For a range wider than f64::MAX, hi - lo is inf: the weighted sum does
+                // not overflow. A value that rounding takes up to hi is lo instead (LO <= x < HI).
+                let u = rng.unit();
+                let span = hi - lo;
+                let x = if span.is_finite() {
+                    lo + span * u
+                } else {
+                    lo * (1.0 - u) + hi * u
+                };
+                Drawn::Real(if x < *hi { x } else { *lo })
+            }
             Gen::Choice {
                 items,
                 cumulative,

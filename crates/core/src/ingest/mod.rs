@@ -9,7 +9,10 @@
 //! number in a TEXT column becomes its text, an integer in a REAL column a real,
 //! non-numeric text in a numeric column stays text. Nested objects and
 //! arrays are stored as JSON text. JSON keys that differ only in ASCII case name the same
-//! column, as SQLite's column names do.
+//! column, as SQLite's column names do; a field that differs from a key field only in
+//! case, or whose name has a NUL byte, or that would take the table past SQLite's 2000
+//! columns, makes its message bad: counted, reported and skipped, never the end of the
+//! stream.
 //!
 //! Messages are coalesced in memory per key for one commit window (the last value of
 //! each field wins) and written in one transaction, in key order: per key an UPDATE of
@@ -48,6 +51,9 @@ use parse::{decode_key, KeyRef, Val};
 pub use parse::{LineMeta, Message, Messages};
 use window::Window;
 use writer::Writer;
+
+/// SQLite's limit on a table's columns (SQLITE_MAX_COLUMN as bundled).
+const MAX_COLUMNS: usize = 2000;
 
 /// The table that remembers where each file source was applied up to.
 pub const STATE_TABLE: &str = "liteload_ingest_state";
@@ -217,6 +223,11 @@ impl Ingest {
         }
         if opts.table.is_empty() {
             return Err(Error::plan("--table: the name is empty"));
+        }
+        for t in std::iter::once(&opts.table).chain(&opts.history) {
+            if let Some(p) = crate::schema::table_name_problem(t) {
+                return Err(Error::plan(p));
+            }
         }
         let pragmas = opts.durability.shared_pragmas()?;
         let conn = Connection::open(db)
@@ -415,16 +426,38 @@ impl Ingest {
                 )
             }
         }
+        // Columns first, so a message that cannot be stored changes nothing.
+        let new_names = batch
+            .fields(m)
+            .iter()
+            .filter(|(name, _)| self.colmap[*name as usize] == UNMAPPED)
+            .count();
+        if new_names > 0 && self.columns.len() + nkeys + new_names > MAX_COLUMNS {
+            let new: std::collections::HashSet<String> = batch
+                .fields(m)
+                .iter()
+                .filter(|(name, _)| self.colmap[*name as usize] == UNMAPPED)
+                .map(|(name, _)| batch.name(*name).to_ascii_lowercase())
+                .filter(|n| !self.by_name.contains_key(n))
+                .collect();
+            if self.columns.len() + nkeys + new.len() > MAX_COLUMNS {
+                return Err(format!(
+                    "{} new fields would give the table more than SQLite's {MAX_COLUMNS} columns",
+                    new.len()
+                ));
+            }
+        }
+        for &(name, val) in batch.fields(m) {
+            if self.colmap[name as usize] == UNMAPPED {
+                self.colmap[name as usize] = self.column_for(batch.name(name), &val) as u32;
+            }
+        }
         let row = self.window.row_for(key);
         for &(name, val) in batch.fields(m) {
             if val == Val::Null && self.opts.null_keep {
                 continue;
             }
-            let mut col = self.colmap[name as usize];
-            if col == UNMAPPED {
-                col = self.column_for(batch.name(name), &val) as u32;
-                self.colmap[name as usize] = col;
-            }
+            let col = self.colmap[name as usize];
             if let (Some(declared), Some(k)) = (self.columns[col as usize].1, kind(&val)) {
                 if declared != k && !(declared == ColumnType::Real && k == ColumnType::Integer) {
                     self.totals.type_mismatches += 1;

@@ -120,6 +120,8 @@ pub struct Messages {
     pub(crate) text: Vec<u8>,
     names: Vec<Box<str>>,
     name_ix: HashMap<Box<str>, u32>,
+    /// Why the message being parsed was refused for one of its member names.
+    name_problem: Option<String>,
     fields: Vec<(u32, Val)>,
     msgs: Vec<Message>,
     key_slots: Vec<KeySlot>,
@@ -143,6 +145,7 @@ impl Messages {
             text: Vec::with_capacity(64 * 1024),
             names: vec![],
             name_ix: HashMap::new(),
+            name_problem: None,
             fields: Vec::with_capacity(4096),
             msgs: Vec::with_capacity(512),
             key_slots: vec![KeySlot::Missing; keys.len()],
@@ -233,6 +236,9 @@ impl Messages {
         if parsed.is_err() {
             self.text.truncate(text0);
             self.fields.truncate(fields0);
+            if let Some(reason) = self.name_problem.take() {
+                return self.push_rejected(reason, None, line, meta);
+            }
             let (column, reason) = explain_bad_line(line);
             return self.push_rejected(reason, Some(meta.column + column), line, meta);
         }
@@ -368,6 +374,23 @@ impl<'de> Visitor<'de> for NameSeed<'_> {
         }
         if let Some(&id) = b.name_ix.get(s) {
             return Ok(Member::Field(id));
+        }
+        // A new name: one SQLite could not hold as a column makes the message bad (it is
+        // counted and skipped; the stream goes on).
+        let problem = if s.contains('\0') {
+            Some(format!(
+                "field {s:?} has a NUL byte, which no column name can hold"
+            ))
+        } else {
+            b.keys.iter().find(|k| k.eq_ignore_ascii_case(s)).map(|k| {
+                format!(
+                    "field {s:?} names the key column {k:?} (SQLite's column names ignore case); a key field must be spelled as the key"
+                )
+            })
+        };
+        if let Some(p) = problem {
+            b.name_problem = Some(p);
+            return Err(E::custom("a member name no column can have"));
         }
         let id = b.names.len() as u32;
         b.names.push(s.into());

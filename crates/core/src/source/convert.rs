@@ -1,5 +1,6 @@
 //! Turning input values into typed cells, by the rules in [`crate::types`].
 
+use crate::affinity::Stored;
 use crate::batch::{Batch, Cell};
 use crate::types::{classify, ColumnType, Lexeme};
 
@@ -59,47 +60,48 @@ impl Values for liteload_btree::RecordBuilder {
     }
 }
 
+/// Pushes `v`, a value as SQLite stores it, into `to`.
+#[inline]
+fn push_stored(to: &mut impl Values, v: Stored<'_>) {
+    match v {
+        Stored::Null => to.null(),
+        Stored::Integer(i) => to.integer(i),
+        Stored::Real(r) => to.real(r),
+        Stored::Text(t) => to.text(t),
+    }
+}
+
 /// Pushes delimited-text field `s` (already checked UTF-8) into `to` as a value of
-/// column type `ty`. Returns `true` when the value does not fit the type.
+/// column type `ty`: what SQLite would store for it in a column of that type (its
+/// affinity, see [`crate::affinity`]), so both engines store the same value. Returns
+/// `true` when the text is not the type's canonical form (the summary's mismatches).
 #[inline]
 pub fn push_text_field(to: &mut impl Values, s: &str, ty: ColumnType, empty_null: bool) -> bool {
     if s.is_empty() && (empty_null || ty != ColumnType::Text) {
         to.null();
         return false;
     }
-    match ty {
-        ColumnType::Text => {
-            to.text(s);
+    if ty == ColumnType::Text {
+        to.text(s);
+        return false;
+    }
+    let aff = ty.affinity();
+    let lexeme = classify(s.as_bytes());
+    match lexeme {
+        Lexeme::Integer(i) => {
+            push_stored(to, aff.integer_value(i));
             false
         }
-        ColumnType::Integer => match classify(s.as_bytes()) {
-            Lexeme::Integer(i) => {
-                to.integer(i);
-                false
-            }
-            Lexeme::Real(r) => {
-                to.real(r);
-                true
-            }
-            _ => {
-                to.text(s);
-                true
-            }
-        },
-        ColumnType::Real => match classify(s.as_bytes()) {
-            Lexeme::Integer(i) => {
-                to.real(i as f64);
-                false
-            }
-            Lexeme::Real(r) => {
-                to.real(r);
-                false
-            }
-            _ => {
-                to.text(s);
-                true
-            }
-        },
+        // SQLite reads only the first 19 significant digits of a decimal; a longer one
+        // takes its exact path.
+        Lexeme::Real(r) if s.len() <= 20 => {
+            push_stored(to, aff.real(r));
+            ty != ColumnType::Real
+        }
+        _ => {
+            push_stored(to, aff.text(s));
+            !(ty == ColumnType::Real && matches!(lexeme, Lexeme::Real(_)))
+        }
     }
 }
 
@@ -138,13 +140,13 @@ pub fn push_json_value(
                 batch.push(Cell::Null);
                 return false;
             }
-            batch.push_text(s);
+            push_stored(batch, ty.affinity().text(s));
             ty != ColumnType::Text
         }
         J::Array(_) | J::Object(_) => {
             scratch.clear();
             scratch.push_str(&v.to_string());
-            batch.push_text(scratch);
+            push_stored(batch, ty.affinity().text(scratch));
             ty != ColumnType::Text
         }
         // A TEXT column holds any number exactly as its JSON text (booleans as 1/0).
@@ -158,26 +160,25 @@ pub fn push_json_value(
             batch.push_text(scratch);
             false
         }
-        J::Bool(_) | J::Number(_) => match (json_lexeme(v), ty) {
-            (Lexeme::Integer(i), ColumnType::Real) => {
-                batch.push(Cell::Real(i as f64));
-                false
+        J::Bool(_) | J::Number(_) => {
+            let aff = ty.affinity();
+            match json_lexeme(v) {
+                Lexeme::Integer(i) => {
+                    push_stored(batch, aff.integer_value(i));
+                    false
+                }
+                Lexeme::Real(r) => {
+                    push_stored(batch, aff.real(r));
+                    ty != ColumnType::Real
+                }
+                _ => {
+                    scratch.clear();
+                    scratch.push_str(&v.to_string());
+                    push_stored(batch, aff.text(scratch));
+                    true
+                }
             }
-            (Lexeme::Integer(i), t) => {
-                batch.push(Cell::Integer(i));
-                t != ColumnType::Integer
-            }
-            (Lexeme::Real(r), t) => {
-                batch.push(Cell::Real(r));
-                t != ColumnType::Real
-            }
-            _ => {
-                scratch.clear();
-                scratch.push_str(&v.to_string());
-                batch.push_text(scratch);
-                ty != ColumnType::Text
-            }
-        },
+        }
     }
 }
 
@@ -206,7 +207,7 @@ mod tests {
             vec![
                 Value::Integer(42),
                 Value::Null,
-                Value::Text("007"),
+                Value::Integer(7),
                 Value::Real(3.0),
                 Value::Text(""),
                 Value::Null,
@@ -243,7 +244,7 @@ mod tests {
                 Value::Text("18446744073709551615"),
                 Value::Integer(1),
                 Value::Text(r#"{"a":[1]}"#),
-                Value::Text("12"),
+                Value::Integer(12),
                 Value::Real(1.5)
             ]
         );

@@ -1,7 +1,9 @@
 //! JSON input: newline-delimited objects, or one top-level array of objects, streamed.
 //!
 //! Columns are the objects' keys in the order they are first seen. Keys are matched to
-//! columns exactly, then ignoring ASCII case (SQLite's column names ignore case). A key
+//! columns exactly; a key that differs from an earlier one only in ASCII case gets a
+//! column of its own, `KEY_2` (SQLite's column names ignore case), as CSV headers do. A key
+//! with a NUL byte makes its record a bad record. A key
 //! first seen after the sample adds a column ([`Fill::NewColumns`]). JSON strings are
 //! always TEXT (`"02134"` stays text); `true`/`false` are 1/0; nested objects and arrays
 //! are stored as JSON text; an integer beyond i64 is stored as TEXT of its digits.
@@ -80,6 +82,33 @@ impl ObjectStream {
     }
 }
 
+/// Parses JSON text as serde_json does, except that in an object an integer beyond the
+/// 64-bit range keeps its digits (as a string) instead of becoming a rounded real: the
+/// README's rule. serde_json gives such an integer as a real, so an integral real of
+/// 2^63 or more in magnitude is looked up in the text; only then is the text read twice.
+pub fn parse_lossless(text: &[u8]) -> serde_json::Result<Value> {
+    let mut v: Value = serde_json::from_slice(text)?;
+    if let Value::Object(map) = &mut v {
+        let maybe_rounded = |v: &Value| {
+            matches!(v, Value::Number(n) if n.is_f64()
+                && n.as_f64().is_some_and(|f| f.abs() >= 9.2e18 && f.fract() == 0.0))
+        };
+        if map.values().any(maybe_rounded) {
+            let raw: HashMap<String, &serde_json::value::RawValue> = serde_json::from_slice(text)?;
+            for (k, val) in map.iter_mut() {
+                let Some(r) = raw.get(k).filter(|_| maybe_rounded(val)) else {
+                    continue;
+                };
+                let t = r.get().trim();
+                if !t.contains(['.', 'e', 'E']) {
+                    *val = Value::String(t.to_string());
+                }
+            }
+        }
+    }
+    Ok(v)
+}
+
 /// serde_json's message without its " at line L column C" tail (we give our own position).
 fn json_message(e: &serde_json::Error) -> String {
     let s = e.to_string();
@@ -108,9 +137,23 @@ pub struct LineObjects {
     byte: u64,
     max_line: usize,
     limit_flag: &'static str,
+    /// Hold an unterminated last line back until its `\n` arrives (a file still growing).
+    hold_partial: bool,
+    /// Bytes of `buf` that are an unterminated line read earlier, held back.
+    partial: usize,
+    /// The line and byte just past the last line that ended in `\n` (or the start).
+    resume: (u64, u64),
 }
 
 impl LineObjects {
+    /// Treats only lines that end in `\n` as lines: an unterminated last line is held
+    /// back (not returned, not counted in [`LineObjects::position`]) until a later read
+    /// completes it. For a file another program may still be writing.
+    pub fn holding_partial_lines(mut self) -> Self {
+        self.hold_partial = true;
+        self
+    }
+
     /// Names the flag that raises the line limit, for the message of a line over it.
     pub fn with_limit_flag(mut self, flag: &'static str) -> Self {
         self.limit_flag = flag;
@@ -127,6 +170,9 @@ impl LineObjects {
             byte,
             max_line,
             limit_flag: "--max-record-bytes",
+            hold_partial: false,
+            partial: 0,
+            resume: (line, byte),
         }
     }
 
@@ -135,9 +181,11 @@ impl LineObjects {
         self.buf.trim_ascii_end()
     }
 
-    /// The line and byte offset just past what was read: where a resumed read starts.
+    /// The line and byte offset just past the last complete line read (one ending in
+    /// `\n`): where a resumed read starts. An unterminated last line is not passed, so a
+    /// rerun reads it again once its writer has finished it.
     pub fn position(&self) -> (u64, u64) {
-        (self.line, self.byte)
+        self.resume
     }
 
     /// The next non-blank line, trimmed, or `None` at the end; a line over the limit is
@@ -149,17 +197,33 @@ impl LineObjects {
     ) -> std::result::Result<Option<std::result::Result<RawLine<'_>, BadObj>>, (u64, u64, String)>
     {
         loop {
-            self.buf.clear();
+            if self.partial == 0 {
+                self.buf.clear();
+            }
             let (line, byte) = (self.line, self.byte);
-            let n = (&mut self.r)
-                .take(self.max_line as u64 + 1)
+            let room = (self.max_line + 1).saturating_sub(self.partial) as u64;
+            let read = (&mut self.r)
+                .take(room)
                 .read_until(b'\n', &mut self.buf)
                 .map_err(|e| (line, 1, e.to_string()))?;
+            let n = self.partial + read;
             if n == 0 {
                 return Ok(None);
             }
+            let ended = self.buf.ends_with(b"\n");
+            if !ended && n <= self.max_line {
+                // The input ends inside a line.
+                if self.hold_partial {
+                    self.partial = n;
+                    return Ok(None);
+                }
+            }
+            self.partial = 0;
             self.byte += n as u64;
             self.line += 1;
+            if ended {
+                self.resume = (self.line, self.byte);
+            }
             if n > self.max_line && !self.buf.ends_with(b"\n") {
                 // Skip the rest of the line without holding it in memory.
                 loop {
@@ -174,6 +238,7 @@ impl LineObjects {
                     self.r.consume(used);
                     self.byte += used as u64;
                     if end {
+                        self.resume = (self.line, self.byte);
                         break;
                     }
                 }
@@ -210,7 +275,7 @@ impl LineObjects {
             Some(Ok(raw)) => raw,
         };
         let (line, column, byte) = (raw.line, raw.column, raw.byte);
-        Ok(Some(match serde_json::from_slice::<Value>(raw.text) {
+        Ok(Some(match parse_lossless(raw.text) {
             Ok(Value::Object(map)) => Item::Obj(Obj {
                 map,
                 line,
@@ -399,7 +464,9 @@ impl ArrayObjects {
         // Objects, arrays and strings end on a closing byte, so serde_json reads nothing
         // past the element and the stream stays in step.
         let mut de = serde_json::Deserializer::from_reader(&mut self.r);
-        match Value::deserialize(&mut de) {
+        let element = Box::<serde_json::value::RawValue>::deserialize(&mut de)
+            .and_then(|raw| parse_lossless(raw.get().as_bytes()));
+        match element {
             Ok(Value::Object(map)) => Ok(Some(Item::Obj(Obj {
                 map,
                 line,
@@ -439,6 +506,8 @@ pub struct JsonSource {
     columns: Vec<String>,
     exact: HashMap<String, usize>,
     folded: HashMap<String, usize>,
+    /// Notes on renamed columns, for the summary.
+    notes: Vec<String>,
     types: Vec<ColumnType>,
     sampled: VecDeque<Sampled>,
     pending: Option<(u64, Obj)>,
@@ -456,6 +525,7 @@ impl JsonSource {
             columns: vec![],
             exact: HashMap::new(),
             folded: HashMap::new(),
+            notes: vec![],
             types: vec![],
             sampled: VecDeque::new(),
             pending: None,
@@ -466,19 +536,29 @@ impl JsonSource {
     }
 
     fn column_of(&self, key: &str) -> Option<usize> {
-        self.exact
-            .get(key)
-            .or_else(|| self.folded.get(&key.to_ascii_lowercase()))
-            .copied()
+        self.exact.get(key).copied()
     }
 
+    /// A column for a key not seen before. Its name is the key, unless that is blank
+    /// (`cN`) or the same to SQLite as an earlier column's, ignoring ASCII case (then
+    /// `KEY_2`, `KEY_3`, …): the rule CSV headers follow (see [`crate::schema::clean_names`]).
     fn add_column(&mut self, key: &str) -> usize {
         let i = self.columns.len();
-        let name = if key.trim().is_empty() {
+        let base = if key.trim().is_empty() {
             format!("c{}", i + 1)
         } else {
             key.to_string()
         };
+        let mut name = base.clone();
+        let mut k = 2;
+        while self.folded.contains_key(&name.to_ascii_lowercase()) {
+            name = format!("{base}_{k}");
+            k += 1;
+        }
+        if name != key {
+            self.notes
+                .push(format!("key {key:?} is stored in column {name:?}"));
+        }
         self.exact.insert(key.to_string(), i);
         self.folded.insert(name.to_ascii_lowercase(), i);
         self.columns.push(name);
@@ -491,7 +571,22 @@ impl JsonSource {
             Ok(Some(item)) => {
                 self.records += 1;
                 Ok(Some(match item {
-                    Item::Obj(o) => Sampled::Obj(self.records, o),
+                    Item::Obj(o) => match o.map.keys().find(|k| k.contains('\0')) {
+                        // SQLite's SQL text ends at a NUL: no column can have this name.
+                        Some(k) => Sampled::Bad(
+                            self.records,
+                            BadObj {
+                                line: o.line,
+                                column: o.column,
+                                byte: o.byte,
+                                message: format!(
+                                    "key {k:?} has a NUL byte, which no column name can hold"
+                                ),
+                                raw: Value::Object(o.map),
+                            },
+                        ),
+                        None => Sampled::Obj(self.records, o),
+                    },
                     Item::Bad(b) => Sampled::Bad(self.records, b),
                 }))
             }
@@ -553,7 +648,7 @@ impl Source for JsonSource {
         Ok(Sample {
             columns: self.columns.clone(),
             guesses,
-            notes: vec![],
+            notes: std::mem::take(&mut self.notes),
         })
     }
 

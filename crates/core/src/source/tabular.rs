@@ -9,7 +9,7 @@ use super::delimited::{DelimitedReader, ParseError, Record, Resume};
 use super::{BadRecord, Fill, Ragged, ReadOptions, Sample, Source};
 use crate::batch::{Batch, Cell, RowOrigin};
 use crate::error::{Error, Position, Result};
-use crate::schema::{clean_names, numbered_names};
+use crate::schema::{clean_names, column_name_problem, numbered_names};
 use crate::types::{classify, ColumnType, TypeGuess};
 
 /// Reads delimited text. Every record is checked (UTF-8, no NUL bytes, field count)
@@ -289,6 +289,22 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
             Some(given) => given.clone(),
             None => raw_names,
         };
+        if let Some((i, problem)) = raw_names
+            .iter()
+            .enumerate()
+            .find_map(|(i, n)| column_name_problem(n).map(|p| (i, p)))
+        {
+            let col = if first_is_data {
+                1
+            } else {
+                first.meta(i).column
+            };
+            return Err(Error::input(
+                self.pos(first.line, col, 0, first.byte),
+                None,
+                format!("header field {}: {problem}", i + 1),
+            ));
+        }
         let (columns, notes) = clean_names(&raw_names);
         if columns.len() > 2000 {
             return Err(Error::plan(format!(

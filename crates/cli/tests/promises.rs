@@ -1,0 +1,453 @@
+//! The classes of broken promise found by hostile input (issue 13), each tested as a
+//! class against a reference: the page writer against SQLite's own insert path (and
+//! SQLite's `integrity_check` on every file), names against what SQLite accepts, ingest
+//! against "a bad message never stops the stream", partial lines against a writer that
+//! finishes them later.
+
+mod common;
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Child, Command as Process, Stdio};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use proptest::prelude::*;
+use rusqlite::types::Value;
+use tempfile::TempDir;
+
+use common::checked_rows;
+
+type R = Result<(), Box<dyn std::error::Error>>;
+
+fn liteload(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::cargo_bin("liteload").expect("the binary builds");
+    c.current_dir(dir).args(args);
+    c
+}
+
+/// Every row of `t` with `typeof()` beside each value, after `integrity_check`.
+fn typed_rows(db: &Path, cols: usize) -> rusqlite::Result<Vec<Vec<Value>>> {
+    let list: Vec<String> = (1..=cols).map(|i| format!("typeof(c{i}), c{i}")).collect();
+    checked_rows(
+        db,
+        &format!("SELECT {} FROM t ORDER BY rowid", list.join(", ")),
+    )
+}
+
+/// Loads `csv` with both engines (plus `extra` flags) and asserts the two tables are the
+/// same, value for value and type for type, and that both files pass integrity_check.
+fn engines_agree(csv: &str, cols: usize, extra: &[&str]) -> R {
+    let d = TempDir::new()?;
+    std::fs::write(d.path().join("t.csv"), csv)?;
+    let mut out = vec![];
+    for engine in ["direct", "sqlite"] {
+        let db = format!("{engine}.db");
+        let mut args = vec!["import", &db, "t.csv", "--engine", engine, "-q"];
+        args.extend_from_slice(extra);
+        liteload(d.path(), &args).assert().success();
+        out.push(typed_rows(&d.path().join(&db), cols)?);
+    }
+    assert_eq!(out[0], out[1], "the engines differ on\n{csv}");
+    Ok(())
+}
+
+/// Values that look numeric to some rule and not to another.
+const HOSTILE: &[&str] = &[
+    "007",
+    "02134",
+    "00501",
+    " 42",
+    "42 ",
+    "+5",
+    "-0",
+    "-0.0",
+    "1e3",
+    "1E+3",
+    "1.0",
+    "2.50",
+    ".5",
+    "5.",
+    "1e",
+    "inf",
+    "-inf",
+    "NaN",
+    "nan",
+    "Infinity",
+    "0x1F",
+    "1_000",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "18446744073709551616",
+    "123456789012345678901234567890",
+    "1e999",
+    "1e-999",
+    "١٢",
+    "１２",
+    "\u{a0}7",
+    "abc",
+    "9007199254740993",
+    "3500000000000000.2500001",
+    "0.1",
+    "-",
+];
+
+fn hostile_csv() -> String {
+    // Row 1 makes c1 INTEGER, c2 REAL, c3 TEXT (with --sample 1); the rest do not fit.
+    let mut s = String::from("c1,c2,c3,c4,c5\n1,1.5,x,1,1\n");
+    for v in HOSTILE {
+        let q = format!("\"{v}\"");
+        s.push_str(&[q.as_str(); 5].join(","));
+        s.push('\n');
+    }
+    s
+}
+
+#[test]
+fn page_writer_applies_column_affinity_like_sqlite() -> R {
+    // Inferred types, with values after the sample that do not fit them; and the same
+    // values under every --type.
+    engines_agree(&hostile_csv(), 5, &["--sample", "1"])?;
+    engines_agree(
+        &hostile_csv(),
+        5,
+        &[
+            "--type",
+            "c1=integer",
+            "--type",
+            "c2=real",
+            "--type",
+            "c3=text",
+            "--type",
+            "c4=real",
+            "--type",
+            "c5=integer",
+        ],
+    )
+}
+
+#[test]
+fn zip_codes_forced_to_integer_are_integers() -> R {
+    let d = TempDir::new()?;
+    std::fs::write(d.path().join("z.csv"), "zip\n02134\n00501\n")?;
+    liteload(
+        d.path(),
+        &["import", "z.db", "z.csv", "--type", "zip=integer", "-q"],
+    )
+    .assert()
+    .success();
+    let rows = checked_rows(&d.path().join("z.db"), "SELECT typeof(zip), zip FROM z")?;
+    assert_eq!(
+        rows,
+        vec![
+            vec![Value::Text("integer".into()), Value::Integer(2134)],
+            vec![Value::Text("integer".into()), Value::Integer(501)],
+        ]
+    );
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+    /// Random cells built from digits, signs, dots, exponents, blanks and non-ASCII, in
+    /// columns whose type was decided by a first row of canonical values.
+    #[test]
+    fn engines_agree_on_random_numberish_cells(
+        cells in prop::collection::vec("[ +\\-]?[0-9]{0,21}(\\.[0-9]{0,3})?([eE][+\\-]?[0-9]{1,3})?[ x٣]?", 3..60)
+    ) {
+        let mut csv = String::from("c1,c2,c3\n1,2.5,z\n");
+        for row in cells.chunks(3) {
+            let r: Vec<String> = row.iter().map(|c| format!("\"{c}\"")).collect();
+            csv.push_str(&r.join(","));
+            for _ in r.len()..3 {
+                csv.push_str(",\"1\"");
+            }
+            csv.push('\n');
+        }
+        let res = engines_agree(&csv, 3, &["--sample", "1"]);
+        prop_assert!(res.is_ok(), "{res:?}");
+    }
+}
+
+#[test]
+fn names_sqlite_refuses_are_refused_by_both_engines() -> R {
+    let d = TempDir::new()?;
+    std::fs::write(d.path().join("nul.csv"), "a,b\0c\n1,2\n")?;
+    std::fs::write(d.path().join("ok.csv"), "a\n1\n")?;
+    std::fs::write(d.path().join("sqlite_schema.csv"), "a\n1\n")?;
+    for engine in ["direct", "sqlite", "auto"] {
+        let e = ["--engine", engine];
+        let out = liteload(d.path(), &["import", "n.db", "nul.csv", e[0], e[1]])
+            .assert()
+            .code(1);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(err.contains("nul.csv:1:") && err.contains("NUL"), "{err}");
+        for args in [
+            vec!["import", "n.db", "ok.csv", "--table", "sqlite_master"],
+            vec!["import", "n.db", "ok.csv", "--table", "SQLITE_SCHEMA"],
+            vec!["import", "n.db", "sqlite_schema.csv"],
+        ] {
+            let mut a = args.clone();
+            a.extend_from_slice(&e);
+            let out = liteload(d.path(), &a).assert().code(2);
+            let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+            assert!(err.contains("reserves"), "{err}");
+        }
+        for args in [
+            vec![
+                "generate",
+                "g.db",
+                "--rows",
+                "5",
+                "--table",
+                "sqlite_master",
+            ],
+            vec![
+                "generate",
+                "g.db",
+                "--rows",
+                "5",
+                "--column",
+                "a\0b=int:1..2",
+            ],
+        ] {
+            let mut a = args.clone();
+            a.extend_from_slice(&e);
+            // A NUL cannot be an argument of a process; the spec file carries it.
+            if a.iter().any(|s| s.contains('\0')) {
+                std::fs::write(
+                    d.path().join("spec.toml"),
+                    "[[column]]\nname = \"a\\u0000b\"\ngen = \"int:1..2\"\n",
+                )?;
+                a = vec!["generate", "g.db", "--rows", "5", "--spec", "spec.toml"];
+                a.extend_from_slice(&e);
+            }
+            liteload(d.path(), &a).assert().code(2);
+        }
+        assert!(!d.path().join("n.db").exists() && !d.path().join("g.db").exists());
+    }
+    Ok(())
+}
+
+#[test]
+fn json_keys_differing_in_case_get_columns_of_their_own() -> R {
+    let d = TempDir::new()?;
+    std::fs::write(
+        d.path().join("k.ndjson"),
+        "{\"a\":1,\"A\":2}\n{\"A\":3}\n{\"b\\u0000\":4}\n{\"a\":5}\n",
+    )?;
+    let out = liteload(
+        d.path(),
+        &["import", "k.db", "k.ndjson", "--rejects", "r.jsonl"],
+    )
+    .assert()
+    .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        err.contains("A_2"),
+        "a note names the renamed column: {err}"
+    );
+    let rows = checked_rows(
+        &d.path().join("k.db"),
+        "SELECT a, A_2 FROM k ORDER BY rowid",
+    )?;
+    assert_eq!(
+        rows,
+        vec![
+            vec![Value::Integer(1), Value::Integer(2)],
+            vec![Value::Null, Value::Integer(3)],
+            vec![Value::Integer(5), Value::Null],
+        ]
+    );
+    let rejects = std::fs::read_to_string(d.path().join("r.jsonl"))?;
+    assert!(rejects.contains("NUL"), "{rejects}");
+    Ok(())
+}
+
+#[test]
+fn json_integers_beyond_64_bits_keep_their_digits() -> R {
+    let d = TempDir::new()?;
+    let big = [
+        "18446744073709551616",
+        "-9223372036854775809",
+        "123456789012345678901234567890",
+    ];
+    let mut nd = String::new();
+    let mut arr = vec![];
+    for b in big {
+        nd.push_str(&format!("{{\"n\":{b},\"m\":[{b}]}}\n"));
+        arr.push(format!("{{\"n\":{b}}}"));
+    }
+    std::fs::write(d.path().join("b.ndjson"), nd)?;
+    std::fs::write(d.path().join("b.json"), format!("[{}]", arr.join(",")))?;
+    for file in ["b.ndjson", "b.json"] {
+        let db = format!("{file}.db");
+        liteload(d.path(), &["import", &db, file, "--table", "b", "-q"])
+            .assert()
+            .success();
+        let rows = checked_rows(
+            &d.path().join(&db),
+            "SELECT typeof(n), n FROM b ORDER BY rowid",
+        )?;
+        let want: Vec<Vec<Value>> = big
+            .iter()
+            .map(|b| vec![Value::Text("text".into()), Value::Text(b.to_string())])
+            .collect();
+        assert_eq!(rows, want, "{file}");
+    }
+    Ok(())
+}
+
+#[test]
+fn generate_float_ranges_wider_than_f64_stay_in_range() -> R {
+    let d = TempDir::new()?;
+    for engine in ["direct", "sqlite"] {
+        let db = format!("{engine}.db");
+        liteload(
+            d.path(),
+            &[
+                "generate",
+                &db,
+                "--rows",
+                "2000",
+                "--table",
+                "t",
+                "--column",
+                "a=float:-1e308..1e308",
+                "--column",
+                "b=choice:5,x,1.50",
+                "--engine",
+                engine,
+                "-q",
+            ],
+        )
+        .assert()
+        .success();
+        let rows = checked_rows(
+            &d.path().join(&db),
+            "SELECT count(*), sum(a >= -1e308 AND a < 1e308), count(DISTINCT a), \
+             sum(typeof(b) = 'text'), sum(b IN ('5','x','1.50')) FROM t",
+        )?;
+        let n = Value::Integer(2000);
+        assert_eq!(rows[0][0], n);
+        assert_eq!(rows[0][1], n, "every value within LO <= x < HI");
+        assert!(matches!(rows[0][2], Value::Integer(k) if k > 1900));
+        assert_eq!(rows[0][3], n, "a TEXT choice stores its items as text");
+        assert_eq!(rows[0][4], n);
+    }
+    Ok(())
+}
+
+fn ingest_args<'a>(file: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec!["ingest", "s.db", file, "--table", "t", "--key", "id", "-q"];
+    a.extend_from_slice(extra);
+    a
+}
+
+#[test]
+fn a_bad_field_name_never_stops_ingest() -> R {
+    let d = TempDir::new()?;
+    std::fs::write(
+        d.path().join("f.jsonl"),
+        "{\"id\":1,\"v\":1}\n{\"id\":2,\"ID\":5}\n{\"id\":3,\"v\\u0000\":1}\n{\"id\":4,\"Id\":1,\"v\":2}\n{\"id\":5,\"v\":3}\n",
+    )?;
+    liteload(d.path(), &ingest_args("f.jsonl", &["--rejects", "r.jsonl"]))
+        .assert()
+        .success();
+    let rows = checked_rows(&d.path().join("s.db"), "SELECT id, v FROM t ORDER BY id")?;
+    assert_eq!(
+        rows,
+        vec![
+            vec![Value::Integer(1), Value::Integer(1)],
+            vec![Value::Integer(5), Value::Integer(3)],
+        ]
+    );
+    let rejects = std::fs::read_to_string(d.path().join("r.jsonl"))?;
+    assert_eq!(rejects.lines().count(), 3, "{rejects}");
+    assert!(
+        rejects.contains("key column") && rejects.contains("NUL"),
+        "{rejects}"
+    );
+    Ok(())
+}
+
+#[test]
+fn an_unterminated_last_line_is_read_again_by_a_rerun() -> R {
+    let d = TempDir::new()?;
+    let feed = d.path().join("f.jsonl");
+    std::fs::write(&feed, "{\"id\":1,\"v\":1}\n{\"id\":2,\"v\":")?;
+    // The half line is bad now; the stored position stays before it.
+    liteload(d.path(), &ingest_args("f.jsonl", &[]))
+        .assert()
+        .success();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&feed)?
+        .write_all(b"2}\n")?;
+    liteload(d.path(), &ingest_args("f.jsonl", &[]))
+        .assert()
+        .success();
+    let rows = checked_rows(&d.path().join("s.db"), "SELECT id, v FROM t ORDER BY id")?;
+    assert_eq!(
+        rows,
+        vec![
+            vec![Value::Integer(1), Value::Integer(1)],
+            vec![Value::Integer(2), Value::Integer(2)],
+        ]
+    );
+    Ok(())
+}
+
+fn spawn(dir: &Path, args: &[&str]) -> std::io::Result<Child> {
+    Process::new(assert_cmd::cargo::cargo_bin("liteload"))
+        .current_dir(dir)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+}
+
+#[test]
+fn follow_waits_for_the_end_of_a_line_written_in_two_parts() -> R {
+    let d = TempDir::new()?;
+    let feed = d.path().join("f.jsonl");
+    std::fs::write(&feed, "{\"id\":1,\"v\":1}\n{\"id\":2,")?;
+    let mut child = spawn(
+        d.path(),
+        &ingest_args(
+            "f.jsonl",
+            &[
+                "--follow",
+                "--commit-interval",
+                "50ms",
+                "--rejects",
+                "r.jsonl",
+            ],
+        ),
+    )?;
+    std::thread::sleep(Duration::from_millis(700));
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&feed)?
+        .write_all(b"\"v\":2}\n")?;
+    let want = vec![
+        vec![Value::Integer(1), Value::Integer(1)],
+        vec![Value::Integer(2), Value::Integer(2)],
+    ];
+    let db = d.path().join("s.db");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline
+        && checked_rows(&db, "SELECT id, v FROM t ORDER BY id").ok() != Some(want.clone())
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Process::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()?;
+    assert!(child.wait()?.success());
+    assert_eq!(checked_rows(&db, "SELECT id, v FROM t ORDER BY id")?, want);
+    let rejects = std::fs::read_to_string(d.path().join("r.jsonl")).unwrap_or_default();
+    assert_eq!(rejects, "", "no half line was taken as a message");
+    Ok(())
+}
