@@ -451,3 +451,206 @@ fn follow_waits_for_the_end_of_a_line_written_in_two_parts() -> R {
     assert_eq!(rejects, "", "no half line was taken as a message");
     Ok(())
 }
+
+/// Pieces of fields: ASCII, whole characters, and halves of characters.
+const PIECES: &[&[u8]] = &[
+    b"a",
+    b"7",
+    "é".as_bytes(),
+    "✓".as_bytes(),
+    b"\xC3",
+    b"\xA9",
+    b"\xE2\x9C",
+    b"\x93",
+    b" ",
+];
+
+/// A CSV line from `fields` (each a list of piece indexes and a layout: 0 unquoted,
+/// 1 quoted, 2 quoted with an unquoted tail), and whether the line is valid UTF-8.
+fn utf8_line(fields: &[(Vec<usize>, u8)]) -> (Vec<u8>, bool) {
+    let mut line = vec![];
+    for (i, (pieces, layout)) in fields.iter().enumerate() {
+        if i > 0 {
+            line.push(b',');
+        }
+        let bytes: Vec<u8> = pieces.iter().flat_map(|&p| PIECES[p].to_vec()).collect();
+        match layout {
+            0 => line.extend_from_slice(&bytes),
+            1 => {
+                line.push(b'"');
+                line.extend_from_slice(&bytes);
+                line.push(b'"');
+            }
+            _ => {
+                let half = bytes.len() / 2;
+                line.push(b'"');
+                line.extend_from_slice(&bytes[..half]);
+                line.push(b'"');
+                line.extend_from_slice(&bytes[half..]);
+            }
+        }
+    }
+    let ok = std::str::from_utf8(&line).is_ok();
+    line.push(b'\n');
+    (line, ok)
+}
+
+/// Loads `csv` (header `a,b`) with rejects kept, and checks that exactly the records
+/// whose bytes are valid UTF-8 were loaded, in order.
+fn only_valid_utf8_loads(csv: &[u8], want: &[usize], extra: &[&str]) -> R {
+    let d = TempDir::new()?;
+    std::fs::write(d.path().join("u.csv"), csv)?;
+    for engine in ["direct", "sqlite"] {
+        let db = format!("{engine}.db");
+        let mut args = vec![
+            "import",
+            &db,
+            "u.csv",
+            "--rejects",
+            "r.jsonl",
+            "--engine",
+            engine,
+        ];
+        args.extend_from_slice(&["--no-detect-types", "-q"]);
+        args.extend_from_slice(extra);
+        liteload(d.path(), &args).assert().success();
+        let rows = checked_rows(&d.path().join(&db), "SELECT a FROM u ORDER BY rowid")?;
+        let got: Vec<usize> = rows
+            .iter()
+            .map(|r| match &r[0] {
+                Value::Text(t) => t
+                    .split('|')
+                    .next()
+                    .unwrap_or("")
+                    .parse()
+                    .unwrap_or(usize::MAX),
+                _ => usize::MAX,
+            })
+            .collect();
+        assert_eq!(got, want, "{engine}");
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// The reference: a record is loaded exactly when its bytes are valid UTF-8, however
+    /// its characters fall around delimiters and quotes.
+    #[test]
+    fn invalid_utf8_around_separators_is_a_bad_record(
+        lines in prop::collection::vec(
+            prop::collection::vec((prop::collection::vec(0..PIECES.len(), 0..5), 0u8..3), 2..3),
+            1..40,
+        )
+    ) {
+        let mut csv = b"a,b\n".to_vec();
+        let mut want = vec![];
+        for (no, fields) in lines.iter().enumerate() {
+            let (mut line, ok) = utf8_line(fields);
+            // The first field numbers the record: "N|" then the generated pieces.
+            let mut numbered = format!("{no}|").into_bytes();
+            numbered.append(&mut line);
+            csv.extend_from_slice(&numbered);
+            if ok {
+                want.push(no);
+            }
+        }
+        let res = only_valid_utf8_loads(&csv, &want, &[]);
+        prop_assert!(res.is_ok(), "{res:?}");
+    }
+}
+
+#[test]
+fn invalid_utf8_around_separators_in_a_file_parsed_in_parts() -> R {
+    // Over 8 MiB, so it is cut into parts and parsed on several threads.
+    let mut csv = b"a,b\n".to_vec();
+    let mut want = vec![];
+    let mut x: u64 = 7;
+    let mut no = 0;
+    while csv.len() < 9 << 20 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let fields: Vec<(Vec<usize>, u8)> = (0..2)
+            .map(|k| {
+                let r = (x >> (20 + 16 * k)) as usize;
+                let pieces = if r % 97 == 0 {
+                    vec![r % PIECES.len(), (r / 7) % PIECES.len()]
+                } else {
+                    vec![0, 2, 3]
+                };
+                (pieces, ((r / 11) % 3) as u8)
+            })
+            .collect();
+        let (line, ok) = utf8_line(&fields);
+        csv.extend_from_slice(format!("{no}|").as_bytes());
+        csv.extend_from_slice(&line);
+        if ok {
+            want.push(no);
+        }
+        no += 1;
+    }
+    assert!(want.len() < no, "some records are bad");
+    only_valid_utf8_loads(&csv, &want, &["--parse-threads", "3"])
+}
+
+#[test]
+fn max_record_bytes_holds_for_every_record() -> R {
+    let d = TempDir::new()?;
+    let mut csv = String::from("n,s\n");
+    let mut want = vec![];
+    let mut x: u64 = 3;
+    for n in 0..300 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let len = if n == 150 {
+            100_000
+        } else {
+            (x >> 40) as usize % 2500
+        };
+        let quoted = n % 3 == 0;
+        let s = "y".repeat(len);
+        if quoted {
+            csv.push_str(&format!("{n},\"{s}\nz\"\n"));
+        } else {
+            csv.push_str(&format!("{n},{s}\n"));
+        }
+        let bytes = n.to_string().len() + len + if quoted { 2 } else { 0 };
+        if bytes <= 1000 {
+            want.push(vec![Value::Integer(n as i64)]);
+        }
+    }
+    std::fs::write(d.path().join("m.csv"), &csv)?;
+    for engine in ["direct", "sqlite"] {
+        let db = format!("{engine}.db");
+        liteload(
+            d.path(),
+            &[
+                "import",
+                &db,
+                "m.csv",
+                "--max-record-bytes",
+                "1000",
+                "--rejects",
+                "r.jsonl",
+                "--engine",
+                engine,
+                "-q",
+            ],
+        )
+        .assert()
+        .success();
+        assert_eq!(
+            checked_rows(&d.path().join(&db), "SELECT n FROM m ORDER BY rowid")?,
+            want
+        );
+    }
+    liteload(
+        d.path(),
+        &["import", "z.db", "m.csv", "--max-record-bytes", "0"],
+    )
+    .assert()
+    .code(2);
+    Ok(())
+}

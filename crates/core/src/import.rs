@@ -426,6 +426,11 @@ fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result<()> {
             return Err(Error::plan("--table: the name is empty"));
         }
     }
+    if opts.read.max_record_bytes == 0 {
+        return Err(Error::plan(
+            "the longest record allowed is 0 bytes: no record could be loaded",
+        ));
+    }
     Ok(())
 }
 

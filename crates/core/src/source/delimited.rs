@@ -28,11 +28,6 @@ pub enum ParseError {
         line: u64,
         column: u64,
     },
-    /// A record grew past the limit; it starts at `line`.
-    RecordTooLong {
-        line: u64,
-        limit: usize,
-    },
 }
 
 /// One field's place in a record.
@@ -49,6 +44,11 @@ pub struct FieldMeta {
 pub struct Record {
     data: Vec<u8>,
     fields: Vec<FieldMeta>,
+    /// Offsets in `data` where a closing quote was dropped inside a field (`"ab"cd`):
+    /// bytes on either side were not next to each other in the input.
+    seams: Vec<usize>,
+    /// Set when the record was longer than the reader's limit: its data was dropped.
+    pub too_long: bool,
     /// Line on which the record starts (1-based).
     pub line: u64,
     /// Byte offset of the record's first byte in the input.
@@ -76,6 +76,19 @@ impl Record {
     /// All field bytes back to back, for one UTF-8 or NUL check per record.
     pub fn data(&self) -> &[u8] {
         &self.data
+    }
+
+    /// With `data` valid UTF-8: the first offset where a field ends, or a dropped quote
+    /// joined bytes, in the middle of a character. Two halves of a character on either
+    /// side of a delimiter or quote make valid UTF-8 back to back, but each field alone
+    /// is not; `None` means every field is valid UTF-8 by itself.
+    pub fn split_char(&self) -> Option<usize> {
+        let mid_char = |at: &usize| self.data.get(*at).is_some_and(|&b| b & 0xC0 == 0x80);
+        self.fields
+            .iter()
+            .map(|f| f.end)
+            .chain(self.seams.iter().copied())
+            .find(mid_char)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
@@ -262,9 +275,27 @@ impl<R: Read> DelimitedReader<R> {
         Ok(())
     }
 
-    /// Reads the next record into `rec`. Returns `false` at the end of input.
+    /// The most bytes a record may hold; a longer one comes back with
+    /// [`Record::too_long`] set.
+    pub fn max_record(&self) -> usize {
+        self.max_record
+    }
+
+    /// Reads the next record into `rec`. Returns `false` at the end of input. A record
+    /// over the length limit is read to its end (so the next one starts in step) without
+    /// holding its bytes, and comes back with [`Record::too_long`] set and no usable data.
     pub fn read_record(&mut self, rec: &mut Record) -> Result<bool, ParseError> {
+        rec.too_long = false;
+        let more = self.read_record_inner(rec)?;
+        if more && rec.data.len() > self.max_record {
+            rec.too_long = true;
+        }
+        Ok(more)
+    }
+
+    fn read_record_inner(&mut self, rec: &mut Record) -> Result<bool, ParseError> {
         rec.data.clear();
+        rec.seams.clear();
         rec.fields.clear();
         let mut state = State::StartRecord;
         let mut field = FieldMeta::default();
@@ -405,6 +436,7 @@ impl<R: Read> DelimitedReader<R> {
                     } else {
                         // The closing quote; anything but a delimiter or line end after it
                         // is kept as data, as most CSV readers do.
+                        rec.seams.push(rec.data.len());
                         state = State::Unquoted;
                     }
                 }
@@ -412,13 +444,15 @@ impl<R: Read> DelimitedReader<R> {
         }
     }
 
+    /// Past the limit mid-record: the bytes so far are dropped (memory stays bounded)
+    /// and the record is marked; parsing goes on to its end.
     #[inline]
-    fn check_len(&self, rec: &Record) -> Result<(), ParseError> {
+    fn check_len(&self, rec: &mut Record) -> Result<(), ParseError> {
         if rec.data.len() > self.max_record {
-            return Err(ParseError::RecordTooLong {
-                line: rec.line,
-                limit: self.max_record,
-            });
+            rec.too_long = true;
+            rec.data.clear();
+            rec.fields.clear();
+            rec.seams.clear();
         }
         Ok(())
     }

@@ -115,11 +115,6 @@ impl<R: Read + Send> DelimitedSource<R> {
                 None,
                 "expected a closing quote for the quoted field that starts here, found the end of the input",
             ),
-            ParseError::RecordTooLong { line, limit } => Error::input(
-                self.pos(line, 1, self.records + 1, 0),
-                None,
-                format!("record longer than {limit} bytes (an unbalanced quote? raise the limit with --max-record-bytes)"),
-            ),
         }
     }
 
@@ -137,6 +132,16 @@ impl<R: Read + Send> DelimitedSource<R> {
 
     /// Checks a record's bytes and width. Returns the number of fields to take.
     fn check(&self, rec: &Record, no: u64) -> std::result::Result<usize, Error> {
+        if rec.too_long {
+            return Err(Error::input(
+                self.pos(rec.line, 1, no, rec.byte),
+                None,
+                format!(
+                    "record longer than {} bytes (an unbalanced quote? raise the limit with --max-record-bytes)",
+                    self.rdr.max_record()
+                ),
+            ));
+        }
         let data = rec.data();
         if let Some(i) = memchr::memchr(0, data) {
             let (f, col) = locate(rec, i);
@@ -146,8 +151,11 @@ impl<R: Read + Send> DelimitedSource<R> {
                 "expected text, found a NUL byte (is this a binary file or UTF-16? see --encoding)",
             ));
         }
-        if let Err(e) = std::str::from_utf8(data) {
-            let at = e.valid_up_to();
+        let bad_utf8 = match std::str::from_utf8(data) {
+            Err(e) => Some(e.valid_up_to()),
+            Ok(_) => rec.split_char(),
+        };
+        if let Some(at) = bad_utf8 {
             let (f, col) = locate(rec, at);
             return Err(Error::input(
                 self.pos(rec.meta(f).line, col, no, rec.byte),
@@ -210,8 +218,9 @@ impl<R: Read + Send> DelimitedSource<R> {
     #[inline]
     fn convert(&mut self, to: &mut impl Values, rec: &Record, take: usize) {
         for i in 0..take {
-            // SAFETY: `check` validated the whole record as UTF-8, and fields split it on
-            // ASCII delimiters, so each field is valid UTF-8 too.
+            // SAFETY: `check` validated the whole record as UTF-8 and every field end
+            // (and dropped quote) as a character boundary (`Record::split_char`), so
+            // each field is valid UTF-8 by itself.
             let s = unsafe { std::str::from_utf8_unchecked(rec.field(i)) };
             if push_text_field(to, s, self.types[i], self.opts.empty_null) {
                 self.mismatches.count += 1;
@@ -260,11 +269,25 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
                 "expected a header row, found an empty input (nothing to name the columns)",
             ));
         };
+        if first.too_long {
+            return Err(Error::input(
+                self.pos(first.line, 1, 0, first.byte),
+                None,
+                format!(
+                    "the first record is longer than {} bytes (an unbalanced quote? raise the limit with --max-record-bytes)",
+                    self.rdr.max_record()
+                ),
+            ));
+        }
         let (raw_names, first_is_data) = if self.opts.header {
-            let names = match std::str::from_utf8(first.data()) {
-                Ok(_) => first.to_strings(),
-                Err(e) => {
-                    let (_, col) = locate(&first, e.valid_up_to());
+            let bad = match std::str::from_utf8(first.data()) {
+                Ok(_) => first.split_char(),
+                Err(e) => Some(e.valid_up_to()),
+            };
+            let names = match bad {
+                None => first.to_strings(),
+                Some(at) => {
+                    let (_, col) = locate(&first, at);
                     return Err(Error::input(
                         self.pos(first.line, col, 0, first.byte),
                         None,
