@@ -611,6 +611,7 @@ fn ragged_rows_can_be_padded_or_truncated() -> R {
 #[test]
 fn a_record_over_the_size_limit_is_an_error_not_an_allocation() -> R {
     let d = TempDir::new()?;
+    // An unbalanced quote: read to the end without holding the bytes, then named.
     std::fs::write(
         d.path().join("big.csv"),
         format!("a\n\"{}", "x".repeat(100_000)),
@@ -619,8 +620,22 @@ fn a_record_over_the_size_limit_is_an_error_not_an_allocation() -> R {
         .assert()
         .code(1)
         .stderr(predicate::str::contains(
-            "big.csv:2:1: record 1: record longer than 1000 bytes",
+            "big.csv:2:1: record 1: expected a closing quote",
         ));
+    // A long record that ends: a bad record, at its position.
+    std::fs::write(
+        d.path().join("long.csv"),
+        format!("a\n1\n\"{}\"\n3\n", "x".repeat(100_000)),
+    )?;
+    import(
+        d.path(),
+        &["o.db", "long.csv", "--max-record-bytes", "1000"],
+    )
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains(
+        "long.csv:3:1: record 2: record longer than 1000 bytes",
+    ));
     Ok(())
 }
 

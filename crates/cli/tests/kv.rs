@@ -176,7 +176,12 @@ fn export_never_writes_outside_the_folder() -> R {
         "a//b",
         "trailing/",
         "./dot",
+        "ok/./file",
+        "ok/.",
+        &"n".repeat(256),
+        &format!("{}/z", "d".repeat(300)),
         "ok/file",
+        "zz/after-the-long-ones",
     ] {
         kv(d.path(), &["put", "s.db", k, "-"])
             .write_stdin("x")
@@ -201,14 +206,20 @@ fn export_never_writes_outside_the_folder() -> R {
         "has an empty part",
         "has a `.` part",
         "has a NUL byte",
+        "longer than a file name may be",
     ] {
         assert!(err.contains(why), "no {why:?} in {err}");
     }
     assert!(
-        err.contains("error: 8 key(s) could not be file names under out/inner"),
+        err.contains("error: 12 key(s) could not be file names under out/inner"),
         "{err}"
     );
     assert_eq!(std::fs::read(d.path().join("out/inner/ok/file"))?, b"x");
+    // Keys after the ones that cannot be file names are still written.
+    assert_eq!(
+        std::fs::read(d.path().join("out/inner/zz/after-the-long-ones"))?,
+        b"x"
+    );
     assert!(
         !d.path().join("escape").exists()
             && !d.path().join("out/escape").exists()

@@ -654,3 +654,65 @@ fn max_record_bytes_holds_for_every_record() -> R {
     .code(2);
     Ok(())
 }
+
+#[test]
+fn encodings_skip_a_utf8_bom_and_refuse_malformed_input() -> R {
+    let d = TempDir::new()?;
+    let mut latin = b"\xEF\xBB\xBFname,n\n".to_vec();
+    latin.extend_from_slice(b"Jos\xE9,1\n");
+    std::fs::write(d.path().join("l.csv"), latin)?;
+    liteload(
+        d.path(),
+        &["import", "l.db", "l.csv", "--encoding", "latin1", "-q"],
+    )
+    .assert()
+    .success();
+    assert_eq!(
+        checked_rows(&d.path().join("l.db"), "SELECT name, n FROM l")?,
+        vec![vec![Value::Text("José".into()), Value::Integer(1)]]
+    );
+    // UTF-16LE with a byte-order mark; the second record holds a lone surrogate.
+    let utf16 = |s: &str| -> Vec<u8> { s.encode_utf16().flat_map(|u| u.to_le_bytes()).collect() };
+    let mut w = vec![0xFF, 0xFE];
+    w.extend(utf16("a,b\n1,x\n2,"));
+    w.extend_from_slice(&[0x3D, 0xD8]);
+    w.extend(utf16("y\n3,z\n"));
+    std::fs::write(d.path().join("w.csv"), &w)?;
+    for enc in ["utf-16", "utf-16le"] {
+        let db = format!("{enc}.db");
+        liteload(
+            d.path(),
+            &[
+                "import",
+                &db,
+                "w.csv",
+                "--encoding",
+                enc,
+                "--rejects",
+                "r.jsonl",
+                "-q",
+            ],
+        )
+        .assert()
+        .success();
+        assert_eq!(
+            checked_rows(&d.path().join(&db), "SELECT a, b FROM w ORDER BY rowid")?,
+            vec![
+                vec![Value::Integer(1), Value::Text("x".into())],
+                vec![Value::Integer(3), Value::Text("z".into())],
+            ]
+        );
+    }
+    let out = liteload(
+        d.path(),
+        &["import", "x.db", "w.csv", "--encoding", "utf-16"],
+    )
+    .assert()
+    .code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        err.contains("w.csv:3:") && err.contains("lone surrogate"),
+        "{err}"
+    );
+    Ok(())
+}

@@ -355,6 +355,9 @@ fn import_dir(db: &Path, dir: &Path, commit_every: u64, s: &StoreArgs, quiet: bo
     Ok(())
 }
 
+/// The longest file name (one path part) Linux file systems take, in bytes.
+const NAME_MAX: usize = 255;
+
 /// The path under the export root for `key`, or why there is none. Only plain relative
 /// components are allowed: no `..`, no root or drive, no empty part, no NUL or `\`.
 pub fn safe_relative(key: &Key, tree: bool) -> Result<PathBuf, String> {
@@ -384,8 +387,20 @@ pub fn safe_relative(key: &Key, tree: bool) -> Result<PathBuf, String> {
             Component::CurDir => return Err("the key has a `.` part".into()),
         }
     }
-    if s.split('/').any(|part| part.is_empty()) {
-        return Err("the key has an empty part (`//` or a leading or trailing `/`)".into());
+    // Path::components drops inner `.` parts (`a/./b` is `a/b`): look at the text.
+    for part in s.split('/') {
+        if part.is_empty() {
+            return Err("the key has an empty part (`//` or a leading or trailing `/`)".into());
+        }
+        if part == "." {
+            return Err("the key has a `.` part".into());
+        }
+        if part.len() > NAME_MAX {
+            return Err(format!(
+                "a part of the key is {} bytes, longer than a file name may be ({NAME_MAX})",
+                part.len()
+            ));
+        }
     }
     Ok(out)
 }
@@ -413,6 +428,12 @@ fn export_dir(
             }
         };
         let target = root.join(&rel);
+        if target.as_os_str().len() >= 4096 {
+            bad.push(format!(
+                "{key:?}: the path is longer than a path may be (4095 bytes)"
+            ));
+            continue;
+        }
         // Create parents one by one, refusing any that is a link (it could point out).
         let mut at = root.clone();
         let parts: Vec<_> = rel.components().collect();

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::transcode::Transcode;
 use crate::error::{Error, Result};
 
 /// One input the user named: a path, or `-` for stdin.
@@ -125,20 +126,26 @@ pub fn open(
     };
     let decoded: Box<dyn Read + Send> = match encoding {
         Encoding::Utf8 => decompressed,
-        other => {
-            let enc = match other {
-                Encoding::Latin1 => encoding_rs::WINDOWS_1252,
-                Encoding::Utf16 | Encoding::Utf16Le => encoding_rs::UTF_16LE,
-                Encoding::Utf16Be => encoding_rs::UTF_16BE,
-                Encoding::Utf8 => unreachable!(),
-            };
-            Box::new(
-                encoding_rs_io::DecodeReaderBytesBuilder::new()
-                    .encoding(Some(enc))
-                    .bom_override(other == Encoding::Utf16)
-                    .build(decompressed),
-            )
+        Encoding::Latin1 => {
+            // A UTF-8 byte-order mark is skipped whatever the encoding named.
+            let mut raw = BufReader::with_capacity(64 * 1024, decompressed);
+            skip_utf8_bom(&mut raw).map_err(|e| Error::io(path_of(input), e))?;
+            let d = encoding_rs::WINDOWS_1252.new_decoder_without_bom_handling();
+            Box::new(Transcode::new(raw, d))
         }
+        // UTF-16 with its byte-order mark deciding (little-endian without one).
+        Encoding::Utf16 => Box::new(Transcode::new(
+            decompressed,
+            encoding_rs::UTF_16LE.new_decoder(),
+        )),
+        Encoding::Utf16Le => Box::new(Transcode::new(
+            decompressed,
+            encoding_rs::UTF_16LE.new_decoder_with_bom_removal(),
+        )),
+        Encoding::Utf16Be => Box::new(Transcode::new(
+            decompressed,
+            encoding_rs::UTF_16BE.new_decoder_with_bom_removal(),
+        )),
     };
     let mut br = BufReader::with_capacity(256 * 1024, decoded);
     skip_utf8_bom(&mut br).map_err(|e| Error::io(path_of(input), e))?;

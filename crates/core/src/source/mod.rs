@@ -11,6 +11,7 @@ pub mod input;
 pub mod json;
 pub mod parallel;
 pub mod tabular;
+pub mod transcode;
 
 use std::path::Path;
 use std::sync::atomic::AtomicU64;

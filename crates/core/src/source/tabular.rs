@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use super::convert::{push_text_field, Mismatches, Values};
 use super::delimited::{DelimitedReader, ParseError, Record, Resume};
+use super::transcode::MALFORMED;
+use super::Encoding;
 use super::{BadRecord, Fill, Ragged, ReadOptions, Sample, Source};
 use crate::batch::{Batch, Cell, RowOrigin};
 use crate::error::{Error, Position, Result};
@@ -160,10 +162,17 @@ impl<R: Read + Send> DelimitedSource<R> {
             return Err(Error::input(
                 self.pos(rec.meta(f).line, col, no, rec.byte),
                 self.field_name(f),
-                format!(
-                    "expected UTF-8 text, found the byte 0x{:02X} (name the file's encoding with --encoding, e.g. --encoding latin1)",
-                    data[at]
-                ),
+                if self.opts.encoding != Encoding::Utf8 && data[at] == MALFORMED {
+                    format!(
+                        "expected {:?} text, found bytes that are not (a lone surrogate or a cut-off character)",
+                        self.opts.encoding
+                    )
+                } else {
+                    format!(
+                        "expected UTF-8 text, found the byte 0x{:02X} (name the file's encoding with --encoding, e.g. --encoding latin1)",
+                        data[at]
+                    )
+                },
             ));
         }
         let n = self.columns.len();
