@@ -51,10 +51,32 @@ fn main() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", message(&e));
             ExitCode::from(exit_code(&e))
         }
     }
+}
+
+/// The error and its causes, each said once: a cause whose text the message already
+/// holds (SQLite's errors repeat their own text as their source) is left out.
+fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for link in e.chain() {
+        let text = link.to_string();
+        // rusqlite's innermost cause reads "Error code N: <the same text>".
+        let bare = text
+            .strip_prefix("Error code ")
+            .and_then(|t| t.split_once(": "))
+            .map_or(text.as_str(), |(_, rest)| rest);
+        if bare.is_empty() || out.contains(bare) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

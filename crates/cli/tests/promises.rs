@@ -716,3 +716,104 @@ fn encodings_skip_a_utf8_bom_and_refuse_malformed_input() -> R {
     );
     Ok(())
 }
+
+/// A small tmpfs, unmounted when dropped; `None` where mounting is not allowed (not
+/// root, no mount namespace rights).
+struct SmallDisk(TempDir);
+
+impl SmallDisk {
+    fn new(size: &str) -> Option<SmallDisk> {
+        let d = TempDir::new().ok()?;
+        let ok = Process::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(d.path())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(SmallDisk(d))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Process::new("umount").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn a_full_disk_leaves_no_wal_behind_and_the_error_names_the_file() -> R {
+    let Some(disk) = SmallDisk::new("8m") else {
+        eprintln!("skipped: this machine does not let the test mount a small tmpfs");
+        return Ok(());
+    };
+    let src = TempDir::new()?;
+    let mut x: u64 = 1;
+    for i in 0..40 {
+        let bytes: Vec<u8> = (0..500_000)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                (x >> 56) as u8
+            })
+            .collect();
+        std::fs::write(src.path().join(format!("f{i}")), bytes)?;
+    }
+    let dir = disk.0.path();
+    let out = liteload(dir, &["kv", "import-dir", "s.db"])
+        .arg(src.path())
+        .assert()
+        .code(3);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(err.contains("s.db") && err.contains("full"), "{err}");
+    assert_eq!(err.matches("full").count(), 1, "said once: {err}");
+    let wal = std::fs::metadata(dir.join("s.db-wal")).map_or(0, |m| m.len());
+    assert_eq!(wal, 0, "the failed write's WAL frames are given back");
+    checked_rows(&dir.join("s.db"), "SELECT count(*) FROM kv")?;
+    Ok(())
+}
+
+#[test]
+fn ingest_resumes_only_in_the_same_file() -> R {
+    let d = TempDir::new()?;
+    let feed = d.path().join("f.jsonl");
+    std::fs::write(&feed, "{\"id\":1,\"v\":1}\n{\"id\":2,\"v\":2}\n")?;
+    liteload(d.path(), &ingest_args("f.jsonl", &[]))
+        .assert()
+        .success();
+    // Another, longer file put at the same path: every message of it is applied.
+    let other = d.path().join("g.jsonl");
+    std::fs::write(
+        &other,
+        "{\"id\":3,\"v\":3}\n{\"id\":4,\"v\":4}\n{\"id\":5,\"v\":5}\n",
+    )?;
+    std::fs::rename(&other, &feed)?;
+    let out = liteload(
+        d.path(),
+        &["ingest", "s.db", "f.jsonl", "--table", "t", "--key", "id"],
+    )
+    .assert()
+    .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(err.contains("another file"), "{err}");
+    assert_eq!(
+        checked_rows(&d.path().join("s.db"), "SELECT id FROM t ORDER BY id")?,
+        (1..=5).map(|i| vec![Value::Integer(i)]).collect::<Vec<_>>()
+    );
+    // The same file grown: only the new message is read.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&feed)?
+        .write_all(b"{\"id\":6,\"v\":6}\n")?;
+    let out = liteload(
+        d.path(),
+        &["ingest", "s.db", "f.jsonl", "--table", "t", "--key", "id"],
+    )
+    .assert()
+    .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(err.contains("resuming"), "{err}");
+    assert_eq!(
+        checked_rows(&d.path().join("s.db"), "SELECT count(*) FROM t")?,
+        vec![vec![Value::Integer(6)]]
+    );
+    Ok(())
+}

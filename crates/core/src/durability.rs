@@ -268,11 +268,30 @@ impl Target {
     pub fn abort(self) {
         let Target { conn, tmp, .. } = self;
         let _ = conn.execute_batch("ROLLBACK");
+        release_wal(&conn);
         drop(conn);
         if let Some(t) = tmp {
             let _ = fs::remove_file(t);
         }
     }
+}
+
+/// Gives back the disk space a WAL holds: a checkpoint, then the WAL truncated to
+/// nothing. After a transaction that failed (a full disk, say), its frames are garbage
+/// but keep the WAL's size, and SQLite removes the WAL on close only after a checkpoint,
+/// which on a full disk fails: the WAL would keep the disk full. With the committed
+/// frames checkpointed beforehand (see [`checkpoint_now`]) this needs no space. Best
+/// effort, without waiting for readers; does nothing outside WAL mode.
+pub fn release_wal(conn: &rusqlite::Connection) {
+    let _ = conn.busy_timeout(std::time::Duration::ZERO);
+    let _ = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);");
+}
+
+/// Copies committed WAL frames into the database file now (without waiting for
+/// readers), so that a later failed write leaves nothing committed in the WAL that a
+/// full disk could keep there (see [`release_wal`]).
+pub fn checkpoint_now(conn: &rusqlite::Connection) {
+    let _ = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);");
 }
 
 #[cfg(test)]

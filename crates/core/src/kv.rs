@@ -96,13 +96,24 @@ pub fn tree_path(key: i64) -> std::path::PathBuf {
 /// A blob store. Not `Sync`: open one per thread.
 pub struct KvStore {
     conn: Connection,
+    /// The file, for error messages.
+    path: std::path::PathBuf,
 }
 
-fn sql(ctx: &str) -> impl FnOnce(rusqlite::Error) -> Error + '_ {
-    move |e| Error::sqlite(ctx, e)
+impl Drop for KvStore {
+    fn drop(&mut self) {
+        // A write that failed (a full disk) leaves its frames in the WAL: give the space
+        // back before SQLite closes the file.
+        crate::durability::release_wal(&self.conn);
+    }
 }
 
 impl KvStore {
+    /// An SQLite error while doing `ctx`, naming the store's file.
+    fn sql<'a>(&'a self, ctx: &'a str) -> impl FnOnce(rusqlite::Error) -> Error + 'a {
+        move |e| Error::sqlite(format!("{}: {ctx}", self.path.display()), e)
+    }
+
     /// Opens (creating if needed) the store at `path`.
     pub fn open(path: &Path, opts: KvOptions) -> Result<KvStore> {
         let pragmas = opts.durability.shared_pragmas()?;
@@ -123,7 +134,11 @@ impl KvStore {
             )
         };
         setup().map_err(|e| Error::sqlite(format!("preparing {}", path.display()), e))?;
-        Ok(KvStore { conn })
+        crate::durability::checkpoint_now(&conn);
+        Ok(KvStore {
+            conn,
+            path: path.to_path_buf(),
+        })
     }
 
     /// The connection, for queries this API does not cover.
@@ -138,7 +153,7 @@ impl KvStore {
                 "INSERT INTO kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v",
             )
             .and_then(|mut s| s.execute(params![key, value]))
-            .map_err(sql("storing a value"))?;
+            .map_err(self.sql("storing a value"))?;
         Ok(())
     }
 
@@ -150,35 +165,39 @@ impl KvStore {
         // A savepoint, so this is atomic on its own and inside a batch alike.
         self.conn
             .execute_batch("SAVEPOINT put_reader")
-            .map_err(sql("beginning a savepoint"))?;
+            .map_err(self.sql("beginning a savepoint"))?;
         let result = self.stream_in(key, &mut r, len, len_i);
         let end = match result {
             Ok(()) => "RELEASE put_reader",
             Err(_) => "ROLLBACK TO put_reader; RELEASE put_reader",
         };
-        self.conn
-            .execute_batch(end)
-            .map_err(sql("ending a savepoint"))?;
-        result
+        let ended = self.conn.execute_batch(end);
+        // After a failure SQLite may have rolled the whole transaction back already (a
+        // full disk does): then the savepoint is gone, and the first error is the one
+        // that says what happened.
+        result?;
+        ended.map_err(self.sql("ending a savepoint"))
     }
 
     fn stream_in(&self, key: &Key, r: &mut impl Read, len: u64, len_i: i64) -> Result<()> {
         self.conn
             .prepare_cached("INSERT INTO kv(k, v) VALUES (?1, zeroblob(?2)) ON CONFLICT(k) DO UPDATE SET v = excluded.v")
             .and_then(|mut s| s.execute(params![key, len_i]))
-            .map_err(sql("making room for a value"))?;
+            .map_err(self.sql("making room for a value"))?;
         let rowid = self
             .rowid(key)?
             .ok_or_else(|| Error::plan("the value vanished while being written"))?;
         let mut blob = self
             .conn
             .blob_open(MAIN_DB, c"kv", c"v", rowid, false)
-            .map_err(sql("opening the value for writing"))?;
+            .map_err(self.sql("opening the value for writing"))?;
         let mut buf = vec![0u8; CHUNK];
         let mut left = len;
         while left > 0 {
             let want = (left as usize).min(CHUNK);
-            let n = r.read(&mut buf[..want]).map_err(|e| Error::io(None, e))?;
+            let n = r
+                .read(&mut buf[..want])
+                .map_err(|e| Error::io(Some(self.path.clone()), e))?;
             if n == 0 {
                 return Err(Error::io(
                     None,
@@ -188,7 +207,8 @@ impl KvStore {
                     ),
                 ));
             }
-            blob.write_all(&buf[..n]).map_err(|e| Error::io(None, e))?;
+            blob.write_all(&buf[..n])
+                .map_err(|e| Error::io(Some(self.path.clone()), e))?;
             left -= n as u64;
         }
         Ok(())
@@ -198,7 +218,7 @@ impl KvStore {
         self.conn
             .prepare_cached("SELECT rowid FROM kv WHERE k = ?1")
             .and_then(|mut s| s.query_row([key], |r| r.get(0)).optional())
-            .map_err(sql("finding a key"))
+            .map_err(self.sql("finding a key"))
     }
 
     /// The value under `key`, read with one SQL statement.
@@ -206,7 +226,7 @@ impl KvStore {
         self.conn
             .prepare_cached("SELECT v FROM kv WHERE k = ?1")
             .and_then(|mut s| s.query_row([key], |r| r.get(0)).optional())
-            .map_err(sql("reading a value"))
+            .map_err(self.sql("reading a value"))
     }
 
     /// A reader over the value under `key` (incremental blob I/O: `Read + Seek`, nothing
@@ -218,7 +238,7 @@ impl KvStore {
         self.conn
             .blob_open(MAIN_DB, c"kv", c"v", rowid, true)
             .map(Some)
-            .map_err(sql("opening a value for reading"))
+            .map_err(self.sql("opening a value for reading"))
     }
 
     /// A reader for many values in a row. It keeps one blob handle open and moves it
@@ -237,7 +257,7 @@ impl KvStore {
             .conn
             .prepare_cached("DELETE FROM kv WHERE k = ?1")
             .and_then(|mut s| s.execute([key]))
-            .map_err(sql("deleting a key"))?;
+            .map_err(self.sql("deleting a key"))?;
         Ok(n > 0)
     }
 
@@ -261,22 +281,22 @@ impl KvStore {
                 let mut s = self
                     .conn
                     .prepare("SELECT k FROM kv ORDER BY k")
-                    .map_err(sql("listing keys"))?;
+                    .map_err(self.sql("listing keys"))?;
                 let v = s
                     .query_map([], map)
                     .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>());
-                v.map_err(sql("listing keys"))?
+                v.map_err(self.sql("listing keys"))?
             }
             Some(p) => {
                 // substr compares bytes exactly; LIKE would treat % and _ as patterns.
                 let mut s = self
                     .conn
                     .prepare("SELECT k FROM kv WHERE typeof(k) = 'text' AND k >= ?1 AND substr(k, 1, length(?1)) = ?1 ORDER BY k")
-                    .map_err(sql("listing keys"))?;
+                    .map_err(self.sql("listing keys"))?;
                 let v = s
                     .query_map([p], map)
                     .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>());
-                v.map_err(sql("listing keys"))?
+                v.map_err(self.sql("listing keys"))?
             }
         };
         Ok(out)
@@ -287,7 +307,7 @@ impl KvStore {
         let n: i64 = self
             .conn
             .query_row("SELECT count(*) FROM kv", [], |r| r.get(0))
-            .map_err(sql("counting keys"))?;
+            .map_err(self.sql("counting keys"))?;
         Ok(n as u64)
     }
 
@@ -300,12 +320,12 @@ impl KvStore {
     pub fn batch<T>(&mut self, f: impl FnOnce(&KvStore) -> Result<T>) -> Result<T> {
         self.conn
             .execute_batch("BEGIN IMMEDIATE")
-            .map_err(sql("beginning a batch"))?;
+            .map_err(self.sql("beginning a batch"))?;
         match f(self) {
             Ok(v) => {
                 self.conn
                     .execute_batch("COMMIT")
-                    .map_err(sql("committing a batch"))?;
+                    .map_err(self.sql("committing a batch"))?;
                 Ok(v)
             }
             Err(e) => {
@@ -328,17 +348,18 @@ impl ValueReader<'_> {
     /// when there is none.
     pub fn read_into(&mut self, key: &Key, buf: &mut Vec<u8>) -> Result<bool> {
         buf.clear();
-        let Some(rowid) = self.store.rowid(key)? else {
+        let store = self.store;
+        let Some(rowid) = store.rowid(key)? else {
             return Ok(false);
         };
         match &mut self.blob {
-            Some(b) => b.reopen(rowid).map_err(sql("moving to a value"))?,
+            Some(b) => b.reopen(rowid).map_err(store.sql("moving to a value"))?,
             None => {
                 let b = self
                     .store
                     .conn
                     .blob_open(MAIN_DB, c"kv", c"v", rowid, true)
-                    .map_err(sql("opening a value for reading"))?;
+                    .map_err(store.sql("opening a value for reading"))?;
                 self.blob = Some(b);
             }
         }
@@ -347,7 +368,8 @@ impl ValueReader<'_> {
             .as_mut()
             .ok_or_else(|| Error::plan("no blob handle"))?;
         buf.resize(b.len(), 0);
-        b.read_at_exact(buf, 0).map_err(sql("reading a value"))?;
+        b.read_at_exact(buf, 0)
+            .map_err(store.sql("reading a value"))?;
         Ok(true)
     }
 }

@@ -193,6 +193,7 @@ fn a_rerun_resumes_after_the_last_commit_and_bad_messages_are_counted(
         offset += l.len() as u64 + 1;
         let pos = SourcePosition {
             source: "f".into(),
+            file: Some("1:2".into()),
             line: i as u64 + 2,
             offset,
         };
@@ -216,6 +217,7 @@ fn a_rerun_resumes_after_the_last_commit_and_bad_messages_are_counted(
         at,
         SourcePosition {
             source: "f".into(),
+            file: Some("1:2".into()),
             line: 5,
             offset: committed
         }

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
+use liteload::ingest::FileSource;
 use liteload::ingest::{Ingest, IngestOptions, LineMeta, Messages};
 use liteload::source::json::LineObjects;
 use liteload::Durability;
@@ -145,7 +146,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 enum Batch {
     Messages {
         from: Arc<str>,
-        source: Option<Arc<str>>,
+        source: Option<FileSource>,
         msgs: Box<Messages>,
     },
     Fatal(String),
@@ -238,7 +239,7 @@ fn read_lines(
     lines: &mut LineObjects,
     held: &AtomicUsize,
     from: &Arc<str>,
-    source_id: Option<&Arc<str>>,
+    source_id: Option<&FileSource>,
     how: &Parsing,
     tx: &Sender<Batch>,
     stop: &AtomicBool,
@@ -300,6 +301,11 @@ fn file_identity(f: &File) -> Option<(u64, u64)> {
     f.metadata().ok().map(|m| (m.dev(), m.ino()))
 }
 
+/// How a file's identity is stored with its resume point.
+fn identity_text(id: Option<(u64, u64)>) -> Option<Arc<str>> {
+    id.map(|(dev, ino)| format!("{dev}:{ino}").into())
+}
+
 /// Reads a file from `start`, and with `follow`, keeps reading as it grows, reopening
 /// it from the start when it is rotated (another file at the path) or truncated.
 fn file_reader(
@@ -311,7 +317,7 @@ fn file_reader(
     stop: Arc<AtomicBool>,
 ) {
     let name: Arc<str> = path.display().to_string().into();
-    let id: Arc<str> = path
+    let key: Arc<str> = path
         .canonicalize()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| name.to_string())
@@ -337,6 +343,10 @@ fn file_reader(
             }
         };
         let ident = file_identity(&f);
+        let id = FileSource {
+            path: key.clone(),
+            file: identity_text(ident),
+        };
         let (reader, held) = Buffered::new(f);
         let mut lines = how.lines(reader, line, offset);
         if follow {
@@ -450,7 +460,14 @@ pub fn run(a: IngestArgs) -> Result<()> {
         if !a.from_start {
             if let Some(p) = engine.resume_point(&id)? {
                 let len = std::fs::metadata(&path)?.len();
-                if p.offset <= len {
+                let now = File::open(&path)
+                    .ok()
+                    .and_then(|f| identity_text(file_identity(&f)));
+                if p.file.is_some() && p.file != now {
+                    if !a.quiet {
+                        eprintln!("note: {source} is another file than the one the last run read (stopped at byte {}): reading it from the start", p.offset);
+                    }
+                } else if p.offset <= len {
                     start = (p.line, p.offset);
                     resumed = Some(p.offset);
                 } else if !a.quiet {

@@ -122,12 +122,26 @@ pub struct Totals {
     pub new_columns: u64,
 }
 
-/// Where a file source stands: its name, and the line and byte just past the last message.
+/// Where a file source stands: its name, which file it was, and the line and byte just
+/// past the last message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourcePosition {
     pub source: Arc<str>,
+    /// The identity of the file at `source` when it was read (see [`FileSource::file`]);
+    /// `None` when unknown (a resume point stored before identities were).
+    pub file: Option<Arc<str>>,
     pub line: u64,
     pub offset: u64,
+}
+
+/// A file whose byte positions are resume points.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileSource {
+    /// Its path: the resume table's key.
+    pub path: Arc<str>,
+    /// What tells this file from another one later put at the same path (on Unix, the
+    /// device and inode: `dev:ino`). A rerun resumes only in the same file.
+    pub file: Option<Arc<str>>,
 }
 
 /// What [`Ingest::push_messages`] did: the index of the first message it did not take,
@@ -320,8 +334,9 @@ impl Ingest {
         Ok(self
             .writer()?
             .resume_point(source)?
-            .map(|(line, offset)| SourcePosition {
+            .map(|(line, offset, file)| SourcePosition {
                 source: source.into(),
+                file: file.map(Into::into),
                 line,
                 offset,
             }))
@@ -341,7 +356,7 @@ impl Ingest {
         &mut self,
         batch: &Messages,
         from: usize,
-        source: Option<&Arc<str>>,
+        source: Option<&FileSource>,
         bad: impl FnMut(&Message, &str) -> bool,
     ) -> Pushed {
         self.push_from(batch, from, source, bad, true)
@@ -352,7 +367,7 @@ impl Ingest {
         &mut self,
         batch: &Messages,
         from: usize,
-        source: Option<&Arc<str>>,
+        source: Option<&FileSource>,
         mut bad: impl FnMut(&Message, &str) -> bool,
         bounded: bool,
     ) -> Pushed {
@@ -380,7 +395,8 @@ impl Ingest {
         }
         if let (Some(src), Some(meta)) = (source, last) {
             self.window.position = Some(SourcePosition {
-                source: src.clone(),
+                source: src.path.clone(),
+                file: src.file.clone(),
                 line: meta.next_line,
                 offset: meta.next_offset,
             });
@@ -516,11 +532,14 @@ impl Ingest {
         };
         batch.push_with_raw(line, raw, meta);
         let mut reason = None;
-        let source = position.as_ref().map(|p| &p.source);
+        let source = position.as_ref().map(|p| FileSource {
+            path: p.source.clone(),
+            file: p.file.clone(),
+        });
         self.push_from(
             &batch,
             0,
-            source,
+            source.as_ref(),
             |_, r| {
                 reason = Some(r.to_string());
                 true

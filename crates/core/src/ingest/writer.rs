@@ -23,6 +23,8 @@ pub(crate) struct Writer {
     pub table_exists: bool,
     /// The table's non-key columns, as the upsert names them.
     columns: Vec<(String, Option<ColumnType>)>,
+    /// The resume table exists with every column (after a commit that made sure).
+    state_ready: bool,
 }
 
 fn sql_err(ctx: &str) -> impl FnOnce(rusqlite::Error) -> Error + '_ {
@@ -44,6 +46,7 @@ impl Writer {
             history,
             table_exists: existing.is_some(),
             columns: existing.unwrap_or_default(),
+            state_ready: false,
         }
     }
 
@@ -52,18 +55,18 @@ impl Writer {
         self.conn
             .execute_batch("BEGIN IMMEDIATE")
             .map_err(sql_err("beginning a commit window"))?;
-        match self.write(w) {
-            Ok(s) => {
-                self.conn
-                    .execute_batch("COMMIT")
-                    .map_err(sql_err("committing a window"))?;
-                Ok(s)
-            }
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(e)
-            }
+        let done = self.write(w).and_then(|s| {
+            self.conn
+                .execute_batch("COMMIT")
+                .map_err(sql_err("committing a window"))?;
+            Ok(s)
+        });
+        if done.is_err() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            // The failed window's frames would keep the WAL's size (a full disk stays full).
+            crate::durability::release_wal(&self.conn);
         }
+        done
     }
 
     fn exec(&self, sql: &str) -> Result<()> {
@@ -133,12 +136,19 @@ impl Writer {
             }
         }
         if let Some(p) = &w.position {
-            self.exec(&format!("CREATE TABLE IF NOT EXISTS {STATE_TABLE} (source TEXT PRIMARY KEY, line INTEGER NOT NULL, offset INTEGER NOT NULL)"))?;
+            self.state_table()?;
             self.conn
                 .prepare_cached(&format!(
-                    "INSERT INTO {STATE_TABLE} (source, line, offset) VALUES (?1, ?2, ?3) ON CONFLICT (source) DO UPDATE SET line = excluded.line, offset = excluded.offset"
+                    "INSERT INTO {STATE_TABLE} (source, line, offset, file) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (source) DO UPDATE SET line = excluded.line, offset = excluded.offset, file = excluded.file"
                 ))
-                .and_then(|mut s| s.execute(rusqlite::params![&*p.source, p.line as i64, p.offset as i64]))
+                .and_then(|mut s| {
+                    s.execute(rusqlite::params![
+                        &*p.source,
+                        p.line as i64,
+                        p.offset as i64,
+                        p.file.as_deref()
+                    ])
+                })
                 .map_err(sql_err("storing the resume point"))?;
         }
         Ok(CommitStats {
@@ -364,8 +374,31 @@ impl Writer {
         )
     }
 
-    /// Where a previous run stopped reading `source`: (line, byte offset).
-    pub fn resume_point(&self, source: &str) -> Result<Option<(u64, u64)>> {
+    /// Creates the resume table, or adds the `file` column to one made before it existed.
+    fn state_table(&mut self) -> Result<()> {
+        if self.state_ready {
+            return Ok(());
+        }
+        self.exec(&format!("CREATE TABLE IF NOT EXISTS {STATE_TABLE} (source TEXT PRIMARY KEY, line INTEGER NOT NULL, offset INTEGER NOT NULL, file TEXT)"))?;
+        let has_file: bool = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info(?1) WHERE name = 'file'",
+                [STATE_TABLE],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(sql_err("reading the resume table's columns"))?
+            > 0;
+        if !has_file {
+            self.exec(&format!("ALTER TABLE {STATE_TABLE} ADD COLUMN file TEXT"))?;
+        }
+        self.state_ready = true;
+        Ok(())
+    }
+
+    /// Where a previous run stopped reading `source`: (line, byte offset, the file's
+    /// identity if stored).
+    pub fn resume_point(&self, source: &str) -> Result<Option<(u64, u64, Option<String>)>> {
         let exists: bool = self
             .conn
             .query_row(
@@ -380,9 +413,19 @@ impl Writer {
         }
         self.conn
             .query_row(
-                &format!("SELECT line, offset FROM {STATE_TABLE} WHERE source = ?1"),
+                &format!("SELECT * FROM {STATE_TABLE} WHERE source = ?1"),
                 [source],
-                |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+                |r| {
+                    let file = match r.as_ref().column_index("file") {
+                        Ok(i) => r.get::<_, Option<String>>(i)?,
+                        Err(_) => None,
+                    };
+                    Ok((
+                        r.get::<_, i64>("line")? as u64,
+                        r.get::<_, i64>("offset")? as u64,
+                        file,
+                    ))
+                },
             )
             .optional()
             .map_err(sql_err("reading the resume point"))
