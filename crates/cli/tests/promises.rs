@@ -768,6 +768,28 @@ fn a_full_disk_leaves_no_wal_behind_and_the_error_names_the_file() -> R {
     let wal = std::fs::metadata(dir.join("s.db-wal")).map_or(0, |m| m.len());
     assert_eq!(wal, 0, "the failed write's WAL frames are given back");
     checked_rows(&dir.join("s.db"), "SELECT count(*) FROM kv")?;
+    std::fs::remove_file(dir.join("s.db"))?;
+    // A new database that does not fit: no file, no temp file, and the error names it.
+    let mut csv = String::from("a,b\n");
+    for i in 0..400_000 {
+        csv.push_str(&format!(
+            "{i},text number {}\n",
+            i as u64 * 7919 % 1_000_007
+        ));
+    }
+    std::fs::write(src.path().join("rows.csv"), csv)?;
+    for engine in ["sqlite", "direct"] {
+        let db = dir.join(format!("{engine}.db"));
+        let out = liteload(dir, &["import", "--engine", engine])
+            .arg(&db)
+            .arg(src.path().join("rows.csv"))
+            .assert()
+            .code(3);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(err.contains(&format!("{engine}.db")), "{err}");
+        let left: Vec<_> = std::fs::read_dir(dir)?.collect();
+        assert!(left.is_empty(), "{engine}: {left:?}");
+    }
     Ok(())
 }
 
@@ -815,5 +837,71 @@ fn ingest_resumes_only_in_the_same_file() -> R {
         checked_rows(&d.path().join("s.db"), "SELECT count(*) FROM t")?,
         vec![vec![Value::Integer(6)]]
     );
+    Ok(())
+}
+
+#[test]
+fn errors_have_one_kind_and_a_place() -> R {
+    let d = TempDir::new()?;
+    // The only record is bad: a bad-input error at its place, not "no columns".
+    std::fs::write(d.path().join("one.ndjson"), "{\"a\":1\n")?;
+    std::fs::write(d.path().join("nul.ndjson"), "{\"a\\u0000\":1}\n")?;
+    for f in ["one.ndjson", "nul.ndjson"] {
+        let out = liteload(d.path(), &["import", "o.db", f]).assert().code(1);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(err.contains(&format!("{f}:1:")), "{err}");
+    }
+    // A unique index the data breaks: the same exit code on both engines.
+    std::fs::write(d.path().join("u.csv"), "a,b\n1,x\n1,y\n")?;
+    for (engine, col) in [
+        ("direct", "a"),
+        ("sqlite", "a"),
+        ("direct", "b"),
+        ("sqlite", "b"),
+    ] {
+        std::fs::write(d.path().join("u.csv"), "a,b\n1,x\n1,x\n")?;
+        let db = format!("{engine}{col}.db");
+        let out = liteload(
+            d.path(),
+            &[
+                "import",
+                &db,
+                "u.csv",
+                "--unique-index",
+                col,
+                "--engine",
+                engine,
+            ],
+        )
+        .assert()
+        .code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(err.contains("same key"), "{engine} {col}: {err}");
+        assert!(!d.path().join(&db).exists());
+    }
+    // --summary-json counts the bytes read.
+    let out = liteload(d.path(), &["import", "s.db", "u.csv", "--summary-json"])
+        .assert()
+        .success();
+    let summary: serde_json::Value = serde_json::from_slice(&out.get_output().stdout)?;
+    assert_eq!(
+        summary["bytes_read"],
+        std::fs::metadata(d.path().join("u.csv"))?.len()
+    );
+    // An ingest reject refused after parsing still shows the message.
+    std::fs::write(
+        d.path().join("k.jsonl"),
+        "{\"id\":1}\n{\"id\":\"x\",\"v\":2}\n",
+    )?;
+    liteload(
+        d.path(),
+        &["ingest", "i.db", "k.jsonl", "--table", "t", "--key", "id"],
+    )
+    .args(["--rejects", "r.jsonl", "-q"])
+    .assert()
+    .success();
+    let rejects = std::fs::read_to_string(d.path().join("r.jsonl"))?;
+    let line: serde_json::Value = serde_json::from_str(rejects.trim())?;
+    assert_eq!(line["message"], "{\"id\":\"x\",\"v\":2}", "{rejects}");
     Ok(())
 }

@@ -287,8 +287,14 @@ pub fn build_new<T>(
             conn.execute_batch(crate::durability::Durability::AtomicNew.pragmas())
                 .map_err(|e| Error::sqlite("setting up the written file", e))?;
             for sql in &after {
-                conn.execute_batch(sql)
-                    .map_err(|e| Error::sqlite(format!("running {sql}"), e))?;
+                conn.execute_batch(sql).map_err(|e| {
+                    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) {
+                        // The data does not fit the index asked for: as on SQLite's path.
+                        Error::plan(format!("{sql}: two rows have the same key ({e})"))
+                    } else {
+                        Error::sqlite(format!("running {sql}"), e)
+                    }
+                })?;
             }
             conn.close()
                 .map_err(|(_, e)| Error::sqlite("closing the written file", e))?;

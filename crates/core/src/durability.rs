@@ -255,10 +255,25 @@ impl Target {
         let Target {
             conn, path, tmp, ..
         } = self;
-        conn.execute_batch("COMMIT")
-            .map_err(|e| Error::sqlite("committing", e))?;
-        conn.close()
-            .map_err(|(_, e)| Error::sqlite("closing the database", e))?;
+        let file = tmp.as_deref().unwrap_or(&path).display().to_string();
+        let closed = match conn.execute_batch("COMMIT") {
+            Ok(()) => conn
+                .close()
+                .map_err(|(_, e)| Error::sqlite(format!("{file}: closing the database"), e)),
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                release_wal(&conn);
+                drop(conn);
+                Err(Error::sqlite(format!("{file}: committing"), e))
+            }
+        };
+        if let Err(e) = closed {
+            // A new file that did not commit is no database to keep.
+            if let Some(t) = &tmp {
+                let _ = fs::remove_file(t);
+            }
+            return Err(e);
+        }
         let Some(tmp) = tmp else { return Ok(()) };
         publish(&tmp, &path)
     }

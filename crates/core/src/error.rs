@@ -97,6 +97,20 @@ impl Error {
         }))
     }
 
+    /// Names `file` in an SQLite or I/O error that does not name a file yet (a full disk
+    /// while inserting, say), so every such message says which database it was.
+    pub fn in_file(mut self, file: &std::path::Path) -> Self {
+        let shown = file.display().to_string();
+        match &mut *self.0 {
+            ErrorKind::Sqlite { context, .. } if !context.contains(&shown) => {
+                *context = format!("{shown}: {context}");
+            }
+            ErrorKind::Io { path: p @ None, .. } => *p = Some(file.to_path_buf()),
+            _ => {}
+        }
+        self
+    }
+
     /// The input position, for errors about the input.
     pub fn position(&self) -> Option<&Position> {
         match &*self.0 {

@@ -186,6 +186,17 @@ pub fn import(
     opts: &ImportOptions,
     progress: &Progress,
 ) -> Result<Summary> {
+    let mut summary = import_with(db, inputs, opts, progress).map_err(|e| e.in_file(db))?;
+    summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
+    Ok(summary)
+}
+
+fn import_with(
+    db: &Path,
+    inputs: &[Input],
+    opts: &ImportOptions,
+    progress: &Progress,
+) -> Result<Summary> {
     let start = Instant::now();
     let total: Option<u64> = inputs.iter().map(|i| i.size()).sum();
     progress
@@ -364,8 +375,9 @@ fn import_direct(
                         .any(|p| liteload_btree::index::same_key(p[0], p[1], keys))
                 {
                     return Err(Error::plan(format!(
-                        "--unique-index {}: two rows have the same key (UNIQUE constraint failed)",
-                        ix.columns.join(",")
+                        "the index on {} ({}): two rows have the same key (UNIQUE constraint failed)",
+                        quote_ident(&table_name),
+                        ix.columns.join(", ")
                     )));
                 }
                 w.index(
@@ -563,16 +575,9 @@ fn import_into(
         progress.set_stage(Stage::Indexing);
         for (table, _) in &loaded {
             for ix in &opts.indexes {
-                t.conn.execute_batch(&ix.sql(table)).map_err(|e| {
-                    Error::sqlite(
-                        format!(
-                            "creating the index on {} ({})",
-                            quote_ident(table),
-                            ix.columns.join(", ")
-                        ),
-                        e,
-                    )
-                })?;
+                t.conn
+                    .execute_batch(&ix.sql(table))
+                    .map_err(|e| ix.build_error(table, e))?;
             }
         }
     }

@@ -101,6 +101,22 @@ impl IndexSpec {
         format!("idx_{}_{}", table, self.columns.join("_"))
     }
 
+    /// The error for building this index on `table`: rows that break a unique index are
+    /// a plan error (the index does not fit the data), with both engines alike; any other
+    /// failure is SQLite's.
+    pub fn build_error(&self, table: &str, e: rusqlite::Error) -> Error {
+        let what = format!(
+            "the index on {} ({})",
+            quote_ident(table),
+            self.columns.join(", ")
+        );
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) {
+            Error::plan(format!("{what}: two rows have the same key ({e})"))
+        } else {
+            Error::sqlite(format!("creating {what}"), e)
+        }
+    }
+
     /// `CREATE [UNIQUE] INDEX IF NOT EXISTS "idx_T_a_b" ON "T" ("a", "b")`.
     pub fn sql(&self, table: &str) -> String {
         self.create(table, "IF NOT EXISTS ")

@@ -405,7 +405,8 @@ pub fn run(a: IngestArgs) -> Result<()> {
     let (tx, rx) = bounded::<Batch>(64);
     let how = Parsing {
         keys: engine.key_fields().into(),
-        keep_raw: a.history.is_some(),
+        // A rejects file shows each bad message whole, also one refused after parsing.
+        keep_raw: a.history.is_some() || a.rejects.is_some(),
         max_line: a.max_line_bytes,
     };
     let mut resumed = None;
@@ -484,7 +485,11 @@ pub fn run(a: IngestArgs) -> Result<()> {
     if let (Some(off), false) = (resumed, a.quiet) {
         eprintln!("note: resuming {source} at byte {off} (use --from-start to read it all again)");
     }
-    drive(&a, &mut engine, rx, &stop)
+    drive(&a, &mut engine, rx, &stop).map_err(|e| match e.downcast::<liteload::Error>() {
+        // An SQLite or I/O failure (a full disk) names the database.
+        Ok(le) => le.in_file(&a.db).into(),
+        Err(e) => e,
+    })
 }
 
 fn drive(

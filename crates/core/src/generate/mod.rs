@@ -89,6 +89,10 @@ fn validate(opts: &GenerateOptions) -> Result<()> {
 /// built `atomic-new` (a kill leaves no file); an existing table must have exactly the
 /// spec's columns, and its rowids continue from its largest.
 pub fn generate(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Result<Summary> {
+    generate_with(db, opts, progress).map_err(|e| e.in_file(db))
+}
+
+fn generate_with(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Result<Summary> {
     let start = Instant::now();
     validate(opts)?;
     progress.rows_total.store(opts.rows, Ordering::Relaxed);

@@ -645,6 +645,23 @@ impl Source for JsonSource {
             }
             self.sampled.push_back(item);
         }
+        if self.columns.is_empty() {
+            // Nothing names a column: the first bad record is the error, at its place.
+            let first_bad = self.sampled.iter().find_map(|s| match s {
+                Sampled::Bad(no, b) => Some((*no, b)),
+                Sampled::Obj(..) => None,
+            });
+            if let Some((no, b)) = first_bad {
+                return Err(Error::input(
+                    self.pos(b.line, b.column, no, b.byte),
+                    None,
+                    format!(
+                        "{} (and no record of the sample is an object with keys to name the columns)",
+                        b.message
+                    ),
+                ));
+            }
+        }
         Ok(Sample {
             columns: self.columns.clone(),
             guesses,
