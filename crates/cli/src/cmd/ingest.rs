@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::listen;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
@@ -75,9 +76,50 @@ pub struct IngestArgs {
     /// JSON). Loopback addresses only, unless --listen-any.
     #[arg(long, value_name = "ADDR:PORT", conflicts_with_all = ["source", "follow"])]
     pub listen: Option<SocketAddr>,
-    /// Allow --listen on a non-loopback address.
+    /// Allow --listen on a non-loopback address. Such a listener needs a token
+    /// (--token-file or --token-env) and should use TLS (--tls-cert, --tls-key).
     #[arg(long)]
     pub listen_any: bool,
+    /// With --listen: senders must send this secret as their first line, or are closed.
+    /// FILE holds the token (its first line). Required with --listen-any.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "listen",
+        help_heading = "Listener"
+    )]
+    pub token_file: Option<PathBuf>,
+    /// As --token-file, the token read from the environment variable NAME (never from
+    /// the command line, where other users can see it).
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "listen",
+        help_heading = "Listener"
+    )]
+    pub token_env: Option<String>,
+    /// With --listen: serve TLS with this PEM certificate chain (needs --tls-key).
+    #[arg(long, value_name = "FILE", requires_all = ["listen", "tls_key"], help_heading = "Listener")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_cert",
+        help_heading = "Listener"
+    )]
+    pub tls_key: Option<PathBuf>,
+    /// With --listen: at most this many senders at once; one more is closed at once.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 256,
+        help_heading = "Listener"
+    )]
+    pub max_connections: usize,
+    /// With --listen: a sender that sends nothing for this long is closed (e.g. 5m, 30s).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, help_heading = "Listener")]
+    pub idle_timeout: Duration,
     /// Close a window this long after its first message (e.g. 1s, 250ms).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub commit_interval: Duration,
@@ -385,7 +427,26 @@ pub fn run(a: IngestArgs) -> Result<()> {
                 "--listen {addr}: not a loopback address; add --listen-any to accept connections from other hosts"
             )));
         }
+        if !addr.ip().is_loopback() && a.token_file.is_none() && a.token_env.is_none() {
+            bail!(super::UsageError(format!(
+                "--listen {addr}: a listener other hosts can reach needs a token (--token-file or --token-env), so that only senders who have it can write"
+            )));
+        }
     }
+    if a.max_connections == 0 {
+        bail!(super::UsageError(
+            "--max-connections 0 would refuse every sender".into()
+        ));
+    }
+    let gate = listen::Gate {
+        token: listen::load_token(a.token_file.as_deref(), a.token_env.as_deref())?,
+        tls: match (&a.tls_cert, &a.tls_key) {
+            (Some(c), Some(k)) => Some(listen::load_tls(c, k)?),
+            _ => None,
+        },
+        max_connections: a.max_connections,
+        idle: a.idle_timeout,
+    };
     let opts = IngestOptions {
         table: a.table.clone(),
         keys: a.key.iter().map(|k| k.trim().to_string()).collect(),
@@ -417,28 +478,13 @@ pub fn run(a: IngestArgs) -> Result<()> {
         if !a.quiet {
             eprintln!("listening on {}", listener.local_addr()?);
         }
-        let stop2 = stop.clone();
+        let (stop2, stop3, quiet) = (stop.clone(), stop.clone(), a.quiet);
         std::thread::spawn(move || {
-            let mut n = 0u64;
-            while !stop2.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((stream, peer)) => {
-                        n += 1;
-                        let _ = stream.set_nonblocking(false);
-                        let (tx, stop3, how) = (tx.clone(), stop2.clone(), how.clone());
-                        let name: Arc<str> = format!("connection {n} ({peer})").into();
-                        std::thread::spawn(move || {
-                            let (reader, held) = Buffered::new(stream);
-                            let mut lines = how.lines(reader, 1, 0);
-                            let _ = read_lines(&mut lines, &held, &name, None, &how, &tx, &stop3);
-                        });
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(20))
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
-                }
-            }
+            listen::accept(listener, gate, stop2, quiet, move |stream, name| {
+                let (reader, held) = Buffered::new(stream);
+                let mut lines = how.lines(reader, 1, 0);
+                let _ = read_lines(&mut lines, &held, &name, None, &how, &tx, &stop3);
+            })
         });
     } else if source == "-" {
         let stop2 = stop.clone();

@@ -1,0 +1,217 @@
+//! `ingest --listen`: who may write into the database over TCP, and how many at once.
+//!
+//! - A listener may require a secret token: then the first line a sender sends must be
+//!   the token, compared in constant time; a sender without it is closed before any of
+//!   its lines is read as a message. The token comes from a file or an environment
+//!   variable (never from the command line, where `ps` shows it) and is never printed.
+//! - With a certificate and key (PEM), connections are TLS (rustls): the token and the
+//!   messages are not readable on the wire.
+//! - At most `max_connections` senders at once: one more is closed at once (descriptors
+//!   stay free for the database); a sender silent for `idle` is closed.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use subtle::ConstantTimeEq;
+
+/// The longest token line read.
+const MAX_TOKEN_LINE: u64 = 4096;
+
+/// How a listener lets senders in.
+#[derive(Clone)]
+pub struct Gate {
+    /// The secret a sender's first line must be.
+    pub token: Option<Arc<[u8]>>,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub max_connections: usize,
+    pub idle: Duration,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token itself.
+        f.debug_struct("Gate")
+            .field("token", &self.token.as_ref().map(|_| "<secret>"))
+            .field("tls", &self.tls.is_some())
+            .field("max_connections", &self.max_connections)
+            .field("idle", &self.idle)
+            .finish()
+    }
+}
+
+/// The token from `file` (its first line) or from the environment variable `env`.
+/// An empty token is refused: it would let anyone in.
+pub fn load_token(file: Option<&Path>, env: Option<&str>) -> Result<Option<Arc<[u8]>>> {
+    let raw = match (file, env) {
+        (Some(_), Some(_)) => bail!(super::UsageError(
+            "--token-file and --token-env: give the token one way".into()
+        )),
+        (Some(f), None) => {
+            std::fs::read(f).with_context(|| format!("reading the token file {}", f.display()))?
+        }
+        (None, Some(v)) => match std::env::var_os(v) {
+            Some(t) => t.into_encoded_bytes(),
+            None => bail!(super::UsageError(format!(
+                "--token-env {v}: no such environment variable"
+            ))),
+        },
+        (None, None) => return Ok(None),
+    };
+    let token = raw
+        .split(|&b| b == b'\n')
+        .next()
+        .unwrap_or_default()
+        .trim_ascii();
+    if token.is_empty() {
+        bail!(super::UsageError("the token is empty".into()));
+    }
+    Ok(Some(token.into()))
+}
+
+/// A TLS server configuration from a PEM certificate chain and a PEM private key.
+pub fn load_tls(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs = CertificateDer::pem_file_iter(cert)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| anyhow::anyhow!("{}: not a PEM certificate chain: {e}", cert.display()))?;
+    if certs.is_empty() {
+        bail!("{}: no certificate in it", cert.display());
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| anyhow::anyhow!("{}: not a PEM private key: {e}", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("setting up TLS")?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .context("the TLS certificate and key do not go together")?;
+    Ok(Arc::new(config))
+}
+
+/// One held connection: counted while it lives.
+struct Held(Arc<AtomicUsize>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Accepts senders on `listener` (non-blocking) until `stop`, each on a thread of its
+/// own: once through the gate, `serve` gets its byte stream and a name for messages.
+pub fn accept(
+    listener: TcpListener,
+    gate: Gate,
+    stop: Arc<AtomicBool>,
+    quiet: bool,
+    serve: impl Fn(Box<dyn Read + Send>, Arc<str>) + Send + Sync + 'static,
+) {
+    let serve = Arc::new(serve);
+    let active = Arc::new(AtomicUsize::new(0));
+    let mut n = 0u64;
+    let mut refused = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let (stream, peer) = match listener.accept() {
+            Ok(c) => c,
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+        };
+        n += 1;
+        if active.load(Ordering::SeqCst) >= gate.max_connections {
+            refused += 1;
+            if !quiet && refused.is_power_of_two() {
+                eprintln!(
+                    "note: {refused} connection(s) closed: {} senders at once is the most allowed (--max-connections)",
+                    gate.max_connections
+                );
+            }
+            drop(stream);
+            continue;
+        }
+        active.fetch_add(1, Ordering::SeqCst);
+        let held = Held(active.clone());
+        let (gate, serve) = (gate.clone(), serve.clone());
+        let name: Arc<str> = format!("connection {n} ({peer})").into();
+        let started = std::thread::Builder::new()
+            .name("liteload-conn".into())
+            .spawn(move || {
+                let _held = held;
+                match admit(stream, &gate) {
+                    Ok(r) => serve(r, name),
+                    Err(why) if !quiet => eprintln!("note: {name}: closed: {why}"),
+                    Err(_) => {}
+                }
+            });
+        if started.is_err() && !quiet {
+            eprintln!("note: could not start a thread for a connection; it was closed");
+        }
+    }
+}
+
+/// The sender's stream once it has passed the gate: TLS set up if asked for, the token
+/// line read and checked if one is required.
+fn admit(stream: TcpStream, gate: &Gate) -> Result<Box<dyn Read + Send>, String> {
+    let setup = |s: &TcpStream| -> std::io::Result<()> {
+        s.set_nonblocking(false)?;
+        s.set_read_timeout(Some(gate.idle))?;
+        s.set_write_timeout(Some(gate.idle))
+    };
+    setup(&stream).map_err(|e| e.to_string())?;
+    let raw: Box<dyn Read + Send> = match &gate.tls {
+        Some(cfg) => {
+            let conn = rustls::ServerConnection::new(cfg.clone()).map_err(|e| e.to_string())?;
+            Box::new(rustls::StreamOwned::new(conn, stream))
+        }
+        None => Box::new(stream),
+    };
+    let mut r = BufReader::with_capacity(64 * 1024, raw);
+    if let Some(token) = &gate.token {
+        let mut line = Vec::new();
+        (&mut r)
+            .take(MAX_TOKEN_LINE)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("no token line ({e})"))?;
+        let given = line.trim_ascii();
+        // Constant time over the token's length: the comparison tells nothing of how
+        // much of a wrong token was right.
+        let same: bool = given.len() == token.len() && bool::from(given.ct_eq(token));
+        if !same {
+            return Err("the first line is not the token".into());
+        }
+    }
+    Ok(Box::new(r))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_come_from_a_file_or_the_environment_and_are_never_empty() -> Result<()> {
+        let d = tempfile::tempdir()?;
+        let f = d.path().join("t");
+        std::fs::write(&f, "s3cret \nignored\n")?;
+        assert_eq!(load_token(Some(&f), None)?.as_deref(), Some(&b"s3cret"[..]));
+        std::fs::write(&f, "\n")?;
+        assert!(load_token(Some(&f), None).is_err());
+        assert!(load_token(None, Some("LITELOAD_TEST_NO_SUCH_VARIABLE")).is_err());
+        assert!(load_token(None, None)?.is_none());
+        let gate = Gate {
+            token: Some(b"abc".as_slice().into()),
+            tls: None,
+            max_connections: 1,
+            idle: Duration::from_secs(1),
+        };
+        assert!(!format!("{gate:?}").contains("abc"));
+        Ok(())
+    }
+}
