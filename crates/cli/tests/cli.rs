@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use predicates::prelude::*;
 use rusqlite::types::Value;
-use rusqlite::Connection;
 use tempfile::TempDir;
 
 type R = Result<(), Box<dyn std::error::Error>>;
@@ -39,7 +38,7 @@ fn rows(db: &Path, sql: &str) -> Result<Vec<Vec<Value>>, Box<dyn std::error::Err
 
 /// The declared type of each column of `table`.
 fn decl(db: &Path, table: &str) -> Result<Vec<(String, String)>, Box<dyn std::error::Error>> {
-    let c = Connection::open(db)?;
+    let c = common::open_checked(db)?;
     let mut stmt = c.prepare("SELECT name, type FROM pragma_table_info(?1)")?;
     let v = stmt
         .query_map([table], |r| Ok((r.get(0)?, r.get(1)?)))?

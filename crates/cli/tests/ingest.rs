@@ -76,7 +76,7 @@ fn stream(n: usize, keys: u64, seed: u64) -> (String, BTreeMap<i64, BTreeMap<Str
 
 /// The table as key -> column -> value (NULL columns left out).
 fn table(db: &Path) -> Result<BTreeMap<i64, BTreeMap<String, Value>>, Box<dyn std::error::Error>> {
-    let c = rusqlite::Connection::open(db)?;
+    let c = common::open_checked(db)?;
     let mut stmt = c.prepare("SELECT * FROM t ORDER BY id")?;
     let names: Vec<String> = stmt.column_names().map(|s| s.to_string()).collect();
     let mut out = BTreeMap::new();

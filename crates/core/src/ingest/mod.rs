@@ -243,6 +243,7 @@ impl Ingest {
                 return Err(Error::plan(p));
             }
         }
+        crate::schema::check_new_table(&opts.table, opts.keys.iter().map(String::as_str))?;
         let pragmas = opts.durability.shared_pragmas()?;
         let conn = Connection::open(db)
             .map_err(|e| Error::sqlite(format!("opening {}", db.display()), e))?;
