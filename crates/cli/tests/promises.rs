@@ -905,3 +905,58 @@ fn errors_have_one_kind_and_a_place() -> R {
     assert_eq!(line["message"], "{\"id\":\"x\",\"v\":2}", "{rejects}");
     Ok(())
 }
+
+#[test]
+fn json_values_are_stored_alike_by_both_engines() -> R {
+    let values = [
+        "\"007\"",
+        "\" 42\"",
+        "\"1e3\"",
+        "\"abc\"",
+        "1.0",
+        "-0.0",
+        "1e3",
+        "2.5",
+        "true",
+        "18446744073709551616",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "{\"a\":1}",
+        "[1,2]",
+        "null",
+        "\"\"",
+        "\"٣\"",
+    ];
+    let mut nd = String::from("{\"c1\":1,\"c2\":1.5,\"c3\":\"x\",\"c4\":1,\"c5\":1}\n");
+    for v in values {
+        nd.push_str(&format!(
+            "{{\"c1\":{v},\"c2\":{v},\"c3\":{v},\"c4\":{v},\"c5\":{v}}}\n"
+        ));
+    }
+    let d = TempDir::new()?;
+    std::fs::write(d.path().join("t.ndjson"), nd)?;
+    for extra in [
+        vec!["--sample", "1"],
+        vec![
+            "--type",
+            "c1=text",
+            "--type",
+            "c2=integer",
+            "--type",
+            "c4=real",
+            "--sample",
+            "1",
+        ],
+    ] {
+        let mut out = vec![];
+        for engine in ["direct", "sqlite"] {
+            let db = format!("{engine}{}.db", extra.len());
+            let mut args = vec!["import", &db, "t.ndjson", "--engine", engine, "-q"];
+            args.extend_from_slice(&extra);
+            liteload(d.path(), &args).assert().success();
+            out.push(typed_rows(&d.path().join(&db), 5)?);
+        }
+        assert_eq!(out[0], out[1], "{extra:?}");
+    }
+    Ok(())
+}
