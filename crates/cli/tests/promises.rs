@@ -290,6 +290,16 @@ fn json_integers_beyond_64_bits_keep_their_digits() -> R {
             &d.path().join(&db),
             "SELECT typeof(n), n FROM b ORDER BY rowid",
         )?;
+        if file == "b.ndjson" {
+            // Nested in an array, stored as JSON text: the digits are kept there too.
+            let nested = checked_rows(&d.path().join(&db), "SELECT m FROM b ORDER BY rowid")?;
+            for (row, b) in nested.iter().zip(big) {
+                assert!(
+                    matches!(&row[0], Value::Text(t) if t.contains(b)),
+                    "{row:?}"
+                );
+            }
+        }
         let want: Vec<Vec<Value>> = big
             .iter()
             .map(|b| vec![Value::Text("text".into()), Value::Text(b.to_string())])
@@ -958,5 +968,28 @@ fn json_values_are_stored_alike_by_both_engines() -> R {
         }
         assert_eq!(out[0], out[1], "{extra:?}");
     }
+    Ok(())
+}
+
+#[test]
+fn ingest_keeps_the_digits_of_integers_beyond_64_bits() -> R {
+    let d = TempDir::new()?;
+    std::fs::write(
+        d.path().join("f.jsonl"),
+        "{\"id\":1,\"n\":18446744073709551616}\n{\"id\":2,\"n\":-99999999999999999999,\"r\":1e300}\n",
+    )?;
+    liteload(d.path(), &ingest_args("f.jsonl", &[]))
+        .assert()
+        .success();
+    assert_eq!(
+        checked_rows(&d.path().join("s.db"), "SELECT n, r FROM t ORDER BY id")?,
+        vec![
+            vec![Value::Text("18446744073709551616".into()), Value::Null],
+            vec![
+                Value::Text("-99999999999999999999".into()),
+                Value::Real(1e300)
+            ],
+        ]
+    );
     Ok(())
 }

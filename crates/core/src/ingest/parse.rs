@@ -247,6 +247,7 @@ impl Messages {
             self.fields.truncate(fields0);
             return self.push_rejected(reason, None, line, meta);
         }
+        self.keep_big_integers(line, fields0);
         // Encoded into a reused buffer (the parts' text is in `text`, which then grows).
         let mut enc = std::mem::take(&mut self.key_buf);
         enc.clear();
@@ -278,6 +279,33 @@ impl Messages {
             fields: (fields0, self.fields.len()),
             raw,
         });
+    }
+
+    /// serde_json reads an integer beyond 64 bits as a rounded real; such a field of the
+    /// message whose fields start at `from` gets its digits back, as text, from the
+    /// line (read again only then).
+    fn keep_big_integers(&mut self, line: &[u8], from: usize) {
+        let rounded = |v: &Val| matches!(v, Val::Real(f) if f.abs() >= 9.2e18 && f.fract() == 0.0);
+        if !self.fields[from..].iter().any(|(_, v)| rounded(v)) {
+            return;
+        }
+        let Ok(Value::Object(map)) = crate::source::json::parse_lossless(line) else {
+            return;
+        };
+        for i in from..self.fields.len() {
+            let (id, v) = self.fields[i];
+            if !rounded(&v) {
+                continue;
+            }
+            if let Some(Value::String(digits)) = map.get(&*self.names[id as usize]) {
+                let at = self.text.len();
+                self.text.extend_from_slice(digits.as_bytes());
+                self.fields[i].1 = Val::Text {
+                    at,
+                    len: digits.len(),
+                };
+            }
+        }
     }
 
     fn check_key(&self) -> Result<(), String> {

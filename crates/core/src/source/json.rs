@@ -89,10 +89,6 @@ impl ObjectStream {
 pub fn parse_lossless(text: &[u8]) -> serde_json::Result<Value> {
     let mut v: Value = serde_json::from_slice(text)?;
     if let Value::Object(map) = &mut v {
-        let maybe_rounded = |v: &Value| {
-            matches!(v, Value::Number(n) if n.is_f64()
-                && n.as_f64().is_some_and(|f| f.abs() >= 9.2e18 && f.fract() == 0.0))
-        };
         if map.values().any(maybe_rounded) {
             let raw: HashMap<String, &serde_json::value::RawValue> = serde_json::from_slice(text)?;
             for (k, val) in map.iter_mut() {
@@ -100,13 +96,31 @@ pub fn parse_lossless(text: &[u8]) -> serde_json::Result<Value> {
                     continue;
                 };
                 let t = r.get().trim();
-                if !t.contains(['.', 'e', 'E']) {
-                    *val = Value::String(t.to_string());
+                match val {
+                    // A nested value is stored as JSON text: its own text keeps the digits.
+                    Value::Array(_) | Value::Object(_) => *val = Value::String(t.to_string()),
+                    _ if !t.contains(['.', 'e', 'E']) => *val = Value::String(t.to_string()),
+                    _ => {}
                 }
             }
         }
     }
     Ok(v)
+}
+
+/// Whether `v` is, or holds, a real that may be an integer literal serde_json rounded:
+/// integral and 2^63 or more in magnitude.
+fn maybe_rounded(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => {
+            n.is_f64()
+                && n.as_f64()
+                    .is_some_and(|f| f.abs() >= 9.2e18 && f.fract() == 0.0)
+        }
+        Value::Array(a) => a.iter().any(maybe_rounded),
+        Value::Object(o) => o.values().any(maybe_rounded),
+        _ => false,
+    }
 }
 
 /// serde_json's message without its " at line L column C" tail (we give our own position).
