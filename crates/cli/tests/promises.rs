@@ -662,6 +662,39 @@ fn max_record_bytes_holds_for_every_record() -> R {
     )
     .assert()
     .code(2);
+    // A JSON array element over the limit stops the load at its place (it cannot be
+    // skipped without reading it); an NDJSON line over it is a bad record.
+    let big = "x".repeat(5000);
+    std::fs::write(
+        d.path().join("a.json"),
+        format!("[{{\"a\":1}},\n{{\"a\":\"{big}\"}},{{\"a\":3}}]"),
+    )?;
+    let out = liteload(
+        d.path(),
+        &["import", "a.db", "a.json", "--max-record-bytes", "1000"],
+    )
+    .assert()
+    .code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        err.contains("a.json:2:1") && err.contains("longer"),
+        "{err}"
+    );
+    std::fs::write(
+        d.path().join("n.ndjson"),
+        format!("{{\"a\":1}}\n{{\"a\":\"{big}\"}}\n{{\"a\":3}}\n"),
+    )?;
+    liteload(
+        d.path(),
+        &["import", "n.db", "n.ndjson", "--max-record-bytes", "1000"],
+    )
+    .args(["--rejects", "nr.jsonl", "-q"])
+    .assert()
+    .success();
+    assert_eq!(
+        checked_rows(&d.path().join("n.db"), "SELECT a FROM n ORDER BY rowid")?,
+        vec![vec![Value::Integer(1)], vec![Value::Integer(3)]]
+    );
     Ok(())
 }
 

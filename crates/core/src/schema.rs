@@ -18,6 +18,9 @@ pub fn quote_ident(name: &str) -> String {
     s
 }
 
+/// SQLite's limit on a table's columns (SQLITE_MAX_COLUMN as bundled).
+pub const MAX_COLUMNS: usize = 2000;
+
 /// Why SQLite would refuse `name` for a table liteload creates, if it would: a NUL byte
 /// (SQL text ends there) or the `sqlite_` prefix SQLite keeps for its own tables (any
 /// ASCII case: `sqlite_master`, `SQLITE_schema`, `sqlite_stat1`, …). Every other name is
@@ -52,6 +55,11 @@ pub fn check_new_table<'a>(
     }
     let mut seen: HashSet<String> = HashSet::new();
     for c in columns {
+        if seen.len() == MAX_COLUMNS {
+            return Err(crate::Error::plan(format!(
+                "more than SQLite's limit of {MAX_COLUMNS} columns per table"
+            )));
+        }
         if let Some(p) = column_name_problem(c) {
             return Err(crate::Error::plan(p));
         }
@@ -139,6 +147,9 @@ mod tests {
         assert!(column_name_problem("sqlite_master").is_none());
         assert!(check_new_table("t", ["a", "A"]).is_err());
         assert!(check_new_table("t", ["a", "\u{c4}", "\u{e4}"]).is_ok());
+        let many: Vec<String> = (0..=MAX_COLUMNS).map(|i| format!("c{i}")).collect();
+        assert!(check_new_table("t", many.iter().map(String::as_str)).is_err());
+        assert!(check_new_table("t", many[1..].iter().map(String::as_str)).is_ok());
     }
 
     /// Every name the checks let through makes a CREATE TABLE that SQLite runs, and

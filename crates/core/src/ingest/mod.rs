@@ -52,8 +52,7 @@ pub use parse::{LineMeta, Message, Messages};
 use window::Window;
 use writer::Writer;
 
-/// SQLite's limit on a table's columns (SQLITE_MAX_COLUMN as bundled).
-const MAX_COLUMNS: usize = 2000;
+use crate::schema::MAX_COLUMNS;
 
 /// The table that remembers where each file source was applied up to.
 pub const STATE_TABLE: &str = "liteload_ingest_state";

@@ -58,14 +58,18 @@ impl ObjectStream {
         ObjectStream::Lines(LineObjects::new(r, max_line, 1, 0))
     }
 
-    pub fn array(r: Box<dyn BufRead + Send>) -> Self {
+    /// The elements of one top-level array; an element longer than `max_element` bytes
+    /// stops the read with an error at its place (it cannot be skipped without reading it).
+    pub fn array(r: Box<dyn BufRead + Send>, max_element: usize) -> Self {
         ObjectStream::Array(ArrayObjects {
             r: Tracked {
                 inner: r,
                 line: 1,
                 col: 1,
                 byte: 0,
+                budget: u64::MAX,
             },
+            max_element: max_element as u64,
             started: false,
             first: true,
             done: false,
@@ -347,6 +351,8 @@ struct Tracked<R> {
     line: u64,
     col: u64,
     byte: u64,
+    /// Bytes the element being read may still take before it is too long.
+    budget: u64,
 }
 
 impl<R: BufRead> Tracked<R> {
@@ -391,7 +397,17 @@ impl<R: BufRead> Tracked<R> {
 
 impl<R: BufRead> Read for Tracked<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
+        if self.budget == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "an array element longer than the longest record allowed (raise the limit)",
+            ));
+        }
+        let want = buf
+            .len()
+            .min(usize::try_from(self.budget).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.budget -= n as u64;
         let (line, col, byte) = (self.line, self.col, self.byte);
         self.advance(&buf[..n]);
         debug_assert!(
@@ -404,6 +420,7 @@ impl<R: BufRead> Read for Tracked<R> {
 /// A top-level JSON array of objects, read one element at a time.
 pub struct ArrayObjects {
     r: Tracked<Box<dyn BufRead + Send>>,
+    max_element: u64,
     started: bool,
     first: bool,
     done: bool,
@@ -477,6 +494,7 @@ impl ArrayObjects {
         }
         // Objects, arrays and strings end on a closing byte, so serde_json reads nothing
         // past the element and the stream stays in step.
+        self.r.budget = self.max_element.saturating_add(1);
         let mut de = serde_json::Deserializer::from_reader(&mut self.r);
         let element = Box::<serde_json::value::RawValue>::deserialize(&mut de)
             .and_then(|raw| parse_lossless(raw.get().as_bytes()));
@@ -501,7 +519,8 @@ impl ArrayObjects {
                 } else {
                     (line + l - 1, c)
                 };
-                Err((el, ec, format!("invalid JSON: {}", json_message(&e))))
+                let what = if e.is_io() { "" } else { "invalid JSON: " };
+                Err((el, ec, format!("{what}{}", json_message(&e))))
             }
         }
     }

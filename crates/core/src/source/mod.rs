@@ -224,7 +224,7 @@ pub fn open_source(
             opts.clone(),
         )),
         Format::Json => Box::new(json::JsonSource::new(
-            json::ObjectStream::array(reader),
+            json::ObjectStream::array(reader, opts.max_record_bytes),
             name,
             opts.clone(),
         )),

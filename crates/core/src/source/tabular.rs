@@ -338,7 +338,7 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
             ));
         }
         let (columns, notes) = clean_names(&raw_names);
-        if columns.len() > 2000 {
+        if columns.len() > crate::schema::MAX_COLUMNS {
             return Err(Error::plan(format!(
                 "{}: {} columns is more than SQLite's limit of 2000 columns per table",
                 self.name,
