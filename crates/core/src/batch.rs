@@ -14,7 +14,28 @@ pub enum Cell {
     Null,
     Integer(i64),
     Real(f64),
-    Text { start: u32, len: u32 },
+    /// Made only by [`Batch::push_text`]: a span of that batch's arena.
+    Text(TextSpan),
+}
+
+/// Where a text value lies in its batch's arena. Its fields are private: a span can
+/// only come from [`Batch::push_text`], which makes it whole UTF-8, and a batch takes
+/// no span from outside (see [`Batch::push`]); so reading it back needs no check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TextSpan {
+    start: u32,
+    len: u32,
+}
+
+impl TextSpan {
+    /// The text's length in bytes.
+    pub fn len(self) -> u32 {
+        self.len
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
 }
 
 /// A value borrowed from a batch.
@@ -115,16 +136,23 @@ impl Batch {
     pub fn push_text(&mut self, s: &str) {
         let start = self.text.len() as u32;
         self.text.extend_from_slice(s.as_bytes());
-        self.cells.push(Cell::Text {
+        self.cells.push(Cell::Text(TextSpan {
             start,
             len: s.len() as u32,
-        });
+        }));
     }
 
     /// Appends a non-text value to the current (unfinished) row.
+    ///
+    /// # Panics
+    /// On a text cell (use [`Batch::push_text`]): its span would belong to another
+    /// batch's arena, and reading it here could split a character.
     #[inline]
     pub fn push(&mut self, c: Cell) {
-        debug_assert!(!matches!(c, Cell::Text { .. }), "use push_text");
+        assert!(
+            !matches!(c, Cell::Text(_)),
+            "Batch::push takes no text cell; use push_text"
+        );
         self.cells.push(c);
     }
 
@@ -153,16 +181,21 @@ impl Batch {
         cells.iter().map(move |c| self.value(*c))
     }
 
+    /// The value of a cell of this batch (one from [`Batch::cells`]; a cell of another
+    /// batch is not this one's, so this is not public).
     #[inline]
-    pub fn value(&self, c: Cell) -> Value<'_> {
+    fn value(&self, c: Cell) -> Value<'_> {
         match c {
             Cell::Null => Value::Null,
             Cell::Integer(i) => Value::Integer(i),
             Cell::Real(r) => Value::Real(r),
-            Cell::Text { start, len } => {
+            Cell::Text(TextSpan { start, len }) => {
                 let b = &self.text[start as usize..(start + len) as usize];
-                // SAFETY: text cells are only made by `push_text` from a `&str`, and the
-                // arena is only appended to, so every span is whole UTF-8.
+                // SAFETY: a span is only made by `push_text` from a `&str` into this
+                // batch's arena (spans cannot be built outside this module, and `push`
+                // refuses text cells, so none comes from another batch); the arena is
+                // only appended to until `clear`, which also drops every cell. So every
+                // span is a whole UTF-8 string.
                 Value::Text(unsafe { std::str::from_utf8_unchecked(b) })
             }
         }
@@ -177,6 +210,17 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[should_panic(expected = "no text cell")]
+    fn a_text_cell_from_another_batch_is_refused() {
+        let mut a = Batch::new(1);
+        a.push_text("é");
+        a.finish_row(RowOrigin::default());
+        let foreign = a.cells()[0];
+        let mut b = Batch::new(1);
+        b.push(foreign);
+    }
 
     #[test]
     fn rows_read_back_as_pushed() {

@@ -769,6 +769,18 @@ fn add_columns(conn: &Connection, plan: &TablePlan, cols: &[(String, ColumnType)
     let existing = table::existing_columns(conn, &plan.table)?
         .map(|(_, c)| c)
         .unwrap_or_default();
+    let new = cols
+        .iter()
+        .filter(|(n, _)| !existing.iter().any(|c| c.name.eq_ignore_ascii_case(n)))
+        .count();
+    if existing.len() + new > crate::schema::MAX_COLUMNS {
+        return Err(Error::plan(format!(
+            "table {} would have {} columns, more than SQLite's limit of {}",
+            quote_ident(&plan.table),
+            existing.len() + new,
+            crate::schema::MAX_COLUMNS
+        )));
+    }
     for (name, ty) in cols {
         if existing.iter().any(|c| c.name.eq_ignore_ascii_case(name)) {
             continue;
