@@ -1026,3 +1026,51 @@ fn ingest_keeps_the_digits_of_integers_beyond_64_bits() -> R {
     );
     Ok(())
 }
+
+#[test]
+fn rows_the_tables_constraints_refuse_are_skipped_not_fatal() -> R {
+    let d = TempDir::new()?;
+    let db = d.path().join("s.db");
+    rusqlite::Connection::open(&db)?.execute_batch(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT NOT NULL CHECK (length(v) < 5));",
+    )?;
+    // 200 new rows in one window (multi-row INSERTs), three of them refused; then an
+    // update that would break NOT NULL.
+    let mut feed = String::new();
+    for i in 1..=200 {
+        let v = match i {
+            7 => "null".to_string(),
+            70 => "\"far too long\"".to_string(),
+            150 => "null".to_string(),
+            _ => format!("\"v{}\"", i % 100),
+        };
+        feed.push_str(&format!("{{\"id\":{i},\"v\":{v}}}\n"));
+    }
+    std::fs::write(d.path().join("a.jsonl"), feed)?;
+    liteload(d.path(), &ingest_args("a.jsonl", &["--rejects", "r.jsonl"]))
+        .assert()
+        .success();
+    std::fs::write(
+        d.path().join("b.jsonl"),
+        "{\"id\":1,\"v\":null}\n{\"id\":2,\"v\":\"ok\"}\n",
+    )?;
+    liteload(
+        d.path(),
+        &ingest_args("b.jsonl", &["--rejects", "r2.jsonl"]),
+    )
+    .assert()
+    .success();
+    let rows = checked_rows(&db, "SELECT id, v FROM t ORDER BY id")?;
+    assert_eq!(rows.len(), 197);
+    assert!(!rows
+        .iter()
+        .any(|r| matches!(r[0], Value::Integer(7 | 70 | 150))));
+    assert_eq!(rows[0], vec![Value::Integer(1), Value::Text("v1".into())]);
+    assert_eq!(rows[1], vec![Value::Integer(2), Value::Text("ok".into())]);
+    let r = std::fs::read_to_string(d.path().join("r.jsonl"))?;
+    assert_eq!(r.lines().count(), 3, "{r}");
+    assert!(r.contains("key (70)") && r.contains("CHECK"), "{r}");
+    let r2 = std::fs::read_to_string(d.path().join("r2.jsonl"))?;
+    assert!(r2.contains("key (1)") && r2.contains("NOT NULL"), "{r2}");
+    Ok(())
+}

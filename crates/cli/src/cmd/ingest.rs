@@ -597,7 +597,7 @@ fn drive(
                     next = pushed.next;
                     if next < msgs.len() && !pushed.stopped {
                         // The window is full: close it and go on with the rest.
-                        commit_window(engine, &mut stats, &mut last_commit)?;
+                        commit_window(a, engine, &mut stats, &mut rejects, &mut last_commit)?;
                     }
                 }
                 if failure.is_some() {
@@ -612,7 +612,7 @@ fn drive(
             Err(RecvTimeoutError::Disconnected) => break,
         }
         if engine.due() {
-            commit_window(engine, &mut stats, &mut last_commit)?;
+            commit_window(a, engine, &mut stats, &mut rejects, &mut last_commit)?;
         }
         if status && last_status.elapsed() >= Duration::from_millis(500) {
             let t = engine.totals();
@@ -633,6 +633,7 @@ fn drive(
     let earlier = engine.wait()?;
     let s = engine.commit()?;
     for s in earlier.iter().chain([&s]) {
+        report_refused(a, &mut rejects, s)?;
         if let Some(f) = &mut stats {
             if s.messages + s.rejects > 0 {
                 writeln!(f, "{}", serde_json::to_string(s)?)?;
@@ -675,14 +676,39 @@ fn drive(
 /// Closes the open window: it is written on the engine's commit thread while the next
 /// one fills; the window before it, now written, is logged.
 fn commit_window(
+    a: &IngestArgs,
     engine: &mut Ingest,
     stats: &mut Option<File>,
+    rejects: &mut Option<std::io::BufWriter<File>>,
     last_commit: &mut f64,
 ) -> Result<()> {
     if let Some(s) = engine.commit_background()? {
         *last_commit = s.commit_seconds;
         if let Some(f) = stats {
             writeln!(f, "{}", serde_json::to_string(&s)?)?;
+        }
+        report_refused(a, rejects, &s)?;
+    }
+    Ok(())
+}
+
+/// Reports the rows a window's commit could not write (the table's own constraints
+/// refused them): to the rejects file, and as warnings.
+fn report_refused(
+    a: &IngestArgs,
+    rejects: &mut Option<std::io::BufWriter<File>>,
+    s: &liteload::ingest::CommitStats,
+) -> Result<()> {
+    for reason in &s.refused {
+        if let Some(w) = rejects {
+            writeln!(
+                w,
+                "{}",
+                serde_json::json!({"at": "commit", "reason": reason, "message": null})
+            )?;
+        }
+        if !a.quiet {
+            eprintln!("warning: {reason}");
         }
     }
     Ok(())

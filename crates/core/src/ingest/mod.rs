@@ -106,6 +106,10 @@ pub struct CommitStats {
     pub commit_seconds: f64,
     /// The source position committed with the window (file sources).
     pub offset: Option<u64>,
+    /// Rows the table's own constraints (NOT NULL, CHECK, a UNIQUE index) refused, each
+    /// a reason naming its key: they were not written, the rest of the window was.
+    /// Counted in `rejects` too.
+    pub refused: Vec<String>,
 }
 
 /// Totals since the engine was opened. Messages and rejects count as they are pushed;
@@ -632,6 +636,7 @@ impl Ingest {
     fn account(&mut self, mut w: Window, stats: CommitStats) -> CommitStats {
         self.totals.inserted += stats.inserted;
         self.totals.updated += stats.updated;
+        self.totals.rejects += stats.refused.len() as u64;
         self.totals.commits += 1;
         self.totals.new_columns += stats.new_columns;
         w.clear();

@@ -11,6 +11,13 @@ use crate::schema::quote_ident;
 use crate::sink::raw_stmt::RawStatement;
 use crate::types::ColumnType;
 
+/// What writing a window's rows did.
+struct Written {
+    inserted: u64,
+    /// Why each row the table's constraints refused was not written.
+    refused: Vec<String>,
+}
+
 /// Rows per multi-row INSERT of new keys (fewer when their parameters would pass the
 /// connection's limit).
 const INSERT_ROWS: usize = 64;
@@ -115,8 +122,11 @@ impl Writer {
                 new_columns += 1;
             }
         }
-        let inserted = if w.rows.is_empty() {
-            0
+        let Written { inserted, refused } = if w.rows.is_empty() {
+            Written {
+                inserted: 0,
+                refused: vec![],
+            }
         } else {
             self.write_rows(w)?
         };
@@ -155,8 +165,9 @@ impl Writer {
             messages: w.messages,
             keys: w.rows.len() as u64,
             inserted,
-            updated: w.rows.len() as u64 - inserted,
-            rejects: w.rejects,
+            updated: w.rows.len() as u64 - inserted - refused.len() as u64,
+            rejects: w.rejects + refused.len() as u64,
+            refused,
             new_columns,
             offset: w.position.as_ref().map(|p| p.offset),
             ..CommitStats::default()
@@ -173,7 +184,7 @@ impl Writer {
     /// Binding: each execution starts from cleared bindings (every parameter NULL), and
     /// only the key, the present columns and their flags are bound, so an absent column
     /// inserts NULL and, its flag NULL, keeps its value on update.
-    fn write_rows(&self, w: &Window) -> Result<u64> {
+    fn write_rows(&self, w: &Window) -> Result<Written> {
         let sorted = w.sorted();
         let nkeys = self.keys.len();
         let ncols = self.columns.len();
@@ -189,7 +200,10 @@ impl Writer {
             .max(1) as usize;
         let many = (max_params / width.max(1)).clamp(1, INSERT_ROWS);
         if ncols == 0 {
-            return self.insert_keys(w, &sorted);
+            return Ok(Written {
+                inserted: self.insert_keys(w, &sorted)?,
+                refused: vec![],
+            });
         }
         // Into an empty table every row is new: no UPDATE can find its key.
         let empty = self
@@ -239,14 +253,42 @@ impl Writer {
             }
             Ok::<(), rusqlite::Error>(())
         };
+        // A row the table's own constraints refuse (NOT NULL, CHECK, a UNIQUE index of
+        // the user's) is refused alone: SQLite undoes just that statement, and the rest
+        // of the window is written.
+        let is_constraint = |e: &rusqlite::Error| {
+            e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation)
+        };
+        let mut refused: Vec<(usize, rusqlite::Error)> = vec![];
         let result = (|| -> rusqlite::Result<()> {
+            let mut insert_each = |rows: &[usize],
+                                   refused: &mut Vec<(usize, rusqlite::Error)>|
+             -> rusqlite::Result<u64> {
+                let mut n = 0;
+                for &i in rows {
+                    insert_one.clear_bindings();
+                    bind_row(&mut insert_one, i, 0, false)?;
+                    match insert_one.run() {
+                        Ok(()) => n += 1,
+                        Err(e) if is_constraint(&e) => refused.push((i, e)),
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(n)
+            };
             for i in 0..sorted.order.len() {
                 let is_new = match &mut update {
                     Some(u) => {
                         u.clear_bindings();
                         bind_row(u, i, 0, true)?;
-                        u.run()?;
-                        u.changes() == 0
+                        match u.run() {
+                            Ok(()) => u.changes() == 0,
+                            Err(e) if is_constraint(&e) => {
+                                refused.push((i, e));
+                                continue;
+                            }
+                            Err(e) => return Err(e),
+                        }
                     }
                     None => true,
                 };
@@ -258,17 +300,18 @@ impl Writer {
                     for (r, &i) in new_rows.iter().enumerate() {
                         bind_row(&mut insert_many, i, r * width, false)?;
                     }
-                    insert_many.run()?;
-                    inserted += many as u64;
+                    match insert_many.run() {
+                        Ok(()) => inserted += many as u64,
+                        // One of them is refused: each on its own, to find which.
+                        Err(e) if is_constraint(&e) => {
+                            inserted += insert_each(&new_rows, &mut refused)?;
+                        }
+                        Err(e) => return Err(e),
+                    }
                     new_rows.clear();
                 }
             }
-            for &i in &new_rows {
-                insert_one.clear_bindings();
-                bind_row(&mut insert_one, i, 0, false)?;
-                insert_one.run()?;
-                inserted += 1;
-            }
+            inserted += insert_each(&new_rows, &mut refused)?;
             Ok(())
         })();
         for s in [
@@ -287,7 +330,23 @@ impl Writer {
             }
             e => bind_err(e),
         })?;
-        Ok(inserted)
+        let reasons = refused
+            .iter()
+            .map(|(i, e)| {
+                let row = &w.rows[sorted.order[*i] as usize];
+                let key: Vec<String> = decode_key(w.key(row), nkeys)
+                    .map(|k| match k {
+                        KeyRef::Int(v) => v.to_string(),
+                        KeyRef::Text(t) => format!("{:?}", String::from_utf8_lossy(t)),
+                    })
+                    .collect();
+                format!("the row with key ({}) was not written: {e}", key.join(", "))
+            })
+            .collect();
+        Ok(Written {
+            inserted,
+            refused: reasons,
+        })
     }
 
     /// The rows of a table that has no columns but its keys: each key is inserted unless
