@@ -1074,3 +1074,23 @@ fn rows_the_tables_constraints_refuse_are_skipped_not_fatal() -> R {
     assert!(r2.contains("key (1)") && r2.contains("NOT NULL"), "{r2}");
     Ok(())
 }
+
+#[test]
+fn a_delimiter_or_quote_that_cannot_work_is_refused() -> R {
+    let d = TempDir::new()?;
+    std::fs::write(d.path().join("s.csv"), "a,b\n1,2\n")?;
+    for args in [
+        vec!["--delimiter", "\""],
+        vec!["--delimiter", "\n"],
+        vec!["--delimiter", "\r"],
+        vec!["--quote", ","],
+        vec!["--quote", "\n"],
+        vec!["--tsv", "--quote", "\t"],
+    ] {
+        let mut a = vec!["import", "x.db", "s.csv"];
+        a.extend_from_slice(&args);
+        liteload(d.path(), &a).assert().code(2);
+        assert!(!d.path().join("x.db").exists(), "{args:?}");
+    }
+    Ok(())
+}

@@ -488,6 +488,23 @@ fn read_options_for(input: &Input, opts: &ImportOptions) -> Result<ReadOptions> 
         Quoting::Char(c) => Some(c),
         Quoting::Off => None,
     };
+    if matches!(format, Format::Csv | Format::Tsv) {
+        let shown = |b: u8| format!("{:?}", char::from(b));
+        if matches!(ro.delimiter, b'\n' | b'\r') {
+            return Err(Error::plan(format!(
+                "the delimiter {} ends lines: records could not be told apart",
+                shown(ro.delimiter)
+            )));
+        }
+        if let Some(q) = ro.quote {
+            if q == ro.delimiter || matches!(q, b'\n' | b'\r') {
+                return Err(Error::plan(format!(
+                    "the quote {} cannot be the delimiter or a line end",
+                    shown(q)
+                )));
+            }
+        }
+    }
     Ok(ro)
 }
 
