@@ -1094,3 +1094,21 @@ fn a_delimiter_or_quote_that_cannot_work_is_refused() -> R {
     }
     Ok(())
 }
+
+#[test]
+fn ingest_refuses_tables_and_keys_that_would_collide() -> R {
+    let d = TempDir::new()?;
+    std::fs::write(d.path().join("f.jsonl"), "{\"id\":1}\n")?;
+    for extra in [
+        vec!["--table", "t", "--key", "id", "--history", "T"],
+        vec!["--table", "LITELOAD_INGEST_STATE", "--key", "id"],
+        vec!["--table", "t", "--key", "id,ID"],
+        vec!["--table", "sqlite_stat1", "--key", "id"],
+        vec!["--table", "t", "--key", "id", "--history", "sqlite_x"],
+    ] {
+        let mut a = vec!["ingest", "s.db", "f.jsonl"];
+        a.extend_from_slice(&extra);
+        liteload(d.path(), &a).assert().code(2);
+    }
+    Ok(())
+}

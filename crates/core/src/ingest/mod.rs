@@ -247,6 +247,21 @@ impl Ingest {
             }
         }
         crate::schema::check_new_table(&opts.table, opts.keys.iter().map(String::as_str))?;
+        let names = std::iter::once(&opts.table).chain(&opts.history);
+        for (i, a) in names.clone().enumerate() {
+            if a.eq_ignore_ascii_case(STATE_TABLE) {
+                return Err(Error::plan(format!(
+                    "table {}: liteload keeps the resume points there; name another table",
+                    quote_ident(a)
+                )));
+            }
+            if names.clone().skip(i + 1).any(|b| a.eq_ignore_ascii_case(b)) {
+                return Err(Error::plan(format!(
+                    "the history table cannot be the table itself ({})",
+                    quote_ident(a)
+                )));
+            }
+        }
         let pragmas = opts.durability.shared_pragmas()?;
         let conn = Connection::open(db)
             .map_err(|e| Error::sqlite(format!("opening {}", db.display()), e))?;
