@@ -63,12 +63,12 @@ fn message(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for link in e.chain() {
         let text = link.to_string();
-        // rusqlite's innermost cause reads "Error code N: <the same text>".
-        let bare = text
-            .strip_prefix("Error code ")
-            .and_then(|t| t.split_once(": "))
-            .map_or(text.as_str(), |(_, rest)| rest);
-        if bare.is_empty() || out.contains(bare) {
+        // rusqlite's innermost cause, "Error code N: <the code's generic text>", says
+        // less than SQLite's own message before it.
+        if text.is_empty()
+            || out.contains(&text)
+            || (!out.is_empty() && text.starts_with("Error code "))
+        {
             continue;
         }
         if !out.is_empty() {

@@ -1112,3 +1112,24 @@ fn ingest_refuses_tables_and_keys_that_would_collide() -> R {
     }
     Ok(())
 }
+
+#[test]
+fn a_view_is_not_a_table_to_write_into() -> R {
+    let d = TempDir::new()?;
+    let db = d.path().join("v.db");
+    rusqlite::Connection::open(&db)?
+        .execute_batch("CREATE TABLE base(a, b); CREATE VIEW s AS SELECT * FROM base;")?;
+    std::fs::write(d.path().join("s.csv"), "a,b\n1,2\n")?;
+    std::fs::write(d.path().join("s.jsonl"), "{\"a\":1}\n")?;
+    for args in [
+        vec!["import", "v.db", "s.csv"],
+        vec!["generate", "v.db", "--rows", "3", "--table", "S"],
+        vec!["ingest", "v.db", "s.jsonl", "--table", "s", "--key", "a"],
+    ] {
+        let out = liteload(d.path(), &args).assert().code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(err.contains("is a view"), "{args:?}: {err}");
+    }
+    checked_rows(&db, "SELECT count(*) FROM base")?;
+    Ok(())
+}

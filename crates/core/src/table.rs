@@ -19,11 +19,11 @@ pub fn existing_columns(
     table: &str,
 ) -> Result<Option<(String, Vec<TableColumn>)>> {
     let ctx = |e| Error::sqlite(format!("reading the schema of {}", quote_ident(table)), e);
-    let actual: Option<String> = conn
+    let actual: Option<(String, String)> = conn
         .query_row(
-            "SELECT name FROM sqlite_schema WHERE type IN ('table','view') AND name = ?1 COLLATE NOCASE",
+            "SELECT name, type FROM sqlite_schema WHERE type IN ('table','view') AND name = ?1 COLLATE NOCASE",
             [table],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .map(Some)
         .or_else(|e| match e {
@@ -31,9 +31,15 @@ pub fn existing_columns(
             e => Err(e),
         })
         .map_err(ctx)?;
-    let Some(actual) = actual else {
+    let Some((actual, kind)) = actual else {
         return Ok(None);
     };
+    if kind == "view" {
+        return Err(Error::plan(format!(
+            "{} is a view, which rows cannot be written into; name a table",
+            quote_ident(&actual)
+        )));
+    }
     let mut stmt = conn
         .prepare("SELECT name, type FROM pragma_table_info(?1)")
         .map_err(ctx)?;
