@@ -7,6 +7,8 @@
 //!
 //!     writeup004 DB ROWS
 
+#![forbid(unsafe_code)]
+
 use std::sync::mpsc::sync_channel;
 
 const BATCH: usize = 50;

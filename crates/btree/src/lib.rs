@@ -79,6 +79,8 @@
 //! root of interior levels over leaves of their own (possibly with no cell and only the
 //! right-most pointer, as SQLite itself writes it).
 
+#![forbid(unsafe_code)]
+
 pub mod index;
 pub mod record;
 pub mod seqfile;

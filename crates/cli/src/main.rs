@@ -5,6 +5,8 @@
 //! 2 bad usage (flags, or flags that do not fit the data or the database);
 //! 3 the system failed (I/O, SQLite). A closed stdout (broken pipe) exits 0.
 
+#![forbid(unsafe_code)]
+
 mod cmd;
 mod progress;
 

@@ -8,6 +8,8 @@
 //! its time on tables, not on rejected inputs. The same function runs under `cargo test`
 //! on inputs from a fixed seed, so the check itself is kept working on stable Rust.
 
+#![forbid(unsafe_code)]
+
 use std::path::Path;
 
 use liteload_btree::{DbWriter, Leaves, Value};

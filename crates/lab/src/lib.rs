@@ -10,6 +10,8 @@
 //! | `pragmas`  | 003      | PRAGMA configurations under a mixed workload              |
 //! | `generate` | 004      | synthetic rows: SQLite's insert path vs the page writer   |
 
+#![forbid(unsafe_code)]
+
 pub mod generate;
 pub mod kv;
 pub mod ladder;
