@@ -20,6 +20,19 @@ use common::checked_rows;
 
 type R = Result<(), Box<dyn std::error::Error>>;
 
+/// What a finished command wrote to stderr.
+fn stderr(out: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&out.get_output().stderr).to_string()
+}
+
+/// Appends `bytes` to the file at `path`, as a writer of a growing feed does.
+fn append(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)?
+        .write_all(bytes)
+}
+
 fn liteload(dir: &Path, args: &[&str]) -> Command {
     let mut c = Command::cargo_bin("liteload").expect("the binary builds");
     c.current_dir(dir).args(args);
@@ -181,7 +194,7 @@ fn names_sqlite_refuses_are_refused_by_both_engines() -> R {
         let out = liteload(d.path(), &["import", "n.db", "nul.csv", e[0], e[1]])
             .assert()
             .code(1);
-        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        let err = stderr(&out);
         assert!(err.contains("nul.csv:1:") && err.contains("NUL"), "{err}");
         for args in [
             vec!["import", "n.db", "ok.csv", "--table", "sqlite_master"],
@@ -191,7 +204,7 @@ fn names_sqlite_refuses_are_refused_by_both_engines() -> R {
             let mut a = args.clone();
             a.extend_from_slice(&e);
             let out = liteload(d.path(), &a).assert().code(2);
-            let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+            let err = stderr(&out);
             assert!(err.contains("reserves"), "{err}");
         }
         for args in [
@@ -243,7 +256,7 @@ fn json_keys_differing_in_case_get_columns_of_their_own() -> R {
     )
     .assert()
     .success();
-    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let err = stderr(&out);
     assert!(
         err.contains("A_2"),
         "a note names the renamed column: {err}"
@@ -391,10 +404,7 @@ fn an_unterminated_last_line_is_read_again_by_a_rerun() -> R {
     liteload(d.path(), &ingest_args("f.jsonl", &[]))
         .assert()
         .success();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&feed)?
-        .write_all(b"2}\n")?;
+    append(&feed, b"2}\n")?;
     liteload(d.path(), &ingest_args("f.jsonl", &[]))
         .assert()
         .success();
@@ -437,10 +447,7 @@ fn follow_waits_for_the_end_of_a_line_written_in_two_parts() -> R {
         ),
     )?;
     std::thread::sleep(Duration::from_millis(700));
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&feed)?
-        .write_all(b"\"v\":2}\n")?;
+    append(&feed, b"\"v\":2}\n")?;
     let want = vec![
         vec![Value::Integer(1), Value::Integer(1)],
         vec![Value::Integer(2), Value::Integer(2)],
@@ -675,7 +682,7 @@ fn max_record_bytes_holds_for_every_record() -> R {
     )
     .assert()
     .code(1);
-    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let err = stderr(&out);
     assert!(
         err.contains("a.json:2:1") && err.contains("longer"),
         "{err}"
@@ -752,7 +759,7 @@ fn encodings_skip_a_utf8_bom_and_refuse_malformed_input() -> R {
     )
     .assert()
     .code(1);
-    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let err = stderr(&out);
     assert!(
         err.contains("w.csv:3:") && err.contains("lone surrogate"),
         "{err}"
@@ -805,7 +812,7 @@ fn a_full_disk_leaves_no_wal_behind_and_the_error_names_the_file() -> R {
         .arg(src.path())
         .assert()
         .code(3);
-    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let err = stderr(&out);
     assert!(err.contains("s.db") && err.contains("full"), "{err}");
     assert_eq!(err.matches("full").count(), 1, "said once: {err}");
     let wal = std::fs::metadata(dir.join("s.db-wal")).map_or(0, |m| m.len());
@@ -828,7 +835,7 @@ fn a_full_disk_leaves_no_wal_behind_and_the_error_names_the_file() -> R {
             .arg(src.path().join("rows.csv"))
             .assert()
             .code(3);
-        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        let err = stderr(&out);
         assert!(err.contains(&format!("{engine}.db")), "{err}");
         let left: Vec<_> = std::fs::read_dir(dir)?.collect();
         assert!(left.is_empty(), "{engine}: {left:?}");
@@ -857,24 +864,21 @@ fn ingest_resumes_only_in_the_same_file() -> R {
     )
     .assert()
     .success();
-    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let err = stderr(&out);
     assert!(err.contains("another file"), "{err}");
     assert_eq!(
         checked_rows(&d.path().join("s.db"), "SELECT id FROM t ORDER BY id")?,
         (1..=5).map(|i| vec![Value::Integer(i)]).collect::<Vec<_>>()
     );
     // The same file grown: only the new message is read.
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&feed)?
-        .write_all(b"{\"id\":6,\"v\":6}\n")?;
+    append(&feed, b"{\"id\":6,\"v\":6}\n")?;
     let out = liteload(
         d.path(),
         &["ingest", "s.db", "f.jsonl", "--table", "t", "--key", "id"],
     )
     .assert()
     .success();
-    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let err = stderr(&out);
     assert!(err.contains("resuming"), "{err}");
     assert_eq!(
         checked_rows(&d.path().join("s.db"), "SELECT count(*) FROM t")?,
@@ -891,7 +895,7 @@ fn errors_have_one_kind_and_a_place() -> R {
     std::fs::write(d.path().join("nul.ndjson"), "{\"a\\u0000\":1}\n")?;
     for f in ["one.ndjson", "nul.ndjson"] {
         let out = liteload(d.path(), &["import", "o.db", f]).assert().code(1);
-        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        let err = stderr(&out);
         assert!(err.contains(&format!("{f}:1:")), "{err}");
     }
     // A unique index the data breaks: the same exit code on both engines.
@@ -918,7 +922,7 @@ fn errors_have_one_kind_and_a_place() -> R {
         )
         .assert()
         .code(2);
-        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        let err = stderr(&out);
         assert!(err.contains("same key"), "{engine} {col}: {err}");
         assert!(!d.path().join(&db).exists());
     }
@@ -1127,7 +1131,7 @@ fn a_view_is_not_a_table_to_write_into() -> R {
         vec!["ingest", "v.db", "s.jsonl", "--table", "s", "--key", "a"],
     ] {
         let out = liteload(d.path(), &args).assert().code(2);
-        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        let err = stderr(&out);
         assert!(err.contains("is a view"), "{args:?}: {err}");
     }
     checked_rows(&db, "SELECT count(*) FROM base")?;
