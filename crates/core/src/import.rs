@@ -15,7 +15,7 @@ use std::time::Instant;
 use rusqlite::Connection;
 
 use crate::direct::{self as direct_engine, DirectSink, Engine, IndexEntries};
-use crate::durability::{self, Durability, FileSettings, Target};
+use crate::durability::{self, Durability, FileSettings};
 use crate::error::{Error, Result};
 use crate::pipeline::{self, Rejects};
 use crate::schema::quote_ident;
@@ -191,6 +191,71 @@ pub fn import(
     Ok(summary)
 }
 
+/// Loads `inputs` through `conn`, a connection the program already holds, with SQLite's
+/// insert path: inside the caller's transaction if one is open (the caller then commits
+/// or rolls back, and after a rollback nothing of the load remains), else in a
+/// transaction of its own that commits on success. On error nothing the load did
+/// remains, and the caller's transaction goes on. The connection's settings are the
+/// caller's: `durability`, `file` and the engine of `opts` do not apply (the page writer
+/// only builds new files).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use liteload::{import_into_connection, ImportOptions, Input, Progress};
+/// let dir = tempfile::tempdir()?;
+/// let csv = dir.path().join("people.csv");
+/// std::fs::write(&csv, "name,age\nAda,36\nAlan,41\n")?;
+/// let mut conn = rusqlite::Connection::open(dir.path().join("app.db"))?;
+/// let input = [Input::Path(csv)];
+/// let (opts, progress) = (ImportOptions::default(), Progress::default());
+///
+/// let tx = conn.transaction()?;
+/// import_into_connection(&tx, &input, &opts, &progress)?;
+/// tx.rollback()?; // nothing of the load remains
+/// let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?;
+/// assert_eq!(tables, 0);
+///
+/// let tx = conn.transaction()?;
+/// let summary = import_into_connection(&tx, &input, &opts, &progress)?;
+/// tx.commit()?;
+/// assert_eq!(summary.rows, 2);
+/// let age: i64 = conn.query_row("SELECT age FROM people WHERE name = 'Ada'", [], |r| r.get(0))?;
+/// assert_eq!(age, 36);
+/// # Ok(()) }
+/// ```
+pub fn import_into_connection(
+    conn: &Connection,
+    inputs: &[Input],
+    opts: &ImportOptions,
+    progress: &Progress,
+) -> Result<Summary> {
+    let start = Instant::now();
+    validate_options(opts, inputs)?;
+    if opts.parse_only {
+        return Err(Error::plan(
+            "a load into a connection writes rows; parsing alone needs no connection",
+        ));
+    }
+    // A savepoint: nested in the caller's transaction, or a transaction of its own.
+    conn.execute_batch("SAVEPOINT liteload_import")
+        .map_err(|e| Error::sqlite("beginning the load", e))?;
+    match import_into(Some(conn), inputs, opts, progress) {
+        Ok(mut summary) => {
+            conn.execute_batch("RELEASE liteload_import")
+                .map_err(|e| Error::sqlite("ending the load", e))?;
+            summary.engine = "sqlite".into();
+            summary.durability = "the caller's".into();
+            summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
+            finish_summary(&mut summary, start);
+            Ok(summary)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK TO liteload_import; RELEASE liteload_import");
+            Err(e)
+        }
+    }
+}
+
 fn import_with(
     db: &Path,
     inputs: &[Input],
@@ -211,12 +276,12 @@ fn import_with(
     if direct && !opts.parse_only {
         return import_direct(db, inputs, opts, progress, start);
     }
-    let mut target = if opts.parse_only {
+    let target = if opts.parse_only {
         None
     } else {
         Some(durability::open(db, opts.durability, opts.file)?)
     };
-    let result = import_into(target.as_mut(), inputs, opts, progress);
+    let result = import_into(target.as_ref().map(|t| &t.conn), inputs, opts, progress);
     match (result, target) {
         (Ok(mut summary), Some(t)) => {
             summary.durability = t.durability.name().to_string();
@@ -509,7 +574,7 @@ fn read_options_for(input: &Input, opts: &ImportOptions) -> Result<ReadOptions> 
 }
 
 fn import_into(
-    mut target: Option<&mut Target>,
+    conn: Option<&Connection>,
     inputs: &[Input],
     opts: &ImportOptions,
     progress: &Progress,
@@ -529,15 +594,8 @@ fn import_into(
             types: inferred,
         } = open_input(input, opts, progress, &mut summary)?;
         let sample_columns = columns;
-        let plan = match target.as_deref_mut() {
-            Some(t) => plan_table(
-                &t.conn,
-                &table,
-                &sample_columns,
-                &inferred,
-                opts,
-                &mut created,
-            )?,
+        let plan = match conn {
+            Some(c) => plan_table(c, &table, &sample_columns, &inferred, opts, &mut created)?,
             None => TablePlan {
                 table: table.clone(),
                 columns: sample_columns.clone(),
@@ -547,17 +605,16 @@ fn import_into(
         };
         src.set_types(plan.types.clone());
         let name: Arc<str> = input.display_name().into();
-        let rows = match target.as_deref_mut() {
-            Some(t) => {
+        let rows = match conn {
+            Some(conn) => {
                 let mut sink = SqliteSink::new(
-                    &t.conn,
+                    conn,
                     &plan.table,
                     plan.columns.clone(),
                     name,
                     opts.rows_per_statement,
                 )?;
                 summary.rows_per_statement = sink.rows_per_statement();
-                let conn = &t.conn;
                 let plan_ref = &plan;
                 pipeline::run(
                     src.as_mut(),
@@ -588,12 +645,11 @@ fn import_into(
             None => loaded.push((plan.table.clone(), plan.columns.clone())),
         }
     }
-    if let Some(t) = target {
+    if let Some(conn) = conn {
         progress.set_stage(Stage::Indexing);
         for (table, _) in &loaded {
             for ix in &opts.indexes {
-                t.conn
-                    .execute_batch(&ix.sql(table))
+                conn.execute_batch(&ix.sql(table))
                     .map_err(|e| ix.build_error(table, e))?;
             }
         }

@@ -38,7 +38,9 @@ pub mod types;
 pub use batch::{Batch, Cell, Value};
 pub use durability::Durability;
 pub use error::{Error, ErrorKind, Position, Result};
-pub use import::{import, ImportOptions, Progress, Quoting, Stage, Summary};
+pub use import::{
+    import, import_into_connection, ImportOptions, Progress, Quoting, Stage, Summary,
+};
 pub use source::{Encoding, Format, Input, Ragged, ReadOptions};
 pub use table::IndexSpec;
 pub use types::ColumnType;
