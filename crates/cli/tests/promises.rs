@@ -1137,3 +1137,63 @@ fn a_view_is_not_a_table_to_write_into() -> R {
     checked_rows(&db, "SELECT count(*) FROM base")?;
     Ok(())
 }
+
+#[test]
+fn indexes_are_named_once_and_every_file_with_them_is_sound() -> R {
+    let d = TempDir::new()?;
+    let mut csv = String::from("n,S,r\n");
+    for i in 0..500 {
+        let n = if i == 250 {
+            "007".to_string()
+        } else {
+            (i * 37 % 101).to_string()
+        };
+        csv.push_str(&format!("{n},\"t{}\",{}.5\n", i % 7, i % 13));
+    }
+    std::fs::write(d.path().join("ix.csv"), csv)?;
+    for dup in [
+        vec!["--index", "n", "--index", "N"],
+        vec!["--index", "n", "--unique-index", "n"],
+        vec!["--index", "n,s", "--index", "N,S"],
+    ] {
+        for engine in ["direct", "sqlite"] {
+            let mut a = vec!["import", "x.db", "ix.csv", "--engine", engine];
+            a.extend_from_slice(&dup);
+            liteload(d.path(), &a).assert().code(2);
+            assert!(!d.path().join("x.db").exists());
+        }
+    }
+    for (k, ixs) in [
+        vec!["--index", "n"],
+        vec!["--index", "N"],
+        vec!["--index", "s"],
+        vec!["--index", "n,s,r"],
+        vec!["--index", "r", "--index", "s,n"],
+        vec!["--index", "n,N"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut dumps = vec![];
+        for engine in ["direct", "sqlite"] {
+            let db = format!("{engine}{k}.db");
+            let mut a = vec![
+                "import", &db, "ix.csv", "--engine", engine, "-q", "--table", "t",
+            ];
+            a.extend_from_slice(ixs);
+            liteload(d.path(), &a).assert().success();
+            let c = common::open_checked(&d.path().join(&db))?;
+            let sql: Vec<String> = c
+                .prepare("SELECT sql FROM sqlite_schema ORDER BY name")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let rows = checked_rows(
+                &d.path().join(&db),
+                "SELECT typeof(n), n, typeof(S), S, typeof(r), r FROM t ORDER BY rowid",
+            )?;
+            dumps.push((sql, rows));
+        }
+        assert_eq!(dumps[0], dumps[1], "{ixs:?}");
+    }
+    Ok(())
+}

@@ -503,6 +503,20 @@ fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result<()> {
             return Err(Error::plan("--table: the name is empty"));
         }
     }
+    // Two indexes on the same columns (SQLite ignores case in names) would get the same
+    // name: one would be dropped, or the page writer would write a schema SQLite refuses.
+    for (i, a) in opts.indexes.iter().enumerate() {
+        let key = |ix: &IndexSpec| -> Vec<String> {
+            ix.columns.iter().map(|c| c.to_ascii_lowercase()).collect()
+        };
+        if let Some(b) = opts.indexes[i + 1..].iter().find(|b| key(b) == key(a)) {
+            return Err(Error::plan(format!(
+                "two indexes on the same columns ({} and {}): ask for one",
+                a.columns.join(", "),
+                b.columns.join(", ")
+            )));
+        }
+    }
     if opts.read.max_record_bytes == 0 {
         return Err(Error::plan(
             "the longest record allowed is 0 bytes: no record could be loaded",
