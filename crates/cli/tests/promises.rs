@@ -1197,3 +1197,57 @@ fn indexes_are_named_once_and_every_file_with_them_is_sound() -> R {
     }
     Ok(())
 }
+
+#[test]
+fn an_output_file_never_overwrites_an_input_or_the_database() -> R {
+    let d = TempDir::new()?;
+    std::fs::write(d.path().join("in.csv"), "a\n1\n")?;
+    std::fs::write(d.path().join("f.jsonl"), "{\"id\":1}\n")?;
+    for args in [
+        vec!["import", "x.db", "in.csv", "--rejects", "in.csv"],
+        vec!["import", "x.db", "in.csv", "--rejects", "./in.csv"],
+        vec!["import", "x.db", "in.csv", "--rejects", "x.db"],
+        vec![
+            "ingest",
+            "y.db",
+            "f.jsonl",
+            "--table",
+            "t",
+            "--key",
+            "id",
+            "--rejects",
+            "f.jsonl",
+        ],
+        vec![
+            "ingest",
+            "y.db",
+            "f.jsonl",
+            "--table",
+            "t",
+            "--key",
+            "id",
+            "--stats-json",
+            "y.db",
+        ],
+    ] {
+        liteload(d.path(), &args).assert().code(2);
+    }
+    assert_eq!(std::fs::read_to_string(d.path().join("in.csv"))?, "a\n1\n");
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("f.jsonl"))?,
+        "{\"id\":1}\n"
+    );
+    assert!(!d.path().join("x.db").exists() && !d.path().join("y.db").exists());
+    // kv export-dir never writes over the store it reads.
+    let k = d.path().join("k");
+    std::fs::create_dir(&k)?;
+    liteload(&k, &["kv", "put", "s.db", "s.db", "-"])
+        .write_stdin("v")
+        .assert()
+        .success();
+    liteload(&k, &["kv", "export-dir", "s.db", ".", "--force"])
+        .assert()
+        .code(1);
+    checked_rows(&k.join("s.db"), "SELECT count(*) FROM kv")?;
+    Ok(())
+}

@@ -186,6 +186,9 @@ pub fn import(
     opts: &ImportOptions,
     progress: &Progress,
 ) -> Result<Summary> {
+    if let Some(r) = &opts.rejects {
+        crate::source::input::refuse_overwriting(r, inputs, Some(db))?;
+    }
     let mut summary = import_with(db, inputs, opts, progress).map_err(|e| e.in_file(db))?;
     summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
     Ok(summary)
@@ -235,6 +238,9 @@ pub fn import_into_connection(
         return Err(Error::plan(
             "a load into a connection writes rows; parsing alone needs no connection",
         ));
+    }
+    if let Some(r) = &opts.rejects {
+        crate::source::input::refuse_overwriting(r, inputs, conn.path().map(Path::new))?;
     }
     // A savepoint: nested in the caller's transaction, or a transaction of its own.
     conn.execute_batch("SAVEPOINT liteload_import")

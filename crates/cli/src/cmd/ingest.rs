@@ -433,6 +433,17 @@ pub fn run(a: IngestArgs) -> Result<()> {
             )));
         }
     }
+    // A rejects or stats file must not be the feed or the database: writing it would
+    // destroy what is read.
+    let feed: Vec<liteload::Input> = a
+        .source
+        .iter()
+        .filter(|s| s.as_str() != "-")
+        .map(|s| liteload::Input::Path(s.into()))
+        .collect();
+    for out in a.rejects.iter().chain(&a.stats_json) {
+        liteload::source::input::refuse_overwriting(out, &feed, Some(&a.db))?;
+    }
     if a.max_connections == 0 {
         bail!(super::UsageError(
             "--max-connections 0 would refuse every sender".into()

@@ -458,6 +458,10 @@ fn export_dir(
             bad.push(format!("{key:?}: {why}"));
             continue;
         }
+        if liteload::source::input::same_file(&target, db) {
+            bad.push(format!("{key:?}: {} is the store itself", target.display()));
+            continue;
+        }
         match std::fs::symlink_metadata(&target) {
             Ok(m) if m.file_type().is_symlink() || m.is_dir() => {
                 bad.push(format!(

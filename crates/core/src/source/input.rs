@@ -169,6 +169,53 @@ fn skip_utf8_bom(br: &mut impl BufRead) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether `a` and `b` name the same file, however each is spelled: the same device and
+/// inode when both exist, else the same resolved path (a file about to be created).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => resolved(a).is_some_and(|x| resolved(b) == Some(x)),
+    }
+}
+
+/// `p` with its folder resolved (links, `..`), whether or not `p` itself exists.
+fn resolved(p: &Path) -> Option<PathBuf> {
+    if let Ok(c) = p.canonicalize() {
+        return Some(c);
+    }
+    let parent = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.canonicalize().ok()?,
+        _ => std::env::current_dir().ok()?,
+    };
+    Some(parent.join(p.file_name()?))
+}
+
+/// An error if `out`, a file about to be written (a rejects log, say), is one of the
+/// `inputs` or `db`: writing it would destroy what is being read.
+pub fn refuse_overwriting(out: &Path, inputs: &[Input], db: Option<&Path>) -> Result<()> {
+    let clash = inputs
+        .iter()
+        .filter_map(|i| match i {
+            Input::Path(p) => Some(p.as_path()),
+            Input::Stdin => None,
+        })
+        .chain(db)
+        .find(|p| same_file(out, p));
+    match clash {
+        Some(p) => Err(Error::plan(format!(
+            "{}: this is {}, which writing it would destroy; name another file",
+            out.display(),
+            if Some(p) == db {
+                "the database"
+            } else {
+                "an input"
+            }
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The table name a file gives by default: its stem (without `.gz` and the format extension).
 pub fn default_table_name(input: &Input) -> Option<String> {
     let p = input.logical_path()?;
