@@ -1248,6 +1248,9 @@ fn an_output_file_never_overwrites_an_input_or_the_database() -> R {
     liteload(&k, &["kv", "export-dir", "s.db", ".", "--force"])
         .assert()
         .code(1);
+    liteload(&k, &["kv", "get", "s.db", "s.db", "-o", "s.db"])
+        .assert()
+        .code(2);
     checked_rows(&k.join("s.db"), "SELECT count(*) FROM kv")?;
     Ok(())
 }

@@ -189,6 +189,10 @@ pub fn run(a: KvArgs) -> Result<()> {
             k: ka,
             s,
         } => {
+            if let Some(o) = &output {
+                // Writing the value over the store being read would destroy it.
+                liteload::source::input::refuse_overwriting(o, &[], Some(&db))?;
+            }
             let store = s.open(&db)?;
             let key = key(&k, &ka)?;
             let Some(mut r) = store.open_reader(&key)? else {
