@@ -467,18 +467,7 @@ mod tests {
         delim: u8,
         quote: Option<u8>,
     ) -> Result<Vec<(u64, Vec<String>)>, ParseError> {
-        // A tiny reader that hands out one byte at a time, so every refill path is hit.
-        struct Trickle<'a>(&'a [u8]);
-        impl Read for Trickle<'_> {
-            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-                if self.0.is_empty() || buf.is_empty() {
-                    return Ok(0);
-                }
-                buf[0] = self.0[0];
-                self.0 = &self.0[1..];
-                Ok(1)
-            }
-        }
+        use crate::source::Trickle;
         let mut out = vec![];
         for trickle in [false, true] {
             out.clear();

@@ -230,3 +230,20 @@ pub fn open_source(
         )),
     })
 }
+
+/// A reader that hands out one byte at a time, so that tests reach every path where a
+/// sequence (a record, a character) is split across reads.
+#[cfg(test)]
+pub(crate) struct Trickle<'a>(pub &'a [u8]);
+
+#[cfg(test)]
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.0.is_empty() || buf.is_empty() {
+            return Ok(0);
+        }
+        buf[0] = self.0[0];
+        self.0 = &self.0[1..];
+        Ok(1)
+    }
+}

@@ -104,18 +104,7 @@ mod tests {
 
     fn decode(bytes: &[u8], decoder: Decoder) -> Vec<u8> {
         let mut out = vec![];
-        // A reader that gives one byte at a time, so sequences split across reads.
-        struct Trickle<'a>(&'a [u8]);
-        impl Read for Trickle<'_> {
-            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-                if self.0.is_empty() || buf.is_empty() {
-                    return Ok(0);
-                }
-                buf[0] = self.0[0];
-                self.0 = &self.0[1..];
-                Ok(1)
-            }
-        }
+        use crate::source::Trickle;
         Transcode::new(Trickle(bytes), decoder)
             .read_to_end(&mut out)
             .expect("reading from memory");
