@@ -44,3 +44,8 @@ pub use import::{
 pub use source::{Encoding, Format, Input, Ragged, ReadOptions};
 pub use table::IndexSpec;
 pub use types::ColumnType;
+
+/// The README's Rust examples, run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
