@@ -4,9 +4,8 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command as Process, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
@@ -14,7 +13,7 @@ use predicates::prelude::*;
 use rusqlite::types::Value;
 use tempfile::TempDir;
 
-use common::checked_rows;
+use common::{checked_rows, listening_addr, spawn_ingest, terminate};
 
 type R = Result<(), Box<dyn std::error::Error>>;
 
@@ -22,23 +21,6 @@ fn ingest(dir: &Path, args: &[&str]) -> Command {
     let mut c = Command::cargo_bin("liteload").expect("the liteload binary is built");
     c.current_dir(dir).arg("ingest").args(args);
     c
-}
-
-fn spawn(dir: &Path, args: &[&str]) -> Result<Child, std::io::Error> {
-    Process::new(assert_cmd::cargo::cargo_bin("liteload"))
-        .current_dir(dir)
-        .arg("ingest")
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-}
-
-fn terminate(child: &mut Child) -> Result<bool, Box<dyn std::error::Error>> {
-    Process::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()?;
-    Ok(child.wait()?.success())
 }
 
 /// A stream of `n` sparse messages over `keys` keys, and the table it must produce.
@@ -259,7 +241,7 @@ fn kill_dash_nine_and_rerun_gives_the_uninterrupted_table() -> R {
     killed.extend_from_slice(&args);
     let mut interrupted = 0;
     for i in 0..5u32 {
-        let mut child = spawn(d.path(), &killed)?;
+        let mut child = spawn_ingest(d.path(), &killed)?;
         std::thread::sleep(took.mul_f64(0.1 + f64::from(i) * 0.15));
         if child.try_wait()?.is_none() {
             interrupted += 1;
@@ -283,7 +265,7 @@ fn kill_dash_nine_and_rerun_gives_the_uninterrupted_table() -> R {
 #[test]
 fn tcp_senders_at_once_are_all_applied() -> R {
     let d = TempDir::new()?;
-    let mut child = spawn(
+    let mut child = spawn_ingest(
         d.path(),
         &[
             "s.db",
@@ -297,14 +279,7 @@ fn tcp_senders_at_once_are_all_applied() -> R {
             "50ms",
         ],
     )?;
-    let mut err = BufReader::new(child.stderr.take().ok_or("no stderr")?);
-    let mut first = String::new();
-    err.read_line(&mut first)?;
-    let addr = first
-        .trim()
-        .strip_prefix("listening on ")
-        .ok_or(format!("unexpected: {first}"))?
-        .to_string();
+    let (addr, _err) = listening_addr(&mut child)?;
     // Four senders, each owning its keys (so per-key order is each sender's order).
     let mut model = BTreeMap::new();
     let mut senders = vec![];
@@ -358,7 +333,7 @@ fn follow_reads_a_growing_file_across_a_rotation() -> R {
     let d = TempDir::new()?;
     let feed = d.path().join("feed.jsonl");
     std::fs::write(&feed, "{\"id\": 1, \"v\": 1}\n")?;
-    let mut child = spawn(
+    let mut child = spawn_ingest(
         d.path(),
         &[
             "s.db",

@@ -3,10 +3,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command as Process, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,21 +13,11 @@ use assert_cmd::Command;
 use rusqlite::types::Value;
 use tempfile::TempDir;
 
-use common::checked_rows;
+use common::{checked_rows, listening_addr, spawn_ingest, terminate};
 
 type R = Result<(), Box<dyn std::error::Error>>;
 
 const TOKEN: &str = "correct horse battery staple";
-
-fn spawn(dir: &Path, args: &[&str]) -> std::io::Result<Child> {
-    Process::new(assert_cmd::cargo::cargo_bin("liteload"))
-        .current_dir(dir)
-        .arg("ingest")
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-}
 
 /// A self-signed certificate for `localhost` written as PEM files, and a client
 /// configuration that trusts it.
@@ -92,7 +81,7 @@ fn only_senders_with_the_token_write_and_connections_are_bounded() -> R {
     let d = TempDir::new()?;
     let client = tls_files(d.path())?;
     std::fs::write(d.path().join("token"), format!("{TOKEN}\n"))?;
-    let mut child = spawn(
+    let mut child = spawn_ingest(
         d.path(),
         &[
             "s.db",
@@ -116,14 +105,7 @@ fn only_senders_with_the_token_write_and_connections_are_bounded() -> R {
             "50ms",
         ],
     )?;
-    let mut err = BufReader::new(child.stderr.take().ok_or("no stderr")?);
-    let mut first = String::new();
-    err.read_line(&mut first)?;
-    let addr = first
-        .trim()
-        .strip_prefix("listening on ")
-        .ok_or(format!("unexpected: {first}"))?
-        .to_string();
+    let (addr, mut err) = listening_addr(&mut child)?;
     // Keep reading stderr so the child never blocks on it; the token must not appear.
     let log = std::thread::spawn(move || {
         let mut s = String::new();
@@ -174,10 +156,7 @@ fn only_senders_with_the_token_write_and_connections_are_bounded() -> R {
     }
     assert!(start.elapsed() < Duration::from_secs(15));
 
-    Process::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()?;
-    assert!(child.wait()?.success());
+    assert!(terminate(&mut child)?);
     let log = log.join().map_err(|_| "the log reader panicked")?;
     assert!(!log.contains(TOKEN), "the token is never printed: {log}");
     assert!(log.contains("not the token"), "{log}");

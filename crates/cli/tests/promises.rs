@@ -8,7 +8,7 @@ mod common;
 
 use std::io::Write as _;
 use std::path::Path;
-use std::process::{Child, Command as Process, Stdio};
+use std::process::{Command as Process, Stdio};
 use std::time::Duration;
 
 use assert_cmd::Command;
@@ -419,21 +419,12 @@ fn an_unterminated_last_line_is_read_again_by_a_rerun() -> R {
     Ok(())
 }
 
-fn spawn(dir: &Path, args: &[&str]) -> std::io::Result<Child> {
-    Process::new(assert_cmd::cargo::cargo_bin("liteload"))
-        .current_dir(dir)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-}
-
 #[test]
 fn follow_waits_for_the_end_of_a_line_written_in_two_parts() -> R {
     let d = TempDir::new()?;
     let feed = d.path().join("f.jsonl");
     std::fs::write(&feed, "{\"id\":1,\"v\":1}\n{\"id\":2,")?;
-    let mut child = spawn(
+    let mut child = common::spawn_ingest(
         d.path(),
         &ingest_args(
             "f.jsonl",
@@ -444,7 +435,7 @@ fn follow_waits_for_the_end_of_a_line_written_in_two_parts() -> R {
                 "--rejects",
                 "r.jsonl",
             ],
-        ),
+        )[1..],
     )?;
     std::thread::sleep(Duration::from_millis(700));
     append(&feed, b"\"v\":2}\n")?;
@@ -459,10 +450,7 @@ fn follow_waits_for_the_end_of_a_line_written_in_two_parts() -> R {
     {
         std::thread::sleep(Duration::from_millis(100));
     }
-    Process::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()?;
-    assert!(child.wait()?.success());
+    assert!(common::terminate(&mut child)?);
     assert_eq!(checked_rows(&db, "SELECT id, v FROM t ORDER BY id")?, want);
     let rejects = std::fs::read_to_string(d.path().join("r.jsonl")).unwrap_or_default();
     assert_eq!(rejects, "", "no half line was taken as a message");

@@ -31,3 +31,41 @@ pub fn checked_rows(db: &Path, sql: &str) -> rusqlite::Result<Vec<Vec<Value>>> {
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(rows)
 }
+
+/// Starts `liteload ingest ARGS` in `dir`, its stderr piped (for the listening address).
+#[allow(dead_code)]
+pub fn spawn_ingest(dir: &Path, args: &[&str]) -> std::io::Result<std::process::Child> {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("liteload"))
+        .current_dir(dir)
+        .arg("ingest")
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+}
+
+/// The address a listening ingest prints first on stderr, and the rest of its stderr.
+#[allow(dead_code)]
+pub fn listening_addr(
+    child: &mut std::process::Child,
+) -> Result<(String, std::io::BufReader<std::process::ChildStderr>), Box<dyn std::error::Error>> {
+    use std::io::BufRead;
+    let mut err = std::io::BufReader::new(child.stderr.take().ok_or("no stderr")?);
+    let mut first = String::new();
+    err.read_line(&mut first)?;
+    let addr = first
+        .trim()
+        .strip_prefix("listening on ")
+        .ok_or(format!("unexpected: {first}"))?
+        .to_string();
+    Ok((addr, err))
+}
+
+/// Sends SIGTERM to `child` and tells whether it then exited 0.
+#[allow(dead_code)]
+pub fn terminate(child: &mut std::process::Child) -> Result<bool, Box<dyn std::error::Error>> {
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()?;
+    Ok(child.wait()?.success())
+}

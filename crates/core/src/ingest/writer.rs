@@ -30,8 +30,6 @@ pub(crate) struct Writer {
     pub table_exists: bool,
     /// The table's non-key columns, as the upsert names them.
     columns: Vec<(String, Option<ColumnType>)>,
-    /// The resume table exists with every column (after a commit that made sure).
-    state_ready: bool,
 }
 
 fn sql_err(ctx: &str) -> impl FnOnce(rusqlite::Error) -> Error + '_ {
@@ -53,7 +51,6 @@ impl Writer {
             history,
             table_exists: existing.is_some(),
             columns: existing.unwrap_or_default(),
-            state_ready: false,
         }
     }
 
@@ -434,10 +431,9 @@ impl Writer {
     }
 
     /// Creates the resume table, or adds the `file` column to one made before it existed.
-    fn state_table(&mut self) -> Result<()> {
-        if self.state_ready {
-            return Ok(());
-        }
+    /// Run in each commit that stores a position (one a window), inside its transaction,
+    /// so a rolled-back window leaves nothing half made.
+    fn state_table(&self) -> Result<()> {
         self.exec(&format!("CREATE TABLE IF NOT EXISTS {STATE_TABLE} (source TEXT PRIMARY KEY, line INTEGER NOT NULL, offset INTEGER NOT NULL, file TEXT)"))?;
         let has_file: bool = self
             .conn
@@ -451,7 +447,6 @@ impl Writer {
         if !has_file {
             self.exec(&format!("ALTER TABLE {STATE_TABLE} ADD COLUMN file TEXT"))?;
         }
-        self.state_ready = true;
         Ok(())
     }
 

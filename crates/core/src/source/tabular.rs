@@ -132,17 +132,22 @@ impl<R: Read + Send> DelimitedSource<R> {
         }
     }
 
+    /// The error for a record longer than the reader's limit (its bytes were dropped).
+    fn too_long(&self, rec: &Record, no: u64) -> Error {
+        Error::input(
+            self.pos(rec.line, 1, no, rec.byte),
+            None,
+            format!(
+                "record longer than {} bytes (an unbalanced quote? raise the limit with --max-record-bytes)",
+                self.rdr.max_record()
+            ),
+        )
+    }
+
     /// Checks a record's bytes and width. Returns the number of fields to take.
     fn check(&self, rec: &Record, no: u64) -> std::result::Result<usize, Error> {
         if rec.too_long {
-            return Err(Error::input(
-                self.pos(rec.line, 1, no, rec.byte),
-                None,
-                format!(
-                    "record longer than {} bytes (an unbalanced quote? raise the limit with --max-record-bytes)",
-                    self.rdr.max_record()
-                ),
-            ));
+            return Err(self.too_long(rec, no));
         }
         let data = rec.data();
         if let Some(i) = memchr::memchr(0, data) {
@@ -279,14 +284,7 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
             ));
         };
         if first.too_long {
-            return Err(Error::input(
-                self.pos(first.line, 1, 0, first.byte),
-                None,
-                format!(
-                    "the first record is longer than {} bytes (an unbalanced quote? raise the limit with --max-record-bytes)",
-                    self.rdr.max_record()
-                ),
-            ));
+            return Err(self.too_long(&first, 0));
         }
         let (raw_names, first_is_data) = if self.opts.header {
             let bad = match std::str::from_utf8(first.data()) {
