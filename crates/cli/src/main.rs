@@ -64,7 +64,10 @@ fn main() -> ExitCode {
 fn message(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for link in e.chain() {
-        let text = link.to_string();
+        let text = match link.downcast_ref::<liteload::Error>() {
+            Some(le) => le.display_with(&flag_hint),
+            None => link.to_string(),
+        };
         // rusqlite's innermost cause, "Error code N: <the code's generic text>", says
         // less than SQLite's own message before it.
         if text.is_empty()
@@ -81,6 +84,31 @@ fn message(e: &anyhow::Error) -> String {
     out
 }
 
+/// A library hint worded as the flag that does it.
+pub(crate) fn flag_hint(h: liteload::Hint) -> String {
+    use liteload::Hint;
+    match h {
+        Hint::Encoding => {
+            " (name the file's encoding with --encoding, e.g. --encoding latin1)".into()
+        }
+        Hint::NotText => " (is this a binary file or UTF-16? see --encoding)".into(),
+        Hint::Ragged => " (use --ragged pad or --ragged truncate to accept such rows)".into(),
+        Hint::RecordLimit => {
+            " (an unbalanced quote? raise the limit with --max-record-bytes)".into()
+        }
+        Hint::LineLimit => " (raise the limit with --max-line-bytes)".into(),
+        Hint::JsonLines => " (for one object per line use --nl)".into(),
+        Hint::SqliteEngine => "; use --engine sqlite".into(),
+        Hint::Alter => "; use --alter to add it".into(),
+        Hint::Append => " (leave --durability out to append in one transaction)".into(),
+        Hint::Format => "; use --csv, --tsv, --nl or --json".into(),
+        Hint::Table => "; name the table with --table".into(),
+        Hint::OtherTable => "; load into another --table".into(),
+        Hint::MaxErrors(n) => format!(" (--max-errors {n})"),
+        other => other.text(),
+    }
+}
+
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
@@ -93,6 +121,7 @@ fn exit_code(e: &anyhow::Error) -> u8 {
     match e.downcast_ref::<liteload::Error>().map(|e| e.kind()) {
         Some(ErrorKind::Input { .. }) | Some(ErrorKind::TooManyErrors { .. }) => 1,
         Some(ErrorKind::Plan(_)) => 2,
+        Some(ErrorKind::Interrupted) => 130,
         Some(_) => 3,
         None if e.downcast_ref::<cmd::UsageError>().is_some() => 2,
         None if e.downcast_ref::<cmd::kv::Missing>().is_some() => 1,

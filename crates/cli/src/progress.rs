@@ -95,3 +95,21 @@ fn draw(p: Arc<Progress>, stop: Arc<AtomicBool>) {
     }
     bar.finish_and_clear();
 }
+
+/// Makes Ctrl-C (SIGINT) and SIGTERM stop the load through `progress`: it stops at its
+/// next batch and leaves the database as it was (exit 130). A second signal exits at
+/// once, for a load blocked on its input (a temp file left by that is cleared by the
+/// next load of the same database).
+pub fn cancel_on_signals(progress: Arc<Progress>) -> anyhow::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::spawn(move || {
+        for _ in signals.forever() {
+            if progress.is_cancelled() {
+                std::process::exit(130);
+            }
+            progress.cancel();
+        }
+    });
+    Ok(())
+}

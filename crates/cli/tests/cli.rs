@@ -153,7 +153,7 @@ fn empty_null_no_detect_types_and_type_overrides() -> R {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "--type nope=…: types.csv has no column \"nope\"",
+            "a type is given for column \"nope\", but types.csv has no such column",
         ));
     import(d.path(), &["d.db", "types.csv", "--type", "id=number"])
         .assert()
@@ -313,7 +313,7 @@ fn delimiter_no_header_columns_and_skip() -> R {
     import(d.path(), &["o.db", "events.json", "--skip", "1"])
         .assert()
         .code(2)
-        .stderr("error: events.json: --skip counts lines, which a JSON array does not have; use it with CSV, TSV or NDJSON\n");
+        .stderr("error: events.json: skipping lines applies to CSV, TSV and NDJSON, not to a JSON array\n");
     import(d.path(), &["o.db", "preamble.csv", "--delimiter", "ab"])
         .assert()
         .code(2)
@@ -464,7 +464,7 @@ fn gzip_and_stdin() -> R {
         .write_stdin(raw.clone())
         .assert()
         .code(2)
-        .stderr("error: reading stdin: name the table with --table\n");
+        .stderr("error: <stdin>: an input without a file name gives no table name; name the table with --table\n");
     import(d.path(), &["o.db", "-", "--table", "piped"])
         .write_stdin(raw)
         .assert()
@@ -759,7 +759,7 @@ fn keys_and_indexes() -> R {
         .assert()
         .code(2)
         .stderr(
-            "error: --index \"nope\": table \"k\" has no such column (columns: id, name, city)\n",
+            "error: index column \"nope\": table \"k\" has no such column (columns: id, name, city)\n",
         );
     assert!(!d.path().join("x.db").exists());
     Ok(())
@@ -821,7 +821,7 @@ fn appends_match_columns_by_name_and_alter_adds_them() -> R {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "--pk applies when liteload creates the table",
+            "a primary key applies when liteload creates the table",
         ));
     Ok(())
 }
@@ -898,7 +898,7 @@ fn durability_profiles() -> R {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "--durability atomic-new builds a new file, but this one exists",
+            "durability atomic-new builds a new file, but this one exists (leave --durability out",
         ));
     import(d.path(), &["w.db", "t.csv", "--durability", "durable"])
         .assert()
@@ -917,7 +917,7 @@ fn durability_profiles() -> R {
     import(d.path(), &["p2.db", "t.csv", "--page-size", "1000"])
         .assert()
         .code(2)
-        .stderr("error: --page-size 1000: expected a power of two from 512 to 65536\n");
+        .stderr("error: page size 1000: expected a power of two from 512 to 65536\n");
     Ok(())
 }
 

@@ -295,7 +295,7 @@ fn bad_specs_fail_before_anything_is_written() -> R {
     generate(d.path(), &["y.db", "--rows", "10", "--column", "id=rowid", "--column", "other=int:1..2"])
         .assert()
         .code(2)
-        .stderr("error: table \"user\" exists with columns (id, area, age, active), but the spec has (id, other); generate into another --table\n");
+        .stderr("error: table \"user\" exists with columns (id, area, age, active), but the spec has (id, other); load into another --table\n");
     assert_eq!(digest(&d.path().join("y.db"), "user")?, before);
     Ok(())
 }
@@ -442,5 +442,61 @@ fn the_direct_engine_writes_the_same_table_as_sqlite() -> Result<(), Box<dyn std
         .code(2)
         .stderr(predicate::str::contains("builds a new file"));
     assert_eq!(std::fs::metadata(d.path().join("d.db"))?.len(), before);
+    Ok(())
+}
+
+/// Ctrl-C stops a load at its next batch, leaves no file, and exits 130; the same for
+/// SQLite's path into an existing database, whose rows stay as they were.
+#[test]
+fn an_interrupt_leaves_the_database_as_it_was() -> Result<(), Box<dyn std::error::Error>> {
+    let d = TempDir::new()?;
+    let bin = assert_cmd::cargo::cargo_bin("liteload");
+    Command::new(&bin)
+        .current_dir(d.path())
+        .args(["generate", "old.db", "--rows", "10", "--quiet"])
+        .assert()
+        .success();
+    for (db, engine) in [("new.db", "direct"), ("old.db", "sqlite")] {
+        let mut child = Process::new(&bin)
+            .current_dir(d.path())
+            .args([
+                "generate",
+                db,
+                "--rows",
+                "500000000",
+                "--engine",
+                engine,
+                "--quiet",
+            ])
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        // Once it is writing: its temp file or its journal is there.
+        let start = Instant::now();
+        while std::fs::read_dir(d.path())?.count() < 2 + usize::from(db == "old.db")
+            && start.elapsed() < Duration::from_secs(30)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        Process::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()?;
+        let out = child.wait_with_output()?;
+        assert_eq!(out.status.code(), Some(130), "{engine}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("stopped before the end; nothing was changed"),
+            "{err}"
+        );
+    }
+    assert!(!d.path().join("new.db").exists());
+    let left: Vec<String> = std::fs::read_dir(d.path())?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()?;
+    assert_eq!(left, ["old.db"], "no temp file or journal left");
+    assert_eq!(
+        checked_rows(&d.path().join("old.db"), "SELECT count(*) FROM user")?,
+        vec![vec![Value::Integer(10)]]
+    );
     Ok(())
 }

@@ -13,7 +13,7 @@ use liteload_btree::{DbWriter, RecordBuilder, SeqFile, TableWriter, Value as Cel
 
 use crate::batch::{Batch, Value};
 use crate::durability;
-use crate::error::{Error, Result};
+use crate::error::{Error, Hint, Result};
 use crate::sink::Sink;
 use crate::types::ColumnType;
 
@@ -237,9 +237,10 @@ impl Sink for DirectSink<'_, '_> {
     }
 
     fn add_columns(&mut self, _columns: &[(String, ColumnType)]) -> Result<()> {
-        Err(Error::plan(
-            "the direct engine writes a fixed set of columns; use --engine sqlite",
-        ))
+        Err(
+            Error::plan("the direct engine writes a fixed set of columns")
+                .with_hint(Hint::SqliteEngine),
+        )
     }
 }
 
@@ -247,9 +248,10 @@ impl Sink for DirectSink<'_, '_> {
 pub fn refuse_existing(db: &Path) -> Result<()> {
     if db.exists() {
         return Err(Error::plan(format!(
-            "{}: the direct engine builds a new file, but this one exists (use --engine sqlite to add to it)",
+            "{}: the direct engine builds a new file, but this one exists",
             db.display()
-        )));
+        ))
+        .with_hint(Hint::SqliteEngine));
     }
     Ok(())
 }
@@ -258,13 +260,16 @@ pub fn refuse_existing(db: &Path) -> Result<()> {
 /// `fill` pushes its rows (through a [`DirectSink`] or directly); `indexes` may then add
 /// index b-trees to the file and returns SQL (CREATE INDEX …) for SQLite to run on the
 /// finished file. With `verify`, SQLite checks the file. All of it happens before the
-/// file is put in place. Returns what `fill` returned.
+/// file is put in place, and only if `progress` was not cancelled. Returns what `fill`
+/// returned.
+#[allow(clippy::too_many_arguments)]
 pub fn build_new<T>(
     db: &Path,
     page_size: u32,
     table: &str,
     create_sql: &str,
     verify: bool,
+    progress: &crate::import::Progress,
     fill: impl FnOnce(&mut TableWriter<'_, SeqFile>) -> Result<T>,
     indexes: impl FnOnce(&mut DbWriter<SeqFile>, &mut T) -> Result<Vec<String>>,
 ) -> Result<(T, Vec<String>)> {
@@ -287,6 +292,7 @@ pub fn build_new<T>(
             conn.execute_batch(crate::durability::Durability::AtomicNew.pragmas())
                 .map_err(|e| Error::sqlite("setting up the written file", e))?;
             for sql in &after {
+                progress.check()?;
                 conn.execute_batch(sql).map_err(|e| {
                     if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) {
                         // The data does not fit the index asked for: as on SQLite's path.
@@ -307,10 +313,11 @@ pub fn build_new<T>(
                 .map_err(|e| Error::sqlite("running integrity_check", e))?;
             if ok != "ok" {
                 return Err(Error::plan(format!(
-                    "--verify: SQLite's integrity_check found problems in the written file: {ok}"
+                    "verifying: SQLite's integrity_check found problems in the written file: {ok}"
                 )));
             }
         }
+        progress.check()?;
         Ok(out)
     })();
     match result {

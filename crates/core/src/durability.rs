@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Hint, Result};
 
 /// A durability profile. See the module docs for what each promises.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,9 +154,10 @@ pub fn open(path: &Path, requested: Option<Durability>, settings: FileSettings) 
     let mut notes = vec![];
     if durability == Durability::AtomicNew && exists {
         return Err(Error::plan(format!(
-            "{}: --durability atomic-new builds a new file, but this one exists (leave the flag out to append in one transaction)",
+            "{}: durability atomic-new builds a new file, but this one exists",
             path.display()
-        )));
+        ))
+        .with_hint(Hint::Append));
     }
     // A temp file from a killed run is removed whatever this run's profile: a kill after
     // the link into place (but before the unlink) leaves one beside a complete DB.

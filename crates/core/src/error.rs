@@ -28,8 +28,81 @@ impl fmt::Display for Position {
 }
 
 /// The error type of the library. It is boxed so that `Result<T, Error>` stays one word.
+///
+/// Its message names no option of any front end: where a setting would fix the problem,
+/// the error carries a [`Hint`], which `Display` words in terms of this library's
+/// options and a front end (the `liteload` command, say) may word in its own with
+/// [`Error::display_with`].
 #[derive(Debug)]
-pub struct Error(Box<ErrorKind>);
+pub struct Error(Box<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    kind: ErrorKind,
+    hint: Option<Hint>,
+}
+
+/// A setting that would get past an error. Front ends word it in their own terms (a
+/// command-line flag, a keyword argument); [`Hint::text`] words it in this library's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Hint {
+    /// Name the input's text encoding ([`crate::ReadOptions::encoding`]).
+    Encoding,
+    /// The input holds NUL bytes: binary, or UTF-16 read as UTF-8 (name its encoding).
+    NotText,
+    /// Accept records with too few or too many fields ([`crate::Ragged`]).
+    Ragged,
+    /// A record over the length limit: an unbalanced quote, or raise
+    /// [`crate::ReadOptions::max_record_bytes`].
+    RecordLimit,
+    /// A line over an ingest source's length limit ([`crate::ingest::IngestOptions`]).
+    LineLimit,
+    /// The input is one JSON object per line ([`crate::Format::Ndjson`]).
+    JsonLines,
+    /// SQLite's insert path can do this where the page writer cannot ([`crate::direct::Engine::Sqlite`]).
+    SqliteEngine,
+    /// Allow columns to be added to an existing table ([`crate::ImportOptions::alter`]).
+    Alter,
+    /// Leave the durability unset to add to an existing file in one transaction.
+    Append,
+    /// Name the input's format ([`crate::ImportOptions::format`]).
+    Format,
+    /// Name the table ([`crate::ImportOptions::table`]).
+    Table,
+    /// Load into another table.
+    OtherTable,
+    /// More bad records than the allowed number, which is this ([`crate::ImportOptions::max_errors`]).
+    MaxErrors(u64),
+}
+
+impl Hint {
+    /// The hint as a suffix of the message it belongs to (with its separator), in terms
+    /// of this library's options.
+    pub fn text(self) -> String {
+        match self {
+            Hint::Encoding => {
+                " (name the input's encoding in ReadOptions::encoding, e.g. Latin1)".into()
+            }
+            Hint::NotText => " (is this a binary file or UTF-16? see ReadOptions::encoding)".into(),
+            Hint::Ragged => {
+                " (set ReadOptions::ragged to Pad or Truncate to accept such rows)".into()
+            }
+            Hint::RecordLimit => {
+                " (an unbalanced quote? raise ReadOptions::max_record_bytes)".into()
+            }
+            Hint::LineLimit => " (raise the line limit, IngestOptions::max_line_bytes)".into(),
+            Hint::JsonLines => " (for one object per line use Format::Ndjson)".into(),
+            Hint::SqliteEngine => "; use Engine::Sqlite".into(),
+            Hint::Alter => "; set ImportOptions::alter to add it".into(),
+            Hint::Append => " (leave the durability unset to append in one transaction)".into(),
+            Hint::Format => "; name it in ImportOptions::format".into(),
+            Hint::Table => "; name the table in ImportOptions::table".into(),
+            Hint::OtherTable => "; load into another table".into(),
+            Hint::MaxErrors(n) => format!(" (ImportOptions::max_errors is {n})"),
+        }
+    }
+}
 
 /// What went wrong. New kinds may be added, so match with a wildcard arm.
 #[derive(Debug)]
@@ -41,7 +114,8 @@ pub enum ErrorKind {
         field: Option<(usize, String)>,
         message: String,
     },
-    /// Reading or writing a file failed.
+    /// Reading or writing a file failed. A full disk is this kind, with
+    /// [`std::io::ErrorKind::StorageFull`], whether the file system or SQLite saw it.
     Io {
         path: Option<PathBuf>,
         source: std::io::Error,
@@ -51,16 +125,49 @@ pub enum ErrorKind {
         context: String,
         source: rusqlite::Error,
     },
-    /// The options and the data (or the existing database) do not fit together; the
-    /// message names the flag that would fix it when there is one.
+    /// Bad usage: the options and the data (or the existing database) do not fit
+    /// together. [`Error::hint`] names the setting that would fix it when there is one.
     Plan(String),
-    /// More bad records than `--max-errors` allowed. The last one is `last`.
+    /// More bad records than allowed. The last one is `last`.
     TooManyErrors { limit: u64, last: Box<Error> },
+    /// The caller stopped the work ([`crate::Progress::cancel`]); the target is as it was.
+    Interrupted,
 }
 
 impl Error {
+    fn new(kind: ErrorKind) -> Self {
+        Error(Box::new(Inner { kind, hint: None }))
+    }
+
+    /// What went wrong: bad input, bad usage, I/O, SQLite, or interrupted.
     pub fn kind(&self) -> &ErrorKind {
-        &self.0
+        &self.0.kind
+    }
+
+    /// The setting that would get past this error, if one would.
+    pub fn hint(&self) -> Option<Hint> {
+        match &self.0.kind {
+            ErrorKind::TooManyErrors { limit, .. } => Some(Hint::MaxErrors(*limit)),
+            _ => self.0.hint,
+        }
+    }
+
+    /// This error with `hint` (`None` keeps the one it has).
+    pub fn with_hint(mut self, hint: impl Into<Option<Hint>>) -> Self {
+        if let Some(h) = hint.into() {
+            self.0.hint = Some(h);
+        }
+        self
+    }
+
+    /// The caller stopped the work.
+    pub fn interrupted() -> Self {
+        Error::new(ErrorKind::Interrupted)
+    }
+
+    /// Whether the caller stopped the work.
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self.0.kind, ErrorKind::Interrupted)
     }
 
     pub fn input(
@@ -68,40 +175,47 @@ impl Error {
         field: Option<(usize, String)>,
         message: impl Into<String>,
     ) -> Self {
-        Error(Box::new(ErrorKind::Input {
+        Error::new(ErrorKind::Input {
             pos,
             field,
             message: message.into(),
-        }))
+        })
     }
 
     pub fn io(path: Option<PathBuf>, source: std::io::Error) -> Self {
-        Error(Box::new(ErrorKind::Io { path, source }))
+        Error::new(ErrorKind::Io { path, source })
     }
 
+    /// SQLite refused something while liteload was doing `context`. A full disk
+    /// (`SQLITE_FULL`) becomes an I/O error, as the file system's own would be.
     pub fn sqlite(context: impl Into<String>, source: rusqlite::Error) -> Self {
-        Error(Box::new(ErrorKind::Sqlite {
-            context: context.into(),
-            source,
-        }))
+        let context = context.into();
+        if source.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+            let full = std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                format!("{context}: {source}"),
+            );
+            return Error::io(None, full);
+        }
+        Error::new(ErrorKind::Sqlite { context, source })
     }
 
     pub fn plan(message: impl Into<String>) -> Self {
-        Error(Box::new(ErrorKind::Plan(message.into())))
+        Error::new(ErrorKind::Plan(message.into()))
     }
 
     pub fn too_many(limit: u64, last: Error) -> Self {
-        Error(Box::new(ErrorKind::TooManyErrors {
+        Error::new(ErrorKind::TooManyErrors {
             limit,
             last: Box::new(last),
-        }))
+        })
     }
 
     /// Names `file` in an SQLite or I/O error that does not name a file yet (a full disk
     /// while inserting, say), so every such message says which database it was.
     pub fn in_file(mut self, file: &std::path::Path) -> Self {
         let shown = file.display().to_string();
-        match &mut *self.0 {
+        match &mut self.0.kind {
             ErrorKind::Sqlite { context, .. } if !context.contains(&shown) => {
                 *context = format!("{shown}: {context}");
             }
@@ -113,21 +227,21 @@ impl Error {
 
     /// The input position, for errors about the input.
     pub fn position(&self) -> Option<&Position> {
-        match &*self.0 {
+        match &self.0.kind {
             ErrorKind::Input { pos, .. } => Some(pos),
             ErrorKind::TooManyErrors { last, .. } => last.position(),
             _ => None,
         }
     }
 
-    /// Whether this is a bad record that `--rejects`/`--max-errors` may skip.
+    /// Whether this is a bad record, which a load that tolerates bad records may skip.
     pub fn is_bad_record(&self) -> bool {
-        matches!(&*self.0, ErrorKind::Input { .. })
+        matches!(&self.0.kind, ErrorKind::Input { .. })
     }
 
     /// The reason alone, without the position prefix (for reject logs).
     pub fn reason(&self) -> String {
-        match &*self.0 {
+        match &self.0.kind {
             ErrorKind::Input { field, message, .. } => match field {
                 Some((i, name)) => format!("field {} {:?}: {}", i + 1, name, message),
                 None => message.clone(),
@@ -137,9 +251,17 @@ impl Error {
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &*self.0 {
+impl Error {
+    /// The message, with each hint worded by `hint` (a front end's own terms) instead
+    /// of [`Hint::text`].
+    pub fn display_with(&self, hint: &dyn Fn(Hint) -> String) -> String {
+        let mut out = String::new();
+        self.write(&mut out, hint).expect("writing to a String");
+        out
+    }
+
+    fn write(&self, f: &mut dyn fmt::Write, hint: &dyn Fn(Hint) -> String) -> fmt::Result {
+        match &self.0.kind {
             ErrorKind::Input {
                 pos,
                 field,
@@ -157,28 +279,37 @@ impl fmt::Display for Error {
                 if let Some((i, name)) = field {
                     write!(f, "field {} {:?}: ", i + 1, name)?;
                 }
-                write!(f, "{message}")
+                write!(f, "{message}")?;
             }
             ErrorKind::Io {
                 path: Some(p),
                 source,
-            } => write!(f, "{}: {}", p.display(), source),
-            ErrorKind::Io { path: None, source } => write!(f, "{source}"),
-            ErrorKind::Sqlite { context, source } => write!(f, "{context}: {source}"),
-            ErrorKind::Plan(m) => write!(f, "{m}"),
+            } => write!(f, "{}: {}", p.display(), source)?,
+            ErrorKind::Io { path: None, source } => write!(f, "{source}")?,
+            ErrorKind::Sqlite { context, source } => write!(f, "{context}: {source}")?,
+            ErrorKind::Plan(m) => write!(f, "{m}")?,
             ErrorKind::TooManyErrors { limit, last } => {
-                write!(
-                    f,
-                    "{last}\nstopped: more than {limit} bad records (--max-errors {limit})"
-                )
+                last.write(f, hint)?;
+                write!(f, "\nstopped: more than {limit} bad records")?;
             }
+            ErrorKind::Interrupted => write!(f, "stopped before the end; nothing was changed")?,
         }
+        match self.hint() {
+            Some(h) => write!(f, "{}", hint(h)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, &|h| h.text())
     }
 }
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &*self.0 {
+        match &self.0.kind {
             ErrorKind::Io { source, .. } => Some(source),
             ErrorKind::Sqlite { source, .. } => Some(source),
             _ => None,

@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -16,7 +16,7 @@ use rusqlite::Connection;
 
 use crate::direct::{self as direct_engine, DirectSink, Engine, IndexEntries};
 use crate::durability::{self, Durability, FileSettings};
-use crate::error::{Error, Result};
+use crate::error::{Error, Hint, Result};
 use crate::pipeline::{self, Rejects};
 use crate::schema::quote_ident;
 use crate::sink::{sqlite::DEFAULT_ROWS_PER_STATEMENT, NullSink, SqliteSink};
@@ -115,7 +115,23 @@ pub enum Stage {
     Committing = 2,
 }
 
-/// Live counters of a running import, safe to read from another thread.
+/// Live counters of a running load, safe to read from another thread while it runs
+/// (they only grow; `Relaxed` loads are enough for a display), and its stop switch.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use liteload::{import, ErrorKind, ImportOptions, Input, Progress};
+/// let dir = tempfile::tempdir()?;
+/// let csv = dir.path().join("t.csv");
+/// std::fs::write(&csv, "a\n1\n")?;
+/// let db = dir.path().join("t.db");
+/// let progress = Progress::default();
+/// progress.cancel(); // from any thread, at any time: here before the load starts
+/// let err = import(&db, &[Input::Path(csv)], &ImportOptions::default(), &progress).unwrap_err();
+/// assert!(matches!(err.kind(), ErrorKind::Interrupted));
+/// assert!(!db.exists()); // the target is as it was
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Default)]
 pub struct Progress {
     /// Raw bytes read from the inputs (compressed bytes for `.gz`).
@@ -126,9 +142,30 @@ pub struct Progress {
     pub rows_total: AtomicU64,
     pub rows: AtomicU64,
     stage: AtomicU8,
+    cancelled: AtomicBool,
 }
 
 impl Progress {
+    /// Asks the load using these counters to stop. It stops at its next batch (or index,
+    /// or page group) and returns [`crate::ErrorKind::Interrupted`], leaving the target
+    /// as it was before the load; a load that already committed is not undone.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Progress::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// An error if the load was asked to stop.
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.is_cancelled() {
+            return Err(Error::interrupted());
+        }
+        Ok(())
+    }
+
     pub fn stage(&self) -> Stage {
         match self.stage.load(Ordering::Relaxed) {
             1 => Stage::Indexing,
@@ -245,7 +282,8 @@ pub fn import_into_connection(
     // A savepoint: nested in the caller's transaction, or a transaction of its own.
     conn.execute_batch("SAVEPOINT liteload_import")
         .map_err(|e| Error::sqlite("beginning the load", e))?;
-    match import_into(Some(conn), inputs, opts, progress) {
+    match import_into(Some(conn), inputs, opts, progress).and_then(|s| progress.check().map(|()| s))
+    {
         Ok(mut summary) => {
             conn.execute_batch("RELEASE liteload_import")
                 .map_err(|e| Error::sqlite("ending the load", e))?;
@@ -289,6 +327,10 @@ fn import_with(
     };
     let result = import_into(target.as_ref().map(|t| &t.conn), inputs, opts, progress);
     match (result, target) {
+        (Ok(_), Some(t)) if progress.is_cancelled() => {
+            t.abort();
+            Err(Error::interrupted())
+        }
         (Ok(mut summary), Some(t)) => {
             summary.durability = t.durability.name().to_string();
             summary.engine = "sqlite".into();
@@ -325,9 +367,7 @@ fn import_direct(
     start: Instant,
 ) -> Result<Summary> {
     let refuse = |why: &str| {
-        Err(Error::plan(format!(
-            "--engine direct {why}; use --engine sqlite"
-        )))
+        Err(Error::plan(format!("the direct engine {why}")).with_hint(Hint::SqliteEngine))
     };
     if inputs.len() != 1 {
         return refuse("loads one input into a new file");
@@ -336,10 +376,10 @@ fn import_direct(
         return refuse("writes a new file (durability atomic-new)");
     }
     if !opts.pk.is_empty() {
-        return refuse("cannot order rows by a --pk");
+        return refuse("cannot order rows by a primary key");
     }
     if opts.alter {
-        return refuse("writes a new table; --alter does not apply");
+        return refuse("writes a new table, to which no column is added");
     }
     // Before anything is read or a rejects file made.
     direct_engine::refuse_existing(db)?;
@@ -364,7 +404,7 @@ fn import_direct(
         for c in &ix.columns {
             if !columns.iter().any(|k| k.eq_ignore_ascii_case(c)) {
                 return Err(Error::plan(format!(
-                    "--index {c:?}: table {} has no such column (columns: {})",
+                    "index column {c:?}: table {} has no such column (columns: {})",
                     quote_ident(&name),
                     columns.join(", ")
                 )));
@@ -411,6 +451,7 @@ fn import_direct(
         &name,
         &create,
         opts.verify,
+        progress,
         |t| {
             let mut sink = DirectSink::new(t, 1, layout).with_indexes(gather, opts.index_memory);
             let rows = pipeline::run(
@@ -421,8 +462,9 @@ fn import_direct(
                 &rejects,
                 &mut |_| {
                     Err(Error::plan(
-                        "a column appeared after the sample; --engine direct writes the columns it saw first (use --engine sqlite)",
-                    ))
+                        "a column appeared after the sample; the direct engine writes the columns it saw first",
+                    )
+                    .with_hint(Hint::SqliteEngine))
                 },
                 &mut summary,
             )?;
@@ -432,6 +474,7 @@ fn import_direct(
             progress.set_stage(Stage::Indexing);
             let mut by_sqlite = vec![];
             for (ix, entries) in opts.indexes.iter().zip(std::mem::take(gathered)) {
+                progress.check()?;
                 let sorted = match entries.sorted_int_keys() {
                     Some(sorted) if !entries.given_up => sorted,
                     _ => {
@@ -500,13 +543,13 @@ fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result<()> {
     if let Some(ps) = opts.file.page_size {
         if !(512..=65536).contains(&ps) || !ps.is_power_of_two() {
             return Err(Error::plan(format!(
-                "--page-size {ps}: expected a power of two from 512 to 65536"
+                "page size {ps}: expected a power of two from 512 to 65536"
             )));
         }
     }
     if let Some(t) = &opts.table {
         if t.is_empty() {
-            return Err(Error::plan("--table: the name is empty"));
+            return Err(Error::plan("the table name is empty"));
         }
     }
     // Two indexes on the same columns (SQLite ignores case in names) would get the same
@@ -547,18 +590,20 @@ fn direct_applies(db: &Path, inputs: &[Input], opts: &ImportOptions) -> bool {
 
 fn read_options_for(input: &Input, opts: &ImportOptions) -> Result<ReadOptions> {
     let format = match (opts.format, input.logical_path()) {
+        _ if input.fixed_format().is_some() => input.fixed_format().expect("checked"),
         (Some(f), _) => f,
         (None, None) => Format::Csv,
         (None, Some(p)) => Format::from_path(&p).ok_or_else(|| {
             Error::plan(format!(
-                "{}: cannot tell the format from the file name; use --csv, --tsv, --nl or --json",
+                "{}: cannot tell the format from the file name",
                 input.display_name()
             ))
+            .with_hint(Hint::Format)
         })?,
     };
     if format == Format::Json && opts.read.skip_lines > 0 {
         return Err(Error::plan(format!(
-            "{}: --skip counts lines, which a JSON array does not have; use it with CSV, TSV or NDJSON",
+            "{}: skipping lines applies to CSV, TSV and NDJSON, not to a JSON array",
             input.display_name()
         )));
     }
@@ -669,6 +714,7 @@ fn import_into(
         progress.set_stage(Stage::Indexing);
         for (table, _) in &loaded {
             for ix in &opts.indexes {
+                progress.check()?;
                 conn.execute_batch(&ix.sql(table))
                     .map_err(|e| ix.build_error(table, e))?;
             }
@@ -710,7 +756,13 @@ fn open_input(
     let table = match (&opts.table, default_table_name(input)) {
         (Some(t), _) => t.clone(),
         (None, Some(t)) => t,
-        (None, None) => return Err(Error::plan("reading stdin: name the table with --table")),
+        (None, None) => {
+            return Err(Error::plan(format!(
+                "{}: an input without a file name gives no table name",
+                input.display_name()
+            ))
+            .with_hint(Hint::Table))
+        }
     };
     if let Some(problem) = crate::schema::table_name_problem(&table) {
         return Err(Error::plan(format!(
@@ -739,7 +791,7 @@ fn open_input(
             Some(i) => inferred[i] = *ty,
             None => {
                 return Err(Error::plan(format!(
-                    "--type {name}=…: {} has no column {name:?} (columns: {})",
+                    "a type is given for column {name:?}, but {} has no such column (columns: {})",
                     input.display_name(),
                     sample.columns.join(", ")
                 )))
@@ -788,9 +840,9 @@ fn plan_table(
                     quote_ident(table)
                 )));
             }
-            check_names("--pk", &opts.pk, columns)?;
+            check_names("primary key column", &opts.pk, columns)?;
             for ix in &opts.indexes {
-                check_names("--index", &ix.columns, columns)?;
+                check_names("index column", &ix.columns, columns)?;
             }
             let cols: Vec<(String, ColumnType)> = columns
                 .iter()
@@ -811,7 +863,7 @@ fn plan_table(
             let ours = created.contains(&actual.to_ascii_lowercase());
             if !opts.pk.is_empty() && !ours {
                 return Err(Error::plan(format!(
-                    "--pk applies when liteload creates the table, and {} exists already",
+                    "a primary key applies when liteload creates the table, and {} exists already",
                     quote_ident(&actual)
                 )));
             }
@@ -837,15 +889,16 @@ fn plan_table(
                     }
                     None => {
                         return Err(Error::plan(format!(
-                            "table {} has no column {col:?} (it has: {}); use --alter to add it",
+                            "table {} has no column {col:?} (it has: {})",
                             quote_ident(&actual),
                             have.join(", ")
-                        )))
+                        ))
+                        .with_hint(Hint::Alter))
                     }
                 }
             }
             for ix in &opts.indexes {
-                check_names("--index", &ix.columns, &have)?;
+                check_names("index column", &ix.columns, &have)?;
             }
             Ok(TablePlan {
                 table: actual,
@@ -880,9 +933,10 @@ fn add_columns(conn: &Connection, plan: &TablePlan, cols: &[(String, ColumnType)
         }
         if !plan.may_alter {
             return Err(Error::plan(format!(
-                "table {} has no column {name:?}, which the input has from some record on; use --alter to add it",
+                "table {} has no column {name:?}, which the input has from some record on",
                 quote_ident(&plan.table)
-            )));
+            ))
+            .with_hint(Hint::Alter));
         }
         let sql = table::add_column_sql(&plan.table, name, *ty);
         conn.execute_batch(&sql)

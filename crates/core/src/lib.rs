@@ -37,7 +37,7 @@ pub mod types;
 
 pub use batch::{Batch, Cell, Value};
 pub use durability::Durability;
-pub use error::{Error, ErrorKind, Position, Result};
+pub use error::{Error, ErrorKind, Hint, Position, Result};
 pub use import::{
     import, import_into_connection, ImportOptions, Progress, Quoting, Stage, Summary,
 };

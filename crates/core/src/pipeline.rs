@@ -59,7 +59,8 @@ impl Rejects {
             }
         }
         if self.samples.len() < 5 {
-            self.samples.push(bad.error.to_string());
+            self.samples
+                .push(bad.error.display_with(&|_| String::new()));
         }
         if let Some((path, w)) = &mut self.file {
             let pos = bad.error.position().cloned().unwrap_or_default();
@@ -177,7 +178,9 @@ fn consume(
     widen: &mut Widen<'_>,
 ) -> Result<u64> {
     let mut rows = 0;
+    progress.check()?;
     for msg in rx {
+        progress.check()?;
         match msg {
             Msg::Batch(b) => {
                 let mut bad = |row: usize, error: Error| {

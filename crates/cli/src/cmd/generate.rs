@@ -206,6 +206,7 @@ pub fn run(a: GenerateArgs) -> Result<()> {
         );
     }
     let progress = Arc::new(Progress::default());
+    crate::progress::cancel_on_signals(progress.clone())?;
     let bar = Bar::start(progress.clone(), a.quiet);
     let result = liteload::generate::generate(&a.db, &opts, &progress);
     drop(bar);

@@ -384,6 +384,7 @@ pub fn run(a: ImportArgs) -> Result<()> {
         );
     }
     let progress = Arc::new(Progress::default());
+    crate::progress::cancel_on_signals(progress.clone())?;
     let bar = Bar::start(progress.clone(), a.quiet);
     let result = liteload::import(&a.db, &inputs, &opts, &progress);
     drop(bar);

@@ -267,7 +267,7 @@ impl Parsing {
     /// Lines of `r`, whose first byte is byte `offset` of line `line` of the input.
     fn lines<R: BufRead + Send + 'static>(&self, r: R, line: u64, offset: u64) -> LineObjects {
         LineObjects::new(Box::new(r), self.max_line, line, offset)
-            .with_limit_flag("--max-line-bytes")
+            .with_limit_hint(liteload::Hint::LineLimit)
     }
 }
 
@@ -319,7 +319,8 @@ fn read_lines(
                     next_line: 0,
                     next_offset: 0,
                 };
-                msgs.push_bad(bad.message, lines.last_line(), meta);
+                let why = bad.message + &bad.hint.map(crate::flag_hint).unwrap_or_default();
+                msgs.push_bad(why, lines.last_line(), meta);
             }
         }
         let (line, offset) = lines.position();

@@ -110,6 +110,7 @@ pub fn fill_table(
         let mut write = move || -> Result<u64> {
             let mut rows = 0;
             for g in 0..groups {
+                progress.check()?;
                 let (rx, back) = &lanes[(g % threads) as usize];
                 let mut leaves = rx
                     .recv()

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use crate::direct::{self as direct_engine, Engine};
 use crate::durability::{self, Durability, FileSettings};
-use crate::error::{Error, Result};
+use crate::error::{Error, Hint, Result};
 use crate::import::{finish_summary, Progress, Summary};
 use crate::pipeline::{self, Rejects};
 use crate::schema::quote_ident;
@@ -80,7 +80,7 @@ fn validate(opts: &GenerateOptions) -> Result<()> {
         return Err(Error::plan("more than one rowid column"));
     }
     if opts.table.is_empty() {
-        return Err(Error::plan("--table: the name is empty"));
+        return Err(Error::plan("the table name is empty"));
     }
     crate::schema::check_new_table(&opts.table, opts.columns.iter().map(|c| c.name.as_str()))
 }
@@ -143,11 +143,12 @@ fn generate_with(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resu
                         .all(|(a, b)| a.eq_ignore_ascii_case(b));
                 if !same {
                     return Err(Error::plan(format!(
-                        "table {} exists with columns ({}), but the spec has ({}); generate into another --table",
+                        "table {} exists with columns ({}), but the spec has ({})",
                         quote_ident(&actual),
                         have.join(", "),
                         names.join(", ")
-                    )));
+                    ))
+                    .with_hint(Hint::OtherTable));
                 }
                 let max: i64 = conn
                     .query_row(
@@ -232,8 +233,9 @@ fn generate_direct(
 ) -> Result<Summary> {
     if !matches!(opts.durability, None | Some(Durability::AtomicNew)) {
         return Err(Error::plan(
-            "--engine direct writes a new file (durability atomic-new); use --engine sqlite for another profile",
-        ));
+            "the direct engine writes a new file (durability atomic-new), not another profile",
+        )
+        .with_hint(Hint::SqliteEngine));
     }
     let defs: Vec<String> = opts.columns.iter().map(|c| c.definition()).collect();
     let sql = format!(
@@ -251,6 +253,7 @@ fn generate_direct(
         &opts.table,
         &sql,
         opts.verify,
+        progress,
         |t| {
             let fill = leaves::Fill {
                 columns: &opts.columns,

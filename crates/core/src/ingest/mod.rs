@@ -236,10 +236,10 @@ impl Ingest {
     /// the key columns, under a primary key or unique index on exactly them.
     pub fn open(db: &Path, opts: IngestOptions) -> Result<Ingest> {
         if opts.keys.is_empty() {
-            return Err(Error::plan("--key: name at least one key field"));
+            return Err(Error::plan("no key field: name at least one"));
         }
         if opts.table.is_empty() {
-            return Err(Error::plan("--table: the name is empty"));
+            return Err(Error::plan("the table name is empty"));
         }
         for t in std::iter::once(&opts.table).chain(&opts.history) {
             if let Some(p) = crate::schema::table_name_problem(t) {

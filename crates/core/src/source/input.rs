@@ -4,19 +4,147 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::transcode::Transcode;
+use super::Format;
 use crate::error::{Error, Result};
 
-/// One input the user named: a path, or `-` for stdin.
+/// One input: a file, stdin, a reader or bytes the program supplies, or the program's
+/// own rows (see [`Input::serialized`] and [`Input::rows`]).
+///
+/// An input that is not a file has a *name*, which stands in for a file name: errors
+/// point into it (`name:line:column`), and its extension gives the format, gzip and the
+/// default table name as a file's would (`people.csv.gz`: gzip, CSV, table `people`).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Input {
     Stdin,
     Path(PathBuf),
+    /// Bytes from a reader, read once (a second load of the same input is refused).
+    Reader(ReaderInput),
+    /// Bytes in memory.
+    Bytes {
+        name: String,
+        bytes: Arc<[u8]>,
+    },
 }
 
+/// A reader given as an input, with its name; see [`Input::reader`].
+#[derive(Clone)]
+pub struct ReaderInput {
+    name: String,
+    /// The format, when the reader's bytes are made by this library (`serialized`).
+    format: Option<Format>,
+    reader: Arc<Mutex<Option<Box<dyn Read + Send>>>>,
+}
+
+impl std::fmt::Debug for ReaderInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReaderInput")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The same reader (not merely one with the same name).
+impl PartialEq for ReaderInput {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.reader, &other.reader)
+    }
+}
+
+impl Eq for ReaderInput {}
+
 impl Input {
+    /// The bytes `reader` yields, named `name` (see [`Input`] for what the name does).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use liteload::{import, ImportOptions, Input, Progress};
+    /// let dir = tempfile::tempdir()?;
+    /// let body: &'static [u8] = b"city,pop\nOslo,709000\n";
+    /// let input = Input::reader("cities.csv", body);
+    /// let db = dir.path().join("geo.db");
+    /// let summary = import(&db, &[input], &ImportOptions::default(), &Progress::default())?;
+    /// assert_eq!(summary.tables, ["cities"]);
+    /// # Ok(()) }
+    /// ```
+    pub fn reader(name: impl Into<String>, reader: impl Read + Send + 'static) -> Input {
+        Input::Reader(ReaderInput {
+            name: name.into(),
+            format: None,
+            reader: Arc::new(Mutex::new(Some(Box::new(reader)))),
+        })
+    }
+
+    /// `bytes`, named `name` (see [`Input`] for what the name does).
+    pub fn bytes(name: impl Into<String>, bytes: impl Into<Arc<[u8]>>) -> Input {
+        Input::Bytes {
+            name: name.into(),
+            bytes: bytes.into(),
+        }
+    }
+
+    /// The program's own values, each serialized with serde into one row: a struct's
+    /// field names (or a map's keys) become the columns, in order. Column types come
+    /// from the values, as for JSON: the first records decide (integers → INTEGER,
+    /// floats → REAL, strings → TEXT; a field that is `None` in every record of the
+    /// sample is TEXT), and a field first seen later is added to a table liteload
+    /// created. `name` names the table by default and points errors at `name:N`, the
+    /// Nth item. A value that serde cannot make into JSON (a map with keys that are
+    /// not strings, say) is an error at its item.
+    ///
+    /// The items go through the NDJSON reader (serialized one by one, never all held
+    /// in memory), so they are stored exactly as the same objects in an NDJSON file.
+    pub fn serialized<T, I>(name: impl Into<String>, items: I) -> Input
+    where
+        T: serde::Serialize,
+        I: IntoIterator<Item = T>,
+        I::IntoIter: Send + 'static,
+    {
+        Input::Reader(ReaderInput {
+            name: name.into(),
+            format: Some(Format::Ndjson),
+            reader: Arc::new(Mutex::new(Some(Box::new(super::serialized::Lines::new(
+                items.into_iter(),
+            ))))),
+        })
+    }
+
+    /// The program's own rows: each row's values, in the order of `columns`. A value is
+    /// anything serde serializes as a number, string, bool or null (an
+    /// `Option<i64>`, a `&str`, …). A row with more values than columns is an error at
+    /// it; one with fewer leaves the rest NULL. Otherwise as [`Input::serialized`].
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use liteload::{import, ImportOptions, Input, Progress};
+    /// let dir = tempfile::tempdir()?;
+    /// let rows = vec![vec![serde_json::json!(1), "one".into()], vec![2.into(), "two".into()]];
+    /// let input = Input::rows("numbers", ["n", "word"], rows);
+    /// let db = dir.path().join("n.db");
+    /// let summary = import(&db, &[input], &ImportOptions::default(), &Progress::default())?;
+    /// assert_eq!(summary.rows, 2);
+    /// # Ok(()) }
+    /// ```
+    pub fn rows<C, R, V, I>(name: impl Into<String>, columns: C, rows: I) -> Input
+    where
+        C: IntoIterator,
+        C::Item: Into<String>,
+        R: IntoIterator<Item = V>,
+        V: serde::Serialize,
+        I: IntoIterator<Item = R>,
+        I::IntoIter: Send + 'static,
+    {
+        let columns: Arc<[String]> = columns.into_iter().map(Into::into).collect();
+        let items = rows.into_iter().map(move |r| super::serialized::Row {
+            columns: columns.clone(),
+            values: std::cell::RefCell::new(Some(r)),
+        });
+        Input::serialized(name, items)
+    }
+
     /// `-` is stdin; anything else is a path.
     pub fn from_arg(s: &str) -> Input {
         if s == "-" {
@@ -31,31 +159,54 @@ impl Input {
         match self {
             Input::Stdin => "<stdin>".to_string(),
             Input::Path(p) => p.display().to_string(),
+            Input::Reader(r) => r.name.clone(),
+            Input::Bytes { name, .. } => name.clone(),
+        }
+    }
+
+    /// The file name, or the name that stands in for one (none for stdin).
+    fn name_path(&self) -> Option<PathBuf> {
+        match self {
+            Input::Stdin => None,
+            Input::Path(p) => Some(p.clone()),
+            Input::Reader(r) => Some(PathBuf::from(&r.name)),
+            Input::Bytes { name, .. } => Some(PathBuf::from(name)),
         }
     }
 
     /// Whether the name ends in `.gz`.
     pub fn is_gzip(&self) -> bool {
-        matches!(self, Input::Path(p) if p.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz")))
+        self.name_path()
+            .is_some_and(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz")))
     }
 
     /// The name with `.gz` removed, for format and table-name detection.
     pub fn logical_path(&self) -> Option<PathBuf> {
+        let p = self.name_path()?;
+        Some(if self.is_gzip() {
+            p.with_extension("")
+        } else {
+            p
+        })
+    }
+
+    /// The format the input is in whatever its name says (rows the library serializes).
+    pub(crate) fn fixed_format(&self) -> Option<Format> {
         match self {
-            Input::Stdin => None,
-            Input::Path(p) if self.is_gzip() => Some(p.with_extension("")),
-            Input::Path(p) => Some(p.clone()),
+            Input::Reader(r) => r.format,
+            _ => None,
         }
     }
 
     /// The size in bytes, when it is a regular file (for progress).
     pub fn size(&self) -> Option<u64> {
         match self {
-            Input::Stdin => None,
+            Input::Stdin | Input::Reader(_) => None,
             Input::Path(p) => std::fs::metadata(p)
                 .ok()
                 .filter(|m| m.is_file())
                 .map(|m| m.len()),
+            Input::Bytes { bytes, .. } => Some(bytes.len() as u64),
         }
     }
 }
@@ -111,6 +262,16 @@ pub fn open(
     let raw: Box<dyn Read + Send> = match input {
         Input::Stdin => Box::new(io::stdin()),
         Input::Path(p) => Box::new(File::open(p).map_err(|e| Error::io(Some(p.clone()), e))?),
+        Input::Reader(r) => {
+            let taken = r.reader.lock().unwrap_or_else(|p| p.into_inner()).take();
+            taken.ok_or_else(|| {
+                Error::plan(format!(
+                    "{}: this reader was read already; a reader input is read once",
+                    r.name
+                ))
+            })?
+        }
+        Input::Bytes { bytes, .. } => Box::new(io::Cursor::new(bytes.clone())),
     };
     let counted = Counting {
         inner: raw,
@@ -148,14 +309,18 @@ pub fn open(
         )),
     };
     let mut br = BufReader::with_capacity(256 * 1024, decoded);
-    skip_utf8_bom(&mut br).map_err(|e| Error::io(path_of(input), e))?;
+    // Rows this library serializes have no byte-order mark, and reading them here would
+    // report a bad first item as an I/O error instead of at its line.
+    if input.fixed_format().is_none() {
+        skip_utf8_bom(&mut br).map_err(|e| Error::io(path_of(input), e))?;
+    }
     Ok(Box::new(br))
 }
 
 fn path_of(input: &Input) -> Option<PathBuf> {
     match input {
-        Input::Stdin => None,
         Input::Path(p) => Some(p.clone()),
+        _ => None,
     }
 }
 
@@ -198,7 +363,7 @@ pub fn refuse_overwriting(out: &Path, inputs: &[Input], db: Option<&Path>) -> Re
         .iter()
         .filter_map(|i| match i {
             Input::Path(p) => Some(p.as_path()),
-            Input::Stdin => None,
+            _ => None,
         })
         .chain(db)
         .find(|p| same_file(out, p));

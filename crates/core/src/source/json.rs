@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use super::convert::{json_lexeme, push_json_value, Mismatches};
 use super::{BadRecord, Fill, ReadOptions, Sample, Source};
 use crate::batch::{Batch, Cell, RowOrigin};
-use crate::error::{Error, Position, Result};
+use crate::error::{Error, Hint, Position, Result};
 use crate::types::{ColumnType, TypeGuess};
 
 /// One object read, with where it started.
@@ -37,7 +37,36 @@ pub struct BadObj {
     pub column: u64,
     pub byte: u64,
     pub message: String,
+    /// The setting that would accept it, if one would.
+    pub hint: Option<Hint>,
     pub raw: Value,
+}
+
+impl BadObj {
+    /// The error for this value, at `pos`.
+    pub fn error(&self, pos: Position) -> Error {
+        Error::input(pos, None, self.message.clone()).with_hint(self.hint)
+    }
+}
+
+/// A syntax or I/O error a stream cannot continue after, at its line and column.
+#[derive(Debug)]
+pub struct Fatal {
+    pub line: u64,
+    pub column: u64,
+    pub message: String,
+    pub hint: Option<Hint>,
+}
+
+impl Fatal {
+    fn new(line: u64, column: u64, message: impl Into<String>) -> Self {
+        Fatal {
+            line,
+            column,
+            message: message.into(),
+            hint: None,
+        }
+    }
 }
 
 /// What a JSON stream yields: an object, or a bad value it can go on after.
@@ -77,10 +106,12 @@ impl ObjectStream {
     }
 
     /// The next object, a skippable bad value, or `None` at the end. An `Err` is fatal:
-    /// (line, column, message) of a syntax error the stream cannot continue after.
-    fn next(&mut self) -> std::result::Result<Option<Item>, (u64, u64, String)> {
+    /// a syntax error the stream cannot continue after.
+    fn next(&mut self) -> std::result::Result<Option<Item>, Fatal> {
         match self {
-            ObjectStream::Lines(l) => l.next_item(),
+            ObjectStream::Lines(l) => l
+                .next_item()
+                .map_err(|(line, column, m)| Fatal::new(line, column, m)),
             ObjectStream::Array(a) => a.next(),
         }
     }
@@ -154,7 +185,7 @@ pub struct LineObjects {
     line: u64,
     byte: u64,
     max_line: usize,
-    limit_flag: &'static str,
+    limit_hint: Hint,
     /// Hold an unterminated last line back until its `\n` arrives (a file still growing).
     hold_partial: bool,
     /// Bytes of `buf` that are an unterminated line read earlier, held back.
@@ -172,9 +203,9 @@ impl LineObjects {
         self
     }
 
-    /// Names the flag that raises the line limit, for the message of a line over it.
-    pub fn with_limit_flag(mut self, flag: &'static str) -> Self {
-        self.limit_flag = flag;
+    /// The hint of the error for a line over the limit (by default [`Hint::RecordLimit`]).
+    pub fn with_limit_hint(mut self, hint: Hint) -> Self {
+        self.limit_hint = hint;
         self
     }
 
@@ -187,7 +218,7 @@ impl LineObjects {
             line,
             byte,
             max_line,
-            limit_flag: "--max-record-bytes",
+            limit_hint: Hint::RecordLimit,
             hold_partial: false,
             partial: 0,
             resume: (line, byte),
@@ -264,10 +295,8 @@ impl LineObjects {
                     line,
                     column: 1,
                     byte,
-                    message: format!(
-                        "line longer than {} bytes (raise the limit with {})",
-                        self.max_line, self.limit_flag
-                    ),
+                    message: format!("line longer than {} bytes", self.max_line),
+                    hint: Some(self.limit_hint),
                     raw: Value::Null,
                 })));
             }
@@ -311,6 +340,7 @@ impl LineObjects {
                     column: column + at,
                     byte,
                     message,
+                    hint: None,
                     raw,
                 })
             }
@@ -427,21 +457,27 @@ pub struct ArrayObjects {
 }
 
 impl ArrayObjects {
-    fn next(&mut self) -> std::result::Result<Option<Item>, (u64, u64, String)> {
+    fn next(&mut self) -> std::result::Result<Option<Item>, Fatal> {
         if self.done {
             return Ok(None);
         }
-        let io_err = |r: &Tracked<_>, e: io::Error| (r.line, r.col, e.to_string());
+        let io_err = |r: &Tracked<_>, e: io::Error| Fatal::new(r.line, r.col, e.to_string());
         if !self.started {
             self.started = true;
             match self.r.skip_ws().map_err(|e| io_err(&self.r, e))? {
                 Some(b'[') => self.r.bump(),
                 Some(b) => {
-                    return Err((
-                        self.r.line,
-                        self.r.col,
-                        format!("expected a JSON array of objects ('['), found {:?} (for one object per line use --nl)", b as char),
-                    ))
+                    return Err(Fatal {
+                        hint: Some(Hint::JsonLines),
+                        ..Fatal::new(
+                            self.r.line,
+                            self.r.col,
+                            format!(
+                                "expected a JSON array of objects ('['), found {:?}",
+                                b as char
+                            ),
+                        )
+                    })
                 }
                 None => {
                     self.done = true;
@@ -455,19 +491,19 @@ impl ArrayObjects {
             self.done = true;
             return match self.r.skip_ws().map_err(|e| io_err(&self.r, e))? {
                 None => Ok(None),
-                Some(_) => Err((
+                Some(_) => Err(Fatal::new(
                     self.r.line,
                     self.r.col,
-                    "expected the end of the input after the array, found more".into(),
+                    "expected the end of the input after the array, found more",
                 )),
             };
         }
         if !self.first {
             if b != Some(b',') {
-                return Err((
+                return Err(Fatal::new(
                     self.r.line,
                     self.r.col,
-                    "expected ',' or ']' after an array element".into(),
+                    "expected ',' or ']' after an array element",
                 ));
             }
             self.r.bump();
@@ -478,17 +514,17 @@ impl ArrayObjects {
         match b {
             Some(b'{') | Some(b'[') | Some(b'"') => {}
             None => {
-                return Err((
+                return Err(Fatal::new(
                     line,
                     column,
-                    "expected an array element or ']', found the end of the input".into(),
+                    "expected an array element or ']', found the end of the input",
                 ))
             }
             Some(_) => {
-                return Err((
+                return Err(Fatal::new(
                     line,
                     column,
-                    "expected a JSON object as an array element".into(),
+                    "expected a JSON object as an array element",
                 ))
             }
         }
@@ -510,6 +546,7 @@ impl ArrayObjects {
                 column,
                 byte,
                 message: format!("expected a JSON object, found {}", kind_of(&other)),
+                hint: None,
                 raw: other,
             }))),
             Err(e) => {
@@ -520,7 +557,7 @@ impl ArrayObjects {
                     (line + l - 1, c)
                 };
                 let what = if e.is_io() { "" } else { "invalid JSON: " };
-                Err((el, ec, format!("{what}{}", json_message(&e))))
+                Err(Fatal::new(el, ec, format!("{what}{}", json_message(&e))))
             }
         }
     }
@@ -615,6 +652,7 @@ impl JsonSource {
                                 message: format!(
                                     "key {k:?} has a NUL byte, which no column name can hold"
                                 ),
+                                hint: None,
                                 raw: Value::Object(o.map),
                             },
                         ),
@@ -623,17 +661,16 @@ impl JsonSource {
                     Item::Bad(b) => Sampled::Bad(self.records, b),
                 }))
             }
-            Err((line, column, message)) => Err(Error::input(
-                Position {
+            Err(f) => {
+                let pos = Position {
                     path: self.name.clone(),
-                    line,
-                    column,
+                    line: f.line,
+                    column: f.column,
                     record: self.records + 1,
                     byte: 0,
-                },
-                None,
-                message,
-            )),
+                };
+                Err(Error::input(pos, None, f.message).with_hint(f.hint))
+            }
         }
     }
 
@@ -692,7 +729,8 @@ impl Source for JsonSource {
                         "{} (and no record of the sample is an object with keys to name the columns)",
                         b.message
                     ),
-                ));
+                )
+                .with_hint(b.hint));
             }
         }
         Ok(Sample {
@@ -729,11 +767,7 @@ impl Source for JsonSource {
                     Sampled::Obj(no, o) => (no, o),
                     Sampled::Bad(no, b) => {
                         bad(BadRecord {
-                            error: Error::input(
-                                self.pos(b.line, b.column, no, b.byte),
-                                None,
-                                b.message,
-                            ),
+                            error: b.error(self.pos(b.line, b.column, no, b.byte)),
                             fields: b.raw,
                         })?;
                         continue;

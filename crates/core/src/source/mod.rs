@@ -10,6 +10,7 @@ pub mod delimited;
 pub mod input;
 pub mod json;
 pub mod parallel;
+mod serialized;
 pub mod tabular;
 pub mod transcode;
 

@@ -10,7 +10,7 @@ use super::transcode::MALFORMED;
 use super::Encoding;
 use super::{BadRecord, Fill, Ragged, ReadOptions, Sample, Source};
 use crate::batch::{Batch, Cell, RowOrigin};
-use crate::error::{Error, Position, Result};
+use crate::error::{Error, Hint, Position, Result};
 use crate::schema::{clean_names, column_name_problem, numbered_names};
 use crate::types::{classify, ColumnType, TypeGuess};
 
@@ -137,11 +137,9 @@ impl<R: Read + Send> DelimitedSource<R> {
         Error::input(
             self.pos(rec.line, 1, no, rec.byte),
             None,
-            format!(
-                "record longer than {} bytes (an unbalanced quote? raise the limit with --max-record-bytes)",
-                self.rdr.max_record()
-            ),
+            format!("record longer than {} bytes", self.rdr.max_record()),
         )
+        .with_hint(Hint::RecordLimit)
     }
 
     /// Checks a record's bytes and width. Returns the number of fields to take.
@@ -155,8 +153,9 @@ impl<R: Read + Send> DelimitedSource<R> {
             return Err(Error::input(
                 self.pos(rec.meta(f).line, col, no, rec.byte),
                 self.field_name(f),
-                "expected text, found a NUL byte (is this a binary file or UTF-16? see --encoding)",
-            ));
+                "expected text, found a NUL byte",
+            )
+            .with_hint(Hint::NotText));
         }
         let bad_utf8 = match std::str::from_utf8(data) {
             Err(e) => Some(e.valid_up_to()),
@@ -164,21 +163,22 @@ impl<R: Read + Send> DelimitedSource<R> {
         };
         if let Some(at) = bad_utf8 {
             let (f, col) = locate(rec, at);
-            return Err(Error::input(
-                self.pos(rec.meta(f).line, col, no, rec.byte),
-                self.field_name(f),
+            let pos = self.pos(rec.meta(f).line, col, no, rec.byte);
+            return Err(
                 if self.opts.encoding != Encoding::Utf8 && data[at] == MALFORMED {
-                    format!(
+                    Error::input(pos, self.field_name(f), format!(
                         "expected {:?} text, found bytes that are not (a lone surrogate or a cut-off character)",
                         self.opts.encoding
-                    )
+                    ))
                 } else {
-                    format!(
-                        "expected UTF-8 text, found the byte 0x{:02X} (name the file's encoding with --encoding, e.g. --encoding latin1)",
-                        data[at]
+                    Error::input(
+                        pos,
+                        self.field_name(f),
+                        format!("expected UTF-8 text, found the byte 0x{:02X}", data[at]),
                     )
+                    .with_hint(Hint::Encoding)
                 },
-            ));
+            );
         }
         let n = self.columns.len();
         let have = rec.len();
@@ -194,8 +194,9 @@ impl<R: Read + Send> DelimitedSource<R> {
             return Err(Error::input(
                 self.pos(line, col, no, rec.byte),
                 None,
-                format!("expected {n} fields, found {have} (use --ragged pad or --ragged truncate to accept such rows)"),
-            ));
+                format!("expected {n} fields, found {have}"),
+            )
+            .with_hint(Hint::Ragged));
         }
         Ok(have.min(n))
     }
@@ -298,8 +299,9 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
                     return Err(Error::input(
                         self.pos(first.line, col, 0, first.byte),
                         None,
-                        "expected a UTF-8 header, found invalid bytes (name the file's encoding with --encoding)",
-                    ));
+                        "expected a UTF-8 header, found invalid bytes",
+                    )
+                    .with_hint(Hint::Encoding));
                 }
             };
             self.records = 0; // the header is not a record
@@ -310,7 +312,7 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
         let raw_names = match &self.opts.columns {
             Some(given) if self.opts.header && given.len() != raw_names.len() => {
                 return Err(Error::plan(format!(
-                    "{}: --columns names {} columns but the header has {}",
+                    "{}: {} column names were given, but the header has {}",
                     self.name,
                     given.len(),
                     raw_names.len()
