@@ -87,7 +87,7 @@ pub mod seqfile;
 pub mod varint;
 mod writer;
 
-pub use record::{RecordBuilder, Value};
+pub use record::{Record, RecordBuilder, Records, Value};
 pub use seqfile::SeqFile;
 pub use writer::{local_payload, DbWriter, Leaves, TableWriter};
 
@@ -102,6 +102,13 @@ pub enum Error {
     },
     /// Not a power of two from 512 to 65536.
     PageSize(u32),
+    /// Bytes given as a record are not one; the reason.
+    NotARecord(&'static str),
+    /// Index entry `at` does not sort after the one before it (in [`index::compare`]
+    /// order; entries are distinct, as the rowid at their end makes them).
+    IndexOrder {
+        at: usize,
+    },
 }
 
 impl std::fmt::Display for Error {
@@ -115,6 +122,11 @@ impl std::fmt::Display for Error {
             Error::PageSize(n) => {
                 write!(f, "page size {n}: must be a power of two from 512 to 65536")
             }
+            Error::NotARecord(why) => write!(f, "not an SQLite record: {why}"),
+            Error::IndexOrder { at } => write!(
+                f,
+                "index entry {at} does not sort after the one before it: entries must come sorted and distinct"
+            ),
         }
     }
 }

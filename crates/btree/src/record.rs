@@ -1,7 +1,7 @@
 //! Records: a header of serial types, then the values, each in the smallest form the
 //! format allows (schema format 4: the integers 0 and 1 take no body bytes).
 
-use crate::varint;
+use crate::{varint, Error};
 
 /// One value of a row.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -10,7 +10,8 @@ pub enum Value<'a> {
     Integer(i64),
     /// A NaN is stored as NULL, as SQLite itself does.
     Real(f64),
-    /// UTF-8 text.
+    /// UTF-8 text. Not checked here: SQLite stores and returns the bytes it is given,
+    /// so a caller with unchecked bytes validates them first.
     Text(&'a [u8]),
     Blob(&'a [u8]),
 }
@@ -89,6 +90,117 @@ pub fn write(values: &[Value<'_>], head: usize, body: usize, buf: &mut [u8]) {
     }
     debug_assert_eq!(h, head);
     debug_assert_eq!(b, head + body);
+}
+
+/// An encoded record whose header and body agree: it came from a [`Records`] (made by a
+/// [`RecordBuilder`]) or passed [`Record::parse`]. The only kind of bytes the writers
+/// take as a row, so none can write a cell SQLite would find malformed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record<'a>(&'a [u8]);
+
+impl<'a> Record<'a> {
+    /// `bytes` as a record, if they are one: a header-size varint, serial types that
+    /// exist (not 10 or 11) ending exactly at that size, then exactly the body bytes
+    /// those types call for.
+    pub fn parse(bytes: &'a [u8]) -> Result<Record<'a>, Error> {
+        let bad = |why: &'static str| Err(Error::NotARecord(why));
+        let Some((head, mut at)) = get_varint(bytes) else {
+            return bad("the header size is cut off");
+        };
+        if head < at as u64 || head > bytes.len() as u64 {
+            return bad("the header size is outside the record");
+        }
+        let head = head as usize;
+        let mut body = 0u64;
+        while at < head {
+            let Some((t, n)) = get_varint(&bytes[at..head]) else {
+                return bad("a serial type runs past the header");
+            };
+            at += n;
+            body += match t {
+                0 | 8 | 9 => 0,
+                1..=4 => t,
+                5 => 6,
+                6 | 7 => 8,
+                10 | 11 => return bad("serial types 10 and 11 are reserved"),
+                _ => (t - 12) / 2,
+            };
+        }
+        if head as u64 + body != bytes.len() as u64 {
+            return bad("the body's length is not what the serial types call for");
+        }
+        Ok(Record(bytes))
+    }
+
+    /// `bytes`, which this crate's own [`encode`] made.
+    pub(crate) fn encoded(bytes: &'a [u8]) -> Record<'a> {
+        debug_assert!(Record::parse(bytes).is_ok());
+        Record(bytes)
+    }
+
+    /// The encoded bytes.
+    pub fn as_bytes(self) -> &'a [u8] {
+        self.0
+    }
+}
+
+/// A varint at the start of `b`, or `None` if `b` ends inside it.
+fn get_varint(b: &[u8]) -> Option<(u64, usize)> {
+    let end = b
+        .iter()
+        .take(8)
+        .position(|&x| x & 0x80 == 0)
+        .map_or(9, |i| i + 1);
+    (end <= b.len()).then(|| varint::get(b))
+}
+
+/// Encoded records one after another, each made by a [`RecordBuilder`]: a batch of rows
+/// for [`crate::TableWriter::push_record`], built on one thread and written on another.
+#[derive(Clone, Debug, Default)]
+pub struct Records {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Records {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Forgets every record, keeping the allocations.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    /// Appends the record `built` holds.
+    #[inline]
+    pub fn push(&mut self, built: &RecordBuilder) {
+        built.encode(&mut self.bytes);
+        self.ends.push(self.bytes.len());
+    }
+
+    /// Records held.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Bytes held, to bound memory.
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// The records in the order they were pushed.
+    pub fn iter(&self) -> impl Iterator<Item = Record<'_>> + '_ {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(self.ends.iter().copied())
+            .map(|(a, b)| Record(&self.bytes[a..b]))
+    }
 }
 
 /// A record built value by value: each value's serial type is decided once, as it is
@@ -302,5 +414,43 @@ mod tests {
         encode(&values, &mut out);
         assert_eq!(out.len(), 202);
         assert_eq!(varint::get(&out), (202, 2));
+    }
+
+    #[test]
+    fn only_whole_records_parse() {
+        let mut b = RecordBuilder::new();
+        b.integer(300);
+        b.text(b"h\xC3\xA9");
+        b.null();
+        b.real(1.5);
+        b.blob(&[0; 200]);
+        let mut good = vec![];
+        b.encode(&mut good);
+        assert_eq!(
+            Record::parse(&good).ok().map(Record::as_bytes),
+            Some(&good[..])
+        );
+        let mut rs = Records::new();
+        rs.push(&b);
+        assert_eq!(rs.iter().next(), Some(Record(&good)));
+        // Every cut, every byte after, every header size and a reserved type: refused.
+        for cut in 0..good.len() {
+            assert!(Record::parse(&good[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = good.clone();
+        longer.push(0);
+        assert!(Record::parse(&longer).is_err());
+        for h in [0u8, 1, 0x7f] {
+            let mut other = good.clone();
+            other[0] = h;
+            assert!(Record::parse(&other).is_err(), "header size {h}");
+        }
+        assert!(Record::parse(&[2, 10]).is_err());
+        assert!(Record::parse(&[2, 0x80]).is_err());
+        assert!(Record::parse(&[0xff; 9]).is_err());
+        assert_eq!(
+            Record::parse(&[1]).ok().map(Record::as_bytes),
+            Some(&[1u8][..])
+        );
     }
 }

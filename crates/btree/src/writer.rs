@@ -10,7 +10,7 @@ use std::io::{self, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::index;
-use crate::record::{self, RecordBuilder, Value};
+use crate::record::{self, Record, RecordBuilder, Value};
 use crate::seqfile::SeqFile;
 use crate::varint;
 use crate::Error;
@@ -155,12 +155,16 @@ impl<W: Write + Seek> DbWriter<W> {
         sql: &str,
         entries: &[&[u8]],
     ) -> Result<u32, Error> {
-        debug_assert!(
-            entries
-                .windows(2)
-                .all(|w| index::compare(w[0], w[1]) == std::cmp::Ordering::Less),
-            "index entries come sorted and distinct (the rowid makes them so)"
-        );
+        // Checked in every build: one pass, small beside the sort that made the order.
+        for e in entries {
+            Record::parse(e)?;
+        }
+        if let Some(i) = entries
+            .windows(2)
+            .position(|w| index::compare(w[0], w[1]) != std::cmp::Ordering::Less)
+        {
+            return Err(Error::IndexOrder { at: i + 1 });
+        }
         let u = self.page_size;
         let pages = index::plan(entries.len(), u - 8, |i| {
             index::cell_cost(u, entries[i].len(), false)
@@ -387,7 +391,7 @@ impl<W: Write + Seek> DbWriter<W> {
             // Leaves of their own, and page 1 the root above them.
             let mut t = self.table("", "");
             for (i, r) in records.iter().enumerate() {
-                t.push_record(i as i64 + 1, r)?;
+                t.push_record(i as i64 + 1, Record::encoded(r))?;
             }
             let children = t.last_leaf()?;
             let on_page1 = (self.page_size - DB_HEADER - 12) / MAX_INTERIOR_CELL + 1;
@@ -617,13 +621,19 @@ impl Leaves {
         let mut record = std::mem::take(&mut self.record);
         record.clear();
         encode(&mut record);
-        let r = self.push_record(rowid, &record);
+        let r = self.push_encoded(rowid, &record);
         self.record = record;
         r
     }
 
-    /// Appends a row whose record is already encoded (see [`crate::record::encode`]).
-    pub fn push_record(&mut self, rowid: i64, record: &[u8]) -> Result<(), Error> {
+    /// Appends a row whose record is already encoded.
+    pub fn push_record(&mut self, rowid: i64, record: Record<'_>) -> Result<(), Error> {
+        self.push_encoded(rowid, record.as_bytes())
+    }
+
+    /// Appends a row of `record`, bytes that are a record (made by this crate's encoders
+    /// or checked by [`Record::parse`]).
+    fn push_encoded(&mut self, rowid: i64, record: &[u8]) -> Result<(), Error> {
         self.check_order(rowid)?;
         let payload = record.len();
         let local = local_payload(self.page_size, payload);
@@ -728,8 +738,8 @@ impl<W: Write + Seek> TableWriter<'_, W> {
         self.pushed()
     }
 
-    /// Appends a row whose record is already encoded (see [`crate::record::encode`]).
-    pub fn push_record(&mut self, rowid: i64, record: &[u8]) -> Result<(), Error> {
+    /// Appends a row whose record is already encoded.
+    pub fn push_record(&mut self, rowid: i64, record: Record<'_>) -> Result<(), Error> {
         self.leaves.push_record(rowid, record)?;
         self.pushed()
     }

@@ -408,3 +408,38 @@ fn rowids_out_of_order_are_refused_across_push_and_append() -> R {
     assert_eq!(t.rows(), 4);
     Ok(())
 }
+
+/// The public API takes no unsorted index entries and no bytes that are not a record,
+/// in any build: each is an error, never a file SQLite would find malformed.
+#[test]
+fn unsorted_entries_and_bytes_that_are_no_record_are_refused() -> R {
+    use liteload_btree::{Error, Record};
+    let d = tempfile::tempdir()?;
+    let entry = |k: i64, rowid: i64| {
+        let mut rec = vec![];
+        liteload_btree::record::encode(&[Value::Integer(k), Value::Integer(rowid)], &mut rec);
+        rec
+    };
+    let (a, b, c) = (entry(1, 1), entry(2, 2), entry(2, 3));
+    let cases: [(Vec<&[u8]>, &str); 4] = [
+        (vec![&b, &a], "IndexOrder { at: 1 }"),
+        (vec![&a, &b, &b], "IndexOrder { at: 2 }"),
+        (vec![&a, &c, &b], "IndexOrder { at: 2 }"),
+        (vec![&a, &[3, 1, 1, 7]], "NotARecord"),
+    ];
+    for (entries, want) in cases {
+        let mut db = DbWriter::create(&d.path().join("x.db"), 4096)?;
+        let mut t = db.table("t", "CREATE TABLE \"t\"(\"k\")");
+        t.push(1, &[Value::Integer(1)])?;
+        t.finish()?;
+        let e = db.index("i", "t", "CREATE INDEX \"i\" ON \"t\"(\"k\")", &entries);
+        assert!(format!("{e:?}").contains(want), "{e:?}");
+    }
+    assert!(matches!(Record::parse(&[2, 1]), Err(Error::NotARecord(_))));
+    assert!(matches!(
+        Record::parse(&[2, 13, b'x', b'y']),
+        Err(Error::NotARecord(_))
+    ));
+    assert!(Record::parse(&[2, 17, b'x', b'y']).is_ok());
+    Ok(())
+}

@@ -457,7 +457,7 @@ fn an_interrupt_leaves_the_database_as_it_was() -> Result<(), Box<dyn std::error
         .assert()
         .success();
     for (db, engine) in [("new.db", "direct"), ("old.db", "sqlite")] {
-        let mut child = Process::new(&bin)
+        let child = Process::new(&bin)
             .current_dir(d.path())
             .args([
                 "generate",

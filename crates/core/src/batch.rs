@@ -3,8 +3,7 @@
 //! Invariants: `cells.len() == rows() * ncols`; every `Cell::Text(start, len)` lies inside
 //! `text` and is valid UTF-8 (checked when the row was added); `lines.len() == rows()`.
 //! A batch of *records* instead (for the direct engine, see [`Batch::push_record`]) holds
-//! no cells: `record_ends.len() == rows()`, row `i`'s SQLite record being
-//! `records[record_ends[i - 1]..record_ends[i]]`.
+//! no cells: `records.len() == rows()`, row `i`'s SQLite record being the `i`th.
 //! A batch is reused after it is written (`clear` keeps the allocations), so the hot path
 //! allocates per batch, not per row or per field.
 
@@ -54,8 +53,7 @@ pub struct Batch {
     cells: Vec<Cell>,
     text: Vec<u8>,
     lines: Vec<RowOrigin>,
-    records: Vec<u8>,
-    record_ends: Vec<usize>,
+    records: liteload_btree::Records,
 }
 
 /// The line and record number a row came from (the file is the batch's input).
@@ -80,7 +78,6 @@ impl Batch {
         self.text.clear();
         self.lines.clear();
         self.records.clear();
-        self.record_ends.clear();
     }
 
     pub fn ncols(&self) -> usize {
@@ -106,7 +103,7 @@ impl Batch {
 
     /// Bytes of text held, to bound a batch's memory.
     pub fn text_bytes(&self) -> usize {
-        self.text.len() + self.records.len()
+        self.text.len() + self.records.byte_len()
     }
 
     /// Appends a row given as an encoded SQLite record instead of cells; a batch holds
@@ -114,21 +111,12 @@ impl Batch {
     #[inline]
     pub fn push_record(&mut self, record: &liteload_btree::RecordBuilder) {
         debug_assert!(self.cells.is_empty(), "a batch of cells");
-        record.encode(&mut self.records);
-        self.record_ends.push(self.records.len());
+        self.records.push(record);
     }
 
     /// The rows as encoded records, if this is a batch of records.
-    pub fn records(&self) -> Option<impl Iterator<Item = &[u8]> + '_> {
-        if self.record_ends.is_empty() {
-            return None;
-        }
-        let starts = std::iter::once(0).chain(self.record_ends.iter().copied());
-        Some(
-            starts
-                .zip(self.record_ends.iter().copied())
-                .map(|(a, b)| &self.records[a..b]),
-        )
+    pub fn records(&self) -> Option<&liteload_btree::Records> {
+        (!self.records.is_empty()).then_some(&self.records)
     }
 
     /// Appends a text value to the current (unfinished) row.
@@ -161,7 +149,7 @@ impl Batch {
     pub fn finish_row(&mut self, origin: RowOrigin) {
         debug_assert!(
             self.cells.len() == (self.lines.len() + 1) * self.ncols
-                || self.record_ends.len() == self.lines.len() + 1
+                || self.records.len() == self.lines.len() + 1
         );
         self.lines.push(origin);
     }

@@ -170,7 +170,7 @@ impl Sink for DirectSink<'_, '_> {
             // Rows the source encoded already; in column order (a load's layout takes
             // every batch column in order), and nothing to index here.
             debug_assert!(!indexing && self.layout.iter().all(Option::is_some));
-            for record in records {
+            for record in records.iter() {
                 self.table
                     .push_record(self.next_rowid, record)
                     .map_err(|e| from_btree(e, None))?;
