@@ -104,6 +104,7 @@ pub(crate) fn flag_hint(h: liteload::Hint) -> String {
         Hint::Format => "; use --csv, --tsv, --nl or --json".into(),
         Hint::Table => "; name the table with --table".into(),
         Hint::OtherTable => "; load into another --table".into(),
+        Hint::Overwrite => "; use --force to overwrite".into(),
         Hint::MaxErrors(n) => format!(" (--max-errors {n})"),
         other => other.text(),
     }

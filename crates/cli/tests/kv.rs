@@ -148,8 +148,10 @@ fn import_dir_and_export_dir_round_trip_byte_for_byte() -> R {
     // Existing files are kept unless --force.
     kv(d.path(), &["export-dir", "s.db", "out"])
         .assert()
-        .code(3)
-        .stderr(predicate::str::contains("exists; use --force to overwrite"));
+        .code(2)
+        .stderr(predicate::str::contains(
+            "files written so far); use --force to overwrite",
+        ));
     kv(d.path(), &["export-dir", "s.db", "out", "--force", "-q"])
         .assert()
         .success();

@@ -72,6 +72,8 @@ pub enum Hint {
     Table,
     /// Load into another table.
     OtherTable,
+    /// A file is in the way: allow overwriting it.
+    Overwrite,
     /// More bad records than the allowed number, which is this ([`crate::ImportOptions::max_errors`]).
     MaxErrors(u64),
 }
@@ -99,6 +101,7 @@ impl Hint {
             Hint::Format => "; name it in ImportOptions::format".into(),
             Hint::Table => "; name the table in ImportOptions::table".into(),
             Hint::OtherTable => "; load into another table".into(),
+            Hint::Overwrite => "; allow overwriting to replace it".into(),
             Hint::MaxErrors(n) => format!(" (ImportOptions::max_errors is {n})"),
         }
     }

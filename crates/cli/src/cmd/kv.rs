@@ -2,12 +2,12 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use liteload::kv::{tree_path, Key, KvOptions, KvStore};
+use liteload::kv::{Key, KvOptions, KvStore};
 use liteload::{Durability, Progress};
 
 use super::import::grouped;
@@ -359,56 +359,6 @@ fn import_dir(db: &Path, dir: &Path, commit_every: u64, s: &StoreArgs, quiet: bo
     Ok(())
 }
 
-/// The longest file name (one path part) Linux file systems take, in bytes.
-const NAME_MAX: usize = 255;
-
-/// The path under the export root for `key`, or why there is none. Only plain relative
-/// components are allowed: no `..`, no root or drive, no empty part, no NUL or `\`.
-pub fn safe_relative(key: &Key, tree: bool) -> Result<PathBuf, String> {
-    let s = match key {
-        Key::Int(i) if tree && *i >= 0 => return Ok(tree_path(*i)),
-        Key::Int(i) => return Ok(PathBuf::from(i.to_string())),
-        Key::Text(s) => s.as_str(),
-    };
-    if s.is_empty() {
-        return Err("the key is empty".into());
-    }
-    if s.contains('\0') {
-        return Err("the key has a NUL byte".into());
-    }
-    if s.contains('\\') {
-        return Err("the key has a backslash".into());
-    }
-    let p = Path::new(s);
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::Normal(part) => out.push(part),
-            Component::ParentDir => return Err("the key has a `..` part".into()),
-            Component::RootDir | Component::Prefix(_) => {
-                return Err("the key is an absolute path".into())
-            }
-            Component::CurDir => return Err("the key has a `.` part".into()),
-        }
-    }
-    // Path::components drops inner `.` parts (`a/./b` is `a/b`): look at the text.
-    for part in s.split('/') {
-        if part.is_empty() {
-            return Err("the key has an empty part (`//` or a leading or trailing `/`)".into());
-        }
-        if part == "." {
-            return Err("the key has a `.` part".into());
-        }
-        if part.len() > NAME_MAX {
-            return Err(format!(
-                "a part of the key is {} bytes, longer than a file name may be ({NAME_MAX})",
-                part.len()
-            ));
-        }
-    }
-    Ok(out)
-}
-
 fn export_dir(
     db: &Path,
     dir: &Path,
@@ -419,91 +369,22 @@ fn export_dir(
 ) -> Result<()> {
     let start = std::time::Instant::now();
     let store = s.open(db)?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let root = dir.canonicalize()?;
-    let mut bad = vec![];
-    let mut written = 0u64;
-    for key in store.keys(None)? {
-        let rel = match safe_relative(&key, tree) {
-            Ok(r) => r,
-            Err(why) => {
-                bad.push(format!("{key:?}: {why}"));
-                continue;
-            }
-        };
-        let target = root.join(&rel);
-        if target.as_os_str().len() >= 4096 {
-            bad.push(format!(
-                "{key:?}: the path is longer than a path may be (4095 bytes)"
-            ));
-            continue;
-        }
-        // Create parents one by one, refusing any that is a link (it could point out).
-        let mut at = root.clone();
-        let parts: Vec<_> = rel.components().collect();
-        let mut blocked = None;
-        for c in &parts[..parts.len().saturating_sub(1)] {
-            at.push(c);
-            match std::fs::symlink_metadata(&at) {
-                Ok(m) if m.file_type().is_symlink() => {
-                    blocked = Some(format!("{} is a link", at.display()));
-                    break;
-                }
-                Ok(m) if !m.is_dir() => {
-                    blocked = Some(format!("{} is a file", at.display()));
-                    break;
-                }
-                Ok(_) => {}
-                Err(_) => std::fs::create_dir(&at)
-                    .with_context(|| format!("creating {}", at.display()))?,
-            }
-        }
-        if let Some(why) = blocked {
-            bad.push(format!("{key:?}: {why}"));
-            continue;
-        }
-        if liteload::source::input::same_file(&target, db) {
-            bad.push(format!("{key:?}: {} is the store itself", target.display()));
-            continue;
-        }
-        match std::fs::symlink_metadata(&target) {
-            Ok(m) if m.file_type().is_symlink() || m.is_dir() => {
-                bad.push(format!(
-                    "{key:?}: {} is a link or a folder",
-                    target.display()
-                ));
-                continue;
-            }
-            Ok(_) if !force => bail!(
-                "{} exists; use --force to overwrite ({} files written so far)",
-                target.display(),
-                written
-            ),
-            _ => {}
-        }
-        let mut r = store
-            .open_reader(&key)?
-            .ok_or_else(|| anyhow::anyhow!("{key} vanished"))?;
-        let mut f =
-            File::create(&target).with_context(|| format!("creating {}", target.display()))?;
-        io::copy(&mut r, &mut f)?;
-        written += 1;
-    }
+    let out = store.export_dir(dir, tree, force)?;
     if !quiet {
         println!(
             "Wrote {} files to {} in {:.2} s",
-            grouped(written),
+            grouped(out.written),
             dir.display(),
             start.elapsed().as_secs_f64()
         );
     }
-    if !bad.is_empty() {
-        for b in &bad {
-            eprintln!("error: key {b}");
+    if !out.refused.is_empty() {
+        for (key, why) in &out.refused {
+            eprintln!("error: key {key:?}: {why}");
         }
         return Err(Missing(format!(
             "{} key(s) could not be file names under {}",
-            bad.len(),
+            out.refused.len(),
             dir.display()
         ))
         .into());

@@ -16,6 +16,10 @@ use rusqlite::blob::Blob;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{params, Connection, OptionalExtension, ToSql, MAIN_DB};
 
+mod export;
+
+pub use export::{safe_relative, Export};
+
 use crate::durability::Durability;
 use crate::error::{Error, Result};
 
