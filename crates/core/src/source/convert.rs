@@ -120,8 +120,93 @@ pub fn json_lexeme(v: &serde_json::Value) -> Lexeme {
     }
 }
 
-/// Pushes JSON value `v` as a value of column type `ty`. Nested values become JSON text.
-/// `scratch` is reused to serialize them. Returns `true` on a type mismatch.
+/// One value of a record with its own types (a JSON value, a serialized field), as
+/// [`push_scalar`] stores it. A nested value (array, object) comes as its JSON text.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    Integer(i64),
+    /// Finite.
+    Real(f64),
+    Text(&'a str),
+}
+
+impl Scalar<'_> {
+    /// What the value says about its column's type (text is always text).
+    pub fn lexeme(self) -> Lexeme {
+        match self {
+            Scalar::Null => Lexeme::Empty,
+            Scalar::Bool(b) => Lexeme::Integer(i64::from(b)),
+            Scalar::Integer(i) => Lexeme::Integer(i),
+            Scalar::Real(r) => Lexeme::Real(r),
+            Scalar::Text(_) => Lexeme::Text,
+        }
+    }
+}
+
+/// Pushes `v` as a value of column type `ty`: what SQLite stores for it in a column of
+/// that type. In a TEXT column a number is stored as its JSON text (booleans as 1/0).
+/// An empty text is NULL outside a TEXT column, or everywhere with `empty_null`.
+/// `scratch` is reused to format numbers. Returns `true` on a type mismatch.
+pub fn push_scalar(
+    batch: &mut Batch,
+    v: Scalar<'_>,
+    ty: ColumnType,
+    empty_null: bool,
+    scratch: &mut String,
+) -> bool {
+    use std::fmt::Write;
+    let aff = ty.affinity();
+    match v {
+        Scalar::Null => {
+            batch.push(Cell::Null);
+            false
+        }
+        Scalar::Text(s) => {
+            if s.is_empty() && (empty_null || ty != ColumnType::Text) {
+                batch.push(Cell::Null);
+                return false;
+            }
+            push_stored(batch, aff.text(s));
+            ty != ColumnType::Text
+        }
+        Scalar::Bool(b) if ty == ColumnType::Text => {
+            batch.push_text(if b { "1" } else { "0" });
+            false
+        }
+        Scalar::Integer(i) if ty == ColumnType::Text => {
+            scratch.clear();
+            let _ = write!(scratch, "{i}");
+            batch.push_text(scratch);
+            false
+        }
+        Scalar::Real(r) if ty == ColumnType::Text => {
+            scratch.clear();
+            match serde_json::Number::from_f64(r) {
+                Some(n) => scratch.push_str(&n.to_string()),
+                None => scratch.push_str("null"),
+            }
+            batch.push_text(scratch);
+            false
+        }
+        Scalar::Bool(b) => {
+            push_stored(batch, aff.integer_value(i64::from(b)));
+            false
+        }
+        Scalar::Integer(i) => {
+            push_stored(batch, aff.integer_value(i));
+            false
+        }
+        Scalar::Real(r) => {
+            push_stored(batch, aff.real(r));
+            ty != ColumnType::Real
+        }
+    }
+}
+
+/// Pushes JSON value `v` as a value of column type `ty` ([`push_scalar`]). Nested
+/// values become JSON text. Returns `true` on a type mismatch.
 pub fn push_json_value(
     batch: &mut Batch,
     v: &serde_json::Value,
@@ -130,56 +215,26 @@ pub fn push_json_value(
     scratch: &mut String,
 ) -> bool {
     use serde_json::Value as J;
-    match v {
-        J::Null => {
-            batch.push(Cell::Null);
-            false
-        }
-        J::String(s) => {
-            if s.is_empty() && (empty_null || ty != ColumnType::Text) {
-                batch.push(Cell::Null);
-                return false;
+    let text;
+    let scalar = match v {
+        J::Null => Scalar::Null,
+        J::Bool(b) => Scalar::Bool(*b),
+        J::String(s) => Scalar::Text(s),
+        J::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => Scalar::Integer(i),
+            (None, Some(r)) if n.is_f64() => Scalar::Real(r),
+            // An integer beyond i64: its digits, as text.
+            _ => {
+                text = n.to_string();
+                Scalar::Text(&text)
             }
-            push_stored(batch, ty.affinity().text(s));
-            ty != ColumnType::Text
-        }
+        },
         J::Array(_) | J::Object(_) => {
-            scratch.clear();
-            scratch.push_str(&v.to_string());
-            push_stored(batch, ty.affinity().text(scratch));
-            ty != ColumnType::Text
+            text = v.to_string();
+            Scalar::Text(&text)
         }
-        // A TEXT column holds any number exactly as its JSON text (booleans as 1/0).
-        J::Bool(b) if ty == ColumnType::Text => {
-            batch.push_text(if *b { "1" } else { "0" });
-            false
-        }
-        J::Number(n) if ty == ColumnType::Text => {
-            scratch.clear();
-            scratch.push_str(&n.to_string());
-            batch.push_text(scratch);
-            false
-        }
-        J::Bool(_) | J::Number(_) => {
-            let aff = ty.affinity();
-            match json_lexeme(v) {
-                Lexeme::Integer(i) => {
-                    push_stored(batch, aff.integer_value(i));
-                    false
-                }
-                Lexeme::Real(r) => {
-                    push_stored(batch, aff.real(r));
-                    ty != ColumnType::Real
-                }
-                _ => {
-                    scratch.clear();
-                    scratch.push_str(&v.to_string());
-                    push_stored(batch, aff.text(scratch));
-                    true
-                }
-            }
-        }
-    }
+    };
+    push_scalar(batch, scalar, ty, empty_null, scratch)
 }
 
 #[cfg(test)]

@@ -30,13 +30,48 @@ pub enum Input {
     },
 }
 
-/// A reader given as an input, with its name; see [`Input::reader`].
+/// A reader, or the program's own values, given as an input with its name; see
+/// [`Input::reader`] and [`Input::serialized`]. Read once.
 #[derive(Clone)]
 pub struct ReaderInput {
     name: String,
-    /// The format, when the reader's bytes are made by this library (`serialized`).
-    format: Option<Format>,
-    reader: Arc<Mutex<Option<Box<dyn Read + Send>>>>,
+    reader: Arc<Mutex<Option<Taken>>>,
+}
+
+/// What a [`ReaderInput`] holds until it is read.
+enum Taken {
+    Read(Box<dyn Read + Send>),
+    /// Items to serialize; `columns` names the values of positional rows.
+    Items {
+        items: Box<dyn super::serialized::Items>,
+        columns: Option<Vec<String>>,
+    },
+}
+
+impl ReaderInput {
+    fn input(name: String, taken: Taken) -> Input {
+        Input::Reader(ReaderInput {
+            name,
+            reader: Arc::new(Mutex::new(Some(taken))),
+        })
+    }
+
+    fn take(&self) -> Result<Taken> {
+        let taken = self.reader.lock().unwrap_or_else(|p| p.into_inner()).take();
+        taken.ok_or_else(|| {
+            Error::plan(format!(
+                "{}: this reader was read already; a reader input is read once",
+                self.name
+            ))
+        })
+    }
+
+    fn is_items(&self) -> bool {
+        matches!(
+            *self.reader.lock().unwrap_or_else(|p| p.into_inner()),
+            Some(Taken::Items { .. })
+        )
+    }
 }
 
 impl std::fmt::Debug for ReaderInput {
@@ -71,11 +106,7 @@ impl Input {
     /// # Ok(()) }
     /// ```
     pub fn reader(name: impl Into<String>, reader: impl Read + Send + 'static) -> Input {
-        Input::Reader(ReaderInput {
-            name: name.into(),
-            format: None,
-            reader: Arc::new(Mutex::new(Some(Box::new(reader)))),
-        })
+        ReaderInput::input(name.into(), Taken::Read(Box::new(reader)))
     }
 
     /// `bytes`, named `name` (see [`Input`] for what the name does).
@@ -95,21 +126,24 @@ impl Input {
     /// Nth item. A value that serde cannot make into JSON (a map with keys that are
     /// not strings, say) is an error at its item.
     ///
-    /// The items go through the NDJSON reader (serialized one by one, never all held
-    /// in memory), so they are stored exactly as the same objects in an NDJSON file.
+    /// Each item is serialized straight into a row as it is needed (none is held but
+    /// the sample), and stored exactly as the same items written as NDJSON would be:
+    /// nested values become JSON text, non-finite floats NULL. An item whose keys are
+    /// not among the first items' is a bad record.
     pub fn serialized<T, I>(name: impl Into<String>, items: I) -> Input
     where
         T: serde::Serialize,
         I: IntoIterator<Item = T>,
         I::IntoIter: Send + 'static,
     {
-        Input::Reader(ReaderInput {
-            name: name.into(),
-            format: Some(Format::Ndjson),
-            reader: Arc::new(Mutex::new(Some(Box::new(super::serialized::Lines::new(
-                items.into_iter(),
-            ))))),
-        })
+        let items = Box::new(items.into_iter());
+        ReaderInput::input(
+            name.into(),
+            Taken::Items {
+                items,
+                columns: None,
+            },
+        )
     }
 
     /// The program's own rows: each row's values, in the order of `columns`. A value is
@@ -132,17 +166,14 @@ impl Input {
     where
         C: IntoIterator,
         C::Item: Into<String>,
-        R: IntoIterator<Item = V>,
+        R: IntoIterator<Item = V> + 'static,
         V: serde::Serialize,
         I: IntoIterator<Item = R>,
         I::IntoIter: Send + 'static,
     {
-        let columns: Arc<[String]> = columns.into_iter().map(Into::into).collect();
-        let items = rows.into_iter().map(move |r| super::serialized::Row {
-            columns: columns.clone(),
-            values: std::cell::RefCell::new(Some(r)),
-        });
-        Input::serialized(name, items)
+        let columns = Some(columns.into_iter().map(Into::into).collect());
+        let items = Box::new(rows.into_iter().map(super::serialized::Values::new));
+        ReaderInput::input(name.into(), Taken::Items { items, columns })
     }
 
     /// `-` is stdin; anything else is a path.
@@ -190,12 +221,35 @@ impl Input {
         })
     }
 
-    /// The format the input is in whatever its name says (rows the library serializes).
+    /// The format the input is in whatever its name says: the program's own values are
+    /// read as NDJSON objects would be.
     pub(crate) fn fixed_format(&self) -> Option<Format> {
         match self {
-            Input::Reader(r) => r.format,
+            Input::Reader(r) if r.is_items() => Some(Format::Ndjson),
             _ => None,
         }
+    }
+
+    /// The source of the program's own values, if this input is those; `None` else.
+    pub(crate) fn items_source(
+        &self,
+        opts: &super::ReadOptions,
+    ) -> Result<Option<Box<dyn super::Source>>> {
+        let Input::Reader(r) = self else {
+            return Ok(None);
+        };
+        if !r.is_items() {
+            return Ok(None);
+        }
+        let Taken::Items { items, columns } = r.take()? else {
+            unreachable!("checked to be items")
+        };
+        Ok(Some(Box::new(super::serialized::SerializedSource::new(
+            items,
+            columns.as_deref(),
+            r.name.as_str().into(),
+            opts.clone(),
+        ))))
     }
 
     /// The size in bytes, when it is a regular file (for progress).
@@ -262,15 +316,10 @@ pub fn open(
     let raw: Box<dyn Read + Send> = match input {
         Input::Stdin => Box::new(io::stdin()),
         Input::Path(p) => Box::new(File::open(p).map_err(|e| Error::io(Some(p.clone()), e))?),
-        Input::Reader(r) => {
-            let taken = r.reader.lock().unwrap_or_else(|p| p.into_inner()).take();
-            taken.ok_or_else(|| {
-                Error::plan(format!(
-                    "{}: this reader was read already; a reader input is read once",
-                    r.name
-                ))
-            })?
-        }
+        Input::Reader(r) => match r.take()? {
+            Taken::Read(read) => read,
+            Taken::Items { .. } => unreachable!("items are read by their own source"),
+        },
         Input::Bytes { bytes, .. } => Box::new(io::Cursor::new(bytes.clone())),
     };
     let counted = Counting {
@@ -309,11 +358,7 @@ pub fn open(
         )),
     };
     let mut br = BufReader::with_capacity(256 * 1024, decoded);
-    // Rows this library serializes have no byte-order mark, and reading them here would
-    // report a bad first item as an I/O error instead of at its line.
-    if input.fixed_format().is_none() {
-        skip_utf8_bom(&mut br).map_err(|e| Error::io(path_of(input), e))?;
-    }
+    skip_utf8_bom(&mut br).map_err(|e| Error::io(path_of(input), e))?;
     Ok(Box::new(br))
 }
 

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::convert::{json_lexeme, push_json_value, Mismatches};
+use super::keys::KeyColumns;
 use super::{BadRecord, Fill, ReadOptions, Sample, Source};
 use crate::batch::{Batch, Cell, RowOrigin};
 use crate::error::{Error, Hint, Position, Result};
@@ -573,11 +574,7 @@ pub struct JsonSource {
     stream: ObjectStream,
     name: Arc<str>,
     opts: ReadOptions,
-    columns: Vec<String>,
-    exact: HashMap<String, usize>,
-    folded: HashMap<String, usize>,
-    /// Notes on renamed columns, for the summary.
-    notes: Vec<String>,
+    keys: KeyColumns,
     types: Vec<ColumnType>,
     sampled: VecDeque<Sampled>,
     pending: Option<(u64, Obj)>,
@@ -592,10 +589,7 @@ impl JsonSource {
             stream,
             name,
             opts,
-            columns: vec![],
-            exact: HashMap::new(),
-            folded: HashMap::new(),
-            notes: vec![],
+            keys: KeyColumns::default(),
             types: vec![],
             sampled: VecDeque::new(),
             pending: None,
@@ -603,36 +597,6 @@ impl JsonSource {
             mismatches: Mismatches::default(),
             scratch: String::new(),
         }
-    }
-
-    fn column_of(&self, key: &str) -> Option<usize> {
-        self.exact.get(key).copied()
-    }
-
-    /// A column for a key not seen before. Its name is the key, unless that is blank
-    /// (`cN`) or the same to SQLite as an earlier column's, ignoring ASCII case (then
-    /// `KEY_2`, `KEY_3`, …): the rule CSV headers follow (see [`crate::schema::clean_names`]).
-    fn add_column(&mut self, key: &str) -> usize {
-        let i = self.columns.len();
-        let base = if key.trim().is_empty() {
-            format!("c{}", i + 1)
-        } else {
-            key.to_string()
-        };
-        let mut name = base.clone();
-        let mut k = 2;
-        while self.folded.contains_key(&name.to_ascii_lowercase()) {
-            name = format!("{base}_{k}");
-            k += 1;
-        }
-        if name != key {
-            self.notes
-                .push(format!("key {key:?} is stored in column {name:?}"));
-        }
-        self.exact.insert(key.to_string(), i);
-        self.folded.insert(name.to_ascii_lowercase(), i);
-        self.columns.push(name);
-        i
     }
 
     fn read(&mut self) -> Result<Option<Sampled>> {
@@ -703,9 +667,9 @@ impl Source for JsonSource {
             let Some(item) = self.read()? else { break };
             if let Sampled::Obj(_, o) = &item {
                 for (k, v) in &o.map {
-                    let i = match self.column_of(k) {
+                    let i = match self.keys.get(k) {
                         Some(i) => i,
-                        None => self.add_column(k),
+                        None => self.keys.add(k),
                     };
                     if guesses.len() <= i {
                         guesses.resize(i + 1, TypeGuess::default());
@@ -715,7 +679,7 @@ impl Source for JsonSource {
             }
             self.sampled.push_back(item);
         }
-        if self.columns.is_empty() {
+        if self.keys.columns.is_empty() {
             // Nothing names a column: the first bad record is the error, at its place.
             let first_bad = self.sampled.iter().find_map(|s| match s {
                 Sampled::Bad(no, b) => Some((*no, b)),
@@ -734,9 +698,9 @@ impl Source for JsonSource {
             }
         }
         Ok(Sample {
-            columns: self.columns.clone(),
+            columns: self.keys.columns.clone(),
             guesses,
-            notes: std::mem::take(&mut self.notes),
+            notes: std::mem::take(&mut self.keys.notes),
         })
     }
 
@@ -778,7 +742,7 @@ impl Source for JsonSource {
             let new: Vec<String> = obj
                 .map
                 .keys()
-                .filter(|k| self.column_of(k).is_none())
+                .filter(|k| self.keys.get(k).is_none())
                 .cloned()
                 .collect();
             if !new.is_empty() {
@@ -789,17 +753,17 @@ impl Source for JsonSource {
                         g.add(json_lexeme(&obj.map[&k]));
                         g.resolve()
                     };
-                    let i = self.add_column(&k);
+                    let i = self.keys.add(&k);
                     self.types.push(ty);
-                    added.push((self.columns[i].clone(), ty));
+                    added.push((self.keys.columns[i].clone(), ty));
                 }
                 self.pending = Some((no, obj));
                 return Ok(Fill::NewColumns(added));
             }
             slots.clear();
-            slots.resize(self.columns.len(), None);
+            slots.resize(self.keys.columns.len(), None);
             for (k, v) in obj.map {
-                if let Some(i) = self.column_of(&k) {
+                if let Some(i) = self.keys.get(&k) {
                     slots[i] = Some(v);
                 }
             }
@@ -823,7 +787,7 @@ impl Source for JsonSource {
                                     obj.column,
                                     v,
                                     self.types[i],
-                                    self.columns[i]
+                                    self.keys.columns[i]
                                 ));
                             }
                         }
@@ -839,7 +803,7 @@ impl Source for JsonSource {
     }
 
     fn width(&self) -> usize {
-        self.columns.len()
+        self.keys.columns.len()
     }
 
     fn mismatches(&self) -> &Mismatches {

@@ -9,6 +9,7 @@ pub mod convert;
 pub mod delimited;
 pub mod input;
 pub mod json;
+mod keys;
 pub mod parallel;
 mod serialized;
 pub mod tabular;
@@ -195,6 +196,9 @@ pub fn open_source(
     opts: &ReadOptions,
     bytes_read: Arc<AtomicU64>,
 ) -> Result<Box<dyn Source>> {
+    if let Some(src) = input.items_source(opts)? {
+        return Ok(src);
+    }
     let name: Arc<str> = input.display_name().into();
     if let Input::Path(path) = input {
         let big = std::fs::metadata(path)

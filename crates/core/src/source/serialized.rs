@@ -1,165 +1,671 @@
-//! The program's own values as an input: each item serialized (serde) as one NDJSON
-//! line, read back by the NDJSON source, so that they are typed, named and stored
-//! exactly as the same objects in a file would be. Items are serialized as the reader
-//! asks for bytes, a few at a time: memory stays bounded however many there are.
+//! The program's own values as an input: each item is serialized (serde) straight into
+//! a row, with no text in between. Values are typed and stored as the same items
+//! written as NDJSON and read back would be (a differential test holds it to that):
+//! a struct's fields or a map's keys name the columns, in the order first seen;
+//! integers, floats, booleans and strings are scalars; `None` and unit are NULL; a
+//! non-finite float is NULL (JSON has none); a nested value (a sequence, a map, a
+//! struct, an enum variant with data, bytes) is stored as its JSON text.
 
-use std::cell::RefCell;
-use std::io::{self, Read};
+use std::collections::VecDeque;
+use std::fmt::Display;
 use std::sync::Arc;
 
-use serde::ser::{Error as _, SerializeMap};
-use serde::{Serialize, Serializer};
+use serde::ser::{self, Impossible, Serialize};
 
-/// Bytes to fill before handing them out (the reader asks for its buffer's worth).
-const CHUNK: usize = 64 * 1024;
+use super::convert::{push_scalar, Mismatches, Scalar};
+use super::keys::KeyColumns;
+use super::{BadRecord, Fill, ReadOptions, Sample, Source};
+use crate::batch::{Batch, Cell, RowOrigin};
+use crate::error::{Error, Position, Result};
+use crate::types::{ColumnType, TypeGuess};
 
-/// NDJSON text made from the items of an iterator.
-pub(crate) struct Lines<I> {
-    items: I,
-    buf: Vec<u8>,
-    at: usize,
-    done: bool,
-    /// An item that failed to serialize: its error is returned once the lines before
-    /// it are read, so the reader reports it at that item's line.
-    failed: Option<io::Error>,
+/// Where one item's values go.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Field {
+    Null,
+    Bool(bool),
+    Integer(i64),
+    Real(f64),
+    /// Text (or JSON text) in the row's `text`.
+    Text(usize, usize),
 }
 
-impl<I> Lines<I> {
-    pub(crate) fn new(items: I) -> Self {
-        Lines {
-            items,
-            buf: Vec::with_capacity(CHUNK),
-            at: 0,
-            done: false,
-            failed: None,
+/// One item, serialized: `(column, value)` pairs, text in one buffer.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Row {
+    fields: Vec<(usize, Field)>,
+    text: String,
+}
+
+impl Row {
+    fn clear(&mut self) {
+        self.fields.clear();
+        self.text.clear();
+    }
+
+    fn scalar(&self, f: Field) -> Scalar<'_> {
+        match f {
+            Field::Null => Scalar::Null,
+            Field::Bool(b) => Scalar::Bool(b),
+            Field::Integer(i) => Scalar::Integer(i),
+            Field::Real(r) => Scalar::Real(r),
+            Field::Text(a, b) => Scalar::Text(&self.text[a..b]),
         }
     }
 }
 
-impl<T: Serialize, I: Iterator<Item = T>> Read for Lines<I> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if self.at == self.buf.len() {
-            if let Some(e) = self.failed.take() {
-                self.done = true;
-                return Err(e);
+/// An item that cannot be a row; `Nested` is a value the scalar serializer does not
+/// take, stored as its JSON text instead.
+#[derive(Debug)]
+pub(crate) enum SerError {
+    Nested,
+    Bad(String),
+}
+
+impl Display for SerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SerError::Nested => f.write_str("a nested value"),
+            SerError::Bad(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for SerError {}
+
+impl ser::Error for SerError {
+    fn custom<T: Display>(msg: T) -> Self {
+        SerError::Bad(msg.to_string())
+    }
+}
+
+type Res<T = ()> = std::result::Result<T, SerError>;
+
+/// Columns and how new keys are treated: added while sampling, an error after.
+pub(crate) struct Columns {
+    keys: KeyColumns,
+    /// Positional rows ([`crate::Input::rows`]): the given column count.
+    fixed: Option<usize>,
+    growing: bool,
+}
+
+impl Columns {
+    fn of_key(&mut self, key: &str) -> Res<usize> {
+        if let Some(i) = self.keys.get(key) {
+            return Ok(i);
+        }
+        if key.contains('\0') {
+            return Err(SerError::Bad(format!(
+                "key {key:?} has a NUL byte, which no column name can hold"
+            )));
+        }
+        if !self.growing || self.fixed.is_some() {
+            return Err(SerError::Bad(format!(
+                "key {key:?} is not among the columns the first items named ({})",
+                self.keys.columns.join(", ")
+            )));
+        }
+        Ok(self.keys.add(key))
+    }
+
+    fn of_position(&self, k: usize) -> Res<usize> {
+        match self.fixed {
+            Some(n) if k < n => Ok(k),
+            Some(n) => Err(SerError::Bad(format!(
+                "the row has a value {} but there are {n} columns",
+                k + 1
+            ))),
+            None => Err(SerError::Bad(
+                "expected a struct or a map, found a sequence".into(),
+            )),
+        }
+    }
+}
+
+/// Serializes one item (a struct, a map, or a row's sequence of values) into a [`Row`].
+struct ItemSer<'a> {
+    row: &'a mut Row,
+    cols: &'a mut Columns,
+    /// The column of the next value: a map's key just seen, or a sequence's position.
+    next: usize,
+}
+
+impl ItemSer<'_> {
+    fn value<T: Serialize + ?Sized>(&mut self, col: usize, v: &T) -> Res {
+        let start = self.row.text.len();
+        let field = match v.serialize(ValueSer(&mut self.row.text)) {
+            Ok(f) => f,
+            Err(SerError::Nested) => {
+                self.row.text.truncate(start);
+                let json = serde_json::to_string(v).map_err(|e| SerError::Bad(e.to_string()))?;
+                self.row.text.push_str(&json);
+                Field::Text(start, self.row.text.len())
             }
-            self.buf.clear();
-            self.at = 0;
-            while !self.done && self.failed.is_none() && self.buf.len() < CHUNK {
-                match self.items.next() {
-                    Some(item) => {
-                        let start = self.buf.len();
-                        match serde_json::to_writer(&mut self.buf, &item) {
-                            Ok(()) => self.buf.push(b'\n'),
-                            Err(e) => {
-                                self.buf.truncate(start);
-                                self.failed = Some(io::Error::new(io::ErrorKind::InvalidData, e));
-                            }
+            Err(e) => return Err(e),
+        };
+        self.row.fields.push((col, field));
+        Ok(())
+    }
+
+    fn not_a_row(what: &str) -> SerError {
+        SerError::Bad(format!("expected a struct or a map, found {what}"))
+    }
+}
+
+macro_rules! not_a_row {
+    ($($f:ident($($t:ty),*) $what:literal;)*) => {
+        $(fn $f(self, $(_: $t),*) -> Res<Self::Ok> { Err(ItemSer::not_a_row($what)) })*
+    };
+}
+
+impl<'a, 'b> ser::Serializer for &'b mut ItemSer<'a> {
+    type Ok = ();
+    type Error = SerError;
+    type SerializeSeq = Self;
+    type SerializeTuple = Self;
+    type SerializeTupleStruct = Self;
+    type SerializeTupleVariant = Impossible<(), SerError>;
+    type SerializeMap = Self;
+    type SerializeStruct = Self;
+    type SerializeStructVariant = Impossible<(), SerError>;
+
+    not_a_row! {
+        serialize_bool(bool) "a boolean";
+        serialize_i8(i8) "a number"; serialize_i16(i16) "a number";
+        serialize_i32(i32) "a number"; serialize_i64(i64) "a number";
+        serialize_u8(u8) "a number"; serialize_u16(u16) "a number";
+        serialize_u32(u32) "a number"; serialize_u64(u64) "a number";
+        serialize_f32(f32) "a number"; serialize_f64(f64) "a number";
+        serialize_char(char) "a string"; serialize_str(&str) "a string";
+        serialize_bytes(&[u8]) "bytes"; serialize_none() "None"; serialize_unit() "()";
+        serialize_unit_struct(&'static str) "a unit struct";
+        serialize_unit_variant(&'static str, u32, &'static str) "an enum variant";
+    }
+
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Res {
+        v.serialize(self)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, v: &T) -> Res {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Res {
+        Err(ItemSer::not_a_row("an enum variant"))
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Res<Self> {
+        self.cols.of_position(0)?;
+        Ok(self)
+    }
+    fn serialize_tuple(self, _: usize) -> Res<Self> {
+        self.serialize_seq(None)
+    }
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Res<Self> {
+        self.serialize_seq(None)
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Res<Self::SerializeTupleVariant> {
+        Err(ItemSer::not_a_row("an enum variant"))
+    }
+    fn serialize_map(self, _: Option<usize>) -> Res<Self> {
+        Ok(self)
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Res<Self> {
+        Ok(self)
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Res<Self::SerializeStructVariant> {
+        Err(ItemSer::not_a_row("an enum variant"))
+    }
+}
+
+impl ser::SerializeSeq for &mut ItemSer<'_> {
+    type Ok = ();
+    type Error = SerError;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Res {
+        let col = self.cols.of_position(self.next)?;
+        self.next += 1;
+        self.value(col, v)
+    }
+    fn end(self) -> Res {
+        Ok(())
+    }
+}
+
+impl ser::SerializeTuple for &mut ItemSer<'_> {
+    type Ok = ();
+    type Error = SerError;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Res {
+        ser::SerializeSeq::serialize_element(self, v)
+    }
+    fn end(self) -> Res {
+        Ok(())
+    }
+}
+
+impl ser::SerializeTupleStruct for &mut ItemSer<'_> {
+    type Ok = ();
+    type Error = SerError;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Res {
+        ser::SerializeSeq::serialize_element(self, v)
+    }
+    fn end(self) -> Res {
+        Ok(())
+    }
+}
+
+impl ser::SerializeStruct for &mut ItemSer<'_> {
+    type Ok = ();
+    type Error = SerError;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> Res {
+        let col = self.cols.of_key(key)?;
+        self.value(col, v)
+    }
+    fn end(self) -> Res {
+        Ok(())
+    }
+}
+
+impl ser::SerializeMap for &mut ItemSer<'_> {
+    type Ok = ();
+    type Error = SerError;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Res {
+        // Keys as JSON writes them: strings, and numbers as their text.
+        let key = match serde_json::to_value(key) {
+            Ok(serde_json::Value::String(s)) => s,
+            Ok(serde_json::Value::Number(n)) => n.to_string(),
+            _ => {
+                return Err(SerError::Bad(
+                    "a map key must be a string or a number".into(),
+                ))
+            }
+        };
+        self.next = self.cols.of_key(&key)?;
+        Ok(())
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Res {
+        self.value(self.next, v)
+    }
+    fn end(self) -> Res {
+        Ok(())
+    }
+}
+
+/// Serializes one scalar value, its text appended to a row's buffer; anything nested
+/// is [`SerError::Nested`].
+struct ValueSer<'a>(&'a mut String);
+
+impl ValueSer<'_> {
+    fn text(self, s: &str) -> Res<Field> {
+        let start = self.0.len();
+        self.0.push_str(s);
+        Ok(Field::Text(start, self.0.len()))
+    }
+
+    fn int(self, i: i128) -> Res<Field> {
+        match i64::try_from(i) {
+            Ok(i) => Ok(Field::Integer(i)),
+            Err(_) => self.text(&i.to_string()), // beyond i64: its digits, as JSON keeps them
+        }
+    }
+}
+
+/// `serialize_*` methods for integer types that always fit in an i64.
+macro_rules! small_integers {
+    ($($f:ident($t:ty))*) => {
+        $(fn $f(self, v: $t) -> Res<Field> { Ok(Field::Integer(v.into())) })*
+    };
+}
+
+impl ser::Serializer for ValueSer<'_> {
+    type Ok = Field;
+    type Error = SerError;
+    type SerializeSeq = Impossible<Field, SerError>;
+    type SerializeTuple = Impossible<Field, SerError>;
+    type SerializeTupleStruct = Impossible<Field, SerError>;
+    type SerializeTupleVariant = Impossible<Field, SerError>;
+    type SerializeMap = Impossible<Field, SerError>;
+    type SerializeStruct = Impossible<Field, SerError>;
+    type SerializeStructVariant = Impossible<Field, SerError>;
+
+    fn serialize_bool(self, b: bool) -> Res<Field> {
+        Ok(Field::Bool(b))
+    }
+    small_integers! {
+        serialize_i8(i8) serialize_i16(i16) serialize_i32(i32) serialize_i64(i64)
+        serialize_u8(u8) serialize_u16(u16) serialize_u32(u32)
+    }
+    fn serialize_i128(self, v: i128) -> Res<Field> {
+        self.int(v)
+    }
+    fn serialize_u64(self, v: u64) -> Res<Field> {
+        self.int(v.into())
+    }
+    fn serialize_u128(self, v: u128) -> Res<Field> {
+        match i128::try_from(v) {
+            Ok(i) => self.int(i),
+            Err(_) => self.text(&v.to_string()),
+        }
+    }
+    fn serialize_f32(self, v: f32) -> Res<Field> {
+        // JSON writes an f32 in its shortest form (serde_json's own choice among equally
+        // short ones), which reads back as this f64.
+        if !v.is_finite() {
+            return Ok(Field::Null);
+        }
+        let text = serde_json::to_string(&v).map_err(|e| SerError::Bad(e.to_string()))?;
+        Ok(Field::Real(text.parse().unwrap_or(f64::from(v))))
+    }
+    fn serialize_f64(self, v: f64) -> Res<Field> {
+        Ok(if v.is_finite() {
+            Field::Real(v)
+        } else {
+            Field::Null
+        })
+    }
+    fn serialize_char(self, c: char) -> Res<Field> {
+        self.text(c.encode_utf8(&mut [0; 4]))
+    }
+    fn serialize_str(self, s: &str) -> Res<Field> {
+        self.text(s)
+    }
+    fn serialize_bytes(self, _: &[u8]) -> Res<Field> {
+        Err(SerError::Nested)
+    }
+    fn serialize_none(self) -> Res<Field> {
+        Ok(Field::Null)
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Res<Field> {
+        v.serialize(self)
+    }
+    fn serialize_unit(self) -> Res<Field> {
+        Ok(Field::Null)
+    }
+    fn serialize_unit_struct(self, _: &'static str) -> Res<Field> {
+        Ok(Field::Null)
+    }
+    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Res<Field> {
+        self.text(variant)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, v: &T) -> Res<Field> {
+        v.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Res<Field> {
+        Err(SerError::Nested)
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Res<Self::SerializeSeq> {
+        Err(SerError::Nested)
+    }
+    fn serialize_tuple(self, _: usize) -> Res<Self::SerializeTuple> {
+        Err(SerError::Nested)
+    }
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Res<Self::SerializeTupleStruct> {
+        Err(SerError::Nested)
+    }
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Res<Self::SerializeTupleVariant> {
+        Err(SerError::Nested)
+    }
+    fn serialize_map(self, _: Option<usize>) -> Res<Self::SerializeMap> {
+        Err(SerError::Nested)
+    }
+    fn serialize_struct(self, _: &'static str, _: usize) -> Res<Self::SerializeStruct> {
+        Err(SerError::Nested)
+    }
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Res<Self::SerializeStructVariant> {
+        Err(SerError::Nested)
+    }
+}
+
+/// Items of any type that serde serializes, each one row.
+pub(crate) trait Items: Send {
+    /// Serializes the next item into `row` (cleared first); `None` at the end.
+    fn next_into(&mut self, row: &mut Row, cols: &mut Columns) -> Option<Res>;
+}
+
+impl<T: Serialize, I: Iterator<Item = T> + Send> Items for I {
+    fn next_into(&mut self, row: &mut Row, cols: &mut Columns) -> Option<Res> {
+        let item = self.next()?;
+        row.clear();
+        let mut s = ItemSer { row, cols, next: 0 };
+        Some(item.serialize(&mut s))
+    }
+}
+
+/// Values of the program's own, as a [`Source`].
+pub(crate) struct SerializedSource {
+    items: Box<dyn Items>,
+    name: Arc<str>,
+    opts: ReadOptions,
+    cols: Columns,
+    types: Vec<ColumnType>,
+    /// Items read while sampling: their number and the row, or why they are bad.
+    sampled: VecDeque<(u64, std::result::Result<Row, String>)>,
+    items_read: u64,
+    row: Row,
+    mismatches: Mismatches,
+    scratch: String,
+    /// Each column's value in the row being pushed.
+    slots: Vec<Option<Field>>,
+}
+
+impl SerializedSource {
+    /// Items serialized into rows. `columns` names the columns of positional rows (each
+    /// item a sequence of values); without it, items are structs or maps.
+    pub(crate) fn new(
+        items: Box<dyn Items>,
+        columns: Option<&[String]>,
+        name: Arc<str>,
+        opts: ReadOptions,
+    ) -> Self {
+        let mut keys = KeyColumns::default();
+        for c in columns.unwrap_or_default() {
+            keys.add(c);
+        }
+        SerializedSource {
+            items,
+            name,
+            opts,
+            cols: Columns {
+                keys,
+                fixed: columns.map(<[String]>::len),
+                growing: true,
+            },
+            types: vec![],
+            sampled: VecDeque::new(),
+            items_read: 0,
+            row: Row::default(),
+            mismatches: Mismatches::default(),
+            scratch: String::new(),
+            slots: vec![],
+        }
+    }
+
+    /// The error for item `no`.
+    fn bad(&self, no: u64, message: String) -> BadRecord {
+        let pos = Position {
+            path: self.name.clone(),
+            line: no,
+            column: 1,
+            record: no,
+            byte: 0,
+        };
+        BadRecord {
+            error: Error::input(pos, None, message),
+            fields: serde_json::Value::Null,
+        }
+    }
+
+    /// Pushes `row` (item `no`) into `batch`, a value per column, NULL where it has none.
+    fn push_row(&mut self, batch: &mut Batch, row: &Row, no: u64) {
+        let n = self.cols.keys.columns.len();
+        let mut slots = std::mem::take(&mut self.slots);
+        slots.clear();
+        slots.resize(n, None);
+        for (c, f) in &row.fields {
+            slots[*c] = Some(*f); // a key given twice: the last wins, as in JSON
+        }
+        for (c, f) in slots.iter().copied().enumerate() {
+            let ty = self.types[c];
+            match f {
+                None => batch.push(Cell::Null),
+                Some(f) => {
+                    let v = row.scalar(f);
+                    if push_scalar(batch, v, ty, self.opts.empty_null, &mut self.scratch) {
+                        self.mismatches.count += 1;
+                        if self.mismatches.first.is_none() {
+                            self.mismatches.first = Some(format!(
+                                "{}:{no}:1: {v:?} in {ty} column {:?}",
+                                self.name, self.cols.keys.columns[c]
+                            ));
                         }
                     }
-                    None => self.done = true,
-                }
-            }
-            if self.buf.is_empty() {
-                if let Some(e) = self.failed.take() {
-                    self.done = true;
-                    return Err(e);
                 }
             }
         }
-        let n = out.len().min(self.buf.len() - self.at);
-        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
+        self.slots = slots;
+        batch.finish_row(RowOrigin {
+            line: no,
+            record: no,
+        });
     }
 }
 
-/// One row of values serialized as an object keyed by the column names. The values
-/// are an iterator, consumed by the one serialization each row gets.
-pub(crate) struct Row<R> {
-    pub(crate) columns: Arc<[String]>,
-    pub(crate) values: RefCell<Option<R>>,
+impl Source for SerializedSource {
+    fn sample(&mut self) -> Result<Sample> {
+        let mut row = Row::default();
+        while (self.sampled.len()) < self.opts.sample_rows.max(1) {
+            let Some(r) = self.items.next_into(&mut row, &mut self.cols) else {
+                break;
+            };
+            self.items_read += 1;
+            self.sampled.push_back((
+                self.items_read,
+                r.map(|()| row.clone()).map_err(|e| e.to_string()),
+            ));
+        }
+        self.cols.growing = false;
+        let n = self.cols.keys.columns.len();
+        let mut guesses = vec![TypeGuess::default(); n];
+        for (_, r) in &self.sampled {
+            if let Ok(row) = r {
+                for (c, f) in &row.fields {
+                    guesses[*c].add(row.scalar(*f).lexeme());
+                }
+            }
+        }
+        if n == 0 {
+            if let Some((no, Err(m))) = self.sampled.iter().find(|s| s.1.is_err()) {
+                return Err(self.bad(*no, m.clone()).error);
+            }
+        }
+        Ok(Sample {
+            columns: self.cols.keys.columns.clone(),
+            guesses,
+            notes: std::mem::take(&mut self.cols.keys.notes),
+        })
+    }
+
+    fn set_types(&mut self, types: Vec<ColumnType>) {
+        self.types = types;
+    }
+
+    fn fill(
+        &mut self,
+        batch: &mut Batch,
+        max_rows: usize,
+        max_text: usize,
+        bad: &mut dyn FnMut(BadRecord) -> Result<()>,
+    ) -> Result<Fill> {
+        while batch.rows() < max_rows && batch.text_bytes() < max_text {
+            if let Some((no, r)) = self.sampled.pop_front() {
+                match r {
+                    Ok(row) => self.push_row(batch, &row, no),
+                    Err(m) => bad(self.bad(no, m))?,
+                }
+                continue;
+            }
+            let mut row = std::mem::take(&mut self.row);
+            let Some(r) = self.items.next_into(&mut row, &mut self.cols) else {
+                self.row = row;
+                return Ok(Fill::Done);
+            };
+            self.items_read += 1;
+            let no = self.items_read;
+            let result = match r {
+                Ok(()) => {
+                    self.push_row(batch, &row, no);
+                    Ok(())
+                }
+                Err(e) => bad(self.bad(no, e.to_string())),
+            };
+            self.row = row;
+            result?;
+        }
+        Ok(Fill::Full)
+    }
+
+    fn width(&self) -> usize {
+        self.cols.keys.columns.len()
+    }
+
+    fn mismatches(&self) -> &Mismatches {
+        &self.mismatches
+    }
 }
 
-impl<R, V> Serialize for Row<R>
-where
-    R: IntoIterator<Item = V>,
-    V: Serialize,
-{
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+/// A row's values as a sequence, serialized once ([`crate::Input::rows`]).
+pub(crate) struct Values<R>(std::cell::RefCell<Option<R>>);
+
+impl<R> Values<R> {
+    pub(crate) fn new(r: R) -> Self {
+        Values(std::cell::RefCell::new(Some(r)))
+    }
+}
+
+impl<R: IntoIterator<Item = V>, V: Serialize> Serialize for Values<R> {
+    fn serialize<S: ser::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use ser::{Error as _, SerializeSeq};
         let values = self
-            .values
+            .0
             .borrow_mut()
             .take()
             .ok_or_else(|| S::Error::custom("a row is serialized once"))?;
-        let mut map = s.serialize_map(None)?;
-        let mut names = self.columns.iter();
-        for (i, v) in values.into_iter().enumerate() {
-            let name = names.next().ok_or_else(|| {
-                S::Error::custom(format!(
-                    "the row has a value {} but there are {} columns",
-                    i + 1,
-                    self.columns.len()
-                ))
-            })?;
-            map.serialize_entry(name, &v)?;
+        let mut seq = s.serialize_seq(None)?;
+        for v in values {
+            seq.serialize_element(&v)?;
         }
-        map.end()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn text(r: impl Read) -> String {
-        let mut s = String::new();
-        let mut r = r;
-        r.read_to_string(&mut s).unwrap();
-        s
-    }
-
-    #[test]
-    fn items_become_ndjson_lines_through_small_reads() {
-        #[derive(Serialize)]
-        struct P {
-            name: String,
-            age: Option<u8>,
-        }
-        let items = (0..3).map(|i| P {
-            name: format!("n\u{e9}\0{i}"),
-            age: (i != 1).then_some(i as u8),
-        });
-        let mut lines = Lines::new(items);
-        let mut out = Vec::new();
-        let mut byte = [0u8; 1];
-        while lines.read(&mut byte).unwrap() == 1 {
-            out.push(byte[0]);
-        }
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "{\"name\":\"n\u{e9}\\u0000 0\",\"age\":0}\n{\"name\":\"n\u{e9}\\u0000 1\",\"age\":null}\n{\"name\":\"n\u{e9}\\u0000 2\",\"age\":2}\n"
-                .replace(' ', "")
-        );
-    }
-
-    #[test]
-    fn a_row_with_more_values_than_columns_is_an_error() {
-        let cols: Arc<[String]> = vec!["a".to_string()].into();
-        let row = |v: Vec<i64>| Row {
-            columns: cols.clone(),
-            values: RefCell::new(Some(v)),
-        };
-        assert_eq!(
-            text(Lines::new(vec![row(vec![1]), row(vec![])].into_iter())),
-            "{\"a\":1}\n{}\n"
-        );
-        let mut r = Lines::new(vec![row(vec![1, 2])].into_iter());
-        let e = r.read(&mut [0u8; 16]).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("the row has a value 2 but there are 1 columns"),
-            "{e}"
-        );
+        seq.end()
     }
 }

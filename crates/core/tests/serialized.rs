@@ -1,0 +1,274 @@
+//! `Input::serialized` and `Input::rows` store what the same items written as NDJSON
+//! store (the reference: serde_json's text read by the NDJSON source), for hostile
+//! values: non-finite floats, integers past i64, NUL, non-ASCII, empty strings, nested
+//! values, keys that collide to SQLite, keys first seen later.
+
+use std::collections::BTreeMap;
+
+use liteload::{import, ImportOptions, Input, Progress};
+use proptest::prelude::*;
+use rusqlite::Connection;
+
+/// Every table's schema and rows, each value as `typeof:quote`.
+fn dump(db: &std::path::Path) -> Vec<String> {
+    let c = Connection::open(db).unwrap();
+    let ok: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+    let sql: Vec<String> = c
+        .prepare("SELECT sql FROM sqlite_schema ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut out = sql.clone();
+    let cols: Vec<String> = c
+        .prepare("SELECT name FROM pragma_table_info('t')")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let exprs: Vec<String> = cols
+        .iter()
+        .map(|n| {
+            let q = format!("\"{}\"", n.replace('"', "\"\""));
+            format!("typeof({q}) || ':' || quote({q})")
+        })
+        .collect();
+    if !exprs.is_empty() {
+        let mut st = c
+            .prepare(&format!(
+                "SELECT {} FROM t ORDER BY rowid",
+                exprs.join(" || ' | ' || ")
+            ))
+            .unwrap();
+        out.extend(
+            st.query_map([], |r| r.get::<_, String>(0))
+                .unwrap()
+                .map(Result::unwrap),
+        );
+    }
+    out
+}
+
+fn load(input: Input, engine: liteload::direct::Engine) -> Result<Vec<String>, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let opts = ImportOptions {
+        engine,
+        table: Some("t".into()),
+        ..ImportOptions::default()
+    };
+    match import(&db, &[input], &opts, &Progress::default()) {
+        Ok(_) => Ok(dump(&db)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn as_ndjson<T: serde::Serialize>(items: &[T]) -> Input {
+    let mut text = Vec::new();
+    for i in items {
+        serde_json::to_writer(&mut text, i).unwrap();
+        text.push(b'\n');
+    }
+    Input::bytes("ref.ndjson", text)
+}
+
+#[derive(serde::Serialize, Clone, Debug)]
+enum Shape {
+    Dot,
+    Circle(f64),
+    Box { w: u8, h: u8 },
+}
+
+#[derive(serde::Serialize, Clone, Debug)]
+struct Hostile {
+    i: i64,
+    u: u64,
+    big: i128,
+    f: f64,
+    small: f32,
+    b: bool,
+    c: char,
+    s: String,
+    maybe: Option<String>,
+    bytes: Vec<u8>,
+    shape: Shape,
+    unit: (),
+    list: Vec<i32>,
+}
+
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(String::new()),
+        Just("007".to_string()),
+        Just(" 42".to_string()),
+        Just("1e3".to_string()),
+        Just("a\0b".to_string()),
+        Just("-0.0".to_string()),
+        "\\PC{0,12}",
+        "[0-9.eE+-]{1,8}",
+    ]
+}
+
+fn float() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(-0.0),
+        Just(1e300),
+        any::<f64>(),
+        (-1000i32..1000).prop_map(|i| f64::from(i) / 8.0),
+    ]
+}
+
+fn hostile() -> impl Strategy<Value = Hostile> {
+    (
+        (
+            any::<i64>(),
+            any::<u64>(),
+            any::<i128>(),
+            float(),
+            any::<f32>(),
+            any::<bool>(),
+        ),
+        (
+            any::<char>(),
+            text(),
+            proptest::option::of(text()),
+            proptest::collection::vec(any::<u8>(), 0..3),
+        ),
+        (
+            0u8..3,
+            float(),
+            proptest::collection::vec(any::<i32>(), 0..3),
+        ),
+    )
+        .prop_map(
+            |((i, u, big, f, small, b), (c, s, maybe, bytes), (k, r, list))| Hostile {
+                i,
+                u,
+                big,
+                f,
+                small,
+                b,
+                c,
+                s,
+                maybe,
+                bytes,
+                shape: match k {
+                    0 => Shape::Dot,
+                    1 => Shape::Circle(r),
+                    _ => Shape::Box { w: 1, h: 2 },
+                },
+                unit: (),
+                list,
+            },
+        )
+}
+
+/// A map item: keys that may collide to SQLite (`A`/`a`), be blank, or appear late.
+fn map_item() -> impl Strategy<Value = BTreeMap<String, serde_json::Value>> {
+    let key = prop_oneof![
+        Just("a"),
+        Just("A"),
+        Just(" "),
+        Just("é"),
+        Just("k"),
+        Just("zz")
+    ];
+    let value = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<i64>().prop_map(serde_json::Value::from),
+        float().prop_map(serde_json::Value::from),
+        text().prop_map(serde_json::Value::from),
+        Just(serde_json::json!({"x": [1, "y"]})),
+        any::<bool>().prop_map(serde_json::Value::from),
+    ];
+    proptest::collection::btree_map(key.prop_map(String::from), value, 1..5)
+}
+
+const ENGINES: [liteload::direct::Engine; 2] = [
+    liteload::direct::Engine::Sqlite,
+    liteload::direct::Engine::Direct,
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn structs_store_what_their_ndjson_stores(items in proptest::collection::vec(hostile(), 1..40)) {
+        for engine in ENGINES {
+            let ours = load(Input::serialized("t", items.clone()), engine);
+            let reference = load(as_ndjson(&items), engine);
+            prop_assert_eq!(ours, reference);
+        }
+    }
+
+    #[test]
+    fn maps_store_what_their_ndjson_stores(items in proptest::collection::vec(map_item(), 1..30)) {
+        let sample = ImportOptions::default().read.sample_rows;
+        prop_assume!(items.len() < sample);
+        for engine in ENGINES {
+            let ours = load(Input::serialized("t", items.clone()), engine);
+            let reference = load(as_ndjson(&items), engine);
+            prop_assert_eq!(ours, reference);
+        }
+    }
+
+    #[test]
+    fn rows_store_what_objects_of_their_columns_store(
+        rows in proptest::collection::vec(proptest::collection::vec(map_item().prop_map(|m| m.into_values().next().unwrap()), 3), 1..30)
+    ) {
+        let columns = ["a", "B", "b"]; // B and b are one name to SQLite: b is stored as b_2
+        let objects: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| serde_json::json!({"a": r[0], "B": r[1], "b": r[2]}))
+            .collect();
+        let ours = load(Input::rows("t", columns, rows.clone()), liteload::direct::Engine::Sqlite);
+        let reference = load(as_ndjson(&objects), liteload::direct::Engine::Sqlite);
+        prop_assert_eq!(ours, reference);
+    }
+}
+
+/// A key first seen after the sample is a bad record (NDJSON would add a column; the
+/// items of one type do not grow one); with a rejects budget the others load.
+#[test]
+fn a_key_after_the_sample_is_a_bad_record() {
+    let mut items: Vec<BTreeMap<&str, i64>> = vec![BTreeMap::from([("a", 1)]); 3];
+    items.push(BTreeMap::from([("a", 2), ("late", 3)]));
+    let opts = ImportOptions {
+        read: liteload::ReadOptions {
+            sample_rows: 2,
+            ..Default::default()
+        },
+        ..ImportOptions::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let e = import(
+        &dir.path().join("x.db"),
+        &[Input::serialized("t", items.clone())],
+        &opts,
+        &Progress::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "t:4:1: record 4: key \"late\" is not among the columns the first items named (a)"
+    );
+    let opts = ImportOptions {
+        max_errors: Some(1),
+        ..opts
+    };
+    let s = import(
+        &dir.path().join("y.db"),
+        &[Input::serialized("t", items)],
+        &opts,
+        &Progress::default(),
+    )
+    .unwrap();
+    assert_eq!((s.rows, s.rejects), (3, 1));
+}
