@@ -4,7 +4,7 @@
 //! `cargo run --release -p liteload --example serde_rows`
 
 use liteload::direct::Engine;
-use liteload::{import, ImportOptions, Input, Progress};
+use liteload::{import, ImportOptions, Input, Progress, Writer};
 
 #[derive(serde::Serialize, Debug, PartialEq)]
 struct Reading {
@@ -35,8 +35,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let input = Input::serialized("readings", (0..ROWS).map(reading));
     let summary = import(&db, &[input], &opts, &Progress::default())?;
     assert_eq!(
-        (summary.rows, summary.engine.as_str()),
-        (ROWS as u64, "direct")
+        (summary.rows, summary.engine),
+        (ROWS as u64, Some(Writer::Direct))
     );
 
     let conn = rusqlite::Connection::open(&db)?;

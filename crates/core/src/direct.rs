@@ -269,7 +269,7 @@ pub fn build_new<T>(
     table: &str,
     create_sql: &str,
     verify: bool,
-    progress: &crate::import::Progress,
+    progress: &crate::summary::Progress,
     fill: impl FnOnce(&mut TableWriter<'_, SeqFile>) -> Result<T>,
     indexes: impl FnOnce(&mut DbWriter<SeqFile>, &mut T) -> Result<Vec<String>>,
 ) -> Result<(T, Vec<String>)> {

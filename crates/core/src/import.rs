@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -22,6 +22,7 @@ use crate::schema::quote_ident;
 use crate::sink::{sqlite::DEFAULT_ROWS_PER_STATEMENT, NullSink, SqliteSink};
 use crate::source::input::default_table_name;
 use crate::source::{open_source, Format, Input, ReadOptions, Source};
+use crate::summary::{self, Durable, Progress, Stage, Summary, Writer};
 use crate::table::{self, IndexSpec};
 use crate::types::ColumnType;
 
@@ -106,106 +107,6 @@ impl Default for ImportOptions {
     }
 }
 
-/// What an import is doing now, for progress displays.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Stage {
-    Loading = 0,
-    Indexing = 1,
-    Committing = 2,
-}
-
-/// Live counters of a running load, safe to read from another thread while it runs
-/// (they only grow; `Relaxed` loads are enough for a display), and its stop switch.
-///
-/// ```
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use liteload::{import, ErrorKind, ImportOptions, Input, Progress};
-/// let dir = tempfile::tempdir()?;
-/// let csv = dir.path().join("t.csv");
-/// std::fs::write(&csv, "a\n1\n")?;
-/// let db = dir.path().join("t.db");
-/// let progress = Progress::default();
-/// progress.cancel(); // from any thread, at any time: here before the load starts
-/// let err = import(&db, &[Input::Path(csv)], &ImportOptions::default(), &progress).unwrap_err();
-/// assert!(matches!(err.kind(), ErrorKind::Interrupted));
-/// assert!(!db.exists()); // the target is as it was
-/// # Ok(()) }
-/// ```
-#[derive(Debug, Default)]
-pub struct Progress {
-    /// Raw bytes read from the inputs (compressed bytes for `.gz`).
-    pub bytes_read: Arc<AtomicU64>,
-    /// Total input size, when every input is a regular file (else 0).
-    pub bytes_total: AtomicU64,
-    /// Rows to make in all, when known in advance (`generate`; else 0).
-    pub rows_total: AtomicU64,
-    pub rows: AtomicU64,
-    stage: AtomicU8,
-    cancelled: AtomicBool,
-}
-
-impl Progress {
-    /// Asks the load using these counters to stop. It stops at its next batch (or index,
-    /// or page group) and returns [`crate::ErrorKind::Interrupted`], leaving the target
-    /// as it was before the load; a load that already committed is not undone.
-    pub fn cancel(&self) {
-        self.cancelled.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether [`Progress::cancel`] was called.
-    pub fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Relaxed)
-    }
-
-    /// An error if the load was asked to stop.
-    pub(crate) fn check(&self) -> Result<()> {
-        if self.is_cancelled() {
-            return Err(Error::interrupted());
-        }
-        Ok(())
-    }
-
-    pub fn stage(&self) -> Stage {
-        match self.stage.load(Ordering::Relaxed) {
-            1 => Stage::Indexing,
-            2 => Stage::Committing,
-            _ => Stage::Loading,
-        }
-    }
-
-    fn set_stage(&self, s: Stage) {
-        self.stage.store(s as u8, Ordering::Relaxed);
-    }
-}
-
-/// The outcome of a successful import.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct Summary {
-    pub rows: u64,
-    pub tables: Vec<String>,
-    pub seconds: f64,
-    pub rows_per_second: f64,
-    pub bytes_read: u64,
-    pub rejects: u64,
-    /// The first few bad records skipped, as messages.
-    pub reject_samples: Vec<String>,
-    pub type_mismatches: u64,
-    pub first_type_mismatch: Option<String>,
-    /// Size of the database file afterwards (0 with `parse_only`).
-    pub db_bytes: u64,
-    pub durability: String,
-    /// Which writer made the file: "sqlite" (SQLite's insert path) or "direct" (the page
-    /// writer); empty when nothing was written.
-    pub engine: String,
-    /// The direct engine had SQLite check the file (`--verify`) before putting it in place.
-    pub verified: bool,
-    pub rows_per_statement: usize,
-    pub sqlite_version: String,
-    /// Things the user should know: renamed columns, a stale temp file removed, …
-    pub notes: Vec<String>,
-}
-
 /// How one input's columns land in the table.
 struct TablePlan {
     table: String,
@@ -287,10 +188,10 @@ pub fn import_into_connection(
         Ok(mut summary) => {
             conn.execute_batch("RELEASE liteload_import")
                 .map_err(|e| Error::sqlite("ending the load", e))?;
-            summary.engine = "sqlite".into();
-            summary.durability = "the caller's".into();
+            summary.engine = Some(Writer::Sqlite);
+            summary.durability = Durable::Callers;
             summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
-            finish_summary(&mut summary, start);
+            summary::finish(&mut summary, start);
             Ok(summary)
         }
         Err(e) => {
@@ -332,18 +233,18 @@ fn import_with(
             Err(Error::interrupted())
         }
         (Ok(mut summary), Some(t)) => {
-            summary.durability = t.durability.name().to_string();
-            summary.engine = "sqlite".into();
+            summary.durability = Durable::Profile(t.durability);
+            summary.engine = Some(Writer::Sqlite);
             summary.notes.splice(0..0, t.notes.clone());
             progress.set_stage(Stage::Committing);
             t.commit()?;
             summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
-            finish_summary(&mut summary, start);
+            summary::finish(&mut summary, start);
             Ok(summary)
         }
         (Ok(mut summary), None) => {
-            summary.durability = "none (parse only)".into();
-            finish_summary(&mut summary, start);
+            summary.durability = Durable::NotWritten;
+            summary::finish(&mut summary, start);
             Ok(summary)
         }
         (Err(e), Some(t)) => {
@@ -513,24 +414,13 @@ fn import_direct(
     summary.tables = vec![name];
     summary.rejects = count;
     summary.reject_samples = samples;
-    summary.durability = Durability::AtomicNew.name().to_string();
-    summary.engine = "direct".into();
+    summary.durability = Durable::Profile(Durability::AtomicNew);
+    summary.engine = Some(Writer::Direct);
     summary.verified = opts.verify;
     summary.notes.extend(notes);
     summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
-    finish_summary(&mut summary, start);
+    summary::finish(&mut summary, start);
     Ok(summary)
-}
-
-/// Fills in the timing and SQLite version of a finished run.
-pub(crate) fn finish_summary(s: &mut Summary, start: Instant) {
-    s.seconds = start.elapsed().as_secs_f64();
-    s.rows_per_second = if s.seconds > 0.0 {
-        s.rows as f64 / s.seconds
-    } else {
-        0.0
-    };
-    s.sqlite_version = rusqlite::version().to_string();
 }
 
 fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result<()> {

@@ -32,16 +32,16 @@ pub mod schema;
 pub mod sink;
 pub mod source;
 pub mod sqlite_info;
+pub mod summary;
 pub mod table;
 pub mod types;
 
 pub use batch::{Batch, Cell, Value};
 pub use durability::Durability;
 pub use error::{Error, ErrorKind, Hint, Position, Result};
-pub use import::{
-    import, import_into_connection, ImportOptions, Progress, Quoting, Stage, Summary,
-};
+pub use import::{import, import_into_connection, ImportOptions, Quoting};
 pub use source::{Encoding, Format, Input, Ragged, ReadOptions};
+pub use summary::{Durable, Progress, Stage, Summary, Writer};
 pub use table::IndexSpec;
 pub use types::ColumnType;
 

@@ -15,9 +15,9 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
 use crate::batch::{Batch, Value};
 use crate::error::{Error, Result};
-use crate::import::{Progress, Summary};
 use crate::sink::Sink;
 use crate::source::{BadRecord, Fill, Source};
+use crate::summary::{Progress, Summary};
 use crate::types::ColumnType;
 
 /// Bad records: refused, or counted and logged when the user allowed it.

@@ -15,10 +15,10 @@ use std::time::Instant;
 use crate::direct::{self as direct_engine, Engine};
 use crate::durability::{self, Durability, FileSettings};
 use crate::error::{Error, Hint, Result};
-use crate::import::{finish_summary, Progress, Summary};
 use crate::pipeline::{self, Rejects};
 use crate::schema::quote_ident;
 use crate::sink::{NullSink, SqliteSink};
+use crate::summary::{self, Durable, Progress, Summary, Writer};
 use crate::table;
 pub use source::{GeneratorSource, CHUNK_ROWS};
 pub use spec::{default_columns, ColumnSpec, Gen};
@@ -114,8 +114,8 @@ fn generate_with(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resu
             &mut |_| Ok(()),
             &mut summary,
         )?;
-        summary.durability = "none (generate only)".into();
-        finish_summary(&mut summary, start);
+        summary.durability = Durable::NotWritten;
+        summary::finish(&mut summary, start);
         return Ok(summary);
     }
     let direct = match opts.engine {
@@ -208,12 +208,12 @@ fn generate_with(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resu
     match result {
         Ok(rows) => {
             summary.rows = rows;
-            summary.durability = target.durability.name().to_string();
-            summary.engine = "sqlite".into();
+            summary.durability = Durable::Profile(target.durability);
+            summary.engine = Some(Writer::Sqlite);
             summary.notes = target.notes.clone();
             target.commit()?;
             summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
-            finish_summary(&mut summary, start);
+            summary::finish(&mut summary, start);
             Ok(summary)
         }
         Err(e) => {
@@ -267,11 +267,11 @@ fn generate_direct(
     )?;
     summary.rows = rows;
     summary.rows_per_statement = 0;
-    summary.durability = Durability::AtomicNew.name().to_string();
-    summary.engine = "direct".into();
+    summary.durability = Durable::Profile(Durability::AtomicNew);
+    summary.engine = Some(Writer::Direct);
     summary.verified = opts.verify;
     summary.notes = notes;
     summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
-    finish_summary(&mut summary, start);
+    summary::finish(&mut summary, start);
     Ok(summary)
 }

@@ -1,0 +1,158 @@
+//! What a running load shows ([`Progress`]: live counters, the stop switch) and what a
+//! finished one reports ([`Summary`]), for every job that loads rows: import, generate.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::durability::Durability;
+use crate::error::{Error, Result};
+
+/// Which writer made the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Writer {
+    /// SQLite's own insert path.
+    Sqlite,
+    /// The direct page writer.
+    Direct,
+}
+
+/// What a finished load promises about its data on disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durable {
+    /// Nothing was written (parsing or generating only).
+    #[default]
+    NotWritten,
+    /// The file was written under this profile (see [`crate::durability`]).
+    Profile(Durability),
+    /// Written through the caller's connection, under its settings and transaction.
+    Callers,
+}
+
+impl Durable {
+    /// How summaries name it: the profile's name, `the caller's`, or `none`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Durable::NotWritten => "none (nothing written)",
+            Durable::Profile(d) => d.name(),
+            Durable::Callers => "the caller's",
+        }
+    }
+}
+
+impl serde::Serialize for Durable {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// What an import is doing now, for progress displays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Stage {
+    Loading = 0,
+    Indexing = 1,
+    Committing = 2,
+}
+
+/// Live counters of a running load, safe to read from another thread while it runs
+/// (they only grow; `Relaxed` loads are enough for a display), and its stop switch.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use liteload::{import, ErrorKind, ImportOptions, Input, Progress};
+/// let dir = tempfile::tempdir()?;
+/// let csv = dir.path().join("t.csv");
+/// std::fs::write(&csv, "a\n1\n")?;
+/// let db = dir.path().join("t.db");
+/// let progress = Progress::default();
+/// progress.cancel(); // from any thread, at any time: here before the load starts
+/// let err = import(&db, &[Input::Path(csv)], &ImportOptions::default(), &progress).unwrap_err();
+/// assert!(matches!(err.kind(), ErrorKind::Interrupted));
+/// assert!(!db.exists()); // the target is as it was
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Raw bytes read from the inputs (compressed bytes for `.gz`).
+    pub bytes_read: Arc<AtomicU64>,
+    /// Total input size, when every input is a regular file (else 0).
+    pub bytes_total: AtomicU64,
+    /// Rows to make in all, when known in advance (`generate`; else 0).
+    pub rows_total: AtomicU64,
+    pub rows: AtomicU64,
+    stage: AtomicU8,
+    cancelled: AtomicBool,
+}
+
+impl Progress {
+    /// Asks the load using these counters to stop. It stops at its next batch (or index,
+    /// or page group) and returns [`crate::ErrorKind::Interrupted`], leaving the target
+    /// as it was before the load; a load that already committed is not undone.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Progress::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// An error if the load was asked to stop.
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.is_cancelled() {
+            return Err(Error::interrupted());
+        }
+        Ok(())
+    }
+
+    pub fn stage(&self) -> Stage {
+        match self.stage.load(Ordering::Relaxed) {
+            1 => Stage::Indexing,
+            2 => Stage::Committing,
+            _ => Stage::Loading,
+        }
+    }
+
+    pub(crate) fn set_stage(&self, s: Stage) {
+        self.stage.store(s as u8, Ordering::Relaxed);
+    }
+}
+
+/// The outcome of a successful import.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Summary {
+    pub rows: u64,
+    pub tables: Vec<String>,
+    pub seconds: f64,
+    pub rows_per_second: f64,
+    pub bytes_read: u64,
+    pub rejects: u64,
+    /// The first few bad records skipped, as messages.
+    pub reject_samples: Vec<String>,
+    pub type_mismatches: u64,
+    pub first_type_mismatch: Option<String>,
+    /// Size of the database file afterwards (0 with `parse_only`).
+    pub db_bytes: u64,
+    pub durability: Durable,
+    /// Which writer made the file; `None` when nothing was written.
+    pub engine: Option<Writer>,
+    /// The direct engine had SQLite check the file (`--verify`) before putting it in place.
+    pub verified: bool,
+    pub rows_per_statement: usize,
+    pub sqlite_version: String,
+    /// Things the user should know: renamed columns, a stale temp file removed, …
+    pub notes: Vec<String>,
+}
+
+/// Fills in the timing and SQLite version of a finished run.
+pub(crate) fn finish(s: &mut Summary, start: Instant) {
+    s.seconds = start.elapsed().as_secs_f64();
+    s.rows_per_second = if s.seconds > 0.0 {
+        s.rows as f64 / s.seconds
+    } else {
+        0.0
+    };
+    s.sqlite_version = rusqlite::version().to_string();
+}
