@@ -1,29 +1,22 @@
-//! `liteload ingest`: a current-state table from a stream of sparse JSON updates.
-//!
-//! Readers (a file, stdin, or TCP connections) parse lines on their own threads and send
-//! objects over a channel; this thread applies them to the engine and commits when a
-//! window closes — also while the input is idle — and once more at the end or on
-//! SIGINT/SIGTERM.
+//! `liteload ingest`: a current-state table from a stream of sparse JSON updates. The
+//! flags become a [`liteload::ingest::feed::Feed`] and its options; the library runs it
+//! (readers, commit windows, resume); this prints what it reports.
 
-use std::fs::File;
-use std::io::{BufRead, IsTerminal, Read, Seek, SeekFrom, Write};
+use std::io::IsTerminal;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::listen;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
-use liteload::ingest::FileSource;
-use liteload::ingest::{Ingest, IngestOptions, LineMeta, Messages};
-use liteload::source::json::LineObjects;
+use liteload::ingest::feed::{self, Event, Feed, FeedOptions};
+use liteload::ingest::listen;
+use liteload::ingest::{Ingest, IngestOptions};
 use liteload::Durability;
 
 use super::import::grouped;
-use super::kv::Missing;
 
 const AFTER: &str = "\
 Merge semantics: a message updates the row its key names. A field present overwrites the
@@ -182,245 +175,6 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// What readers send to the engine thread: messages parsed in batches (one channel
-/// operation per batch, not per message), or a failure that ends the run. `source` names
-/// the file whose positions are resume points.
-enum Batch {
-    Messages {
-        from: Arc<str>,
-        source: Option<FileSource>,
-        msgs: Box<Messages>,
-    },
-    Fatal(String),
-}
-
-/// A buffered reader that tells how many bytes it holds, so a reader thread can hand
-/// over its batch before a read that may block (a quiet TCP peer, an idle stdin).
-struct Buffered<R> {
-    inner: R,
-    buf: Box<[u8]>,
-    pos: usize,
-    end: usize,
-    held: Arc<AtomicUsize>,
-}
-
-impl<R: Read> Buffered<R> {
-    fn new(inner: R) -> (Self, Arc<AtomicUsize>) {
-        let held = Arc::new(AtomicUsize::new(0));
-        let b = Buffered {
-            inner,
-            buf: vec![0; 256 * 1024].into_boxed_slice(),
-            pos: 0,
-            end: 0,
-            held: held.clone(),
-        };
-        (b, held)
-    }
-}
-
-impl<R: Read> Read for Buffered<R> {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        let n = {
-            let have = self.fill_buf()?;
-            let n = have.len().min(out.len());
-            out[..n].copy_from_slice(&have[..n]);
-            n
-        };
-        self.consume(n);
-        Ok(n)
-    }
-}
-
-impl<R: Read> BufRead for Buffered<R> {
-    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        if self.pos == self.end {
-            self.end = loop {
-                match self.inner.read(&mut self.buf) {
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    r => break r?,
-                }
-            };
-            self.pos = 0;
-            self.held.store(self.end, Ordering::Relaxed);
-        }
-        Ok(&self.buf[self.pos..self.end])
-    }
-
-    fn consume(&mut self, n: usize) {
-        self.pos = (self.pos + n).min(self.end);
-        self.held.store(self.end - self.pos, Ordering::Relaxed);
-    }
-}
-
-const BATCH: usize = 1024;
-
-/// How readers parse: the key fields, whether good messages keep their text (for a
-/// history table), and the longest line accepted.
-#[derive(Clone)]
-struct Parsing {
-    keys: Arc<[String]>,
-    keep_raw: bool,
-    max_line: usize,
-}
-
-impl Parsing {
-    /// Lines of `r`, whose first byte is byte `offset` of line `line` of the input.
-    fn lines<R: BufRead + Send + 'static>(&self, r: R, line: u64, offset: u64) -> LineObjects {
-        LineObjects::new(Box::new(r), self.max_line, line, offset)
-            .with_limit_hint(liteload::Hint::LineLimit)
-    }
-}
-
-const BATCH_BYTES: usize = 1 << 20;
-
-/// Parses what `lines` holds now (to the end of its input) and sends it to the engine
-/// thread in batches: a batch goes when it is full, or when `held` says the next line
-/// needs a read that may block. `source_id` names a file whose positions are resume
-/// points.
-fn read_lines(
-    lines: &mut LineObjects,
-    held: &AtomicUsize,
-    from: &Arc<str>,
-    source_id: Option<&FileSource>,
-    how: &Parsing,
-    tx: &Sender<Batch>,
-    stop: &AtomicBool,
-) -> Result<(), String> {
-    let (keys, keep_raw) = (&how.keys[..], how.keep_raw);
-    let mut msgs = Messages::new(keys);
-    let send = |msgs: &mut Messages| {
-        tx.send(Batch::Messages {
-            from: from.clone(),
-            source: source_id.cloned(),
-            msgs: Box::new(std::mem::replace(msgs, Messages::new(keys))),
-        })
-        .is_ok()
-    };
-    while !stop.load(Ordering::Relaxed) {
-        let next = lines
-            .next_line()
-            .map_err(|(l, c, m)| format!("{from}:{l}:{c}: {m}"))?;
-        let Some(next) = next else { break };
-        match next {
-            Ok(raw) => {
-                let meta = LineMeta {
-                    line: raw.line,
-                    column: raw.column,
-                    next_line: 0,
-                    next_offset: 0,
-                };
-                let text = raw.text;
-                msgs.push_line(text, keep_raw, meta);
-            }
-            Err(bad) => {
-                let meta = LineMeta {
-                    line: bad.line,
-                    column: bad.column,
-                    next_line: 0,
-                    next_offset: 0,
-                };
-                let why = bad.message + &bad.hint.map(crate::flag_hint).unwrap_or_default();
-                msgs.push_bad(why, lines.last_line(), meta);
-            }
-        }
-        let (line, offset) = lines.position();
-        msgs.set_last_position(line, offset);
-        if (msgs.len() >= BATCH
-            || msgs.text_bytes() >= BATCH_BYTES
-            || held.load(Ordering::Relaxed) == 0)
-            && !send(&mut msgs)
-        {
-            return Ok(());
-        }
-    }
-    if !msgs.is_empty() {
-        send(&mut msgs);
-    }
-    Ok(())
-}
-
-fn file_identity(f: &File) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    f.metadata().ok().map(|m| (m.dev(), m.ino()))
-}
-
-/// How a file's identity is stored with its resume point.
-fn identity_text(id: Option<(u64, u64)>) -> Option<Arc<str>> {
-    id.map(|(dev, ino)| format!("{dev}:{ino}").into())
-}
-
-/// Reads a file from `start`, and with `follow`, keeps reading as it grows, reopening
-/// it from the start when it is rotated (another file at the path) or truncated.
-fn file_reader(
-    path: PathBuf,
-    start: (u64, u64),
-    follow: bool,
-    how: Parsing,
-    tx: Sender<Batch>,
-    stop: Arc<AtomicBool>,
-) {
-    let name: Arc<str> = path.display().to_string().into();
-    let key: Arc<str> = path
-        .canonicalize()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| name.to_string())
-        .into();
-    let (mut line, mut offset) = start;
-    loop {
-        let opened = File::open(&path).and_then(|mut f| {
-            f.seek(SeekFrom::Start(offset))?;
-            Ok(f)
-        });
-        let f = match opened {
-            Ok(f) => f,
-            Err(e) if follow && e.kind() == std::io::ErrorKind::NotFound => {
-                std::thread::sleep(Duration::from_millis(100));
-                if stop.load(Ordering::Relaxed) {
-                    return;
-                }
-                continue;
-            }
-            Err(e) => {
-                let _ = tx.send(Batch::Fatal(format!("{name}: {e}")));
-                return;
-            }
-        };
-        let ident = file_identity(&f);
-        let id = FileSource {
-            path: key.clone(),
-            file: identity_text(ident),
-        };
-        let (reader, held) = Buffered::new(f);
-        let mut lines = how.lines(reader, line, offset);
-        if follow {
-            // The file may be mid-write: a line is a message once its \n is there.
-            lines = lines.holding_partial_lines();
-        }
-        loop {
-            if let Err(e) = read_lines(&mut lines, &held, &name, Some(&id), &how, &tx, &stop) {
-                let _ = tx.send(Batch::Fatal(e));
-                return;
-            }
-            offset = lines.position().1;
-            if !follow || stop.load(Ordering::Relaxed) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-            // Rotated (another file now at the path) or truncated: start that file over.
-            let now = std::fs::metadata(&path).ok();
-            let rotated = match (&now, File::open(&path).ok().and_then(|g| file_identity(&g))) {
-                (Some(m), Some(id_now)) => Some(id_now) != ident || m.len() < offset,
-                _ => false,
-            };
-            if rotated {
-                line = 1;
-                offset = 0;
-                break;
-            }
-        }
-    }
-}
-
 pub fn run(a: IngestArgs) -> Result<()> {
     if let Some(addr) = a.listen {
         if !addr.ip().is_loopback() && !a.listen_any {
@@ -436,29 +190,20 @@ pub fn run(a: IngestArgs) -> Result<()> {
     }
     // A rejects or stats file must not be the feed or the database: writing it would
     // destroy what is read.
-    let feed: Vec<liteload::Input> = a
+    let feed_files: Vec<liteload::Input> = a
         .source
         .iter()
         .filter(|s| s.as_str() != "-")
         .map(|s| liteload::Input::Path(s.into()))
         .collect();
     for out in a.rejects.iter().chain(&a.stats_json) {
-        liteload::source::input::refuse_overwriting(out, &feed, Some(&a.db))?;
+        liteload::source::input::refuse_overwriting(out, &feed_files, Some(&a.db))?;
     }
     if a.max_connections == 0 {
         bail!(super::UsageError(
             "--max-connections 0 would refuse every sender".into()
         ));
     }
-    let gate = listen::Gate {
-        token: listen::load_token(a.token_file.as_deref(), a.token_env.as_deref())?,
-        tls: match (&a.tls_cert, &a.tls_key) {
-            (Some(c), Some(k)) => Some(listen::load_tls(c, k)?),
-            _ => None,
-        },
-        max_connections: a.max_connections,
-        idle: a.idle_timeout,
-    };
     let opts = IngestOptions {
         table: a.table.clone(),
         keys: a.key.iter().map(|k| k.trim().to_string()).collect(),
@@ -469,165 +214,58 @@ pub fn run(a: IngestArgs) -> Result<()> {
         history: a.history.clone(),
         ..IngestOptions::default()
     };
+    let feed = match (a.listen, a.source.as_deref()) {
+        (Some(addr), _) => Feed::Listen {
+            listener: TcpListener::bind(addr).with_context(|| format!("listening on {addr}"))?,
+            gate: listen::Gate {
+                token: listen::load_token(a.token_file.as_deref(), a.token_env.as_deref())?,
+                tls: match (&a.tls_cert, &a.tls_key) {
+                    (Some(c), Some(k)) => Some(listen::load_tls(c, k)?),
+                    _ => None,
+                },
+                max_connections: a.max_connections,
+                idle: a.idle_timeout,
+            },
+        },
+        (None, None | Some("-")) => Feed::Stdin,
+        (None, Some(path)) => Feed::File {
+            path: PathBuf::from(path),
+            follow: a.follow,
+            from_start: a.from_start,
+        },
+    };
     let mut engine = Ingest::open(&a.db, opts)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
     }
-    // Bounded: a reader that outruns the engine waits instead of filling memory.
-    let (tx, rx) = bounded::<Batch>(64);
-    let how = Parsing {
-        keys: engine.key_fields().into(),
-        // A rejects file shows each bad message whole, also one refused after parsing.
-        keep_raw: a.history.is_some() || a.rejects.is_some(),
-        max_line: a.max_line_bytes,
+    let feed_opts = FeedOptions {
+        max_line_bytes: a.max_line_bytes,
+        strict: a.strict,
+        rejects: a.rejects.clone(),
+        stats_json: a.stats_json.clone(),
+        word_hint: crate::flag_hint,
     };
-    let mut resumed = None;
-    let source = a.source.clone().unwrap_or_else(|| "-".into());
-    if let Some(addr) = a.listen {
-        let listener = TcpListener::bind(addr).with_context(|| format!("listening on {addr}"))?;
-        listener.set_nonblocking(true)?;
-        if !a.quiet {
-            eprintln!("listening on {}", listener.local_addr()?);
-        }
-        let (stop2, stop3, quiet) = (stop.clone(), stop.clone(), a.quiet);
-        std::thread::spawn(move || {
-            listen::accept(listener, gate, stop2, quiet, move |stream, name| {
-                let (reader, held) = Buffered::new(stream);
-                let mut lines = how.lines(reader, 1, 0);
-                let _ = read_lines(&mut lines, &held, &name, None, &how, &tx, &stop3);
-            })
-        });
-    } else if source == "-" {
-        let stop2 = stop.clone();
-        std::thread::spawn(move || {
-            let (reader, held) = Buffered::new(std::io::stdin());
-            let mut lines = how.lines(reader, 1, 0);
-            let name: Arc<str> = "<stdin>".into();
-            if let Err(e) = read_lines(&mut lines, &held, &name, None, &how, &tx, &stop2) {
-                let _ = tx.send(Batch::Fatal(e));
-            }
-        });
-    } else {
-        let path = PathBuf::from(&source);
-        let id = path
-            .canonicalize()
-            .with_context(|| format!("opening {source}"))?
-            .display()
-            .to_string();
-        let mut start = (1, 0);
-        if !a.from_start {
-            if let Some(p) = engine.resume_point(&id)? {
-                let len = std::fs::metadata(&path)?.len();
-                let now = File::open(&path)
-                    .ok()
-                    .and_then(|f| identity_text(file_identity(&f)));
-                if p.file.is_some() && p.file != now {
-                    if !a.quiet {
-                        eprintln!("note: {source} is another file than the one the last run read (stopped at byte {}): reading it from the start", p.offset);
-                    }
-                } else if p.offset <= len {
-                    start = (p.line, p.offset);
-                    resumed = Some(p.offset);
-                } else if !a.quiet {
-                    eprintln!("note: {source} is shorter than where the last run stopped (byte {}): reading it from the start", p.offset);
-                }
-            }
-        }
-        let (stop2, follow) = (stop.clone(), a.follow);
-        std::thread::Builder::new()
-            .name("liteload-read".into())
-            .spawn(move || file_reader(path, start, follow, how, tx, stop2))
-            .context("starting the reader")?;
-    }
-    if let (Some(off), false) = (resumed, a.quiet) {
-        eprintln!("note: resuming {source} at byte {off} (use --from-start to read it all again)");
-    }
-    drive(&a, &mut engine, rx, &stop).map_err(|e| match e.downcast::<liteload::Error>() {
-        // An SQLite or I/O failure (a full disk) names the database.
-        Ok(le) => le.in_file(&a.db).into(),
-        Err(e) => e,
-    })
-}
-
-fn drive(
-    a: &IngestArgs,
-    engine: &mut Ingest,
-    rx: Receiver<Batch>,
-    stop: &AtomicBool,
-) -> Result<()> {
     let start = Instant::now();
-    let mut rejects = match &a.rejects {
-        Some(p) => Some(std::io::BufWriter::new(
-            File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        )),
-        None => None,
-    };
-    let mut stats = match &a.stats_json {
-        Some(p) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .with_context(|| format!("opening {}", p.display()))?,
-        ),
-        None => None,
-    };
     let status = !a.quiet && std::io::stderr().is_terminal();
-    let mut last_status = Instant::now();
-    let mut last_commit = 0.0;
     let mut shown = 0;
-    let mut failure: Option<anyhow::Error> = None;
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            break;
+    let mut on = |e: Event<'_>| match e {
+        _ if a.quiet => {}
+        Event::Bad { at, reason } if shown < 5 => {
+            eprintln!("warning: {at}: {reason}");
+            shown += 1;
         }
-        match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(Batch::Messages { from, source, msgs }) => {
-                let mut next = 0;
-                while next < msgs.len() && failure.is_none() {
-                    let mut report = Ok(());
-                    let pushed = engine.push_messages(&msgs, next, source.as_ref(), |m, reason| {
-                        let at = match m.bad_column {
-                            Some(c) => format!("{from}:{}:{c}", m.meta.line),
-                            None => format!("{from}:{}", m.meta.line),
-                        };
-                        let raw = String::from_utf8_lossy(msgs.raw(m));
-                        match bad(a, &mut rejects, &mut shown, &at, reason, &raw) {
-                            Ok(None) => true,
-                            Ok(Some(e)) => {
-                                failure = Some(e);
-                                false
-                            }
-                            Err(e) => {
-                                report = Err(e);
-                                false
-                            }
-                        }
-                    });
-                    report?;
-                    next = pushed.next;
-                    if next < msgs.len() && !pushed.stopped {
-                        // The window is full: close it and go on with the rest.
-                        commit_window(a, engine, &mut stats, &mut rejects, &mut last_commit)?;
-                    }
-                }
-                if failure.is_some() {
-                    break;
-                }
-            }
-            Ok(Batch::Fatal(e)) => {
-                failure = Some(anyhow::anyhow!(e));
-                break;
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break,
-        }
-        if engine.due() {
-            commit_window(a, engine, &mut stats, &mut rejects, &mut last_commit)?;
-        }
-        if status && last_status.elapsed() >= Duration::from_millis(500) {
-            let t = engine.totals();
+        Event::Bad { .. } => {}
+        Event::Refused(reason) => eprintln!("warning: {reason}"),
+        Event::Listening(addr) => eprintln!("listening on {addr}"),
+        Event::Resuming { source, offset } => eprintln!(
+            "note: resuming {source} at byte {offset} (use --from-start to read it all again)"
+        ),
+        Event::Note(n) => eprintln!("note: {n}"),
+        Event::Tick {
+            totals: t,
+            last_commit_seconds,
+        } if status => {
             let secs = start.elapsed().as_secs_f64().max(1e-3);
             eprint!(
                 "\r{} messages ({}/s), {} inserted, {} updated, {} rejects, last commit {:.0} ms   ",
@@ -636,29 +274,17 @@ fn drive(
                 grouped(t.inserted),
                 grouped(t.updated),
                 grouped(t.rejects),
-                last_commit * 1000.0
+                last_commit_seconds * 1000.0
             );
-            last_status = Instant::now();
         }
-    }
-    // Whatever happened, the good messages before it are committed.
-    let earlier = engine.wait()?;
-    let s = engine.commit()?;
-    for s in earlier.iter().chain([&s]) {
-        report_refused(a, &mut rejects, s)?;
-        if let Some(f) = &mut stats {
-            if s.messages + s.rejects > 0 {
-                writeln!(f, "{}", serde_json::to_string(s)?)?;
-            }
-        }
-    }
-    if let Some(r) = &mut rejects {
-        r.flush()?;
-    }
+        _ => {}
+    };
+    let result = feed::run(&mut engine, feed, &feed_opts, stop, &mut on);
     if status {
         eprintln!();
     }
-    let t = engine.totals().clone();
+    // An SQLite or I/O failure (a full disk) names the database.
+    let t = result.map_err(|e| e.in_file(&a.db))?;
     if !a.quiet {
         let secs = start.elapsed().as_secs_f64();
         println!(
@@ -679,80 +305,5 @@ fn drive(
             );
         }
     }
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}
-
-/// Closes the open window: it is written on the engine's commit thread while the next
-/// one fills; the window before it, now written, is logged.
-fn commit_window(
-    a: &IngestArgs,
-    engine: &mut Ingest,
-    stats: &mut Option<File>,
-    rejects: &mut Option<std::io::BufWriter<File>>,
-    last_commit: &mut f64,
-) -> Result<()> {
-    if let Some(s) = engine.commit_background()? {
-        *last_commit = s.commit_seconds;
-        if let Some(f) = stats {
-            writeln!(f, "{}", serde_json::to_string(&s)?)?;
-        }
-        report_refused(a, rejects, &s)?;
-    }
     Ok(())
-}
-
-/// Reports the rows a window's commit could not write (the table's own constraints
-/// refused them): to the rejects file, and as warnings.
-fn report_refused(
-    a: &IngestArgs,
-    rejects: &mut Option<std::io::BufWriter<File>>,
-    s: &liteload::ingest::CommitStats,
-) -> Result<()> {
-    for reason in &s.refused {
-        if let Some(w) = rejects {
-            writeln!(
-                w,
-                "{}",
-                serde_json::json!({"at": "commit", "reason": reason, "message": null})
-            )?;
-        }
-        if !a.quiet {
-            eprintln!("warning: {reason}");
-        }
-    }
-    Ok(())
-}
-
-/// Reports a bad message. Returns the error to stop with under --strict.
-fn bad(
-    a: &IngestArgs,
-    rejects: &mut Option<std::io::BufWriter<File>>,
-    shown: &mut u32,
-    at: &str,
-    reason: &str,
-    raw: &str,
-) -> Result<Option<anyhow::Error>> {
-    if let Some(w) = rejects {
-        writeln!(
-            w,
-            "{}",
-            serde_json::json!({"at": at, "reason": reason, "message": raw})
-        )?;
-    }
-    if a.strict {
-        return Ok(Some(
-            Missing(format!(
-                "{at}: {reason} (--strict: stopped; the messages before it are committed)"
-            ))
-            .into(),
-        ));
-    }
-    if !a.quiet && *shown < 5 {
-        eprintln!("warning: {at}: {reason}");
-        *shown += 1;
-    }
-    Ok(None)
 }

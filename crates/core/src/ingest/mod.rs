@@ -29,6 +29,8 @@
 //! on a thread of its own while the next one fills (see bench/README.md for what each
 //! step saved).
 
+pub mod feed;
+pub mod listen;
 mod parse;
 mod window;
 mod writer;
@@ -359,6 +361,11 @@ impl Ingest {
                 line,
                 offset,
             }))
+    }
+
+    /// Whether raw messages are kept in a history table.
+    pub fn keeps_history(&self) -> bool {
+        self.opts.history.is_some()
     }
 
     /// The fields that name a row, for [`Messages::new`].

@@ -1,9 +1,9 @@
-//! `ingest --listen`: who may write into the database over TCP, and how many at once.
+//! Who may write into an ingest over TCP, and how many at once.
 //!
 //! - A listener may require a secret token: then the first line a sender sends must be
 //!   the token, compared in constant time; a sender without it is closed before any of
 //!   its lines is read as a message. The token comes from a file or an environment
-//!   variable (never from the command line, where `ps` shows it) and is never printed.
+//!   variable (never from a command line, where `ps` shows it) and is never printed.
 //! - With a certificate and key (PEM), connections are TLS (rustls): the token and the
 //!   messages are not readable on the wire.
 //! - At most `max_connections` senders at once: one more is closed at once (descriptors
@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
 use subtle::ConstantTimeEq;
+
+use crate::error::{Error, Result};
 
 /// The longest token line read.
 const MAX_TOKEN_LINE: u64 = 4096;
@@ -28,7 +29,9 @@ pub struct Gate {
     /// The secret a sender's first line must be.
     pub token: Option<Arc<[u8]>>,
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Senders at once; one more is closed at once.
     pub max_connections: usize,
+    /// A sender silent this long is closed.
     pub idle: Duration,
 }
 
@@ -48,17 +51,19 @@ impl std::fmt::Debug for Gate {
 /// An empty token is refused: it would let anyone in.
 pub fn load_token(file: Option<&Path>, env: Option<&str>) -> Result<Option<Arc<[u8]>>> {
     let raw = match (file, env) {
-        (Some(_), Some(_)) => bail!(super::UsageError(
-            "--token-file and --token-env: give the token one way".into()
-        )),
-        (Some(f), None) => {
-            std::fs::read(f).with_context(|| format!("reading the token file {}", f.display()))?
+        (Some(_), Some(_)) => {
+            return Err(Error::plan(
+                "a token file and a token variable: give the token one way",
+            ))
         }
+        (Some(f), None) => std::fs::read(f).map_err(|e| Error::io(Some(f.to_path_buf()), e))?,
         (None, Some(v)) => match std::env::var_os(v) {
             Some(t) => t.into_encoded_bytes(),
-            None => bail!(super::UsageError(format!(
-                "--token-env {v}: no such environment variable"
-            ))),
+            None => {
+                return Err(Error::plan(format!(
+                    "the token variable {v}: no such environment variable"
+                )))
+            }
         },
         (None, None) => return Ok(None),
     };
@@ -68,7 +73,7 @@ pub fn load_token(file: Option<&Path>, env: Option<&str>) -> Result<Option<Arc<[
         .unwrap_or_default()
         .trim_ascii();
     if token.is_empty() {
-        bail!(super::UsageError("the token is empty".into()));
+        return Err(Error::plan("the token is empty"));
     }
     Ok(Some(token.into()))
 }
@@ -78,20 +83,32 @@ pub fn load_tls(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let certs = CertificateDer::pem_file_iter(cert)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| anyhow::anyhow!("{}: not a PEM certificate chain: {e}", cert.display()))?;
+        .and_then(|it| it.collect::<std::result::Result<Vec<_>, _>>())
+        .map_err(|e| {
+            Error::plan(format!(
+                "{}: not a PEM certificate chain: {e}",
+                cert.display()
+            ))
+        })?;
     if certs.is_empty() {
-        bail!("{}: no certificate in it", cert.display());
+        return Err(Error::plan(format!(
+            "{}: no certificate in it",
+            cert.display()
+        )));
     }
     let key = PrivateKeyDer::from_pem_file(key)
-        .map_err(|e| anyhow::anyhow!("{}: not a PEM private key: {e}", key.display()))?;
+        .map_err(|e| Error::plan(format!("{}: not a PEM private key: {e}", key.display())))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .context("setting up TLS")?
+        .map_err(|e| Error::plan(format!("setting up TLS: {e}")))?
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .context("the TLS certificate and key do not go together")?;
+        .map_err(|e| {
+            Error::plan(format!(
+                "the TLS certificate and key do not go together: {e}"
+            ))
+        })?;
     Ok(Arc::new(config))
 }
 
@@ -104,16 +121,20 @@ impl Drop for Held {
     }
 }
 
-/// Accepts senders on `listener` (non-blocking) until `stop`, each on a thread of its
-/// own: once through the gate, `serve` gets its byte stream and a name for messages.
+/// Accepts senders on `listener` (made non-blocking here) until `stop`, each on a
+/// thread of its own: once through the gate, `serve` gets its byte stream and a name
+/// for messages. What happens to senders turned away goes to `note`.
 pub fn accept(
     listener: TcpListener,
     gate: Gate,
     stop: Arc<AtomicBool>,
-    quiet: bool,
+    note: impl Fn(String) + Send + Sync + 'static,
     serve: impl Fn(Box<dyn Read + Send>, Arc<str>) + Send + Sync + 'static,
 ) {
-    let serve = Arc::new(serve);
+    if let Err(e) = listener.set_nonblocking(true) {
+        note(format!("the listener cannot poll for its stop: {e}"));
+    }
+    let (serve, note) = (Arc::new(serve), Arc::new(note));
     let active = Arc::new(AtomicUsize::new(0));
     let mut n = 0u64;
     let mut refused = 0u64;
@@ -128,18 +149,18 @@ pub fn accept(
         n += 1;
         if active.load(Ordering::SeqCst) >= gate.max_connections {
             refused += 1;
-            if !quiet && refused.is_power_of_two() {
-                eprintln!(
-                    "note: {refused} connection(s) closed: {} senders at once is the most allowed (--max-connections)",
+            if refused.is_power_of_two() {
+                note(format!(
+                    "{refused} connection(s) closed: {} senders at once is the most allowed",
                     gate.max_connections
-                );
+                ));
             }
             drop(stream);
             continue;
         }
         active.fetch_add(1, Ordering::SeqCst);
         let held = Held(active.clone());
-        let (gate, serve) = (gate.clone(), serve.clone());
+        let (gate, serve, note2) = (gate.clone(), serve.clone(), note.clone());
         let name: Arc<str> = format!("connection {n} ({peer})").into();
         let started = std::thread::Builder::new()
             .name("liteload-conn".into())
@@ -147,19 +168,18 @@ pub fn accept(
                 let _held = held;
                 match admit(stream, &gate) {
                     Ok(r) => serve(r, name),
-                    Err(why) if !quiet => eprintln!("note: {name}: closed: {why}"),
-                    Err(_) => {}
+                    Err(why) => note2(format!("{name}: closed: {why}")),
                 }
             });
-        if started.is_err() && !quiet {
-            eprintln!("note: could not start a thread for a connection; it was closed");
+        if started.is_err() {
+            note("could not start a thread for a connection; it was closed".into());
         }
     }
 }
 
 /// The sender's stream once it has passed the gate: TLS set up if asked for, the token
 /// line read and checked if one is required.
-fn admit(stream: TcpStream, gate: &Gate) -> Result<Box<dyn Read + Send>, String> {
+fn admit(stream: TcpStream, gate: &Gate) -> std::result::Result<Box<dyn Read + Send>, String> {
     let setup = |s: &TcpStream| -> std::io::Result<()> {
         s.set_nonblocking(false)?;
         s.set_read_timeout(Some(gate.idle))?;
@@ -197,11 +217,11 @@ mod tests {
 
     #[test]
     fn tokens_come_from_a_file_or_the_environment_and_are_never_empty() -> Result<()> {
-        let d = tempfile::tempdir()?;
+        let d = tempfile::tempdir().map_err(|e| Error::io(None, e))?;
         let f = d.path().join("t");
-        std::fs::write(&f, "s3cret \nignored\n")?;
+        std::fs::write(&f, "s3cret \nignored\n").map_err(|e| Error::io(None, e))?;
         assert_eq!(load_token(Some(&f), None)?.as_deref(), Some(&b"s3cret"[..]));
-        std::fs::write(&f, "\n")?;
+        std::fs::write(&f, "\n").map_err(|e| Error::io(None, e))?;
         assert!(load_token(Some(&f), None).is_err());
         assert!(load_token(None, Some("LITELOAD_TEST_NO_SUCH_VARIABLE")).is_err());
         assert!(load_token(None, None)?.is_none());

@@ -1,0 +1,637 @@
+//! Running an ingest from a feed: readers (a file, followed or not; stdin; any reader;
+//! TCP senders through a [`Gate`]) parse lines on their own threads and send them in
+//! batches over a bounded channel; the calling thread applies them to the [`Ingest`]
+//! and commits when a window closes (also while the feed is idle), and once more at the
+//! end, when the feed ends or `stop` is set.
+//!
+//! A followed file that is rotated (another file at its path) or truncated is read again
+//! from its start. A file's resume point is used unless the options say to start over,
+//! and only if the file is the one (same identity) and as long as when it was stored.
+
+use std::fs::File;
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
+
+use super::listen::{self, Gate};
+use super::{CommitStats, FileSource, Ingest, LineMeta, Messages, Totals};
+use crate::error::{Error, Hint, Position, Result};
+use crate::source::json::LineObjects;
+
+/// Where messages come from.
+pub enum Feed {
+    Stdin,
+    /// Any reader, with a name for positions.
+    Reader {
+        name: Arc<str>,
+        reader: Box<dyn Read + Send>,
+    },
+    /// A file of newline-delimited JSON.
+    File {
+        path: PathBuf,
+        /// Keep reading as it grows, like `tail -F`, until stopped.
+        follow: bool,
+        /// Ignore the stored resume point.
+        from_start: bool,
+    },
+    /// TCP senders on `listener`, let in by `gate`.
+    Listen {
+        listener: TcpListener,
+        gate: Gate,
+    },
+}
+
+/// How a feed is run, besides the [`Ingest`]'s own options.
+#[derive(Clone, Debug)]
+pub struct FeedOptions {
+    /// A line longer than this is a bad message, skipped without being held whole.
+    pub max_line_bytes: usize,
+    /// Stop at the first bad message (after committing the good ones before it).
+    pub strict: bool,
+    /// Write each bad message (position, reason, text) to this file as a JSON line.
+    pub rejects: Option<PathBuf>,
+    /// Append one JSON object per committed window ([`CommitStats`]) to this file.
+    pub stats_json: Option<PathBuf>,
+    /// How a bad message's reason words a [`Hint`] (a front end words it as its own
+    /// option); [`Hint::text`] by default.
+    pub word_hint: fn(Hint) -> String,
+}
+
+impl Default for FeedOptions {
+    fn default() -> Self {
+        FeedOptions {
+            max_line_bytes: 16 << 20,
+            strict: false,
+            rejects: None,
+            stats_json: None,
+            word_hint: Hint::text,
+        }
+    }
+}
+
+/// What a running feed tells its caller, for display.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    /// A bad message at `at` (`name:line[:column]`): counted, logged, skipped.
+    Bad { at: &'a str, reason: &'a str },
+    /// A row the table's own constraints refused at commit.
+    Refused(&'a str),
+    /// The listener is accepting on this address.
+    Listening(std::net::SocketAddr),
+    /// A file is read from the resume point stored by an earlier run: this byte.
+    Resuming { source: &'a str, offset: u64 },
+    /// Something the user should know (a file read from its start, a sender turned away).
+    Note(String),
+    /// About twice a second: the totals so far and the last commit's seconds.
+    Tick {
+        totals: &'a Totals,
+        last_commit_seconds: f64,
+    },
+}
+
+/// What the reader threads send: parsed lines in batches, or a failure that ends the run.
+enum Batch {
+    Messages {
+        from: Arc<str>,
+        source: Option<FileSource>,
+        msgs: Box<Messages>,
+    },
+    Fatal(Error),
+}
+
+/// A buffered reader that tells how many bytes it holds, so a reader thread can hand
+/// over its batch before a read that may block (a quiet TCP peer, an idle stdin).
+struct Buffered<R> {
+    inner: R,
+    buf: Box<[u8]>,
+    pos: usize,
+    end: usize,
+    held: Arc<AtomicUsize>,
+}
+
+impl<R: Read> Buffered<R> {
+    fn new(inner: R) -> (Self, Arc<AtomicUsize>) {
+        let held = Arc::new(AtomicUsize::new(0));
+        let b = Buffered {
+            inner,
+            buf: vec![0; 256 * 1024].into_boxed_slice(),
+            pos: 0,
+            end: 0,
+            held: held.clone(),
+        };
+        (b, held)
+    }
+}
+
+impl<R: Read> Read for Buffered<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = {
+            let have = self.fill_buf()?;
+            let n = have.len().min(out.len());
+            out[..n].copy_from_slice(&have[..n]);
+            n
+        };
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: Read> BufRead for Buffered<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.pos == self.end {
+            self.end = loop {
+                match self.inner.read(&mut self.buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    r => break r?,
+                }
+            };
+            self.pos = 0;
+            self.held.store(self.end, Ordering::Relaxed);
+        }
+        Ok(&self.buf[self.pos..self.end])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.end);
+        self.held.store(self.end - self.pos, Ordering::Relaxed);
+    }
+}
+
+const BATCH: usize = 1024;
+const BATCH_BYTES: usize = 1 << 20;
+
+/// How readers parse: the key fields, whether good messages keep their text (for a
+/// history table or a rejects file), the longest line, how hints are worded.
+#[derive(Clone)]
+struct Parsing {
+    keys: Arc<[String]>,
+    keep_raw: bool,
+    max_line: usize,
+    word_hint: fn(Hint) -> String,
+}
+
+impl Parsing {
+    /// Lines of `r`, whose first byte is byte `offset` of line `line` of the input.
+    fn lines<R: BufRead + Send + 'static>(&self, r: R, line: u64, offset: u64) -> LineObjects {
+        LineObjects::new(Box::new(r), self.max_line, line, offset).with_limit_hint(Hint::LineLimit)
+    }
+
+    /// Reads `reader` to its end (or `stop`), sending what it parses on `tx`.
+    fn read_all(
+        &self,
+        reader: impl Read + Send + 'static,
+        name: &Arc<str>,
+        tx: &Sender<Batch>,
+        stop: &AtomicBool,
+    ) {
+        let (reader, held) = Buffered::new(reader);
+        let mut lines = self.lines(reader, 1, 0);
+        if let Err(e) = read_lines(&mut lines, &held, name, None, self, tx, stop) {
+            let _ = tx.send(Batch::Fatal(e));
+        }
+    }
+}
+
+/// Parses what `lines` holds now (to the end of its input) and sends it to the engine
+/// thread in batches: a batch goes when it is full, or when `held` says the next line
+/// needs a read that may block. `source_id` names a file whose positions are resume
+/// points.
+fn read_lines(
+    lines: &mut LineObjects,
+    held: &AtomicUsize,
+    from: &Arc<str>,
+    source_id: Option<&FileSource>,
+    how: &Parsing,
+    tx: &Sender<Batch>,
+    stop: &AtomicBool,
+) -> Result<()> {
+    let (keys, keep_raw) = (&how.keys[..], how.keep_raw);
+    let mut msgs = Messages::new(keys);
+    let send = |msgs: &mut Messages| {
+        tx.send(Batch::Messages {
+            from: from.clone(),
+            source: source_id.cloned(),
+            msgs: Box::new(std::mem::replace(msgs, Messages::new(keys))),
+        })
+        .is_ok()
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let next = lines.next_line().map_err(|(l, c, m)| {
+            Error::io(None, std::io::Error::other(format!("{from}:{l}:{c}: {m}")))
+        })?;
+        let Some(next) = next else { break };
+        match next {
+            Ok(raw) => {
+                let meta = LineMeta {
+                    line: raw.line,
+                    column: raw.column,
+                    next_line: 0,
+                    next_offset: 0,
+                };
+                let text = raw.text;
+                msgs.push_line(text, keep_raw, meta);
+            }
+            Err(bad) => {
+                let meta = LineMeta {
+                    line: bad.line,
+                    column: bad.column,
+                    next_line: 0,
+                    next_offset: 0,
+                };
+                let why = bad.message + &bad.hint.map(how.word_hint).unwrap_or_default();
+                msgs.push_bad(why, lines.last_line(), meta);
+            }
+        }
+        let (line, offset) = lines.position();
+        msgs.set_last_position(line, offset);
+        if (msgs.len() >= BATCH
+            || msgs.text_bytes() >= BATCH_BYTES
+            || held.load(Ordering::Relaxed) == 0)
+            && !send(&mut msgs)
+        {
+            return Ok(());
+        }
+    }
+    if !msgs.is_empty() {
+        send(&mut msgs);
+    }
+    Ok(())
+}
+
+fn file_identity(f: &File) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    f.metadata().ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// How a file's identity is stored with its resume point.
+fn identity_text(id: Option<(u64, u64)>) -> Option<Arc<str>> {
+    id.map(|(dev, ino)| format!("{dev}:{ino}").into())
+}
+
+/// Reads a file from `start`, and with `follow`, keeps reading as it grows, reopening
+/// it from the start when it is rotated (another file at the path) or truncated.
+fn file_reader(
+    path: PathBuf,
+    key: Arc<str>,
+    start: (u64, u64),
+    follow: bool,
+    how: Parsing,
+    tx: Sender<Batch>,
+    stop: Arc<AtomicBool>,
+) {
+    let name: Arc<str> = path.display().to_string().into();
+    let (mut line, mut offset) = start;
+    loop {
+        let opened = File::open(&path).and_then(|mut f| {
+            f.seek(SeekFrom::Start(offset))?;
+            Ok(f)
+        });
+        let f = match opened {
+            Ok(f) => f,
+            Err(e) if follow && e.kind() == std::io::ErrorKind::NotFound => {
+                std::thread::sleep(Duration::from_millis(100));
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                continue;
+            }
+            Err(e) => {
+                let _ = tx.send(Batch::Fatal(Error::io(Some(path.clone()), e)));
+                return;
+            }
+        };
+        let ident = file_identity(&f);
+        let id = FileSource {
+            path: key.clone(),
+            file: identity_text(ident),
+        };
+        let (reader, held) = Buffered::new(f);
+        let mut lines = how.lines(reader, line, offset);
+        if follow {
+            // The file may be mid-write: a line is a message once its \n is there.
+            lines = lines.holding_partial_lines();
+        }
+        loop {
+            if let Err(e) = read_lines(&mut lines, &held, &name, Some(&id), &how, &tx, &stop) {
+                let _ = tx.send(Batch::Fatal(e));
+                return;
+            }
+            offset = lines.position().1;
+            if !follow || stop.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            // Rotated (another file now at the path) or truncated: start that file over.
+            let now = std::fs::metadata(&path).ok();
+            let rotated = match (&now, File::open(&path).ok().and_then(|g| file_identity(&g))) {
+                (Some(m), Some(id_now)) => Some(id_now) != ident || m.len() < offset,
+                _ => false,
+            };
+            if rotated {
+                line = 1;
+                offset = 0;
+                break;
+            }
+        }
+    }
+}
+
+/// Where to start reading `path`: its stored resume point, if it is the same file and
+/// at least as long; else its start (saying why through `on`).
+fn start_of(
+    engine: &Ingest,
+    path: &std::path::Path,
+    key: &str,
+    from_start: bool,
+    on: &mut dyn FnMut(Event<'_>),
+) -> Result<(u64, u64)> {
+    let shown = path.display().to_string();
+    if from_start {
+        return Ok((1, 0));
+    }
+    let Some(p) = engine.resume_point(key)? else {
+        return Ok((1, 0));
+    };
+    let len = std::fs::metadata(path)
+        .map_err(|e| Error::io(Some(path.to_path_buf()), e))?
+        .len();
+    let now = File::open(path)
+        .ok()
+        .and_then(|f| identity_text(file_identity(&f)));
+    if p.file.is_some() && p.file != now {
+        on(Event::Note(format!(
+            "{shown} is another file than the one the last run read (stopped at byte {}): reading it from the start",
+            p.offset
+        )));
+        Ok((1, 0))
+    } else if p.offset <= len {
+        on(Event::Resuming {
+            source: &shown,
+            offset: p.offset,
+        });
+        Ok((p.line, p.offset))
+    } else {
+        on(Event::Note(format!(
+            "{shown} is shorter than where the last run stopped (byte {}): reading it from the start",
+            p.offset
+        )));
+        Ok((1, 0))
+    }
+}
+
+/// Runs `engine` from `feed` until the feed ends or `stop` is set, then commits what is
+/// open. Returns the totals. A failure (a feed that cannot be read, a full disk, a bad
+/// message with `strict`) ends the run after committing the good messages before it.
+pub fn run(
+    engine: &mut Ingest,
+    feed: Feed,
+    opts: &FeedOptions,
+    stop: Arc<AtomicBool>,
+    on: &mut dyn FnMut(Event<'_>),
+) -> Result<Totals> {
+    // Bounded: a reader that outruns the engine waits instead of filling memory.
+    let (tx, rx) = bounded::<Batch>(64);
+    let how = Parsing {
+        keys: engine.key_fields().into(),
+        // A rejects file shows each bad message whole, also one refused after parsing.
+        keep_raw: engine.keeps_history() || opts.rejects.is_some(),
+        max_line: opts.max_line_bytes,
+        word_hint: opts.word_hint,
+    };
+    let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(f)
+            .map(|_| ())
+            .map_err(|e| Error::io(None, e))
+    };
+    match feed {
+        Feed::Listen { listener, gate } => {
+            if let Ok(addr) = listener.local_addr() {
+                on(Event::Listening(addr));
+            }
+            let (notes_tx, notes_rx) = crossbeam_channel::unbounded::<String>();
+            let stop2 = stop.clone();
+            spawn(
+                "liteload-listen",
+                Box::new(move || {
+                    let stop3 = stop2.clone();
+                    listen::accept(
+                        listener,
+                        gate,
+                        stop2,
+                        move |n| {
+                            let _ = notes_tx.send(n);
+                        },
+                        move |stream, name| how.read_all(stream, &name, &tx, &stop3),
+                    )
+                }),
+            )?;
+            return drive(engine, rx, Some(notes_rx), opts, &stop, on);
+        }
+        Feed::Stdin => {
+            let stop2 = stop.clone();
+            spawn(
+                "liteload-read",
+                Box::new(move || how.read_all(std::io::stdin(), &"<stdin>".into(), &tx, &stop2)),
+            )?;
+        }
+        Feed::Reader { name, reader } => {
+            let stop2 = stop.clone();
+            spawn(
+                "liteload-read",
+                Box::new(move || how.read_all(reader, &name, &tx, &stop2)),
+            )?;
+        }
+        Feed::File {
+            path,
+            follow,
+            from_start,
+        } => {
+            let key: Arc<str> = path
+                .canonicalize()
+                .map_err(|e| Error::io(Some(path.clone()), e))?
+                .display()
+                .to_string()
+                .into();
+            let start = start_of(engine, &path, &key, from_start, on)?;
+            let stop2 = stop.clone();
+            spawn(
+                "liteload-read",
+                Box::new(move || file_reader(path, key, start, follow, how, tx, stop2)),
+            )?;
+        }
+    }
+    drive(engine, rx, None, opts, &stop, on)
+}
+
+/// Where bad messages and windows are logged.
+struct Logs {
+    rejects: Option<std::io::BufWriter<File>>,
+    stats: Option<File>,
+}
+
+impl Logs {
+    fn open(opts: &FeedOptions) -> Result<Logs> {
+        let io = |p: &PathBuf| {
+            let p = p.clone();
+            move |e| Error::io(Some(p), e)
+        };
+        Ok(Logs {
+            rejects: match &opts.rejects {
+                Some(p) => Some(std::io::BufWriter::new(File::create(p).map_err(io(p))?)),
+                None => None,
+            },
+            stats: match &opts.stats_json {
+                Some(p) => Some(
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(p)
+                        .map_err(io(p))?,
+                ),
+                None => None,
+            },
+        })
+    }
+
+    fn reject(&mut self, line: serde_json::Value) -> Result<()> {
+        if let Some(w) = &mut self.rejects {
+            writeln!(w, "{line}").map_err(|e| Error::io(None, e))?;
+        }
+        Ok(())
+    }
+
+    /// Logs a committed window: its stats, and the rows its commit refused.
+    fn window(&mut self, s: &CommitStats, on: &mut dyn FnMut(Event<'_>)) -> Result<()> {
+        for reason in &s.refused {
+            self.reject(serde_json::json!({"at": "commit", "reason": reason, "message": null}))?;
+            on(Event::Refused(reason));
+        }
+        if let Some(f) = &mut self.stats {
+            if s.messages + s.rejects > 0 {
+                let line = serde_json::to_string(s).map_err(|e| Error::io(None, e.into()))?;
+                writeln!(f, "{line}").map_err(|e| Error::io(None, e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn drive(
+    engine: &mut Ingest,
+    rx: Receiver<Batch>,
+    notes: Option<Receiver<String>>,
+    opts: &FeedOptions,
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(Event<'_>),
+) -> Result<Totals> {
+    let mut logs = Logs::open(opts)?;
+    let mut last_tick = Instant::now();
+    let mut last_commit = 0.0;
+    let mut failure: Option<Error> = None;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        for n in notes.iter().flat_map(|r| r.try_iter()) {
+            on(Event::Note(n));
+        }
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Batch::Messages { from, source, msgs }) => {
+                let mut next = 0;
+                while next < msgs.len() && failure.is_none() {
+                    let mut logged = Ok(());
+                    let pushed = engine.push_messages(&msgs, next, source.as_ref(), |m, reason| {
+                        let column = m.bad_column;
+                        let at = match column {
+                            Some(c) => format!("{from}:{}:{c}", m.meta.line),
+                            None => format!("{from}:{}", m.meta.line),
+                        };
+                        let raw = String::from_utf8_lossy(msgs.raw(m));
+                        logged = logs.reject(serde_json::json!({"at": at, "reason": reason, "message": raw}));
+                        if logged.is_err() {
+                            return false;
+                        }
+                        if opts.strict {
+                            let pos = Position {
+                                path: from.clone(),
+                                line: m.meta.line,
+                                column: column.unwrap_or(1),
+                                record: 0,
+                                byte: 0,
+                            };
+                            failure = Some(Error::input(
+                                pos,
+                                None,
+                                format!("{reason} (stopped at the first bad message; the messages before it are committed)"),
+                            ));
+                            return false;
+                        }
+                        on(Event::Bad { at: &at, reason });
+                        true
+                    });
+                    logged?;
+                    next = pushed.next;
+                    if next < msgs.len() && !pushed.stopped {
+                        // The window is full: close it and go on with the rest.
+                        commit_window(engine, &mut logs, &mut last_commit, on)?;
+                    }
+                }
+                if failure.is_some() {
+                    break;
+                }
+            }
+            Ok(Batch::Fatal(e)) => {
+                failure = Some(e);
+                break;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if engine.due() {
+            commit_window(engine, &mut logs, &mut last_commit, on)?;
+        }
+        if last_tick.elapsed() >= Duration::from_millis(500) {
+            on(Event::Tick {
+                totals: engine.totals(),
+                last_commit_seconds: last_commit,
+            });
+            last_tick = Instant::now();
+        }
+    }
+    // Whatever happened, the good messages before it are committed.
+    let earlier = engine.wait()?;
+    let last = engine.commit()?;
+    for s in earlier.iter().chain([&last]) {
+        logs.window(s, on)?;
+    }
+    if let Some(r) = &mut logs.rejects {
+        r.flush().map_err(|e| Error::io(None, e))?;
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(engine.totals().clone()),
+    }
+}
+
+/// Closes the open window: it is written on the engine's commit thread while the next
+/// one fills; the window before it, now written, is logged.
+fn commit_window(
+    engine: &mut Ingest,
+    logs: &mut Logs,
+    last_commit: &mut f64,
+    on: &mut dyn FnMut(Event<'_>),
+) -> Result<()> {
+    if let Some(s) = engine.commit_background()? {
+        *last_commit = s.commit_seconds;
+        logs.window(&s, on)?;
+    }
+    Ok(())
+}
