@@ -1,5 +1,5 @@
-//! The check behind the fuzz target in `fuzz/` (run with `cargo +nightly fuzz run
-//! writers_agree`): arbitrary bytes are read as a page size, a column count and rows of
+//! The checks behind the fuzz targets in `fuzz/` (run with `cargo +nightly fuzz run
+//! <target>`). Parsers: see [`parsers`]. Writers (`writers_agree`): arbitrary bytes are read as a page size, a column count and rows of
 //! every value kind, the rows are written by `liteload-btree` (some pushed one by one,
 //! some filled as [`Leaves`] and appended) and by SQLite through rusqlite, and the two
 //! files must read back the same: same rows, same schema, `integrity_check` ok.
@@ -9,6 +9,8 @@
 //! on inputs from a fixed seed, so the check itself is kept working on stable Rust.
 
 #![forbid(unsafe_code)]
+
+pub mod parsers;
 
 use std::path::Path;
 
