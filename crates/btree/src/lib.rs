@@ -80,6 +80,7 @@
 //! right-most pointer, as SQLite itself writes it).
 
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod index;
 pub mod record;
@@ -94,10 +95,13 @@ pub use writer::{local_payload, DbWriter, Leaves, TableWriter};
 /// Why a file cannot be written.
 #[derive(Debug)]
 pub enum Error {
+    /// Writing the file failed.
     Io(std::io::Error),
     /// Rows must come in strictly increasing rowid order.
     RowidOrder {
+        /// The rowid written last.
         last: i64,
+        /// The rowid that came after it.
         got: i64,
     },
     /// Not a power of two from 512 to 65536.
@@ -107,6 +111,7 @@ pub enum Error {
     /// Index entry `at` does not sort after the one before it (in [`index::compare`]
     /// order; entries are distinct, as the rowid at their end makes them).
     IndexOrder {
+        /// The index of the entry, in the slice given.
         at: usize,
     },
 }

@@ -6,13 +6,16 @@ use crate::{varint, Error};
 /// One value of a row.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Value<'a> {
+    /// NULL.
     Null,
+    /// A 64-bit integer, stored in the fewest bytes that hold it.
     Integer(i64),
     /// A NaN is stored as NULL, as SQLite itself does.
     Real(f64),
     /// UTF-8 text. Not checked here: SQLite stores and returns the bytes it is given,
     /// so a caller with unchecked bytes validates them first.
     Text(&'a [u8]),
+    /// Bytes, stored as they are.
     Blob(&'a [u8]),
 }
 
@@ -163,6 +166,7 @@ pub struct Records {
 }
 
 impl Records {
+    /// No records.
     pub fn new() -> Self {
         Self::default()
     }
@@ -185,6 +189,7 @@ impl Records {
         self.ends.len()
     }
 
+    /// Whether it holds no record.
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
@@ -216,6 +221,7 @@ pub struct RecordBuilder {
 }
 
 impl RecordBuilder {
+    /// A record of no values.
     pub fn new() -> Self {
         Self::default()
     }
@@ -239,11 +245,13 @@ impl RecordBuilder {
     }
 
     #[inline]
+    /// Adds a NULL.
     pub fn null(&mut self) {
         self.types.push(0);
     }
 
     #[inline]
+    /// Adds an integer, in the smallest serial type that holds it.
     pub fn integer(&mut self, i: i64) {
         let (t, n) = serial_type(&Value::Integer(i));
         self.types.push(t as u8);
@@ -269,12 +277,14 @@ impl RecordBuilder {
     }
 
     #[inline]
+    /// Adds a blob.
     pub fn blob(&mut self, b: &[u8]) {
         self.serial(12 + 2 * b.len() as u64);
         self.body.extend_from_slice(b);
     }
 
     #[inline]
+    /// Adds `v`, whatever its kind.
     pub fn value(&mut self, v: &Value<'_>) {
         match *v {
             Value::Null => self.null(),

@@ -98,6 +98,7 @@ impl<W: Write + Seek> DbWriter<W> {
         Ok(w)
     }
 
+    /// The page size in bytes.
     pub fn page_size(&self) -> usize {
         self.page_size
     }

@@ -15,19 +15,28 @@
 /// A column's affinity, derived from its declared type by SQLite's rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Affinity {
+    /// No conversion (a column declared BLOB, or with no type).
     Blob,
+    /// Numbers become text.
     Text,
+    /// Text that looks numeric becomes INTEGER or REAL.
     Numeric,
+    /// As NUMERIC, and a REAL that is a whole number becomes INTEGER.
     Integer,
+    /// As NUMERIC, and an INTEGER becomes REAL.
     Real,
 }
 
 /// A value as SQLite would store it in a column.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Stored<'a> {
+    /// NULL.
     Null,
+    /// An INTEGER.
     Integer(i64),
+    /// A REAL (never NaN).
     Real(f64),
+    /// TEXT, as SQLite keeps it (up to a NUL, which ends it).
     Text(&'a str),
 }
 
@@ -80,7 +89,8 @@ impl Affinity {
 
     /// What SQLite stores for a real bound to a numeric column: an integral real within
     /// range becomes an integer, which a REAL column reads back as a real (so `-0.0`
-    /// becomes `0.0` there). For TEXT or BLOB columns see [`Affinity::real_needs_text`].
+    /// becomes `0.0` there). For a TEXT or BLOB column the real comes back as it is: the
+    /// caller decides its text (SQLite would store the real formatted with `%!.15g`).
     pub fn real<'a>(self, r: f64) -> Stored<'a> {
         match self {
             Affinity::Numeric | Affinity::Integer => match integer_affinity(r) {

@@ -10,8 +10,11 @@
 /// One value of a batch. Text lives in the batch's arena.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Cell {
+    /// NULL.
     Null,
+    /// An INTEGER.
     Integer(i64),
+    /// A REAL.
     Real(f64),
     /// Made only by [`Batch::push_text`]: a span of that batch's arena.
     Text(TextSpan),
@@ -32,6 +35,7 @@ impl TextSpan {
         self.len
     }
 
+    /// Whether the text is empty.
     pub fn is_empty(self) -> bool {
         self.len == 0
     }
@@ -40,9 +44,13 @@ impl TextSpan {
 /// A value borrowed from a batch.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Value<'a> {
+    /// NULL.
     Null,
+    /// An INTEGER.
     Integer(i64),
+    /// A REAL.
     Real(f64),
+    /// TEXT, valid UTF-8.
     Text(&'a str),
 }
 
@@ -59,11 +67,14 @@ pub struct Batch {
 /// The line and record number a row came from (the file is the batch's input).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RowOrigin {
+    /// The input line the row starts on, from 1.
     pub line: u64,
+    /// The input record the row is, from 1 (the header is not a record).
     pub record: u64,
 }
 
 impl Batch {
+    /// An empty batch of rows `ncols` wide.
     pub fn new(ncols: usize) -> Batch {
         Batch {
             ncols,
@@ -80,14 +91,17 @@ impl Batch {
         self.records.clear();
     }
 
+    /// Columns per row.
     pub fn ncols(&self) -> usize {
         self.ncols
     }
 
+    /// Rows held.
     pub fn rows(&self) -> usize {
         self.lines.len()
     }
 
+    /// Whether it holds no row.
     pub fn is_empty(&self) -> bool {
         self.lines.is_empty()
     }
@@ -159,6 +173,7 @@ impl Batch {
         self.cells.truncate(self.lines.len() * self.ncols);
     }
 
+    /// Where row `row` came from.
     pub fn origin(&self, row: usize) -> RowOrigin {
         self.lines[row]
     }

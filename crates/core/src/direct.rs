@@ -61,7 +61,7 @@ pub struct DirectSink<'t, 'd> {
 }
 
 /// One index's entries, gathered while its table is written: a record of the key columns
-/// and the rowid per row, in an arena, until [`IndexEntries::sorted`] orders them.
+/// and the rowid per row, in an arena, until [`IndexEntries::sorted_int_keys`] orders them.
 #[derive(Debug)]
 pub struct IndexEntries {
     /// The table columns of the key, in key order.
@@ -74,6 +74,7 @@ pub struct IndexEntries {
 }
 
 impl IndexEntries {
+    /// Entries of the index on the table columns `columns`, none gathered yet.
     pub fn new(columns: Vec<usize>) -> Self {
         IndexEntries {
             columns,
@@ -122,6 +123,7 @@ impl IndexEntries {
 }
 
 impl<'t, 'd> DirectSink<'t, 'd> {
+    /// A sink that writes rows through `table`, starting at rowid `first_rowid`; `layout` gives, for each table column, the batch column it comes from (in order) or `None` for NULL.
     pub fn new(
         table: &'t mut TableWriter<'d, SeqFile>,
         first_rowid: i64,

@@ -23,13 +23,18 @@ use crate::error::{Error, Hint, Result};
 /// A durability profile. See the module docs for what each promises.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
+    /// A new file built beside its name and moved into place whole (see the module notes).
     AtomicNew,
+    /// WAL with `synchronous=NORMAL`: an existing file changed in one transaction.
     Balanced,
+    /// WAL with `synchronous=FULL`: a committed load survives a power loss.
     Durable,
+    /// No journal, no sync: a crash can leave the file corrupt.
     Unsafe,
 }
 
 impl Durability {
+    /// The profile's name: `atomic-new`, `balanced`, `durable` or `unsafe`.
     pub fn name(self) -> &'static str {
         match self {
             Durability::AtomicNew => "atomic-new",
@@ -134,8 +139,11 @@ pub fn publish(tmp: &Path, path: &Path) -> Result<()> {
 
 /// A database open for one load, inside one transaction.
 pub struct Target {
+    /// The connection, inside the load's transaction.
     pub conn: Connection,
+    /// The file the connection writes (the temp file for `AtomicNew`).
     pub path: PathBuf,
+    /// The profile in force.
     pub durability: Durability,
     tmp: Option<PathBuf>,
     /// Things the user should know (a stale temp file removed, …).

@@ -14,8 +14,11 @@ use std::sync::Arc;
 pub struct Position {
     /// The input's name as the user gave it (`-` is shown as `<stdin>`).
     pub path: Arc<str>,
+    /// The line, from 1.
     pub line: u64,
+    /// The byte column within the line, from 1.
     pub column: u64,
+    /// The data record, from 1 (0 when the error is not about one record).
     pub record: u64,
     /// Byte offset of the start of the record in the (decoded) input.
     pub byte: u64,
@@ -113,26 +116,38 @@ impl Hint {
 pub enum ErrorKind {
     /// The input is not what was expected at `pos`. `field` names the column when known.
     Input {
+        /// Where.
         pos: Position,
+        /// The field's index (from 0) and name, when known.
         field: Option<(usize, String)>,
+        /// What is wrong.
         message: String,
     },
     /// Reading or writing a file failed. A full disk is this kind, with
     /// [`std::io::ErrorKind::StorageFull`], whether the file system or SQLite saw it.
     Io {
+        /// The file, when known.
         path: Option<PathBuf>,
+        /// The system's error.
         source: std::io::Error,
     },
     /// SQLite refused a statement. `context` says what liteload was doing.
     Sqlite {
+        /// What liteload was doing.
         context: String,
+        /// SQLite's error.
         source: rusqlite::Error,
     },
     /// Bad usage: the options and the data (or the existing database) do not fit
     /// together. [`Error::hint`] names the setting that would fix it when there is one.
     Plan(String),
     /// More bad records than allowed. The last one is `last`.
-    TooManyErrors { limit: u64, last: Box<Error> },
+    TooManyErrors {
+        /// The number allowed.
+        limit: u64,
+        /// The bad record past it.
+        last: Box<Error>,
+    },
     /// The caller stopped the work ([`crate::Progress::cancel`]); the target is as it was.
     Interrupted,
 }
@@ -173,6 +188,7 @@ impl Error {
         matches!(self.0.kind, ErrorKind::Interrupted)
     }
 
+    /// Bad input at `pos`, in field `field` (index from 0 and name) when known.
     pub fn input(
         pos: Position,
         field: Option<(usize, String)>,
@@ -185,6 +201,7 @@ impl Error {
         })
     }
 
+    /// Reading or writing `path` (when known) failed.
     pub fn io(path: Option<PathBuf>, source: std::io::Error) -> Self {
         Error::new(ErrorKind::Io { path, source })
     }
@@ -203,10 +220,12 @@ impl Error {
         Error::new(ErrorKind::Sqlite { context, source })
     }
 
+    /// Bad usage: options that do not fit the data or the database.
     pub fn plan(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Plan(message.into()))
     }
 
+    /// More bad records than `limit`; `last` is the one past it.
     pub fn too_many(limit: u64, last: Error) -> Self {
         Error::new(ErrorKind::TooManyErrors {
             limit,

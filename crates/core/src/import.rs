@@ -32,7 +32,9 @@ pub enum Quoting {
     /// `"` for CSV; off for TSV.
     #[default]
     Default,
+    /// This byte quotes.
     Char(u8),
+    /// No quoting: every byte is data.
     Off,
 }
 
@@ -43,7 +45,9 @@ pub struct ImportOptions {
     pub read: ReadOptions,
     /// The format of every input; `None` means "from each file's extension".
     pub format: Option<Format>,
+    /// The field delimiter of every delimited input; `None`: `,` for CSV, tab for TSV.
     pub delimiter: Option<u8>,
+    /// The quote of delimited inputs.
     pub quoting: Quoting,
     /// The table for every input; `None` means "each file's stem".
     pub table: Option<String>,
@@ -59,6 +63,7 @@ pub struct ImportOptions {
     pub indexes: Vec<IndexSpec>,
     /// `None` picks `atomic-new` for a new file and `balanced` for an existing one.
     pub durability: Option<Durability>,
+    /// Page size and the like, for a new file.
     pub file: FileSettings,
     /// Keep going past bad records, writing each (as JSON) to this file.
     pub rejects: Option<PathBuf>,

@@ -18,6 +18,8 @@
 //! # Ok(()) }
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod affinity;
 pub mod batch;
 pub mod direct;

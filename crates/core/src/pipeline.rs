@@ -48,6 +48,7 @@ impl Rejects {
         })
     }
 
+    /// Takes one bad record: an error unless bad records are tolerated and the limit is not passed; logged if a file was given.
     pub fn record(&mut self, bad: BadRecord) -> Result<()> {
         if !self.tolerate {
             return Err(bad.error);

@@ -51,8 +51,11 @@ impl serde::Serialize for Durable {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Stage {
+    /// Reading and writing rows.
     Loading = 0,
+    /// Building indexes.
     Indexing = 1,
+    /// Committing (and, for a new file, syncing and moving it into place).
     Committing = 2,
 }
 
@@ -81,6 +84,7 @@ pub struct Progress {
     pub bytes_total: AtomicU64,
     /// Rows to make in all, when known in advance (`generate`; else 0).
     pub rows_total: AtomicU64,
+    /// Rows written so far.
     pub rows: AtomicU64,
     stage: AtomicU8,
     cancelled: AtomicBool,
@@ -107,6 +111,7 @@ impl Progress {
         Ok(())
     }
 
+    /// What the load is doing now.
     pub fn stage(&self) -> Stage {
         match self.stage.load(Ordering::Relaxed) {
             1 => Stage::Indexing,
@@ -123,24 +128,35 @@ impl Progress {
 /// The outcome of a successful import.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Summary {
+    /// Rows written.
     pub rows: u64,
+    /// Tables written, in order.
     pub tables: Vec<String>,
+    /// Seconds from start to commit.
     pub seconds: f64,
+    /// Rows per second over that time.
     pub rows_per_second: f64,
+    /// Raw bytes read from the inputs.
     pub bytes_read: u64,
+    /// Bad records skipped.
     pub rejects: u64,
     /// The first few bad records skipped, as messages.
     pub reject_samples: Vec<String>,
+    /// Values stored in another type than their column's (SQLite's flexible typing).
     pub type_mismatches: u64,
+    /// The first of them, with its position.
     pub first_type_mismatch: Option<String>,
     /// Size of the database file afterwards (0 with `parse_only`).
     pub db_bytes: u64,
+    /// What the load promises about its data on disk.
     pub durability: Durable,
     /// Which writer made the file; `None` when nothing was written.
     pub engine: Option<Writer>,
     /// The direct engine had SQLite check the file (`--verify`) before putting it in place.
     pub verified: bool,
+    /// The cap on rows per INSERT statement (0 for the page writer).
     pub rows_per_statement: usize,
+    /// The version of the SQLite linked in.
     pub sqlite_version: String,
     /// Things the user should know: renamed columns, a stale temp file removed, …
     pub notes: Vec<String>,

@@ -9,7 +9,9 @@ use crate::types::ColumnType;
 /// A table's column as SQLite declares it.
 #[derive(Clone, Debug)]
 pub struct TableColumn {
+    /// The column's name.
     pub name: String,
+    /// Its declared type, as written in CREATE TABLE.
     pub declared: String,
 }
 
@@ -97,7 +99,9 @@ pub fn add_column_sql(table: &str, name: &str, ty: ColumnType) -> String {
 /// An index to build after the rows are in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexSpec {
+    /// The indexed columns, in order.
     pub columns: Vec<String>,
+    /// Whether no two rows may have the same key.
     pub unique: bool,
 }
 

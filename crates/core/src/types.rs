@@ -17,8 +17,11 @@ use crate::affinity::Affinity;
 /// The declared type of a column that liteload creates, and the conversion its values get.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ColumnType {
+    /// INTEGER affinity: integers stay integers.
     Integer,
+    /// REAL affinity.
     Real,
+    /// TEXT affinity: values are stored as text.
     Text,
 }
 
@@ -76,9 +79,13 @@ impl FromStr for ColumnType {
 /// What a piece of text looks like.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Lexeme {
+    /// Nothing (an empty field).
     Empty,
+    /// The canonical text of an integer.
     Integer(i64),
+    /// The text of a finite real.
     Real(f64),
+    /// Anything else.
     Text,
 }
 
@@ -173,6 +180,7 @@ pub struct TypeGuess {
 }
 
 impl TypeGuess {
+    /// Counts one more value that looks like `l`.
     pub fn add(&mut self, l: Lexeme) {
         match l {
             Lexeme::Empty => {}

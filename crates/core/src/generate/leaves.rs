@@ -27,9 +27,13 @@ const GROUP_ROWS: u64 = GROUP_CHUNKS * CHUNK_ROWS;
 
 /// What to fill: `rows` rows of `columns`, rowids from 1.
 pub struct Fill<'a> {
+    /// The columns, in order.
     pub columns: &'a [ColumnSpec],
+    /// The seed every value derives from.
     pub seed: u64,
+    /// Rows in all.
     pub rows: u64,
+    /// The page size in bytes.
     pub page_size: usize,
 }
 

@@ -26,16 +26,23 @@ pub use spec::{default_columns, ColumnSpec, Gen};
 /// What to generate, and how to write it.
 #[derive(Clone, Debug)]
 pub struct GenerateOptions {
+    /// Rows to make.
     pub rows: u64,
+    /// The table to make them in.
     pub table: String,
+    /// Its columns and how each is drawn.
     pub columns: Vec<ColumnSpec>,
+    /// The seed: the same seed, spec and rows make the same values.
     pub seed: u64,
     /// Generator threads (the writer is one more).
     pub threads: usize,
+    /// `None` picks `AtomicNew` for a new file and `Balanced` for an existing one.
     pub durability: Option<Durability>,
+    /// Page size and the like, for a new file.
     pub file: FileSettings,
     /// Generate every value, write nothing: the floor under the SQLite path.
     pub generate_only: bool,
+    /// The cap on rows per INSERT statement (SQLite's path).
     pub rows_per_statement: usize,
     /// SQLite's insert path, or the direct page writer (a new file only).
     pub engine: Engine,

@@ -23,6 +23,7 @@ impl Rng {
     }
 
     #[inline]
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0xA076_1D64_78BD_642F);
         let t = u128::from(self.0) * u128::from(self.0 ^ 0xE703_7ED1_A0B4_28DB);

@@ -43,6 +43,7 @@ pub struct GeneratorSource {
 }
 
 impl GeneratorSource {
+    /// A source of `rows` rows of `columns` drawn from `seed`, numbered from rowid `first_rowid`, drawn on `threads` threads.
     pub fn new(
         columns: Vec<ColumnSpec>,
         rows: u64,

@@ -26,8 +26,11 @@ use crate::types::{classify, ColumnType, Lexeme};
 /// A literal of a `choice` or `const`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Lit {
+    /// An integer.
     Integer(i64),
+    /// A real.
     Real(f64),
+    /// A text.
     Text(String),
 }
 
@@ -44,49 +47,75 @@ impl Lit {
 /// How `timestamp` values are written.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TimeFormat {
+    /// Seconds since the Unix epoch, as an INTEGER.
     Unix,
+    /// Text by a strftime-like pattern.
     Pattern(String),
 }
 
 /// A value generator.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Gen {
+    /// The rowid (an INTEGER PRIMARY KEY).
     Rowid,
+    /// An integer, uniform in `lo..=hi`.
     Int {
+        /// The least value.
         lo: i64,
+        /// The greatest value.
         hi: i64,
     },
+    /// A real, uniform in `lo..hi`.
     Float {
+        /// The least value.
         lo: f64,
+        /// The bound, not reached.
         hi: f64,
     },
+    /// One of `items`, uniformly or by weight.
     Choice {
+        /// The values to choose from.
         items: Vec<Lit>,
+        /// Cumulative weights, one per item, ending at 1; `None` for uniform.
         cumulative: Option<Vec<f64>>,
         /// The column is REAL (no text item, some real one): integer items become reals.
         /// Decided once here rather than per value.
         int_as_real: bool,
     },
+    /// Text of exactly this many decimal digits.
     Digits(usize),
+    /// Text of `min..=max` characters from `alphabet`.
     Text {
+        /// The fewest characters.
         min: usize,
+        /// The most characters.
         max: usize,
+        /// The characters to draw from (not empty).
         alphabet: Vec<char>,
     },
+    /// A random (version 4) UUID as text.
     Uuid,
+    /// A time, uniform in `lo..=hi` seconds since the epoch.
     Timestamp {
+        /// The earliest time.
         lo: i64,
+        /// The latest time.
         hi: i64,
+        /// How it is stored.
         format: TimeFormat,
     },
+    /// The same value in every row.
     Const(Lit),
 }
 
 /// One column: its name, generator, and fraction of NULLs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ColumnSpec {
+    /// The column's name.
     pub name: String,
+    /// How its values are drawn.
     pub gen: Gen,
+    /// The fraction of rows that are NULL, in `0..=1`.
     pub null: f64,
 }
 
@@ -440,16 +469,24 @@ impl ColumnSpec {
 /// it was given.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Drawn {
+    /// NULL.
     Null,
+    /// An integer.
     Integer(i64),
+    /// A real.
     Real(f64),
+    /// Text written to the caller's buffer.
     Text {
+        /// Where it starts in the buffer.
         start: usize,
+        /// Its length in bytes.
         len: usize,
     },
     /// A short ASCII text, `bytes[..len]`.
     Ascii {
+        /// The text's bytes (ASCII); only the first `len` count.
         bytes: [u8; 18],
+        /// How many of `bytes` are the text.
         len: u8,
     },
 }

@@ -25,14 +25,18 @@ use crate::source::json::LineObjects;
 
 /// Where messages come from.
 pub enum Feed {
+    /// Standard input.
     Stdin,
     /// Any reader, with a name for positions.
     Reader {
+        /// The name in positions (`name:line`).
         name: Arc<str>,
+        /// The bytes.
         reader: Box<dyn Read + Send>,
     },
     /// A file of newline-delimited JSON.
     File {
+        /// The file.
         path: PathBuf,
         /// Keep reading as it grows, like `tail -F`, until stopped.
         follow: bool,
@@ -41,7 +45,9 @@ pub enum Feed {
     },
     /// TCP senders on `listener`, let in by `gate`.
     Listen {
+        /// Bound by the caller (so it knows the address before the run).
         listener: TcpListener,
+        /// Who may send.
         gate: Gate,
     },
 }
@@ -79,18 +85,30 @@ impl Default for FeedOptions {
 #[non_exhaustive]
 pub enum Event<'a> {
     /// A bad message at `at` (`name:line[:column]`): counted, logged, skipped.
-    Bad { at: &'a str, reason: &'a str },
+    Bad {
+        /// `name:line[:column]`.
+        at: &'a str,
+        /// Why it is bad.
+        reason: &'a str,
+    },
     /// A row the table's own constraints refused at commit.
     Refused(&'a str),
     /// The listener is accepting on this address.
     Listening(std::net::SocketAddr),
     /// A file is read from the resume point stored by an earlier run: this byte.
-    Resuming { source: &'a str, offset: u64 },
+    Resuming {
+        /// The file.
+        source: &'a str,
+        /// The byte it is read from.
+        offset: u64,
+    },
     /// Something the user should know (a file read from its start, a sender turned away).
     Note(String),
     /// About twice a second: the totals so far and the last commit's seconds.
     Tick {
+        /// Totals since the engine was opened.
         totals: &'a Totals,
+        /// How long the last commit took.
         last_commit_seconds: f64,
     },
 }

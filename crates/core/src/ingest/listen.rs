@@ -28,6 +28,7 @@ const MAX_TOKEN_LINE: u64 = 4096;
 pub struct Gate {
     /// The secret a sender's first line must be.
     pub token: Option<Arc<[u8]>>,
+    /// Serve TLS with this configuration ([`load_tls`]).
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// Senders at once; one more is closed at once.
     pub max_connections: usize,

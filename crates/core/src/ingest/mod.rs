@@ -62,6 +62,7 @@ pub const STATE_TABLE: &str = "liteload_ingest_state";
 /// How to ingest.
 #[derive(Clone, Debug)]
 pub struct IngestOptions {
+    /// The table to keep (created if missing).
     pub table: String,
     /// The fields that name a row (its primary key, or a unique index on them).
     pub keys: Vec<String>,
@@ -99,12 +100,19 @@ impl Default for IngestOptions {
 pub struct CommitStats {
     /// Seconds since the Unix epoch when the commit finished.
     pub at: f64,
+    /// Messages applied in the window.
     pub messages: u64,
+    /// Distinct keys they touched.
     pub keys: u64,
+    /// Rows inserted.
     pub inserted: u64,
+    /// Rows updated.
     pub updated: u64,
+    /// Bad messages and refused rows.
     pub rejects: u64,
+    /// Columns added.
     pub new_columns: u64,
+    /// Seconds the commit took.
     pub commit_seconds: f64,
     /// The source position committed with the window (file sources).
     pub offset: Option<u64>,
@@ -118,12 +126,19 @@ pub struct CommitStats {
 /// rows inserted and updated as their windows are committed.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Totals {
+    /// Messages pushed.
     pub messages: u64,
+    /// Rows inserted by committed windows.
     pub inserted: u64,
+    /// Rows updated by committed windows.
     pub updated: u64,
+    /// Bad messages and refused rows.
     pub rejects: u64,
+    /// Windows committed.
     pub commits: u64,
+    /// Values stored in another type than their column's.
     pub type_mismatches: u64,
+    /// Columns added.
     pub new_columns: u64,
 }
 
@@ -131,11 +146,14 @@ pub struct Totals {
 /// past the last message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourcePosition {
+    /// The source's name (a file's resolved path).
     pub source: Arc<str>,
     /// The identity of the file at `source` when it was read (see [`FileSource::file`]);
     /// `None` when unknown (a resume point stored before identities were).
     pub file: Option<Arc<str>>,
+    /// The line after the last message, from 1.
     pub line: u64,
+    /// The byte after the last message.
     pub offset: u64,
 }
 
@@ -153,7 +171,9 @@ pub struct FileSource {
 /// and whether the `bad` callback asked to stop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pushed {
+    /// The index of the first message not taken.
     pub next: usize,
+    /// Whether it stopped because `bad` asked it to (else the window is full).
     pub stopped: bool,
 }
 
@@ -635,6 +655,7 @@ impl Ingest {
         self.window.messages + self.window.rejects
     }
 
+    /// Totals since the engine was opened.
     pub fn totals(&self) -> &Totals {
         &self.totals
     }

@@ -95,15 +95,18 @@ pub(crate) fn decode_key(mut enc: &[u8], n: usize) -> impl Iterator<Item = KeyRe
 pub struct LineMeta {
     /// Line and column (1-based) where the message starts.
     pub line: u64,
+    /// The byte column the line's text starts at, from 1.
     pub column: u64,
     /// Line and byte offset just past it: the resume point once it is applied.
     pub next_line: u64,
+    /// The byte just past the line.
     pub next_offset: u64,
 }
 
 /// One message of a batch.
 #[derive(Clone, Debug)]
 pub struct Message {
+    /// Where the line was.
     pub meta: LineMeta,
     /// Why the message cannot be applied; `None` for a good one.
     pub bad: Option<String>,
@@ -153,10 +156,12 @@ impl Messages {
         }
     }
 
+    /// Messages held.
     pub fn len(&self) -> usize {
         self.msgs.len()
     }
 
+    /// Whether it holds no message.
     pub fn is_empty(&self) -> bool {
         self.msgs.is_empty()
     }
@@ -166,6 +171,7 @@ impl Messages {
         self.text.len()
     }
 
+    /// The messages, in arrival order.
     pub fn messages(&self) -> &[Message] {
         &self.msgs
     }

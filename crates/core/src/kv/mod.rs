@@ -26,7 +26,9 @@ use crate::error::{Error, Result};
 /// A key: text (a path, a name) or an integer.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Key {
+    /// An integer key.
     Int(i64),
+    /// A text key.
     Text(String),
 }
 
@@ -265,6 +267,7 @@ impl KvStore {
         Ok(n > 0)
     }
 
+    /// Whether `key` has a value.
     pub fn contains(&self, key: &Key) -> Result<bool> {
         Ok(self.rowid(key)?.is_some())
     }
@@ -315,6 +318,7 @@ impl KvStore {
         Ok(n as u64)
     }
 
+    /// Whether the store holds no value.
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
     }

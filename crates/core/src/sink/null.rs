@@ -9,6 +9,7 @@ use crate::types::ColumnType;
 /// of a batch's layout is measured too.
 #[derive(Debug, Default)]
 pub struct NullSink {
+    /// Rows taken.
     pub rows: u64,
     /// A checksum of the values seen, so the work cannot be optimized away.
     pub checksum: u64,

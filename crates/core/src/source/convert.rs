@@ -8,6 +8,7 @@ use crate::types::{classify, ColumnType, Lexeme};
 /// keeps them as they are), and remembers the first for the summary.
 #[derive(Clone, Debug, Default)]
 pub struct Mismatches {
+    /// How many.
     pub count: u64,
     /// `path:line:column: "value" in INTEGER column "name"`.
     pub first: Option<String>,
@@ -16,9 +17,13 @@ pub struct Mismatches {
 /// Where a row's converted values go: a batch's cells, or an SQLite record being built
 /// (the direct engine's rows, see [`Batch::push_record`]).
 pub trait Values {
+    /// Adds a NULL.
     fn null(&mut self);
+    /// Adds an integer.
     fn integer(&mut self, i: i64);
+    /// Adds a real.
     fn real(&mut self, r: f64);
+    /// Adds a text.
     fn text(&mut self, s: &str);
 }
 
@@ -124,11 +129,15 @@ pub fn json_lexeme(v: &serde_json::Value) -> Lexeme {
 /// [`push_scalar`] stores it. A nested value (array, object) comes as its JSON text.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scalar<'a> {
+    /// JSON null, `None`, unit.
     Null,
+    /// A boolean: 1 or 0.
     Bool(bool),
+    /// An integer.
     Integer(i64),
     /// Finite.
     Real(f64),
+    /// Text (also the digits of an integer past 64 bits, and nested values' JSON).
     Text(&'a str),
 }
 

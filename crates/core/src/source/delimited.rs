@@ -22,10 +22,13 @@ use std::io::{self, Read};
 /// Why a record could not be parsed. Positions are filled in by the caller's context.
 #[derive(Debug)]
 pub enum ParseError {
+    /// Reading failed.
     Io(io::Error),
     /// A quoted field that starts at (line, column) never ends.
     UnterminatedQuote {
+        /// The line of the opening quote.
         line: u64,
+        /// Its column.
         column: u64,
     },
 }
@@ -34,8 +37,11 @@ pub enum ParseError {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FieldMeta {
     end: usize,
+    /// Whether the field was quoted.
     pub quoted: bool,
+    /// The line the field starts on.
     pub line: u64,
+    /// The byte column it starts at.
     pub column: u64,
 }
 
@@ -56,19 +62,23 @@ pub struct Record {
 }
 
 impl Record {
+    /// Fields in the record.
     pub fn len(&self) -> usize {
         self.fields.len()
     }
 
+    /// Whether the record has no field.
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
     }
 
+    /// Field `i`, unescaped.
     pub fn field(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.fields[i - 1].end };
         &self.data[start..self.fields[i].end]
     }
 
+    /// Where field `i` was.
     pub fn meta(&self, i: usize) -> FieldMeta {
         self.fields[i]
     }
@@ -91,6 +101,7 @@ impl Record {
             .find(mid_char)
     }
 
+    /// The fields, unescaped.
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
         (0..self.len()).map(move |i| self.field(i))
     }
@@ -142,6 +153,7 @@ pub struct Resume {
     pub line_start: u64,
     /// The byte before was a `\r`, so a `\n` here ends no further line.
     pub after_cr: bool,
+    /// Keep empty lines as records of one empty field (a one-column input).
     pub keep_blank: bool,
 }
 
@@ -164,6 +176,7 @@ pub struct DelimitedReader<R> {
 }
 
 impl<R: Read> DelimitedReader<R> {
+    /// A reader of `rdr` with delimiter `delim` and quote `quote` (`None`: no quoting); a record longer than `max_record` bytes is an error.
     pub fn new(rdr: R, delim: u8, quote: Option<u8>, max_record: usize) -> Self {
         DelimitedReader {
             rdr,

@@ -19,13 +19,17 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Input {
+    /// Standard input.
     Stdin,
+    /// A file (gzip if its name ends in `.gz`).
     Path(PathBuf),
     /// Bytes from a reader, read once (a second load of the same input is refused).
     Reader(ReaderInput),
     /// Bytes in memory.
     Bytes {
+        /// The name that stands in for a file name.
         name: String,
+        /// The bytes.
         bytes: Arc<[u8]>,
     },
 }
@@ -268,11 +272,15 @@ impl Input {
 /// A text encoding to transcode from. UTF-8 input is passed through untouched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Encoding {
+    /// UTF-8, passed through.
     Utf8,
+    /// Windows-1252 (a superset of ISO-8859-1).
     Latin1,
     /// UTF-16 with a byte-order mark (little-endian without one).
     Utf16,
+    /// UTF-16, little-endian.
     Utf16Le,
+    /// UTF-16, big-endian.
     Utf16Be,
 }
 

@@ -25,21 +25,30 @@ use crate::types::{ColumnType, TypeGuess};
 /// One object read, with where it started.
 #[derive(Debug)]
 pub struct Obj {
+    /// The object.
     pub map: Map<String, Value>,
+    /// The line it starts on.
     pub line: u64,
+    /// The byte column it starts at.
     pub column: u64,
+    /// The byte offset it starts at.
     pub byte: u64,
 }
 
 /// A value that is not a loadable object, and the stream can go on after it.
 #[derive(Debug)]
 pub struct BadObj {
+    /// The line it starts on.
     pub line: u64,
+    /// The byte column of the problem.
     pub column: u64,
+    /// The byte offset the value starts at.
     pub byte: u64,
+    /// What is wrong.
     pub message: String,
     /// The setting that would accept it, if one would.
     pub hint: Option<Hint>,
+    /// The value, for a rejects log (its text when it is not JSON).
     pub raw: Value,
 }
 
@@ -53,9 +62,13 @@ impl BadObj {
 /// A syntax or I/O error a stream cannot continue after, at its line and column.
 #[derive(Debug)]
 pub struct Fatal {
+    /// The line.
     pub line: u64,
+    /// The byte column.
     pub column: u64,
+    /// What is wrong.
     pub message: String,
+    /// The setting that would help, if one would.
     pub hint: Option<Hint>,
 }
 
@@ -73,17 +86,22 @@ impl Fatal {
 /// What a JSON stream yields: an object, or a bad value it can go on after.
 #[derive(Debug)]
 pub enum Item {
+    /// An object.
     Obj(Obj),
+    /// A value that is no object, or a line that is not JSON.
     Bad(BadObj),
 }
 
 /// A stream of JSON objects from either layout.
 pub enum ObjectStream {
+    /// One object per line.
     Lines(LineObjects),
+    /// One array of objects.
     Array(ArrayObjects),
 }
 
 impl ObjectStream {
+    /// Objects one per line of `r`; a line over `max_line` bytes is a bad value.
     pub fn lines(r: Box<dyn BufRead + Send>, max_line: usize) -> Self {
         ObjectStream::Lines(LineObjects::new(r, max_line, 1, 0))
     }
@@ -351,9 +369,13 @@ impl LineObjects {
 
 /// One non-blank line of newline-delimited JSON, trimmed, and where it starts.
 pub struct RawLine<'a> {
+    /// The line's text, trimmed.
     pub text: &'a [u8],
+    /// Its line number.
     pub line: u64,
+    /// The byte column its text starts at.
     pub column: u64,
+    /// The byte offset the line starts at.
     pub byte: u64,
 }
 
@@ -584,6 +606,7 @@ pub struct JsonSource {
 }
 
 impl JsonSource {
+    /// A source of the objects of `stream`, named `name` in positions.
     pub fn new(stream: ObjectStream, name: Arc<str>, opts: ReadOptions) -> Self {
         JsonSource {
             stream,

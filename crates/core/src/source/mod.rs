@@ -28,7 +28,9 @@ pub use input::{Encoding, Input};
 /// An input format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// Comma-separated values.
     Csv,
+    /// Tab-separated values.
     Tsv,
     /// Newline-delimited JSON: one object per line.
     Ndjson,
@@ -81,6 +83,7 @@ pub enum Ragged {
 /// How to read one input.
 #[derive(Clone, Debug)]
 pub struct ReadOptions {
+    /// The format.
     pub format: Format,
     /// Field delimiter for delimited formats.
     pub delimiter: u8,
@@ -92,9 +95,11 @@ pub struct ReadOptions {
     pub columns: Option<Vec<String>>,
     /// Physical lines to skip before anything is read.
     pub skip_lines: u64,
+    /// The input's text encoding, transcoded to UTF-8 as it is read.
     pub encoding: Encoding,
     /// Every empty field is NULL (by default only empty fields in numeric columns are).
     pub empty_null: bool,
+    /// Records with another field count than the header's.
     pub ragged: Ragged,
     /// Records to read before deciding column types.
     pub sample_rows: usize,
@@ -132,7 +137,9 @@ impl Default for ReadOptions {
 /// What the sample found.
 #[derive(Clone, Debug, Default)]
 pub struct Sample {
+    /// Column names, cleaned (see [`crate::schema::clean_names`]).
     pub columns: Vec<String>,
+    /// What the sampled values say of each column's type.
     pub guesses: Vec<TypeGuess>,
     /// Notes for the user about names that were changed.
     pub notes: Vec<String>,
@@ -141,7 +148,9 @@ pub struct Sample {
 /// A record that could not be loaded: why, and its text for the rejects file.
 #[derive(Debug)]
 pub struct BadRecord {
+    /// Why, with its position.
     pub error: Error,
+    /// The record's fields, for a rejects log.
     pub fields: serde_json::Value,
 }
 

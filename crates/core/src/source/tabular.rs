@@ -33,6 +33,7 @@ pub struct DelimitedSource<R> {
 }
 
 impl<R: Read + Send> DelimitedSource<R> {
+    /// A source of the delimited text `rdr`, named `name` in positions.
     pub fn new(rdr: R, name: Arc<str>, opts: ReadOptions) -> Self {
         let rdr = DelimitedReader::new(rdr, opts.delimiter, opts.quote, opts.max_record_bytes);
         Self::with_reader(rdr, name, opts, vec![], vec![], 0)
