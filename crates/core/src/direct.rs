@@ -291,6 +291,8 @@ pub fn build_new<T>(
             // the temp name, journal in memory (a crash leaves no file at the target).
             let conn = rusqlite::Connection::open(&tmp)
                 .map_err(|e| Error::sqlite("opening the written file", e))?;
+            crate::sqlite_info::configure(&conn)
+                .map_err(|e| Error::sqlite("configuring the connection", e))?;
             conn.execute_batch(crate::durability::Durability::AtomicNew.pragmas())
                 .map_err(|e| Error::sqlite("setting up the written file", e))?;
             for sql in &after {

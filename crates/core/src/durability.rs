@@ -184,6 +184,7 @@ pub fn open(path: &Path, requested: Option<Durability>, settings: FileSettings) 
     )
     .map_err(|e| Error::sqlite(format!("opening {}", open_path.display()), e))?;
     let setup = || -> rusqlite::Result<()> {
+        crate::sqlite_info::configure(&conn)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         if let Some(ps) = settings.page_size {
             if !exists {

@@ -12,19 +12,23 @@ pub struct InfoArgs {
 }
 
 pub fn run(a: InfoArgs) -> Result<()> {
-    let (version, options) = liteload::sqlite_info::build_info()?;
+    let i = liteload::sqlite_info::info()?;
     if a.json {
         let v = serde_json::json!({
             "liteload": env!("CARGO_PKG_VERSION"),
-            "sqlite": version,
-            "compile_options": options,
+            "sqlite": i.version,
+            "compile_options": i.compile_options,
+            "missing_options": i.missing,
         });
         println!("{v}");
     } else {
         println!("liteload {}", env!("CARGO_PKG_VERSION"));
-        println!("SQLite {version} (bundled), compiled with:");
-        for o in options {
+        println!("SQLite {} (bundled), compiled with:", i.version);
+        for o in &i.compile_options {
             println!("  {o}");
+        }
+        if !i.missing.is_empty() {
+            println!("built without: {} (see .cargo/config.toml)", i.missing.join(", "));
         }
     }
     Ok(())

@@ -287,6 +287,7 @@ impl Ingest {
         let pragmas = opts.durability.shared_pragmas()?;
         let conn = Connection::open(db)
             .map_err(|e| Error::sqlite(format!("opening {}", db.display()), e))?;
+        crate::sqlite_info::configure(&conn).map_err(sql_err("configuring the connection"))?;
         conn.execute_batch(pragmas)
             .map_err(sql_err("setting the durability PRAGMAs"))?;
         // Upserts land all over the table: a page cache that holds its hot part saves a

@@ -126,6 +126,7 @@ impl KvStore {
         let conn = Connection::open(path)
             .map_err(|e| Error::sqlite(format!("opening {}", path.display()), e))?;
         let setup = || -> rusqlite::Result<()> {
+            crate::sqlite_info::configure(&conn)?;
             conn.busy_timeout(std::time::Duration::from_secs(5))?;
             if let Some(ps) = opts.page_size {
                 conn.execute_batch(&format!("PRAGMA page_size={ps};"))?;
