@@ -79,10 +79,17 @@ pub fn create_sql(table: &str, columns: &[(String, ColumnType)], pk: &[String]) 
         let keys: Vec<String> = pk.iter().map(|k| quote_ident(k)).collect();
         parts.push(format!("PRIMARY KEY ({})", keys.join(", ")));
     }
+    create_table_sql(table, &parts)
+}
+
+/// `CREATE TABLE` of `table` (quoted here) from column definitions and table
+/// constraints, already SQL (their names quoted). The one place every writer's table
+/// text is made: import, generate and ingest create tables that read alike.
+pub fn create_table_sql(table: &str, definitions: &[String]) -> String {
     format!(
         "CREATE TABLE {} (\n  {}\n)",
         quote_ident(table),
-        parts.join(",\n  ")
+        definitions.join(",\n  ")
     )
 }
 

@@ -171,11 +171,7 @@ fn generate_with(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resu
             }
             None => {
                 let defs: Vec<String> = opts.columns.iter().map(|c| c.definition()).collect();
-                let sql = format!(
-                    "CREATE TABLE {} (\n  {}\n)",
-                    quote_ident(&opts.table),
-                    defs.join(",\n  ")
-                );
+                let sql = crate::table::create_table_sql(&opts.table, &defs);
                 conn.execute_batch(&sql)
                     .map_err(|e| Error::sqlite(format!("running {sql}"), e))?;
                 1
@@ -245,11 +241,7 @@ fn generate_direct(
         .with_hint(Hint::SqliteEngine));
     }
     let defs: Vec<String> = opts.columns.iter().map(|c| c.definition()).collect();
-    let sql = format!(
-        "CREATE TABLE {} (\n  {}\n)",
-        quote_ident(&opts.table),
-        defs.join(",\n  ")
-    );
+    let sql = crate::table::create_table_sql(&opts.table, &defs);
     let page_size = opts
         .file
         .page_size

@@ -100,7 +100,7 @@ impl Writer {
                 }
                 let keys: Vec<String> = self.keys.iter().map(|k| quote_ident(k)).collect();
                 defs.push(format!("PRIMARY KEY ({})", keys.join(", ")));
-                self.exec(&format!("CREATE TABLE {t} (\n  {}\n)", defs.join(",\n  ")))?;
+                self.exec(&crate::table::create_table_sql(&self.table, &defs))?;
                 new_columns = w.columns.len() as u64;
                 self.table_exists = true;
                 self.columns = w.columns.clone();
