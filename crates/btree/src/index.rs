@@ -28,7 +28,7 @@ pub(crate) const INTERIOR_INDEX: u8 = 0x02;
 
 /// How an index entry's payload of `payload` bytes is split between cell and overflow.
 pub fn local_payload(usable: usize, payload: usize) -> usize {
-    crate::writer::split_payload(usable, payload, (usable - 12) * 64 / 255 - 23)
+    crate::payload::split_payload(usable, payload, (usable - 12) * 64 / 255 - 23)
 }
 
 /// The bytes a cell of this payload takes in a page, its 2-byte pointer included

@@ -83,14 +83,16 @@
 #![deny(missing_docs)]
 
 pub mod index;
+mod payload;
 pub mod record;
 pub mod seqfile;
 pub mod varint;
 mod writer;
 
+pub use payload::local_payload;
 pub use record::{Record, RecordBuilder, Records, Value};
 pub use seqfile::SeqFile;
-pub use writer::{local_payload, DbWriter, Leaves, TableWriter};
+pub use writer::{DbWriter, Leaves, TableWriter};
 
 /// Why a file cannot be written.
 #[derive(Debug)]

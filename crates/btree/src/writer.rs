@@ -10,6 +10,7 @@ use std::io::{self, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::index;
+use crate::payload::local_payload;
 use crate::record::{self, Record, RecordBuilder, Value};
 use crate::seqfile::SeqFile;
 use crate::varint;
@@ -27,30 +28,6 @@ const LOCK_BYTE: usize = 1 << 30;
 const DB_HEADER: usize = 100;
 /// The largest interior cell: child page (4) + 9-byte rowid varint, and its pointer (2).
 const MAX_INTERIOR_CELL: usize = 4 + 9 + 2;
-
-/// How a row's payload is split between its cell and overflow pages.
-///
-/// For a table leaf of usable size `u`: `x = u - 35` bytes fit in the cell; beyond that
-/// `m = (u - 12) * 32 / 255 - 23` are kept, or `k = m + (p - m) % (u - 4)` when that
-/// still fits, and the rest goes to overflow pages of `u - 4` bytes each.
-pub fn local_payload(usable: usize, payload: usize) -> usize {
-    split_payload(usable, payload, usable - 35)
-}
-
-/// The local part of a payload on a page whose cells hold at most `x` payload bytes
-/// (tables and indexes differ only in `x`; `m` and `k` are the same).
-pub(crate) fn split_payload(usable: usize, payload: usize, x: usize) -> usize {
-    if payload <= x {
-        return payload;
-    }
-    let m = (usable - 12) * 32 / 255 - 23;
-    let k = m + (payload - m) % (usable - 4);
-    if k <= x {
-        k
-    } else {
-        m
-    }
-}
 
 /// A database file being written. Add tables with [`DbWriter::table`], one at a time,
 /// then [`DbWriter::finish`].

@@ -9,6 +9,7 @@
 
 mod cmd;
 mod progress;
+mod report;
 
 use std::process::ExitCode;
 

@@ -84,7 +84,9 @@ mod tests {
         let c = rusqlite::Connection::open_in_memory()?;
         super::configure(&c)?;
         c.execute_batch("CREATE TABLE t(a)")?;
-        let e = c.execute_batch("INSERT INTO t VALUES (\"no_such_column\")").unwrap_err();
+        let e = c
+            .execute_batch("INSERT INTO t VALUES (\"no_such_column\")")
+            .unwrap_err();
         assert!(e.to_string().contains("no such column"), "{e}");
         Ok(())
     }

@@ -14,7 +14,7 @@ use liteload_lab::stats::Step;
 use liteload_lab::svg::{bar_chart, Bar};
 use liteload_lab::upsert::{self, UpsertOptions};
 
-use super::import::grouped;
+use crate::report::grouped;
 
 /// Reproduce a write-up's experiment on this machine: every step verified, runs
 /// interleaved, medians reported.

@@ -9,9 +9,9 @@ use liteload::durability::FileSettings;
 use liteload::generate::{default_columns, ColumnSpec, GenerateOptions};
 use liteload::{Durability, Progress};
 
-use super::import::grouped;
 use super::UsageError;
 use crate::progress::Bar;
+use crate::report::grouped;
 
 const AFTER: &str = "\
 Generators (--column NAME=KIND[:ARGS][;OPTION=VALUE]...):
@@ -226,7 +226,7 @@ pub fn run(a: GenerateArgs) -> Result<()> {
         let db = if a.generate_only {
             String::new()
         } else {
-            format!("; {} ({})", a.db.display(), super::import::made_how(&s))
+            format!("; {} ({})", a.db.display(), crate::report::made_how(&s))
         };
         writeln!(
             out,

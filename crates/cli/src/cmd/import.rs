@@ -11,23 +11,9 @@ use liteload::{
     Ragged, ReadOptions, Summary,
 };
 
-pub use liteload_lab::render::count as grouped;
-
-/// How the file was made, for the summary line: the durability profile, and the page
-/// writer when it wrote the file (and checked it, with --verify).
-pub fn made_how(s: &liteload::Summary) -> String {
-    let mut how = s.durability.name().to_string();
-    if s.engine == Some(liteload::Writer::Direct) {
-        how.push_str(", direct page writer");
-    }
-    if s.verified {
-        how.push_str(", verified");
-    }
-    how
-}
-
 use super::UsageError;
 use crate::progress::Bar;
+use crate::report::{grouped, made_how};
 
 const EXAMPLES: &str = "\
 Examples:

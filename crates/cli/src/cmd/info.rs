@@ -28,7 +28,10 @@ pub fn run(a: InfoArgs) -> Result<()> {
             println!("  {o}");
         }
         if !i.missing.is_empty() {
-            println!("built without: {} (see .cargo/config.toml)", i.missing.join(", "));
+            println!(
+                "built without: {} (see .cargo/config.toml)",
+                i.missing.join(", ")
+            );
         }
     }
     Ok(())

@@ -16,7 +16,7 @@ use liteload::ingest::listen;
 use liteload::ingest::{Ingest, IngestOptions};
 use liteload::Durability;
 
-use super::import::grouped;
+use crate::report::grouped;
 
 const AFTER: &str = "\
 Merge semantics: a message updates the row its key names. A field present overwrites the

@@ -10,9 +10,9 @@ use clap::{Args, Subcommand};
 use liteload::kv::{Key, KvOptions, KvStore};
 use liteload::{Durability, Progress};
 
-use super::import::grouped;
 use super::UsageError;
 use crate::progress::Bar;
+use crate::report::grouped;
 
 /// A key-value store of blobs in one SQLite file: faster to read than many small files,
 /// and smaller on disk.

@@ -1,0 +1,17 @@
+//! How results are worded in summaries: counts grouped by thousands, and how a file
+//! was made.
+
+pub use liteload_lab::render::count as grouped;
+
+/// How the file was made, for the summary line: the durability profile, and the page
+/// writer when it wrote the file (and checked it, with --verify).
+pub fn made_how(s: &liteload::Summary) -> String {
+    let mut how = s.durability.name().to_string();
+    if s.engine == Some(liteload::Writer::Direct) {
+        how.push_str(", direct page writer");
+    }
+    if s.verified {
+        how.push_str(", verified");
+    }
+    how
+}
