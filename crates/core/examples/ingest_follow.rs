@@ -26,11 +26,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &log,
         "{\"id\": \"a\", \"alt\": 100}\n{\"id\": \"b\", \"alt\": 200}\n",
     )?;
-    let opts = IngestOptions {
-        table: "flights".into(),
-        keys: vec!["id".into()],
-        commit_interval: Duration::from_millis(50),
-        ..IngestOptions::default()
+    let opts = {
+        let mut built = IngestOptions::default();
+        built.table = "flights".into();
+        built.keys = vec!["id".into()];
+        built.commit_interval = Duration::from_millis(50);
+        built
     };
     let mut engine = Ingest::open(&db, opts)?;
     let stop = Arc::new(AtomicBool::new(false));

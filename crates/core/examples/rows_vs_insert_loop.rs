@@ -50,9 +50,10 @@ fn insert_loop(db: &std::path::Path) -> rusqlite::Result<()> {
 }
 
 fn liteload(db: &std::path::Path, engine: Engine) -> liteload::Result<()> {
-    let opts = ImportOptions {
-        engine,
-        ..ImportOptions::default()
+    let opts = {
+        let mut built = ImportOptions::default();
+        built.engine = engine;
+        built
     };
     let input = Input::serialized("readings", (0..ROWS).map(reading));
     import(db, &[input], &opts, &Progress::default()).map(|_| ())

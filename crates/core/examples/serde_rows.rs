@@ -28,9 +28,10 @@ const ROWS: i64 = 1_000_000;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("readings.db");
-    let opts = ImportOptions {
-        engine: Engine::Direct,
-        ..ImportOptions::default()
+    let opts = {
+        let mut built = ImportOptions::default();
+        built.engine = Engine::Direct;
+        built
     };
     let input = Input::serialized("readings", (0..ROWS).map(reading));
     let summary = import(&db, &[input], &opts, &Progress::default())?;

@@ -91,11 +91,22 @@ impl std::str::FromStr for Durability {
 
 /// Settings that shape the file, applied before the first table is created.
 #[derive(Clone, Copy, Debug, Default)]
+#[non_exhaustive]
 pub struct FileSettings {
     /// Page size in bytes (a power of two, 512..=65536); only for a new file.
     pub page_size: Option<u32>,
     /// SQLite's `cache_size`: pages if positive, KiB if negative.
     pub cache_size: Option<i64>,
+}
+
+impl FileSettings {
+    /// A page size and a cache size (`None`: SQLite's default for each).
+    pub fn new(page_size: Option<u32>, cache_size: Option<i64>) -> Self {
+        FileSettings {
+            page_size,
+            cache_size,
+        }
+    }
 }
 
 /// The name of the temp file an `atomic-new` load of `target` builds.

@@ -39,7 +39,23 @@ pub enum Quoting {
 }
 
 /// Everything `import` needs to know besides the database and the inputs.
+///
+/// New options may be added in any release, so the struct is `#[non_exhaustive]`: start
+/// from [`Default`] and set fields, and adding an option never breaks the caller.
+///
+/// ```
+/// let mut opts = liteload::ImportOptions::default();
+/// opts.table = Some("people".into());
+/// opts.max_errors = Some(10);
+/// ```
+///
+/// A struct literal does not compile outside this crate:
+///
+/// ```compile_fail
+/// let opts = liteload::ImportOptions { alter: true, ..Default::default() };
+/// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ImportOptions {
     /// Read options; `format`, `delimiter` and `quote` there are overridden per input.
     pub read: ReadOptions,

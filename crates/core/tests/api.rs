@@ -20,9 +20,10 @@ fn checked(db: &Path) -> R<Connection> {
 }
 
 fn opts(engine: Engine) -> ImportOptions {
-    ImportOptions {
-        engine,
-        ..ImportOptions::default()
+    {
+        let mut built = ImportOptions::default();
+        built.engine = engine;
+        built
     }
 }
 
@@ -203,9 +204,10 @@ fn errors_name_settings_not_flags() -> R {
         ("noext", b"a\n1\n", None, "noext: cannot tell the format from the file name; name it in ImportOptions::format"),
     ];
     for (i, (name, body, format, want)) in cases.into_iter().enumerate() {
-        let o = ImportOptions {
-            format,
-            ..ImportOptions::default()
+        let o = {
+            let mut built = ImportOptions::default();
+            built.format = format;
+            built
         };
         let db = dir.path().join(format!("{i}.db"));
         let e = import(
@@ -327,10 +329,11 @@ fn a_cancelled_load_leaves_the_target_as_it_was() -> R {
     for engine in ENGINES {
         let db = dir.path().join(format!("gen-{engine:?}.db"));
         let progress = Progress::default();
-        let o = GenerateOptions {
-            rows: 50_000_000,
-            engine,
-            ..GenerateOptions::default()
+        let o = {
+            let mut built = GenerateOptions::default();
+            built.rows = 50_000_000;
+            built.engine = engine;
+            built
         };
         let e = std::thread::scope(|s| {
             s.spawn(|| {

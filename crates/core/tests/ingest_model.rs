@@ -73,16 +73,14 @@ fn check(
 ) -> Result<(), TestCaseError> {
     let fail = |e: &dyn std::fmt::Display| TestCaseError::fail(e.to_string());
     let d = tempfile::tempdir().map_err(|e| fail(&e))?;
-    let mut ing = Ingest::open(
-        &d.path().join("s.db"),
-        IngestOptions {
-            table: "flights".into(),
-            keys: vec!["id".into()],
-            commit_rows: window,
-            commit_interval: Duration::from_secs(3600),
-            ..IngestOptions::default()
-        },
-    )
+    let mut ing = Ingest::open(&d.path().join("s.db"), {
+        let mut built = IngestOptions::default();
+        built.table = "flights".into();
+        built.keys = vec!["id".into()];
+        built.commit_rows = window;
+        built.commit_interval = Duration::from_secs(3600);
+        built
+    })
     .map_err(|e| fail(&e))?;
     let mut model = Model::new();
     let mut batch = Messages::new(ing.key_fields());
@@ -171,12 +169,13 @@ fn a_rerun_resumes_after_the_last_commit_and_bad_messages_are_counted(
     use liteload::ingest::SourcePosition;
     let d = tempfile::tempdir()?;
     let db = d.path().join("s.db");
-    let opts = IngestOptions {
-        table: "t".into(),
-        keys: vec!["k".into()],
-        commit_rows: 2,
-        history: Some("h".into()),
-        ..IngestOptions::default()
+    let opts = {
+        let mut built = IngestOptions::default();
+        built.table = "t".into();
+        built.keys = vec!["k".into()];
+        built.commit_rows = 2;
+        built.history = Some("h".into());
+        built
     };
     let lines = [
         r#"{"k": "a", "x": 1}"#,

@@ -57,10 +57,11 @@ fn dump(db: &std::path::Path) -> Vec<String> {
 fn load(input: Input, engine: liteload::direct::Engine) -> Result<Vec<String>, String> {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("x.db");
-    let opts = ImportOptions {
-        engine,
-        table: Some("t".into()),
-        ..ImportOptions::default()
+    let opts = {
+        let mut built = ImportOptions::default();
+        built.engine = engine;
+        built.table = Some("t".into());
+        built
     };
     match import(&db, &[input], &opts, &Progress::default()) {
         Ok(_) => Ok(dump(&db)),
@@ -240,12 +241,14 @@ proptest! {
 fn a_key_after_the_sample_is_a_bad_record() {
     let mut items: Vec<BTreeMap<&str, i64>> = vec![BTreeMap::from([("a", 1)]); 3];
     items.push(BTreeMap::from([("a", 2), ("late", 3)]));
-    let opts = ImportOptions {
-        read: liteload::ReadOptions {
-            sample_rows: 2,
-            ..Default::default()
-        },
-        ..ImportOptions::default()
+    let opts = {
+        let mut built = ImportOptions::default();
+        built.read = {
+            let mut built = liteload::ReadOptions::default();
+            built.sample_rows = 2;
+            built
+        };
+        built
     };
     let dir = tempfile::tempdir().unwrap();
     let e = import(
@@ -259,9 +262,10 @@ fn a_key_after_the_sample_is_a_bad_record() {
         e.to_string(),
         "t:4:1: record 4: key \"late\" is not among the columns the first items named (a)"
     );
-    let opts = ImportOptions {
-        max_errors: Some(1),
-        ..opts
+    let opts = {
+        let mut built = opts;
+        built.max_errors = Some(1);
+        built
     };
     let s = import(
         &dir.path().join("y.db"),

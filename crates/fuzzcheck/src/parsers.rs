@@ -165,17 +165,18 @@ fn delimited_options(b: u8) -> (ReadOptions, u8, Option<u8>) {
     let quote = if b & 4 == 0 { Some(b'"') } else { Some(b'\'') };
     let quote = if b & 8 == 0 { quote } else { None };
     let ragged = [Ragged::Error, Ragged::Pad, Ragged::Truncate][usize::from(b >> 4) % 3];
-    let opts = ReadOptions {
-        format: if delim == b'\t' {
+    let opts = {
+        let mut built = ReadOptions::default();
+        built.format = if delim == b'\t' {
             Format::Tsv
         } else {
             Format::Csv
-        },
-        delimiter: delim,
-        quote,
-        ragged,
-        sample_rows: 3,
-        ..ReadOptions::default()
+        };
+        built.delimiter = delim;
+        built.quote = quote;
+        built.ragged = ragged;
+        built.sample_rows = 3;
+        built
     };
     (opts, delim, quote)
 }
@@ -286,10 +287,11 @@ fn read_json(data: &[u8], format: Format) -> Result<Outcome, String> {
         "in.ndjson"
     };
     let input = liteload::Input::bytes(name, data.to_vec());
-    let opts = ReadOptions {
-        format,
-        sample_rows: 4,
-        ..ReadOptions::default()
+    let opts = {
+        let mut built = ReadOptions::default();
+        built.format = format;
+        built.sample_rows = 4;
+        built
     };
     let mut src = liteload::source::open_source(&input, &opts, Arc::new(AtomicU64::new(0)))
         .map_err(|e| e.to_string())?;

@@ -57,11 +57,12 @@ fn write(
     agreed: &RefCell<Option<Sums>>,
 ) -> Result<Run, String> {
     remove_db(db);
-    let opts = GenerateOptions {
-        rows: o.rows,
-        seed: o.seed,
-        engine,
-        ..GenerateOptions::default()
+    let opts = {
+        let mut built = GenerateOptions::default();
+        built.rows = o.rows;
+        built.seed = o.seed;
+        built.engine = engine;
+        built
     };
     let start = Instant::now();
     let s = generate(db, &opts, &Progress::default()).map_err(|e| e.to_string())?;
@@ -103,11 +104,12 @@ fn write(
 }
 
 fn generate_only(o: &GenerateBenchOptions) -> Result<Run, String> {
-    let opts = GenerateOptions {
-        rows: o.rows,
-        seed: o.seed,
-        generate_only: true,
-        ..GenerateOptions::default()
+    let opts = {
+        let mut built = GenerateOptions::default();
+        built.rows = o.rows;
+        built.seed = o.seed;
+        built.generate_only = true;
+        built
     };
     let start = Instant::now();
     let s = generate(&o.dir.join("unused.db"), &opts, &Progress::default())

@@ -159,13 +159,11 @@ pub fn run(o: &KvBenchOptions, log: &mut dyn FnMut(&str)) -> Res<KvReport> {
         "init: {} blobs of {} ± {} bytes",
         o.count, o.size, o.variance
     ));
-    let mut store = KvStore::open(
-        &db,
-        KvOptions {
-            page_size: o.page_size,
-            ..KvOptions::default()
-        },
-    )?;
+    let mut store = KvStore::open(&db, {
+        let mut built = KvOptions::default();
+        built.page_size = o.page_size;
+        built
+    })?;
     let mut expected = 0u64;
     let mut payload = 0u64;
     let mut rng = Rng::for_chunk(o.seed, 0);
@@ -197,13 +195,11 @@ pub fn run(o: &KvBenchOptions, log: &mut dyn FnMut(&str)) -> Res<KvReport> {
         tree_dir_bytes: du(&tree)?,
         db_bytes_after_overwrites: 0,
     };
-    let mmap = KvStore::open(
-        &db,
-        KvOptions {
-            mmap_size: 1 << 40,
-            ..KvOptions::default()
-        },
-    )?;
+    let mmap = KvStore::open(&db, {
+        let mut built = KvOptions::default();
+        built.mmap_size = 1 << 40;
+        built
+    })?;
 
     let order = shuffled(o.count, &mut Rng::for_chunk(o.seed, 1));
     let read_pass = |name: &str, buf: &mut Vec<u8>| -> Res<Pass> {

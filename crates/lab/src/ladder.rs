@@ -275,19 +275,20 @@ fn liteload_import(
     want: Expect,
 ) -> Result<Run, String> {
     remove_db(db);
-    let opts = ImportOptions {
-        engine,
-        table: Some("TTC".into()),
-        durability: Some(durability),
-        indexes: if index {
+    let opts = {
+        let mut built = ImportOptions::default();
+        built.engine = engine;
+        built.table = Some("TTC".into());
+        built.durability = Some(durability);
+        built.indexes = if index {
             vec![IndexSpec {
                 columns: vec!["Stop".into()],
                 unique: false,
             }]
         } else {
             vec![]
-        },
-        ..ImportOptions::default()
+        };
+        built
     };
     let start = Instant::now();
     let summary = liteload::import(

@@ -509,14 +509,12 @@ fn liteload_ingest(db: &Path, lines: &[String], want: &State) -> Result<Run, Str
     remove_db(db);
     let e = |e: liteload::Error| e.to_string();
     let start = Instant::now();
-    let mut ing = Ingest::open(
-        db,
-        IngestOptions {
-            table: "flights".into(),
-            keys: vec!["id".into()],
-            ..IngestOptions::default()
-        },
-    )
+    let mut ing = Ingest::open(db, {
+        let mut built = IngestOptions::default();
+        built.table = "flights".into();
+        built.keys = vec!["id".into()];
+        built
+    })
     .map_err(e)?;
     for l in lines {
         ing.push_line(l.as_bytes(), None)?;

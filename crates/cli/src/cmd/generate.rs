@@ -164,32 +164,31 @@ pub fn run(a: GenerateArgs) -> Result<()> {
         ),
         (None, true) => (None, default_columns()),
     };
-    let opts = GenerateOptions {
-        rows: a.rows,
-        table: a
+    let opts = {
+        let mut built = GenerateOptions::default();
+        built.rows = a.rows;
+        built.table = a
             .table
             .clone()
             .or(spec_table)
-            .unwrap_or_else(|| "user".into()),
-        columns,
-        seed: a.seed,
-        threads: a
+            .unwrap_or_else(|| "user".into());
+        built.columns = columns;
+        built.seed = a.seed;
+        built.threads = a
             .threads
             .unwrap_or_else(|| GenerateOptions::default().threads)
-            .max(1),
-        durability: a.durability,
-        file: FileSettings {
-            page_size: a.page_size,
-            cache_size: a.cache_size,
-        },
-        generate_only: a.generate_only,
-        rows_per_statement: a.rows_per_statement.max(1),
-        engine: match a.engine {
+            .max(1);
+        built.durability = a.durability;
+        built.file = FileSettings::new(a.page_size, a.cache_size);
+        built.generate_only = a.generate_only;
+        built.rows_per_statement = a.rows_per_statement.max(1);
+        built.engine = match a.engine {
             Engine::Direct => liteload::direct::Engine::Direct,
             Engine::Sqlite => liteload::direct::Engine::Sqlite,
             Engine::Auto => liteload::direct::Engine::Auto,
-        },
-        verify: a.verify,
+        };
+        built.verify = a.verify;
+        built
     };
     if let Some(ps) = opts.file.page_size {
         if !(512..=65536).contains(&ps) || !ps.is_power_of_two() {

@@ -300,63 +300,62 @@ fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
     for s in &a.unique_index {
         indexes.push(index_spec(s, true)?);
     }
-    let read = ReadOptions {
-        header: !a.no_header,
-        columns: a.columns.clone(),
-        skip_lines: a.skip,
-        encoding: a.encoding,
-        empty_null: a.empty_null,
-        sample_rows: a.sample.max(1),
-        max_record_bytes: a.max_record_bytes,
-        parse_threads: a.parse_threads.unwrap_or_else(|| {
+    let read = {
+        let mut built = ReadOptions::default();
+        built.header = !a.no_header;
+        built.columns = a.columns.clone();
+        built.skip_lines = a.skip;
+        built.encoding = a.encoding;
+        built.empty_null = a.empty_null;
+        built.sample_rows = a.sample.max(1);
+        built.max_record_bytes = a.max_record_bytes;
+        built.parse_threads = a.parse_threads.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1)
-        }),
-        ragged: match a.ragged {
+        });
+        built.ragged = match a.ragged {
             None => Ragged::Error,
             Some(RaggedArg::Pad) => Ragged::Pad,
             Some(RaggedArg::Truncate) => Ragged::Truncate,
-        },
-        ..ReadOptions::default()
+        };
+        built
     };
-    Ok(ImportOptions {
-        read,
-        format,
-        delimiter: a
+    Ok({
+        let mut built = ImportOptions::default();
+        built.read = read;
+        built.format = format;
+        built.delimiter = a
             .delimiter
             .as_deref()
             .map(|d| one_byte("--delimiter", d))
-            .transpose()?,
-        quoting,
-        table: a.table.clone(),
-        alter: a.alter,
-        detect_types: !a.no_detect_types,
-        types,
-        pk: a
-            .pk
-            .iter()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect(),
-        indexes,
-        durability: a.durability,
-        file: FileSettings {
-            page_size: a.page_size,
-            cache_size: a.cache_size,
-        },
-        rejects: a.rejects.clone(),
-        max_errors: a.max_errors,
-        parse_only: a.parse_only,
-        batch_rows: a.batch_rows.max(1),
-        rows_per_statement: a.rows_per_statement.max(1),
-        engine: match a.engine {
+            .transpose()?;
+        built.quoting = quoting;
+        built.table = a.table.clone();
+        built.alter = a.alter;
+        built.detect_types = !a.no_detect_types;
+        built.types = types;
+        built.pk =
+            a.pk.iter()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect();
+        built.indexes = indexes;
+        built.durability = a.durability;
+        built.file = FileSettings::new(a.page_size, a.cache_size);
+        built.rejects = a.rejects.clone();
+        built.max_errors = a.max_errors;
+        built.parse_only = a.parse_only;
+        built.batch_rows = a.batch_rows.max(1);
+        built.rows_per_statement = a.rows_per_statement.max(1);
+        built.engine = match a.engine {
             super::generate::Engine::Direct => liteload::direct::Engine::Direct,
             super::generate::Engine::Sqlite => liteload::direct::Engine::Sqlite,
             super::generate::Engine::Auto => liteload::direct::Engine::Auto,
-        },
-        verify: a.verify,
-        index_memory: a.index_memory,
+        };
+        built.verify = a.verify;
+        built.index_memory = a.index_memory;
+        built
     })
 }
 

@@ -204,15 +204,16 @@ pub fn run(a: IngestArgs) -> Result<()> {
             "--max-connections 0 would refuse every sender".into()
         ));
     }
-    let opts = IngestOptions {
-        table: a.table.clone(),
-        keys: a.key.iter().map(|k| k.trim().to_string()).collect(),
-        durability: a.durability,
-        null_keep: a.null == NullPolicy::Keep,
-        commit_rows: a.commit_rows.max(1),
-        commit_interval: a.commit_interval,
-        history: a.history.clone(),
-        ..IngestOptions::default()
+    let opts = {
+        let mut built = IngestOptions::default();
+        built.table = a.table.clone();
+        built.keys = a.key.iter().map(|k| k.trim().to_string()).collect();
+        built.durability = a.durability;
+        built.null_keep = a.null == NullPolicy::Keep;
+        built.commit_rows = a.commit_rows.max(1);
+        built.commit_interval = a.commit_interval;
+        built.history = a.history.clone();
+        built
     };
     let feed = match (a.listen, a.source.as_deref()) {
         (Some(addr), _) => Feed::Listen {
@@ -239,12 +240,14 @@ pub fn run(a: IngestArgs) -> Result<()> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
     }
-    let feed_opts = FeedOptions {
-        max_line_bytes: a.max_line_bytes,
-        strict: a.strict,
-        rejects: a.rejects.clone(),
-        stats_json: a.stats_json.clone(),
-        word_hint: crate::flag_hint,
+    let feed_opts = {
+        let mut built = FeedOptions::default();
+        built.max_line_bytes = a.max_line_bytes;
+        built.strict = a.strict;
+        built.rejects = a.rejects.clone();
+        built.stats_json = a.stats_json.clone();
+        built.word_hint = crate::flag_hint;
+        built
     };
     let start = Instant::now();
     let status = !a.quiet && std::io::stderr().is_terminal();

@@ -119,14 +119,12 @@ pub struct StoreArgs {
 
 impl StoreArgs {
     fn open(&self, db: &Path) -> Result<KvStore> {
-        Ok(KvStore::open(
-            db,
-            KvOptions {
-                durability: self.durability,
-                mmap_size: self.mmap_size,
-                ..KvOptions::default()
-            },
-        )?)
+        Ok(KvStore::open(db, {
+            let mut built = KvOptions::default();
+            built.durability = self.durability;
+            built.mmap_size = self.mmap_size;
+            built
+        })?)
     }
 }
 

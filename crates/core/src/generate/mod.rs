@@ -25,6 +25,7 @@ pub use spec::{default_columns, ColumnSpec, Gen};
 
 /// What to generate, and how to write it.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct GenerateOptions {
     /// Rows to make.
     pub rows: u64,

@@ -54,6 +54,7 @@ pub enum Feed {
 
 /// How a feed is run, besides the [`Ingest`]'s own options.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct FeedOptions {
     /// A line longer than this is a bad message, skipped without being held whole.
     pub max_line_bytes: usize,

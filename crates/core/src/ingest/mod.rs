@@ -61,6 +61,7 @@ pub const STATE_TABLE: &str = "liteload_ingest_state";
 
 /// How to ingest.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct IngestOptions {
     /// The table to keep (created if missing).
     pub table: String,

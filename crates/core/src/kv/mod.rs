@@ -64,6 +64,7 @@ impl ToSql for Key {
 
 /// How a store is opened.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct KvOptions {
     /// `balanced` (default), `durable` or `unsafe`. `atomic-new` does not apply to a store
     /// that is written in place.

@@ -25,8 +25,9 @@ use crate::types::{ColumnType, TypeGuess};
 pub use convert::Mismatches;
 pub use input::{Encoding, Input};
 
-/// An input format.
+/// An input format. More may be added (match with a wildcard arm).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Format {
     /// Comma-separated values.
     Csv,
@@ -82,6 +83,7 @@ pub enum Ragged {
 
 /// How to read one input.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ReadOptions {
     /// The format.
     pub format: Format,
