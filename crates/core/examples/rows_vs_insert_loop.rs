@@ -9,7 +9,7 @@
 
 use std::time::Instant;
 
-use liteload::direct::Engine;
+use liteload::Engine;
 use liteload::{import, ImportOptions, Input, Progress};
 
 #[derive(serde::Serialize)]

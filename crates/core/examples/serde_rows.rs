@@ -3,7 +3,7 @@
 //!
 //! `cargo run --release -p liteload --example serde_rows`
 
-use liteload::direct::Engine;
+use liteload::Engine;
 use liteload::{import, ImportOptions, Input, Progress, Writer};
 
 #[derive(serde::Serialize, Debug, PartialEq)]

@@ -1,9 +1,13 @@
 //! liteload: load data into SQLite as fast as the disk allows, and never leave a
 //! half-written or corrupt database behind.
 //!
-//! Data flows one way: a [`source`] turns input text into typed [`Batch`]es on one
-//! thread; a [`sink`] writes them on another. A new database file is built beside its
-//! name and appears whole ([`durability`]); an existing one is changed in one transaction.
+//! Data flows one way: a [`source`] turns input into typed [`Batch`]es on one thread (on
+//! every core for a large CSV); one writer (SQLite's insert path, or the direct page
+//! writer, see [`Engine`]) writes them on another. A new database file is built beside
+//! its name and appears whole ([`durability`]); an existing one is changed in one
+//! transaction; a connection the program holds gets a savepoint in its transaction
+//! ([`import_into_connection`]). The jobs: [`import`], [`generate`], [`ingest`], [`kv`].
+//! `docs/ARCHITECTURE.md` in the repository maps the code.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -20,32 +24,38 @@
 
 #![deny(missing_docs)]
 
-pub mod affinity;
-pub mod batch;
-pub mod direct;
+// The surface: the jobs (`import` here; `generate`, `ingest`, `kv`), their options and
+// errors, inputs and readers (`source`), and the SQLite build (`sqlite_info`). The
+// machinery (pipeline, sinks, the page-writer sink, affinity, schema checks) is private.
+mod affinity;
+mod batch;
+mod direct;
 pub mod durability;
-pub mod error;
+mod error;
 pub mod generate;
-pub mod import;
+mod import;
 pub mod ingest;
 pub mod kv;
-pub mod pipeline;
-pub mod schema;
-pub mod sink;
+mod pipeline;
+mod schema;
+mod sink;
 pub mod source;
 pub mod sqlite_info;
-pub mod summary;
-pub mod table;
-pub mod types;
+mod summary;
+mod table;
+mod types;
 
-pub use batch::{Batch, Cell, Value};
-pub use durability::Durability;
+pub use batch::{Batch, Cell, RowOrigin, TextSpan, Value};
+pub use direct::Engine;
+pub use durability::{Durability, FileSettings};
 pub use error::{Error, ErrorKind, Hint, Position, Result};
 pub use import::{import, import_into_connection, ImportOptions, Quoting};
+pub use schema::quote_ident;
+pub use sink::sqlite::DEFAULT_ROWS_PER_STATEMENT;
 pub use source::{Encoding, Format, Input, Ragged, ReadOptions};
 pub use summary::{Durable, Progress, Stage, Summary, Writer};
 pub use table::IndexSpec;
-pub use types::ColumnType;
+pub use types::{ColumnType, Lexeme, TypeGuess};
 
 /// The README's Rust examples, run as doctests so that they stay true.
 #[cfg(doctest)]

@@ -5,8 +5,8 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use liteload::direct::Engine;
 use liteload::generate::{generate, GenerateOptions};
+use liteload::Engine;
 use liteload::{import, ErrorKind, Format, ImportOptions, Input, Progress};
 use rusqlite::Connection;
 

@@ -54,7 +54,7 @@ fn dump(db: &std::path::Path) -> Vec<String> {
     out
 }
 
-fn load(input: Input, engine: liteload::direct::Engine) -> Result<Vec<String>, String> {
+fn load(input: Input, engine: liteload::Engine) -> Result<Vec<String>, String> {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("x.db");
     let opts = {
@@ -192,10 +192,7 @@ fn map_item() -> impl Strategy<Value = BTreeMap<String, serde_json::Value>> {
     proptest::collection::btree_map(key.prop_map(String::from), value, 1..5)
 }
 
-const ENGINES: [liteload::direct::Engine; 2] = [
-    liteload::direct::Engine::Sqlite,
-    liteload::direct::Engine::Direct,
-];
+const ENGINES: [liteload::Engine; 2] = [liteload::Engine::Sqlite, liteload::Engine::Direct];
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
@@ -229,8 +226,8 @@ proptest! {
             .iter()
             .map(|r| serde_json::json!({"a": r[0], "B": r[1], "b": r[2]}))
             .collect();
-        let ours = load(Input::rows("t", columns, rows.clone()), liteload::direct::Engine::Sqlite);
-        let reference = load(as_ndjson(&objects), liteload::direct::Engine::Sqlite);
+        let ours = load(Input::rows("t", columns, rows.clone()), liteload::Engine::Sqlite);
+        let reference = load(as_ndjson(&objects), liteload::Engine::Sqlite);
         prop_assert_eq!(ours, reference);
     }
 }

@@ -9,8 +9,8 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use liteload::direct::Engine;
 use liteload::generate::{generate, GenerateOptions};
+use liteload::Engine;
 use liteload::Progress;
 use rusqlite::Connection;
 use serde::Serialize;

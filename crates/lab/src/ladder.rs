@@ -15,8 +15,8 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use liteload::direct::Engine;
 use liteload::generate::rng::Rng;
+use liteload::Engine;
 use liteload::{Durability, ImportOptions, IndexSpec, Input, Progress};
 use rusqlite::Connection;
 use serde::Serialize;

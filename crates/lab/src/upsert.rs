@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use liteload::generate::rng::Rng;
 use liteload::ingest::{Ingest, IngestOptions};
-use liteload::schema::quote_ident;
+use liteload::quote_ident;
 use rusqlite::types::Value as Sql;
 use rusqlite::{params_from_iter, Connection};
 use serde::Serialize;

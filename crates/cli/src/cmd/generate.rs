@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{ArgAction, Args, ValueEnum};
-use liteload::durability::FileSettings;
 use liteload::generate::{default_columns, ColumnSpec, GenerateOptions};
+use liteload::FileSettings;
 use liteload::{Durability, Progress};
 
 use super::UsageError;
@@ -98,7 +98,7 @@ pub struct GenerateArgs {
     #[arg(long)]
     pub generate_only: bool,
     /// The most rows one INSERT statement carries.
-    #[arg(long, value_name = "N", default_value_t = liteload::sink::sqlite::DEFAULT_ROWS_PER_STATEMENT, hide_short_help = true)]
+    #[arg(long, value_name = "N", default_value_t = liteload::DEFAULT_ROWS_PER_STATEMENT, hide_short_help = true)]
     pub rows_per_statement: usize,
     /// No progress bar, no summary.
     #[arg(long, short = 'q')]
@@ -183,9 +183,9 @@ pub fn run(a: GenerateArgs) -> Result<()> {
         built.generate_only = a.generate_only;
         built.rows_per_statement = a.rows_per_statement.max(1);
         built.engine = match a.engine {
-            Engine::Direct => liteload::direct::Engine::Direct,
-            Engine::Sqlite => liteload::direct::Engine::Sqlite,
-            Engine::Auto => liteload::direct::Engine::Auto,
+            Engine::Direct => liteload::Engine::Direct,
+            Engine::Sqlite => liteload::Engine::Sqlite,
+            Engine::Auto => liteload::Engine::Auto,
         };
         built.verify = a.verify;
         built

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{ArgAction, Args};
-use liteload::durability::FileSettings;
+use liteload::FileSettings;
 use liteload::{
     ColumnType, Durability, Encoding, Format, ImportOptions, IndexSpec, Input, Progress, Quoting,
     Ragged, ReadOptions, Summary,
@@ -212,7 +212,7 @@ pub struct ImportArgs {
     pub batch_rows: usize,
     /// The most rows one INSERT statement carries (also bounded by SQLite's limit on
     /// bound parameters, read at run time).
-    #[arg(long, value_name = "N", default_value_t = liteload::sink::sqlite::DEFAULT_ROWS_PER_STATEMENT, hide_short_help = true, help_heading = "Durability and speed")]
+    #[arg(long, value_name = "N", default_value_t = liteload::DEFAULT_ROWS_PER_STATEMENT, hide_short_help = true, help_heading = "Durability and speed")]
     pub rows_per_statement: usize,
     /// How rows are written: `sqlite` (SQLite's insert path, any target), `direct` (the
     /// page writer: one input into a new file, indexes built by SQLite afterwards), or
@@ -349,9 +349,9 @@ fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
         built.batch_rows = a.batch_rows.max(1);
         built.rows_per_statement = a.rows_per_statement.max(1);
         built.engine = match a.engine {
-            super::generate::Engine::Direct => liteload::direct::Engine::Direct,
-            super::generate::Engine::Sqlite => liteload::direct::Engine::Sqlite,
-            super::generate::Engine::Auto => liteload::direct::Engine::Auto,
+            super::generate::Engine::Direct => liteload::Engine::Direct,
+            super::generate::Engine::Sqlite => liteload::Engine::Sqlite,
+            super::generate::Engine::Auto => liteload::Engine::Auto,
         };
         built.verify = a.verify;
         built.index_memory = a.index_memory;

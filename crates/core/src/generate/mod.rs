@@ -1,9 +1,9 @@
 //! `generate`: synthetic tables, deterministic for a seed, loaded through the same
 //! pipeline and durability profiles as `import`.
 
-pub mod leaves;
+mod leaves;
 pub mod rng;
-pub mod source;
+mod source;
 pub mod spec;
 
 use std::collections::HashSet;

@@ -1,4 +1,5 @@
-//! Turning input values into typed cells, by the rules in [`crate::types`].
+//! Turning input values into typed cells, by the type rules ([`crate::ColumnType`]) and
+//! SQLite's affinity rules.
 
 use crate::affinity::Stored;
 use crate::batch::{Batch, Cell};
@@ -78,7 +79,7 @@ fn push_stored(to: &mut impl Values, v: Stored<'_>) {
 
 /// Pushes delimited-text field `s` (already checked UTF-8) into `to` as a value of
 /// column type `ty`: what SQLite would store for it in a column of that type (its
-/// affinity, see [`crate::affinity`]), so both engines store the same value. Returns
+/// affinity, ported from SQLite), so both engines store the same value. Returns
 /// `true` when the text is not the type's canonical form (the summary's mismatches).
 #[inline]
 pub fn push_text_field(to: &mut impl Values, s: &str, ty: ColumnType, empty_null: bool) -> bool {

@@ -67,11 +67,6 @@ impl Record {
         self.fields.len()
     }
 
-    /// Whether the record has no field.
-    pub fn is_empty(&self) -> bool {
-        self.fields.is_empty()
-    }
-
     /// Field `i`, unescaped.
     pub fn field(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.fields[i - 1].end };

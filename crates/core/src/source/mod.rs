@@ -5,15 +5,15 @@
 //! types can be decided, then [`Source::fill`] converts records into batches with the
 //! types that were decided, the sampled records first.
 
-pub mod convert;
-pub mod delimited;
+pub(crate) mod convert;
+pub(crate) mod delimited;
 pub mod input;
-pub mod json;
+pub(crate) mod json;
 mod keys;
 pub mod parallel;
 mod serialized;
 pub mod tabular;
-pub mod transcode;
+pub(crate) mod transcode;
 
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
@@ -139,7 +139,8 @@ impl Default for ReadOptions {
 /// What the sample found.
 #[derive(Clone, Debug, Default)]
 pub struct Sample {
-    /// Column names, cleaned (see [`crate::schema::clean_names`]).
+    /// Column names, cleaned: a blank name becomes `cN`, one that SQLite would take for
+    /// an earlier one (ASCII case ignored) gets `_2`, `_3`, ….
     pub columns: Vec<String>,
     /// What the sampled values say of each column's type.
     pub guesses: Vec<TypeGuess>,
