@@ -15,9 +15,10 @@ use std::time::Instant;
 use rusqlite::Connection;
 
 use crate::direct::{self as direct_engine, DirectSink, Engine, IndexEntries};
-use crate::durability::{self, Durability, FileSettings};
+use crate::durability::{Durability, FileSettings};
 use crate::error::{Error, Hint, Result};
 use crate::pipeline::{self, Rejects};
+use crate::run;
 use crate::schema::quote_ident;
 use crate::sink::{sqlite::DEFAULT_ROWS_PER_STATEMENT, NullSink, SqliteSink};
 use crate::source::input::default_table_name;
@@ -234,46 +235,29 @@ fn import_with(
         .bytes_total
         .store(total.unwrap_or(0), Ordering::Relaxed);
     validate_options(opts, inputs)?;
-    let direct = match opts.engine {
-        Engine::Direct => true,
-        Engine::Sqlite => false,
-        Engine::Auto => direct_applies(db, inputs, opts),
-    };
-    if direct && !opts.parse_only {
+    if opts.parse_only {
+        let mut summary = import_into(None, inputs, opts, progress)?;
+        summary.durability = Durable::NotWritten;
+        summary::finish(&mut summary, start);
+        return Ok(summary);
+    }
+    if run::direct(opts.engine, db, opts.durability, || {
+        direct_fits(inputs, opts)
+    }) {
         return import_direct(db, inputs, opts, progress, start);
     }
-    let target = if opts.parse_only {
-        None
-    } else {
-        Some(durability::open(db, opts.durability, opts.file)?)
-    };
-    let result = import_into(target.as_ref().map(|t| &t.conn), inputs, opts, progress);
-    match (result, target) {
-        (Ok(_), Some(t)) if progress.is_cancelled() => {
-            t.abort();
-            Err(Error::interrupted())
-        }
-        (Ok(mut summary), Some(t)) => {
-            summary.durability = Durable::Profile(t.durability);
-            summary.engine = Some(Writer::Sqlite);
-            summary.notes.splice(0..0, t.notes.clone());
-            progress.set_stage(Stage::Committing);
-            t.commit()?;
-            summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
-            summary::finish(&mut summary, start);
-            Ok(summary)
-        }
-        (Ok(mut summary), None) => {
-            summary.durability = Durable::NotWritten;
-            summary::finish(&mut summary, start);
-            Ok(summary)
-        }
-        (Err(e), Some(t)) => {
-            t.abort();
-            Err(e)
-        }
-        (Err(e), None) => Err(e),
-    }
+    run::through_sqlite(
+        db,
+        opts.durability,
+        opts.file,
+        progress,
+        start,
+        Summary::default(),
+        |conn, summary| {
+            *summary = import_into(Some(conn), inputs, opts, progress)?;
+            Ok(())
+        },
+    )
 }
 
 /// `import` through the direct page writer: one input into a new file, the table
@@ -435,13 +419,7 @@ fn import_direct(
     summary.tables = vec![name];
     summary.rejects = count;
     summary.reject_samples = samples;
-    summary.durability = Durable::Profile(Durability::AtomicNew);
-    summary.engine = Some(Writer::Direct);
-    summary.verified = opts.verify;
-    summary.notes.extend(notes);
-    summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
-    summary::finish(&mut summary, start);
-    Ok(summary)
+    Ok(run::finish_direct(summary, db, opts.verify, notes, start))
 }
 
 fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result<()> {
@@ -485,15 +463,13 @@ fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result<()> {
     Ok(())
 }
 
-/// Whether `Engine::Auto` loads through the page writer: see [`Engine::Auto`].
-fn direct_applies(db: &Path, inputs: &[Input], opts: &ImportOptions) -> bool {
+/// Whether `Engine::Auto` may load `inputs` through the page writer (it also needs a
+/// new file with the default durability, see [`run::direct`]).
+fn direct_fits(inputs: &[Input], opts: &ImportOptions) -> bool {
     let [input] = inputs else {
         return false;
     };
-    !opts.parse_only
-        && !db.exists()
-        && matches!(opts.durability, None | Some(Durability::AtomicNew))
-        && opts.pk.is_empty()
+    opts.pk.is_empty()
         && !opts.alter
         && read_options_for(input, opts)
             .is_ok_and(|ro| matches!(ro.format, Format::Csv | Format::Tsv))

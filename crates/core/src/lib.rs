@@ -37,6 +37,7 @@ mod import;
 pub mod ingest;
 pub mod kv;
 mod pipeline;
+mod run;
 mod schema;
 mod sink;
 pub mod source;

@@ -13,12 +13,15 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::direct::{self as direct_engine, Engine};
-use crate::durability::{self, Durability, FileSettings};
+use rusqlite::Connection;
+
+use crate::durability::{Durability, FileSettings};
 use crate::error::{Error, Hint, Result};
 use crate::pipeline::{self, Rejects};
+use crate::run;
 use crate::schema::quote_ident;
 use crate::sink::{NullSink, SqliteSink};
-use crate::summary::{self, Durable, Progress, Summary, Writer};
+use crate::summary::{self, Durable, Progress, Summary};
 use crate::table;
 pub use source::{GeneratorSource, CHUNK_ROWS};
 pub use spec::{default_columns, ColumnSpec, Gen};
@@ -126,20 +129,10 @@ fn generate_with(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resu
         summary::finish(&mut summary, start);
         return Ok(summary);
     }
-    let direct = match opts.engine {
-        Engine::Direct => true,
-        Engine::Sqlite => false,
-        // A new file with the default durability (see `Engine::Auto`).
-        Engine::Auto => {
-            !db.exists() && matches!(opts.durability, None | Some(Durability::AtomicNew))
-        }
-    };
-    if direct {
+    if run::direct(opts.engine, db, opts.durability, || true) {
         return generate_direct(db, opts, progress, summary, start);
     }
-    let target = durability::open(db, opts.durability, opts.file)?;
-    let result = (|| -> Result<u64> {
-        let conn = &target.conn;
+    let load = |conn: &Connection, summary: &mut Summary| -> Result<()> {
         let names: Vec<String> = opts.columns.iter().map(|c| c.name.clone()).collect();
         let first_rowid = match table::existing_columns(conn, &opts.table)? {
             Some((actual, cols)) => {
@@ -199,32 +192,26 @@ fn generate_with(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resu
             opts.rows_per_statement,
         )?;
         summary.rows_per_statement = sink.rows_per_statement();
-        pipeline::run(
+        summary.rows = pipeline::run(
             &mut src,
             &mut sink,
             CHUNK_ROWS as usize,
             progress,
             &rejects,
             &mut |_| Ok(()),
-            &mut summary,
-        )
-    })();
-    match result {
-        Ok(rows) => {
-            summary.rows = rows;
-            summary.durability = Durable::Profile(target.durability);
-            summary.engine = Some(Writer::Sqlite);
-            summary.notes = target.notes.clone();
-            target.commit()?;
-            summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
-            summary::finish(&mut summary, start);
-            Ok(summary)
-        }
-        Err(e) => {
-            target.abort();
-            Err(e)
-        }
-    }
+            summary,
+        )?;
+        Ok(())
+    };
+    run::through_sqlite(
+        db,
+        opts.durability,
+        opts.file,
+        progress,
+        start,
+        summary,
+        load,
+    )
 }
 
 /// `generate` through the direct page writer: a new file, rows in rowid order.
@@ -266,12 +253,5 @@ fn generate_direct(
         |_, _| Ok(vec![]),
     )?;
     summary.rows = rows;
-    summary.rows_per_statement = 0;
-    summary.durability = Durable::Profile(Durability::AtomicNew);
-    summary.engine = Some(Writer::Direct);
-    summary.verified = opts.verify;
-    summary.notes = notes;
-    summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
-    summary::finish(&mut summary, start);
-    Ok(summary)
+    Ok(run::finish_direct(summary, db, opts.verify, notes, start))
 }

@@ -1,0 +1,80 @@
+//! What every job that writes rows does around its rows, in one place (import and
+//! generate): choose the writer, and for SQLite's path open the target under its
+//! durability profile, run the load in its transaction, then commit (unless cancelled)
+//! or abort, and fill in the summary. A failure or a cancel leaves the target as it was.
+
+use std::path::Path;
+use std::time::Instant;
+
+use rusqlite::Connection;
+
+use crate::direct::Engine;
+use crate::durability::{self, Durability, FileSettings};
+use crate::error::Result;
+use crate::summary::{self, Durable, Progress, Stage, Summary, Writer};
+
+/// Whether `engine` writes through the page writer. `Auto` takes it for a new file with
+/// the default durability when `fits` (the job's own conditions) holds.
+pub(crate) fn direct(
+    engine: Engine,
+    db: &Path,
+    durability: Option<Durability>,
+    fits: impl FnOnce() -> bool,
+) -> bool {
+    match engine {
+        Engine::Direct => true,
+        Engine::Sqlite => false,
+        Engine::Auto => {
+            !db.exists() && matches!(durability, None | Some(Durability::AtomicNew)) && fits()
+        }
+    }
+}
+
+/// Runs `load` through SQLite's insert path on the database at `db`, in the one
+/// transaction of `durability`'s profile, and commits it; `load` fills in what it wrote
+/// (rows, tables, …) and this the rest (profile, writer, notes, size, timing).
+pub(crate) fn through_sqlite(
+    db: &Path,
+    durability: Option<Durability>,
+    file: FileSettings,
+    progress: &Progress,
+    start: Instant,
+    mut summary: Summary,
+    load: impl FnOnce(&Connection, &mut Summary) -> Result<()>,
+) -> Result<Summary> {
+    let target = durability::open(db, durability, file)?;
+    if let Err(e) = load(&target.conn, &mut summary).and_then(|()| progress.check()) {
+        target.abort();
+        return Err(e);
+    }
+    summary.durability = Durable::Profile(target.durability);
+    summary.engine = Some(Writer::Sqlite);
+    summary.notes.splice(0..0, target.notes.clone());
+    progress.set_stage(Stage::Committing);
+    target.commit()?;
+    Ok(finish_file(summary, db, start))
+}
+
+/// Fills in a summary of a new file the page writer made: profile, writer, notes (the
+/// page writer's own first), size, timing.
+pub(crate) fn finish_direct(
+    mut summary: Summary,
+    db: &Path,
+    verified: bool,
+    notes: Vec<String>,
+    start: Instant,
+) -> Summary {
+    summary.rows_per_statement = 0;
+    summary.durability = Durable::Profile(Durability::AtomicNew);
+    summary.engine = Some(Writer::Direct);
+    summary.verified = verified;
+    summary.notes.extend(notes);
+    finish_file(summary, db, start)
+}
+
+/// The file's size and the timing.
+fn finish_file(mut summary: Summary, db: &Path, start: Instant) -> Summary {
+    summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
+    summary::finish(&mut summary, start);
+    summary
+}
