@@ -83,16 +83,18 @@
 #![deny(missing_docs)]
 
 pub mod index;
+mod leaves;
 mod payload;
 pub mod record;
 pub mod seqfile;
 pub mod varint;
 mod writer;
 
+pub use leaves::Leaves;
 pub use payload::local_payload;
 pub use record::{Record, RecordBuilder, Records, Value};
 pub use seqfile::SeqFile;
-pub use writer::{DbWriter, Leaves, TableWriter};
+pub use writer::{DbWriter, TableWriter};
 
 /// Why a file cannot be written.
 #[derive(Debug)]
