@@ -111,7 +111,8 @@ impl Leaf {
 /// Table leaf pages filled away from the file, on any thread: rows in strictly
 /// increasing rowid order, each leaf packed as full as its cells allow. A row too big for
 /// its cell keeps its overflow bytes here, with a zero pointer in the cell, until a
-/// [`TableWriter`] (which numbers the pages) writes them: see [`TableWriter::append`].
+/// [`crate::TableWriter`] (which numbers the pages) writes them: see
+/// [`crate::TableWriter::append`].
 ///
 /// Invariants: `leaf.buf[..leaf.base]` holds whole sealed pages, `max_rowids[i]` is the
 /// largest rowid of page `i`, and `patches` are in page order; the leaf being filled
