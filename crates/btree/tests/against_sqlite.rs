@@ -435,6 +435,19 @@ fn unsorted_entries_and_bytes_that_are_no_record_are_refused() -> R {
         let e = db.index("i", "t", "CREATE INDEX \"i\" ON \"t\"(\"k\")", &entries);
         assert!(format!("{e:?}").contains(want), "{e:?}");
     }
+    let e = Record::parse(&[2, 1]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "not an SQLite record: the body's length is not what the serial types call for"
+    );
+    let mut db = DbWriter::create(&d.path().join("y.db"), 4096)?;
+    let e = db
+        .index("i", "t", "CREATE INDEX \"i\" ON \"t\"(\"k\")", &[&b, &a])
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "index entry 1 does not sort after the one before it: entries must come sorted and distinct"
+    );
     assert!(matches!(Record::parse(&[2, 1]), Err(Error::NotARecord(_))));
     assert!(matches!(
         Record::parse(&[2, 13, b'x', b'y']),
