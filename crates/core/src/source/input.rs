@@ -132,8 +132,8 @@ impl Input {
     ///
     /// Each item is serialized straight into a row as it is needed (none is held but
     /// the sample), and stored exactly as the same items written as NDJSON would be:
-    /// nested values become JSON text, non-finite floats NULL. An item whose keys are
-    /// not among the first items' is a bad record.
+    /// nested values become JSON text, non-finite floats NULL, and a key first seen
+    /// after the sample adds a column (refused by the page writer, as for NDJSON).
     pub fn serialized<T, I>(name: impl Into<String>, items: I) -> Input
     where
         T: serde::Serialize,

@@ -86,7 +86,6 @@ pub(crate) struct Columns {
     keys: KeyColumns,
     /// Positional rows ([`crate::Input::rows`]): the given column count.
     fixed: Option<usize>,
-    growing: bool,
 }
 
 impl Columns {
@@ -99,9 +98,9 @@ impl Columns {
                 "key {key:?} has a NUL byte, which no column name can hold"
             )));
         }
-        if !self.growing || self.fixed.is_some() {
+        if self.fixed.is_some() {
             return Err(SerError::Bad(format!(
-                "key {key:?} is not among the columns the first items named ({})",
+                "key {key:?} is not one of the given columns ({})",
                 self.keys.columns.join(", ")
             )));
         }
@@ -478,6 +477,8 @@ pub(crate) struct SerializedSource {
     scratch: String,
     /// Each column's value in the row being pushed.
     slots: Vec<Option<Field>>,
+    /// An item with new keys, pushed once their columns are added.
+    pending: Option<(u64, Row)>,
 }
 
 impl SerializedSource {
@@ -500,7 +501,6 @@ impl SerializedSource {
             cols: Columns {
                 keys,
                 fixed: columns.map(<[String]>::len),
-                growing: true,
             },
             types: vec![],
             sampled: VecDeque::new(),
@@ -509,6 +509,7 @@ impl SerializedSource {
             mismatches: Mismatches::default(),
             scratch: String::new(),
             slots: vec![],
+            pending: None,
         }
     }
 
@@ -575,7 +576,6 @@ impl Source for SerializedSource {
                 r.map(|()| row.clone()).map_err(|e| e.to_string()),
             ));
         }
-        self.cols.growing = false;
         let n = self.cols.keys.columns.len();
         let mut guesses = vec![TypeGuess::default(); n];
         for (_, r) in &self.sampled {
@@ -616,6 +616,11 @@ impl Source for SerializedSource {
                 }
                 continue;
             }
+            if let Some((no, row)) = self.pending.take() {
+                self.push_row(batch, &row, no);
+                self.row = row;
+                continue;
+            }
             let mut row = std::mem::take(&mut self.row);
             let Some(r) = self.items.next_into(&mut row, &mut self.cols) else {
                 self.row = row;
@@ -623,6 +628,26 @@ impl Source for SerializedSource {
             };
             self.items_read += 1;
             let no = self.items_read;
+            if r.is_ok() && self.cols.keys.columns.len() > self.types.len() {
+                // Keys first seen now: their columns first (typed by this item's values),
+                // then this item, as the NDJSON reader does.
+                let first_new = self.types.len();
+                let mut guesses =
+                    vec![TypeGuess::default(); self.cols.keys.columns.len() - first_new];
+                for (c, f) in &row.fields {
+                    if *c >= first_new {
+                        guesses[c - first_new].add(row.scalar(*f).lexeme());
+                    }
+                }
+                let added: Vec<(String, ColumnType)> = guesses
+                    .iter()
+                    .enumerate()
+                    .map(|(k, g)| (self.cols.keys.columns[first_new + k].clone(), g.resolve()))
+                    .collect();
+                self.types.extend(added.iter().map(|(_, t)| *t));
+                self.pending = Some((no, row));
+                return Ok(Fill::NewColumns(added));
+            }
             let result = match r {
                 Ok(()) => {
                     self.push_row(batch, &row, no);
