@@ -59,7 +59,7 @@ pub enum Hint {
     /// A record over the length limit: an unbalanced quote, or raise
     /// [`crate::ReadOptions::max_record_bytes`].
     RecordLimit,
-    /// A line over an ingest source's length limit ([`crate::ingest::IngestOptions`]).
+    /// A line over an ingest feed's length limit ([`crate::ingest::feed::FeedOptions`]).
     LineLimit,
     /// The input is one JSON object per line ([`crate::Format::Ndjson`]).
     JsonLines,
@@ -96,7 +96,7 @@ impl Hint {
             Hint::RecordLimit => {
                 " (an unbalanced quote? raise ReadOptions::max_record_bytes)".into()
             }
-            Hint::LineLimit => " (raise the line limit, IngestOptions::max_line_bytes)".into(),
+            Hint::LineLimit => " (raise the line limit, FeedOptions::max_line_bytes)".into(),
             Hint::JsonLines => " (for one object per line use Format::Ndjson)".into(),
             Hint::SqliteEngine => "; use Engine::Sqlite".into(),
             Hint::Alter => "; set ImportOptions::alter to add it".into(),
