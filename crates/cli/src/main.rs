@@ -102,7 +102,7 @@ pub(crate) fn flag_hint(h: liteload::Hint) -> String {
         Hint::SqliteEngine => "; use --engine sqlite".into(),
         Hint::Alter => "; use --alter to add it".into(),
         Hint::Append => " (leave --durability out to append in one transaction)".into(),
-        Hint::Format => "; use --csv, --tsv, --nl or --json".into(),
+        Hint::Format => "; use --csv, --tsv, --nl, --json or --format (parquet, arrow)".into(),
         Hint::Table => "; name the table with --table".into(),
         Hint::OtherTable => "; load into another --table".into(),
         Hint::Overwrite => "; use --force to overwrite".into(),

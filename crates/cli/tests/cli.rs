@@ -493,7 +493,7 @@ fn unknown_extension_needs_a_format_flag() -> R {
     import(d.path(), &["o.db", "data.txt"])
         .assert()
         .code(2)
-        .stderr("error: data.txt: cannot tell the format from the file name; use --csv, --tsv, --nl or --json\n");
+        .stderr("error: data.txt: cannot tell the format from the file name; use --csv, --tsv, --nl, --json or --format (parquet, arrow)\n");
     import(d.path(), &["o.db", "data.txt", "--format", "csv"])
         .assert()
         .success();

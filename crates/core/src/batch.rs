@@ -1,7 +1,8 @@
 //! A batch: a block of typed rows, backed by one text arena.
 //!
-//! Invariants: `cells.len() == rows() * ncols`; every `Cell::Text(start, len)` lies inside
-//! `text` and is valid UTF-8 (checked when the row was added); `lines.len() == rows()`.
+//! Invariants: `cells.len() == rows() * ncols`; every `Cell::Text(span)` lies inside
+//! `text` and is valid UTF-8 (checked when the row was added), every `Cell::Blob(span)`
+//! lies inside `text`; `lines.len() == rows()`.
 //! A batch of *records* instead (for the direct engine, see [`Batch::push_record`]) holds
 //! no cells: `records.len() == rows()`, row `i`'s SQLite record being the `i`th.
 //! A batch is reused after it is written (`clear` keeps the allocations), so the hot path
@@ -18,11 +19,14 @@ pub enum Cell {
     Real(f64),
     /// Made only by [`Batch::push_text`]: a span of that batch's arena.
     Text(TextSpan),
+    /// A BLOB, made only by [`Batch::push_blob`]: a span of that batch's arena.
+    Blob(TextSpan),
 }
 
-/// Where a text value lies in its batch's arena. Its fields are private: a span can
-/// only come from [`Batch::push_text`], which makes it whole UTF-8, and a batch takes
-/// no span from outside (see [`Batch::push`]); so reading it back needs no check.
+/// Where a text (or blob) value lies in its batch's arena. Its fields are private: a
+/// span can only come from [`Batch::push_text`], which makes it whole UTF-8 (or
+/// [`Batch::push_blob`], whose spans are only ever read as bytes), and a batch takes no
+/// span from outside (see [`Batch::push`]); so reading a text back needs no check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TextSpan {
     start: u32,
@@ -52,6 +56,8 @@ pub enum Value<'a> {
     Real(f64),
     /// TEXT, valid UTF-8.
     Text(&'a str),
+    /// A BLOB.
+    Blob(&'a [u8]),
 }
 
 /// Rows of `ncols` typed values. Where each row came from is kept for error messages.
@@ -144,16 +150,28 @@ impl Batch {
         }));
     }
 
-    /// Appends a non-text value to the current (unfinished) row.
+    /// Appends a blob value to the current (unfinished) row.
+    #[inline]
+    pub fn push_blob(&mut self, b: &[u8]) {
+        let start = self.text.len() as u32;
+        self.text.extend_from_slice(b);
+        self.cells.push(Cell::Blob(TextSpan {
+            start,
+            len: b.len() as u32,
+        }));
+    }
+
+    /// Appends a NULL, INTEGER or REAL value to the current (unfinished) row.
     ///
     /// # Panics
-    /// On a text cell (use [`Batch::push_text`]): its span would belong to another
-    /// batch's arena, and reading it here could split a character.
+    /// On a text or blob cell (use [`Batch::push_text`] or [`Batch::push_blob`]): its
+    /// span would belong to another batch's arena, and reading it here could split a
+    /// character.
     #[inline]
     pub fn push(&mut self, c: Cell) {
         assert!(
-            !matches!(c, Cell::Text(_)),
-            "Batch::push takes no text cell; use push_text"
+            !matches!(c, Cell::Text(_) | Cell::Blob(_)),
+            "Batch::push takes no text or blob cell; use push_text or push_blob"
         );
         self.cells.push(c);
     }
@@ -201,6 +219,9 @@ impl Batch {
                 // span is a whole UTF-8 string.
                 Value::Text(unsafe { std::str::from_utf8_unchecked(b) })
             }
+            Cell::Blob(TextSpan { start, len }) => {
+                Value::Blob(&self.text[start as usize..(start + len) as usize])
+            }
         }
     }
 
@@ -215,7 +236,7 @@ mod tests {
     use super::*;
 
     #[test]
-    #[should_panic(expected = "no text cell")]
+    #[should_panic(expected = "no text or blob cell")]
     fn a_text_cell_from_another_batch_is_refused() {
         let mut a = Batch::new(1);
         a.push_text("é");
@@ -223,6 +244,16 @@ mod tests {
         let foreign = a.cells()[0];
         let mut b = Batch::new(1);
         b.push(foreign);
+    }
+
+    #[test]
+    #[should_panic(expected = "no text or blob cell")]
+    fn a_blob_cell_from_another_batch_is_refused() {
+        let mut a = Batch::new(1);
+        a.push_blob(b"x");
+        a.finish_row(RowOrigin::default());
+        let foreign = a.cells()[0];
+        Batch::new(1).push(foreign);
     }
 
     #[test]
@@ -235,11 +266,20 @@ mod tests {
         b.push(Cell::Real(1.5));
         b.push_text("");
         b.abandon_row();
-        assert_eq!(b.rows(), 1);
+        b.push_blob(b"\xff\0");
+        b.push_text("é");
+        b.push_blob(b"");
+        b.finish_row(RowOrigin { line: 3, record: 2 });
+        assert_eq!(b.rows(), 2);
         let row: Vec<Value> = b.row(0).collect();
         assert_eq!(
             row,
             vec![Value::Integer(7), Value::Text("héllo"), Value::Null]
+        );
+        let row: Vec<Value> = b.row(1).collect();
+        assert_eq!(
+            row,
+            vec![Value::Blob(b"\xff\0"), Value::Text("é"), Value::Blob(b"")]
         );
         b.clear(2);
         assert!(b.is_empty());

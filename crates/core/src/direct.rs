@@ -27,8 +27,9 @@ pub enum Engine {
     Direct,
     /// The page writer where it surely applies, else SQLite's insert path: `Direct` for a
     /// new file with the default durability (`atomic-new`) and, for `import`, one CSV/TSV
-    /// input without `--pk` or `--alter` (JSON may grow columns after the sample, which
-    /// the page writer refuses). Both make the same table; the page writer is faster
+    /// input or typed inputs (Parquet, Arrow) of one schema, without a primary key or
+    /// added columns (JSON may grow columns after the sample, which the page writer
+    /// refuses). Both make the same table; the page writer is faster
     /// (bench/README.md).
     Auto,
 }
@@ -194,6 +195,7 @@ impl Sink for DirectSink<'_, '_> {
                     Some(Value::Integer(i)) => Cell::Integer(i),
                     Some(Value::Real(f)) => Cell::Real(f),
                     Some(Value::Text(s)) => Cell::Text(s.as_bytes()),
+                    Some(Value::Blob(b)) => Cell::Blob(b),
                 };
                 record.value(&cell);
                 if indexing {

@@ -26,7 +26,12 @@ pub struct Position {
 
 impl fmt::Display for Position {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.path, self.line, self.column)
+        if self.line == 0 {
+            // Input without lines (Parquet, Arrow): the record says where.
+            write!(f, "{}", self.path)
+        } else {
+            write!(f, "{}:{}:{}", self.path, self.line, self.column)
+        }
     }
 }
 

@@ -275,8 +275,9 @@ fn import_direct(
     let refuse = |why: &str| {
         Err(Error::plan(format!("the direct engine {why}")).with_hint(Hint::SqliteEngine))
     };
-    if inputs.len() != 1 {
-        return refuse("loads one input into a new file");
+    let groups = input_groups(inputs, opts);
+    if groups.len() != 1 {
+        return refuse("loads one input (or typed inputs of one schema) into a new file");
     }
     if !matches!(opts.durability, None | Some(Durability::AtomicNew)) {
         return refuse("writes a new file (durability atomic-new)");
@@ -299,7 +300,7 @@ fn import_direct(
         table: name,
         columns,
         types,
-    } = open_input(&inputs[0], opts, progress, &mut summary)?;
+    } = open_input(groups[0], opts, progress, &mut summary)?;
     if columns.is_empty() {
         return Err(Error::plan(format!(
             "no columns for the new table {}: the input has no records to name them",
@@ -466,13 +467,29 @@ fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result<()> {
 /// Whether `Engine::Auto` may load `inputs` through the page writer (it also needs a
 /// new file with the default durability, see [`run::direct`]).
 fn direct_fits(inputs: &[Input], opts: &ImportOptions) -> bool {
-    let [input] = inputs else {
+    let [group] = input_groups(inputs, opts)[..] else {
         return false;
     };
     opts.pk.is_empty()
         && !opts.alter
-        && read_options_for(input, opts)
-            .is_ok_and(|ro| matches!(ro.format, Format::Csv | Format::Tsv))
+        && (group[0].fixed_format() == Some(Format::Arrow)
+            || read_options_for(&group[0], opts).is_ok_and(|ro| {
+                matches!(ro.format, Format::Csv | Format::Tsv) || ro.format.is_typed()
+            }))
+}
+
+/// The inputs as loads: typed inputs (Parquet, Arrow) all together when every input is
+/// one (they must share a schema, and go to one table), else one input each.
+fn input_groups<'a>(inputs: &'a [Input], opts: &ImportOptions) -> Vec<&'a [Input]> {
+    let typed = |i: &Input| {
+        i.fixed_format() == Some(Format::Arrow)
+            || read_options_for(i, opts).is_ok_and(|ro| ro.format.is_typed())
+    };
+    if inputs.len() > 1 && inputs.iter().all(typed) {
+        vec![inputs]
+    } else {
+        inputs.chunks(1).collect()
+    }
 }
 
 fn read_options_for(input: &Input, opts: &ImportOptions) -> Result<ReadOptions> {
@@ -538,13 +555,14 @@ fn import_into(
     let rejects = Mutex::new(Rejects::new(opts.rejects.as_deref(), opts.max_errors)?);
     let mut created: HashSet<String> = HashSet::new();
     let mut loaded: Vec<(String, Vec<String>)> = vec![];
-    for input in inputs {
+    for group in input_groups(inputs, opts) {
+        let input = &group[0];
         let Opened {
             mut src,
             table,
             columns,
             types: inferred,
-        } = open_input(input, opts, progress, &mut summary)?;
+        } = open_input(group, opts, progress, &mut summary)?;
         let sample_columns = columns;
         let plan = match conn {
             Some(c) => plan_table(c, &table, &sample_columns, &inferred, opts, &mut created)?,
@@ -626,13 +644,25 @@ struct Opened {
 }
 
 fn open_input(
-    input: &Input,
+    group: &[Input],
     opts: &ImportOptions,
     progress: &Progress,
     summary: &mut Summary,
 ) -> Result<Opened> {
+    let input = &group[0];
     let ro = read_options_for(input, opts)?;
-    let mut src = open_source(input, &ro, progress.bytes_read.clone())?;
+    let typed = ro.format.is_typed() || input.fixed_format() == Some(Format::Arrow);
+    if typed && (!opts.types.is_empty() || !opts.detect_types) {
+        return Err(Error::plan(format!(
+            "{}: the column types come from the input's schema; they cannot be set or turned off",
+            input.display_name()
+        )));
+    }
+    let mut src = if typed {
+        crate::source::open_typed(group.to_vec(), &ro, progress.bytes_read.clone())
+    } else {
+        open_source(input, &ro, progress.bytes_read.clone())?
+    };
     let sample = src.sample()?;
     summary.notes.extend(
         sample
@@ -669,6 +699,9 @@ fn open_input(
         })
         .collect();
     inferred.resize(sample.columns.len(), ColumnType::Text);
+    if let Some(declared) = &sample.types {
+        inferred.clone_from(declared);
+    }
     for (name, ty) in &opts.types {
         match sample
             .columns

@@ -58,6 +58,10 @@ pub use summary::{Durable, Progress, Stage, Summary, Writer};
 pub use table::IndexSpec;
 pub use types::{ColumnType, Lexeme, TypeGuess};
 
+/// The arrow-rs crate whose record batches [`Input::record_batches`] takes, re-exported
+/// so that a program uses the same version.
+pub use arrow_array;
+
 /// The README's Rust examples, run as doctests so that they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]

@@ -192,6 +192,7 @@ fn consume(
                             Value::Integer(i) => i.into(),
                             Value::Real(r) => r.into(),
                             Value::Text(t) => t.into(),
+                            Value::Blob(b) => crate::source::convert::blob_json(b),
                         })
                         .collect();
                     rejects

@@ -23,6 +23,9 @@ pub enum ColumnType {
     Real,
     /// TEXT affinity: values are stored as text.
     Text,
+    /// BLOB affinity: values are stored as they come. Only typed inputs (Arrow binary
+    /// columns) declare it; text read into such a column stays text.
+    Blob,
 }
 
 impl ColumnType {
@@ -32,6 +35,7 @@ impl ColumnType {
             ColumnType::Integer => "INTEGER",
             ColumnType::Real => "REAL",
             ColumnType::Text => "TEXT",
+            ColumnType::Blob => "BLOB",
         }
     }
 
@@ -52,6 +56,16 @@ impl ColumnType {
             ColumnType::Integer => Affinity::Integer,
             ColumnType::Real => Affinity::Real,
             ColumnType::Text => Affinity::Text,
+            ColumnType::Blob => Affinity::Blob,
+        }
+    }
+
+    /// The type a value read from text gets in this column: text stays text in a BLOB
+    /// column, as in a TEXT one.
+    pub(crate) fn text_sources_type(self) -> ColumnType {
+        match self {
+            ColumnType::Blob => ColumnType::Text,
+            other => other,
         }
     }
 }

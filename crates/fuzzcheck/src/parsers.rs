@@ -66,6 +66,7 @@ pub fn drain(src: &mut dyn Source) -> Outcome {
                     Value::Integer(i) => format!("i{i}"),
                     Value::Real(f) => format!("r{f}"),
                     Value::Text(t) => t.to_string(),
+                    Value::Blob(b) => format!("b{b:?}"),
                 })
                 .collect();
             let o = batch.origin(r);

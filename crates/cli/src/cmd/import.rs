@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{ArgAction, Args};
+use liteload::source::columnar::{Decimals, Temporal};
 use liteload::FileSettings;
 use liteload::{
     ColumnType, Durability, Encoding, Format, ImportOptions, IndexSpec, Input, Progress, Quoting,
@@ -46,10 +47,11 @@ Durability (--durability):
 
 Exit codes: 0 done; 1 bad input; 2 bad usage; 3 I/O or SQLite failure.";
 
-/// Bulk-load CSV, TSV, NDJSON or JSON files into a table of an SQLite database.
+/// Bulk-load CSV, TSV, NDJSON, JSON, Parquet or Arrow files into a table of an SQLite database.
 ///
 /// Each FILE goes into the table named by --table, or by its file name without extensions
-/// (people.csv.gz -> people). The table is created with inferred column types if it does
+/// (people.csv.gz -> people); Parquet and Arrow files of one schema all go into one
+/// table (the first file's name), with the column types of their schema. The table is created with inferred column types if it does
 /// not exist; if it does, columns are matched by name. All files load in one transaction.
 #[derive(Args, Debug)]
 #[command(after_long_help = EXAMPLES, after_help = "See --help for the type rules, durability profiles and examples.")]
@@ -57,13 +59,15 @@ pub struct ImportArgs {
     /// The SQLite database file (created if missing).
     pub db: PathBuf,
 
-    /// Input files; `-` reads stdin. A `.gz` suffix is decompressed.
+    /// Input files; `-` reads stdin. A `.gz` suffix is decompressed. A quoted pattern
+    /// (`'data/*.parquet'`) is expanded.
     #[arg(required = true)]
     pub files: Vec<String>,
 
     // ---- format
-    /// Input format: csv, tsv, ndjson (one JSON object per line) or json (one array of
-    /// objects). Default: from each file's extension; csv for stdin.
+    /// Input format: csv, tsv, ndjson (one JSON object per line), json (one array of
+    /// objects), parquet, or arrow (an Arrow IPC file or stream). Default: from each
+    /// file's extension (.parquet/.pq; .arrow, .feather, .ipc, .arrows); csv for stdin.
     #[arg(long, value_name = "FMT", help_heading = "Format")]
     pub format: Option<Format>,
     /// Same as --format csv.
@@ -116,6 +120,26 @@ pub struct ImportArgs {
         help_heading = "Format"
     )]
     pub encoding: Encoding,
+
+    // ---- typed input (Parquet, Arrow)
+    /// Parquet/Arrow: load only these columns, in this order (Parquet does not decode the
+    /// others). Example: --select id,name
+    #[arg(
+        long,
+        value_name = "A,B,C",
+        value_delimiter = ',',
+        help_heading = "Parquet and Arrow"
+    )]
+    pub select: Option<Vec<String>>,
+    /// Parquet/Arrow dates, times and timestamps: `iso` (TEXT in ISO 8601, which SQLite's
+    /// date functions read; a timestamp with a time zone in UTC with `Z`) or `epoch`
+    /// (INTEGER in the column's own unit: days for Date32, ms for Date64, the
+    /// timestamp's unit since 1970-01-01 UTC).
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = TemporalArg::Iso, help_heading = "Parquet and Arrow")]
+    pub temporal: TemporalArg,
+    /// Parquet/Arrow decimals: `text` (exact, every digit) or `real` (nearest double).
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = DecimalsArg::Text, help_heading = "Parquet and Arrow")]
+    pub decimals: DecimalsArg,
 
     // ---- table
     /// Table name (default: each file's name without extensions; required for stdin).
@@ -216,8 +240,8 @@ pub struct ImportArgs {
     pub rows_per_statement: usize,
     /// How rows are written: `sqlite` (SQLite's insert path, any target), `direct` (the
     /// page writer: one input into a new file, indexes built by SQLite afterwards), or
-    /// `auto`: `direct` for one CSV/TSV input into a new file with the default durability
-    /// and no --pk or --alter, else `sqlite`.
+    /// `auto`: `direct` for one CSV/TSV input (or Parquet/Arrow inputs of one schema)
+    /// into a new file with the default durability and no --pk or --alter, else `sqlite`.
     #[arg(long, value_enum, default_value_t = super::generate::Engine::Auto, help_heading = "Durability and speed")]
     pub engine: super::generate::Engine,
     /// With the page writer (--engine direct, or auto where it picks it): SQLite runs
@@ -237,6 +261,18 @@ pub struct ImportArgs {
     /// Print the summary as one JSON object on stdout.
     #[arg(long = "summary-json", help_heading = "Output")]
     pub summary_json: bool,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum TemporalArg {
+    Iso,
+    Epoch,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum DecimalsArg {
+    Text,
+    Real,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -314,6 +350,15 @@ fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
                 .map(|n| n.get())
                 .unwrap_or(1)
         });
+        built.select = a.select.clone();
+        built.temporal = match a.temporal {
+            TemporalArg::Iso => Temporal::Iso8601,
+            TemporalArg::Epoch => Temporal::Epoch,
+        };
+        built.decimals = match a.decimals {
+            DecimalsArg::Text => Decimals::Text,
+            DecimalsArg::Real => Decimals::Real,
+        };
         built.ragged = match a.ragged {
             None => Ragged::Error,
             Some(RaggedArg::Pad) => Ragged::Pad,
@@ -361,7 +406,7 @@ fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
 
 pub fn run(a: ImportArgs) -> Result<()> {
     let opts = options(&a)?;
-    let inputs: Vec<Input> = a.files.iter().map(|f| Input::from_arg(f)).collect();
+    let inputs = expand(&a.files)?;
     if opts.durability == Some(Durability::Unsafe) && !a.quiet {
         eprintln!(
             "warning: --durability unsafe: a crash or power loss during this load can leave {} corrupt",
@@ -375,6 +420,31 @@ pub fn run(a: ImportArgs) -> Result<()> {
     drop(bar);
     let summary = result?;
     report(&a, &summary).context("writing the summary")
+}
+
+/// The inputs the arguments name. An argument that names no file but holds a glob
+/// pattern (`*`, `?`, `[`) is expanded here, in name order, so that a pattern quoted
+/// against the shell works too; a pattern that matches nothing is an error.
+fn expand(files: &[String]) -> Result<Vec<Input>, UsageError> {
+    let mut inputs = vec![];
+    for f in files {
+        let pattern = f.contains(['*', '?', '[']) && !std::path::Path::new(f).exists();
+        if !pattern {
+            inputs.push(Input::from_arg(f));
+            continue;
+        }
+        let paths = glob::glob(f).map_err(|e| UsageError(format!("{f:?}: {e}")))?;
+        let mut found: Vec<PathBuf> = paths
+            .filter_map(|p| p.ok())
+            .filter(|p| p.is_file())
+            .collect();
+        if found.is_empty() {
+            return Err(UsageError(format!("{f:?}: no file matches this pattern")));
+        }
+        found.sort();
+        inputs.extend(found.into_iter().map(Input::Path));
+    }
+    Ok(inputs)
 }
 
 fn report(a: &ImportArgs, s: &Summary) -> std::io::Result<()> {

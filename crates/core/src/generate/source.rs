@@ -135,6 +135,7 @@ impl Source for GeneratorSource {
             self.start();
         }
         Ok(Sample {
+            types: None,
             columns: self
                 .columns
                 .iter()

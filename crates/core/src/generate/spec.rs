@@ -625,6 +625,7 @@ mod tests {
                 Some(Value::Integer(i)) => i.to_string(),
                 Some(Value::Real(f)) => f.to_string(),
                 Some(Value::Text(t)) => t.to_string(),
+                Some(Value::Blob(b)) => format!("{b:?}"),
             })
             .collect()
     }

@@ -107,6 +107,28 @@ impl<'c> RawStatement<'c> {
         })
     }
 
+    /// Binds `blob` in place, without a copy.
+    ///
+    /// # Safety
+    /// As [`RawStatement::bind_text`]: `blob` must stay alive and unchanged until
+    /// parameter `idx` is bound again, the bindings are cleared, or the statement is
+    /// dropped.
+    pub unsafe fn bind_blob(&mut self, idx: usize, blob: &[u8]) -> rusqlite::Result<()> {
+        debug_assert!(idx >= 1 && idx <= self.param_count());
+        // SAFETY: `stmt` is live; the caller keeps `blob` alive as documented. A null
+        // pointer would bind NULL, so an empty blob binds a dangling but non-null one
+        // (SQLite reads no byte of it).
+        self.check(unsafe {
+            ffi::sqlite3_bind_blob64(
+                self.stmt,
+                idx as c_int,
+                blob.as_ptr().cast::<std::ffi::c_void>(),
+                blob.len() as u64,
+                ffi::SQLITE_STATIC(),
+            )
+        })
+    }
+
     /// Runs the statement to its end (it must return no rows) and resets it; bindings
     /// stay. On error SQLite has undone the statement (its default ABORT).
     pub fn run(&mut self) -> rusqlite::Result<()> {
@@ -191,6 +213,8 @@ impl<'c> BatchStatement<'c> {
                     // SAFETY: `batch` outlives this call, and the bindings are cleared
                     // before it returns.
                     Value::Text(s) => unsafe { self.stmt.bind_text(idx, s.as_bytes()) },
+                    // SAFETY: as for text.
+                    Value::Blob(b) => unsafe { self.stmt.bind_blob(idx, b) },
                 };
                 if bound.is_err() {
                     break 'bind;

@@ -83,6 +83,8 @@ fn push_stored(to: &mut impl Values, v: Stored<'_>) {
 /// `true` when the text is not the type's canonical form (the summary's mismatches).
 #[inline]
 pub fn push_text_field(to: &mut impl Values, s: &str, ty: ColumnType, empty_null: bool) -> bool {
+    // Text keeps its type in a BLOB column (no affinity), as in a TEXT one.
+    let ty = ty.text_sources_type();
     if s.is_empty() && (empty_null || ty != ColumnType::Text) {
         to.null();
         return false;
@@ -126,6 +128,15 @@ pub fn json_lexeme(v: &serde_json::Value) -> Lexeme {
     }
 }
 
+/// A blob as JSON, for a rejects log: `{"hex": "00ff…"}`.
+pub fn blob_json(b: &[u8]) -> serde_json::Value {
+    let mut hex = String::with_capacity(2 * b.len());
+    for byte in b {
+        hex.push_str(&format!("{byte:02x}"));
+    }
+    serde_json::json!({ "hex": hex })
+}
+
 /// One value of a record with its own types (a JSON value, a serialized field), as
 /// [`push_scalar`] stores it. A nested value (array, object) comes as its JSON text.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -167,6 +178,7 @@ pub fn push_scalar(
     scratch: &mut String,
 ) -> bool {
     use std::fmt::Write;
+    let ty = ty.text_sources_type();
     let aff = ty.affinity();
     match v {
         Scalar::Null => {

@@ -50,6 +50,8 @@ enum Taken {
         items: Box<dyn super::serialized::Items>,
         columns: Option<Vec<String>>,
     },
+    /// Arrow record batches.
+    Batches(super::arrow_source::BatchReader),
 }
 
 impl ReaderInput {
@@ -74,6 +76,13 @@ impl ReaderInput {
         matches!(
             *self.reader.lock().unwrap_or_else(|p| p.into_inner()),
             Some(Taken::Items { .. })
+        )
+    }
+
+    fn is_batches(&self) -> bool {
+        matches!(
+            *self.reader.lock().unwrap_or_else(|p| p.into_inner()),
+            Some(Taken::Batches(_))
         )
     }
 }
@@ -180,6 +189,46 @@ impl Input {
         ReaderInput::input(name.into(), Taken::Items { items, columns })
     }
 
+    /// Arrow record batches the program holds or makes (a `RecordBatchReader` of
+    /// arrow-rs: an iterator of batches with their schema; `arrow_array` is re-exported
+    /// as [`crate::arrow_array`]), read once, in order. The column types come from the
+    /// schema (see [`crate::source::columnar`]); `name` names the table by default and
+    /// points errors at `name: record N` (the Nth row).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::sync::Arc;
+    /// use liteload::arrow_array::{ArrayRef, Int64Array, RecordBatch, RecordBatchIterator, StringArray};
+    /// use liteload::{import, ImportOptions, Input, Progress};
+    /// let ids: ArrayRef = Arc::new(Int64Array::from(vec![1, 2]));
+    /// let names: ArrayRef = Arc::new(StringArray::from(vec![Some("Ada"), None]));
+    /// let batch = RecordBatch::try_from_iter([("id", ids), ("name", names)])?;
+    /// let schema = batch.schema();
+    /// let input = Input::record_batches("people", RecordBatchIterator::new([Ok(batch)], schema));
+    /// let dir = tempfile::tempdir()?;
+    /// let db = dir.path().join("people.db");
+    /// let summary = import(&db, &[input], &ImportOptions::default(), &Progress::default())?;
+    /// assert_eq!(summary.rows, 2);
+    /// # Ok(()) }
+    /// ```
+    pub fn record_batches(
+        name: impl Into<String>,
+        batches: impl arrow_array::RecordBatchReader + Send + 'static,
+    ) -> Input {
+        ReaderInput::input(name.into(), Taken::Batches(Box::new(batches)))
+    }
+
+    /// The program's record batches, if this input is those (taken: read once).
+    pub(crate) fn batches(&self) -> Result<Option<super::arrow_source::BatchReader>> {
+        match self {
+            Input::Reader(r) if r.is_batches() => match r.take()? {
+                Taken::Batches(b) => Ok(Some(b)),
+                _ => unreachable!("checked to be batches"),
+            },
+            _ => Ok(None),
+        }
+    }
+
     /// `-` is stdin; anything else is a path.
     pub fn from_arg(s: &str) -> Input {
         if s == "-" {
@@ -230,6 +279,7 @@ impl Input {
     pub(crate) fn fixed_format(&self) -> Option<Format> {
         match self {
             Input::Reader(r) if r.is_items() => Some(Format::Ndjson),
+            Input::Reader(r) if r.is_batches() => Some(Format::Arrow),
             _ => None,
         }
     }
@@ -326,7 +376,9 @@ pub fn open(
         Input::Path(p) => Box::new(File::open(p).map_err(|e| Error::io(Some(p.clone()), e))?),
         Input::Reader(r) => match r.take()? {
             Taken::Read(read) => read,
-            Taken::Items { .. } => unreachable!("items are read by their own source"),
+            Taken::Items { .. } | Taken::Batches(_) => {
+                unreachable!("items and batches are read by their own sources")
+            }
         },
         Input::Bytes { bytes, .. } => Box::new(io::Cursor::new(bytes.clone())),
     };

@@ -721,6 +721,7 @@ impl Source for JsonSource {
             }
         }
         Ok(Sample {
+            types: None,
             columns: self.keys.columns.clone(),
             guesses,
             notes: std::mem::take(&mut self.keys.notes),

@@ -5,6 +5,8 @@
 //! types can be decided, then [`Source::fill`] converts records into batches with the
 //! types that were decided, the sampled records first.
 
+mod arrow_source;
+pub mod columnar;
 pub(crate) mod convert;
 pub(crate) mod delimited;
 pub mod input;
@@ -37,11 +39,22 @@ pub enum Format {
     Ndjson,
     /// One JSON array of objects.
     Json,
+    /// Parquet (typed columns; see [`columnar`] for how they are stored).
+    Parquet,
+    /// Arrow IPC: a file (Feather v2) or a stream, told apart by their first bytes.
+    Arrow,
 }
 
 impl Format {
+    /// Whether the format carries its own column types (Parquet, Arrow): nothing is
+    /// inferred, and inputs of one schema load as one.
+    pub fn is_typed(self) -> bool {
+        matches!(self, Format::Parquet | Format::Arrow)
+    }
+
     /// The format a file name implies (`.csv`, `.tsv`/`.tab`, `.ndjson`/`.jsonl`, `.json`,
-    /// each optionally followed by `.gz`).
+    /// each optionally followed by `.gz`; `.parquet`/`.pq`; `.arrow`, `.feather`, `.ipc`
+    /// and `.arrows`).
     pub fn from_path(p: &Path) -> Option<Format> {
         let ext = p.extension()?.to_string_lossy().to_ascii_lowercase();
         match ext.as_str() {
@@ -49,6 +62,8 @@ impl Format {
             "tsv" | "tab" => Some(Format::Tsv),
             "ndjson" | "jsonl" | "nl" => Some(Format::Ndjson),
             "json" => Some(Format::Json),
+            "parquet" | "pq" => Some(Format::Parquet),
+            "arrow" | "feather" | "ipc" | "arrows" => Some(Format::Arrow),
             _ => None,
         }
     }
@@ -62,8 +77,10 @@ impl std::str::FromStr for Format {
             "tsv" | "tab" => Ok(Format::Tsv),
             "ndjson" | "jsonl" | "nl" => Ok(Format::Ndjson),
             "json" => Ok(Format::Json),
+            "parquet" | "pq" => Ok(Format::Parquet),
+            "arrow" | "feather" | "ipc" | "arrows" => Ok(Format::Arrow),
             other => Err(format!(
-                "unknown format {other:?} (expected csv, tsv, ndjson or json)"
+                "unknown format {other:?} (expected csv, tsv, ndjson, json, parquet or arrow)"
             )),
         }
     }
@@ -110,10 +127,17 @@ pub struct ReadOptions {
     /// Threads that parse a large, uncompressed, UTF-8 delimited file at once (see
     /// [`parallel`]); 1 parses on one thread.
     pub parse_threads: usize,
-    /// Delimited input: make batches of encoded SQLite records instead of cells (see
-    /// [`crate::batch::Batch::push_record`]), for the direct engine when nothing needs
-    /// the cells (no index to gather). Other formats make cells regardless.
+    /// Delimited and typed input: make batches of encoded SQLite records instead of
+    /// cells (see [`crate::batch::Batch::push_record`]), for the direct engine when
+    /// nothing needs the cells (no index to gather). Other formats make cells regardless.
     pub records: bool,
+    /// Typed input (Parquet, Arrow): the columns to load, by name, in this order; `None`
+    /// loads all. Parquet does not decode the others.
+    pub select: Option<Vec<String>>,
+    /// Typed input: how dates, times and timestamps are stored.
+    pub temporal: columnar::Temporal,
+    /// Typed input: how decimals are stored.
+    pub decimals: columnar::Decimals,
 }
 
 impl Default for ReadOptions {
@@ -132,6 +156,9 @@ impl Default for ReadOptions {
             max_record_bytes: 64 << 20,
             parse_threads: 1,
             records: false,
+            select: None,
+            temporal: columnar::Temporal::Iso8601,
+            decimals: columnar::Decimals::Text,
         }
     }
 }
@@ -146,6 +173,9 @@ pub struct Sample {
     pub guesses: Vec<TypeGuess>,
     /// Notes for the user about names that were changed.
     pub notes: Vec<String>,
+    /// The column types the input declares (a typed format's schema), which are used
+    /// instead of `guesses`; `None` for inputs whose types are inferred.
+    pub types: Option<Vec<ColumnType>>,
 }
 
 /// A record that could not be loaded: why, and its text for the rejects file.
@@ -211,6 +241,13 @@ pub fn open_source(
     if let Some(src) = input.items_source(opts)? {
         return Ok(src);
     }
+    if input.fixed_format() == Some(Format::Arrow) || opts.format.is_typed() {
+        return Ok(Box::new(arrow_source::ArrowSource::new(
+            vec![input.clone()],
+            opts.clone(),
+            bytes_read,
+        )));
+    }
     let name: Arc<str> = input.display_name().into();
     if let Input::Path(path) = input {
         let big = std::fs::metadata(path)
@@ -245,7 +282,23 @@ pub fn open_source(
             name,
             opts.clone(),
         )),
+        Format::Parquet | Format::Arrow => unreachable!("typed formats are opened above"),
     })
+}
+
+/// Opens typed `inputs` (Parquet, Arrow; see [`Format::is_typed`]) of one schema as one
+/// [`Source`], read in order: their rows go to one table. A second input whose columns
+/// (names, Arrow types, order) differ from the first's is an error when it is reached.
+pub fn open_typed(
+    inputs: Vec<Input>,
+    opts: &ReadOptions,
+    bytes_read: Arc<AtomicU64>,
+) -> Box<dyn Source> {
+    Box::new(arrow_source::ArrowSource::new(
+        inputs,
+        opts.clone(),
+        bytes_read,
+    ))
 }
 
 /// A reader that hands out one byte at a time, so that tests reach every path where a

@@ -553,6 +553,7 @@ mod tests {
                         Value::Integer(i) => format!("i{i}"),
                         Value::Real(f) => format!("r{f}"),
                         Value::Text(t) => format!("t{t:?}"),
+                        Value::Blob(b) => format!("b{b:?}"),
                     })
                     .collect();
                 let o = batch.origin(r);

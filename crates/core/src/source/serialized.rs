@@ -591,6 +591,7 @@ impl Source for SerializedSource {
             }
         }
         Ok(Sample {
+            types: None,
             columns: self.cols.keys.columns.clone(),
             guesses,
             notes: std::mem::take(&mut self.cols.keys.notes),

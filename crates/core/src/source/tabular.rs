@@ -367,6 +367,7 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
             }
         }
         Ok(Sample {
+            types: None,
             columns: self.columns.clone(),
             guesses,
             notes,
