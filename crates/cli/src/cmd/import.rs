@@ -23,6 +23,12 @@ Examples:
   liteload import logs.db - --nl --table events < events.ndjson
   liteload import shop.db more_orders.csv --table orders --alter
   liteload import shop.db dirty.csv --rejects rejects.ndjson --max-errors 100
+  liteload import trips.db 'days/*.parquet' --table trips --select id,stop,at
+
+Parquet and Arrow: the types come from the file's schema: integers and booleans INTEGER,
+  floats REAL (NaN as NULL), strings TEXT, binary BLOB, decimals exact TEXT (--decimals
+  real), dates and timestamps ISO 8601 TEXT (--temporal epoch: INTEGER), lists, structs
+  and maps JSON TEXT. A UInt64 above 2^63-1 is a bad record.
 
 Types: each column is INTEGER, REAL or TEXT, inferred from the first --sample records.
   INTEGER: exactly a 64-bit integer in canonical form: 42, -7, 0. A leading zero (007,

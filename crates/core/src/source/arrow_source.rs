@@ -6,9 +6,10 @@
 //! IPC file (both read on `threads` threads, each opening the file itself), or a record
 //! batch of a stream (read in order by one thread and converted on `threads`). Unit `j`
 //! goes to lane `j % threads`; the lanes are drained in unit order, so rows come out in
-//! file order. Each lane's channel holds two batches, which bounds memory to a few
-//! batches per thread whatever the size of the file; a Parquet row group is decoded a
-//! batch at a time, never whole.
+//! file order. Each lane's channel holds up to one unit's batches (so that the other
+//! lanes keep working while one unit is written), which bounds memory by a unit per
+//! thread whatever the size of the file; a Parquet row group is decoded a batch at a
+//! time, never whole.
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek};
@@ -423,10 +424,23 @@ fn start(
             .map(|r| sorted.binary_search(r).expect("a selected column"))
             .collect(),
     };
+    // A lane holds up to a whole unit (a row group of a file) of batches: the lanes are
+    // drained one unit at a time, so with less the other lanes would stand still while
+    // one unit is written. That bounds memory by a unit per thread, not by the file.
+    let depth = match &units {
+        Units::Parquet { meta, .. } => {
+            let most = (0..meta.metadata().num_row_groups())
+                .map(|g| meta.metadata().row_group(g).num_rows().max(0) as usize)
+                .max()
+                .unwrap_or(0);
+            most.div_ceil(batch_rows.max(1)) + 2
+        }
+        _ => 16,
+    };
     let mut lanes = vec![];
     let mut lane_ctx = vec![];
     for _ in 0..threads {
-        let (out, rx) = bounded::<Part>(2);
+        let (out, rx) = bounded::<Part>(depth);
         let (back_tx, back) = unbounded::<Batch>();
         lanes.push((rx, back_tx));
         lane_ctx.push(Lane {

@@ -400,75 +400,166 @@ pub fn append_rows(
     record: &mut liteload_btree::RecordBuilder,
     bad: &mut Vec<BadRow>,
 ) {
+    if records {
+        let mut to = Records { batch, record };
+        append(readers, rows, first_row, &mut to, bad);
+    } else {
+        append(readers, rows, first_row, &mut Cells(batch), bad);
+    }
+}
+
+/// Where [`append`] puts a row's values (monomorphized: no test per value of which).
+trait Row {
+    fn start(&mut self);
+    fn null(&mut self);
+    fn int(&mut self, i: i64);
+    fn real(&mut self, f: f64);
+    fn text(&mut self, s: &str);
+    fn blob(&mut self, b: &[u8]);
+    fn abandon(&mut self);
+    fn finish(&mut self, origin: RowOrigin);
+}
+
+struct Cells<'a>(&'a mut Batch);
+
+impl Row for Cells<'_> {
+    #[inline]
+    fn start(&mut self) {}
+    #[inline]
+    fn null(&mut self) {
+        self.0.push(Cell::Null);
+    }
+    #[inline]
+    fn int(&mut self, i: i64) {
+        self.0.push(Cell::Integer(i));
+    }
+    #[inline]
+    fn real(&mut self, f: f64) {
+        self.0.push(Cell::Real(f));
+    }
+    #[inline]
+    fn text(&mut self, s: &str) {
+        self.0.push_text(s);
+    }
+    #[inline]
+    fn blob(&mut self, b: &[u8]) {
+        self.0.push_blob(b);
+    }
+    fn abandon(&mut self) {
+        self.0.abandon_row();
+    }
+    #[inline]
+    fn finish(&mut self, origin: RowOrigin) {
+        self.0.finish_row(origin);
+    }
+}
+
+struct Records<'a> {
+    batch: &'a mut Batch,
+    record: &'a mut liteload_btree::RecordBuilder,
+}
+
+impl Row for Records<'_> {
+    #[inline]
+    fn start(&mut self) {
+        self.record.clear();
+    }
+    #[inline]
+    fn null(&mut self) {
+        self.record.null();
+    }
+    #[inline]
+    fn int(&mut self, i: i64) {
+        self.record.integer(i);
+    }
+    #[inline]
+    fn real(&mut self, f: f64) {
+        self.record.real(f);
+    }
+    #[inline]
+    fn text(&mut self, s: &str) {
+        self.record.text(s.as_bytes());
+    }
+    #[inline]
+    fn blob(&mut self, b: &[u8]) {
+        self.record.blob(b);
+    }
+    fn abandon(&mut self) {}
+    #[inline]
+    fn finish(&mut self, origin: RowOrigin) {
+        self.batch.push_record(self.record);
+        self.batch.finish_row(origin);
+    }
+}
+
+#[inline]
+fn append(
+    readers: &[Reader],
+    rows: std::ops::Range<usize>,
+    first_row: u64,
+    to: &mut impl Row,
+    bad: &mut Vec<BadRow>,
+) {
     'rows: for row in rows {
-        let origin = RowOrigin {
-            line: 0,
-            record: first_row + row as u64,
-        };
         let mut bytes = 0usize;
-        record.clear();
+        to.start();
         for (c, r) in readers.iter().enumerate() {
-            let v = r.get(row);
-            let problem = match v {
-                Val::TooBig(n) => Some(format!(
+            let problem = match r.get(row) {
+                Val::Null => {
+                    to.null();
+                    continue;
+                }
+                Val::Int(i) => {
+                    to.int(i);
+                    continue;
+                }
+                Val::Real(f) => {
+                    to.real(f);
+                    continue;
+                }
+                Val::Text(s) if s.len() <= SQLITE_MAX_LENGTH => {
+                    bytes += s.len();
+                    to.text(s);
+                    continue;
+                }
+                Val::Blob(b) if b.len() <= SQLITE_MAX_LENGTH => {
+                    bytes += b.len();
+                    to.blob(b);
+                    continue;
+                }
+                Val::Text(s) => too_long(s.len()),
+                Val::Blob(b) => too_long(b.len()),
+                Val::TooBig(n) => format!(
                     "{n} does not fit SQLite's INTEGER (a UInt64 above {})",
                     i64::MAX
-                )),
-                Val::Text(s) if s.len() > SQLITE_MAX_LENGTH => Some(too_long(s.len())),
-                Val::Blob(b) if b.len() > SQLITE_MAX_LENGTH => Some(too_long(b.len())),
-                Val::Text(s) => {
-                    bytes += s.len();
-                    None
-                }
-                Val::Blob(b) => {
-                    bytes += b.len();
-                    None
-                }
-                _ => None,
+                ),
             };
-            let problem = problem.or_else(|| {
-                (bytes > SQLITE_MAX_LENGTH).then(|| {
-                    format!(
-                        "the row's values take more than SQLite's limit of {SQLITE_MAX_LENGTH} bytes"
-                    )
-                })
-            });
-            if let Some(message) = problem {
-                if !records {
-                    batch.abandon_row();
-                }
-                bad.push(BadRow {
-                    row: origin.record,
-                    column: c,
-                    message,
-                    fields: readers.iter().map(|r| json_of(r.get(row))).collect(),
-                });
-                continue 'rows;
-            }
-            if records {
-                match v {
-                    Val::Null => record.null(),
-                    Val::Int(i) => record.integer(i),
-                    Val::Real(f) => record.real(f),
-                    Val::Text(s) => record.text(s.as_bytes()),
-                    Val::Blob(b) => record.blob(b),
-                    Val::TooBig(_) => unreachable!("refused above"),
-                }
-            } else {
-                match v {
-                    Val::Null => batch.push(Cell::Null),
-                    Val::Int(i) => batch.push(Cell::Integer(i)),
-                    Val::Real(f) => batch.push(Cell::Real(f)),
-                    Val::Text(s) => batch.push_text(s),
-                    Val::Blob(b) => batch.push_blob(b),
-                    Val::TooBig(_) => unreachable!("refused above"),
-                }
-            }
+            to.abandon();
+            bad.push(bad_row(readers, row, first_row, c, problem));
+            continue 'rows;
         }
-        if records {
-            batch.push_record(record);
+        if bytes > SQLITE_MAX_LENGTH {
+            to.abandon();
+            let message = format!(
+                "the row's values take more than SQLite's limit of {SQLITE_MAX_LENGTH} bytes"
+            );
+            bad.push(bad_row(readers, row, first_row, 0, message));
+            continue;
         }
-        batch.finish_row(origin);
+        to.finish(RowOrigin {
+            line: 0,
+            record: first_row + row as u64,
+        });
+    }
+}
+
+#[cold]
+fn bad_row(readers: &[Reader], row: usize, first_row: u64, column: usize, message: String) -> BadRow {
+    BadRow {
+        row: first_row + row as u64,
+        column,
+        message,
+        fields: readers.iter().map(|r| json_of(r.get(row))).collect(),
     }
 }
 
