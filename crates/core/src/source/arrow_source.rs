@@ -621,7 +621,8 @@ fn parquet_lane(
     groups: Vec<usize>,
 ) {
     let mut record = liteload_btree::RecordBuilder::new();
-    let batch_rows = lane.batch_rows.max(1024);
+    // Decoded in larger batches than are handed on: fewer, longer runs of each decoder.
+    let batch_rows = lane.batch_rows.max(65_536);
     for g in groups {
         let mut done = 0u64;
         let reader = match parquet_reader(&data, &meta, g, mask.clone(), batch_rows) {

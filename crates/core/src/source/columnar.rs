@@ -270,7 +270,7 @@ impl Reader {
     }
 
     /// Row `row`'s value.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, row: usize) -> Val<'_> {
         macro_rules! or_null {
             ($a:expr, $v:expr) => {
@@ -554,7 +554,13 @@ fn append(
 }
 
 #[cold]
-fn bad_row(readers: &[Reader], row: usize, first_row: u64, column: usize, message: String) -> BadRow {
+fn bad_row(
+    readers: &[Reader],
+    row: usize,
+    first_row: u64,
+    column: usize,
+    message: String,
+) -> BadRow {
     BadRow {
         row: first_row + row as u64,
         column,
