@@ -207,3 +207,37 @@ fn bad_typed_input_exits_1_with_its_position_and_rejects_log_it() {
         ));
     assert!(!dir.path().join("c.db").exists());
 }
+
+#[test]
+fn into_an_existing_table_rows_append_with_its_affinity() {
+    let dir = tempfile::tempdir().expect("dir");
+    day_file(dir.path(), "trips.parquet", 0);
+    let db = dir.path().join("app.db");
+    rusqlite::Connection::open(&db)
+        .and_then(|c| {
+            c.execute_batch(
+                "CREATE TABLE trips (id TEXT, stop TEXT, day TEXT, note TEXT DEFAULT 'x')",
+            )
+        })
+        .expect("a table");
+    for _ in 0..2 {
+        liteload(dir.path())
+            .args(["import", "app.db", "trips.parquet", "-q"])
+            .assert()
+            .success();
+    }
+    let rows = checked_rows(
+        &db,
+        "SELECT count(*), typeof(id), min(note), max(day) FROM trips",
+    )
+    .expect("read back");
+    assert_eq!(
+        rows[0],
+        [
+            Value::Integer(1000),
+            Value::Text("text".into()),
+            Value::Text("x".into()),
+            Value::Text("2026-02-15".into()),
+        ]
+    );
+}

@@ -308,6 +308,77 @@ impl Reader {
     }
 }
 
+impl Reader {
+    /// Puts row `row`'s value into `to` and returns its text or blob length; a value
+    /// that cannot be stored is returned instead, untouched. One match per value (the
+    /// hot loop of a load: `get` and a second match cost a third more).
+    #[inline(always)]
+    fn put(&self, row: usize, to: &mut impl Row) -> Result<usize, Val<'_>> {
+        macro_rules! or_null {
+            ($a:expr, $put:expr) => {{
+                if $a.is_null(row) {
+                    to.null();
+                    Ok(0)
+                } else {
+                    $put
+                }
+            }};
+        }
+        macro_rules! bytes {
+            ($a:expr, $method:ident, $val:ident) => {
+                or_null!($a, {
+                    let v = $a.value(row);
+                    if v.len() > SQLITE_MAX_LENGTH {
+                        return Err(Val::$val(v));
+                    }
+                    to.$method(v);
+                    Ok(v.len())
+                })
+            };
+        }
+        match self {
+            Reader::Null => {
+                to.null();
+                Ok(0)
+            }
+            Reader::Int(a) => or_null!(a, {
+                to.int(a.value(row));
+                Ok(0)
+            }),
+            Reader::U64(a) => or_null!(a, {
+                let v = a.value(row);
+                match i64::try_from(v) {
+                    Ok(i) => {
+                        to.int(i);
+                        Ok(0)
+                    }
+                    Err(_) => Err(Val::TooBig(v)),
+                }
+            }),
+            Reader::Real(a) => or_null!(a, {
+                let v = a.value(row);
+                if v.is_nan() {
+                    to.null();
+                } else {
+                    to.real(v);
+                }
+                Ok(0)
+            }),
+            Reader::Bool(a) => or_null!(a, {
+                to.int(i64::from(a.value(row)));
+                Ok(0)
+            }),
+            Reader::Str(a) => bytes!(a, text, Text),
+            Reader::LargeStr(a) => bytes!(a, text, Text),
+            Reader::StrView(a) => bytes!(a, text, Text),
+            Reader::Bin(a) => bytes!(a, blob, Blob),
+            Reader::LargeBin(a) => bytes!(a, blob, Blob),
+            Reader::BinView(a) => bytes!(a, blob, Blob),
+            Reader::Fixed(a) => bytes!(a, blob, Blob),
+        }
+    }
+}
+
 /// An integer-like column (any integer type, booleans aside; a temporal type or a
 /// duration, as its count) as Int64.
 fn as_i64(array: &ArrayRef) -> Result<Int64Array, ArrowError> {
@@ -504,35 +575,20 @@ fn append(
         let mut bytes = 0usize;
         to.start();
         for (c, r) in readers.iter().enumerate() {
-            let problem = match r.get(row) {
-                Val::Null => {
-                    to.null();
+            let problem = match r.put(row, to) {
+                Ok(n) => {
+                    bytes += n;
                     continue;
                 }
-                Val::Int(i) => {
-                    to.int(i);
-                    continue;
-                }
-                Val::Real(f) => {
-                    to.real(f);
-                    continue;
-                }
-                Val::Text(s) if s.len() <= SQLITE_MAX_LENGTH => {
-                    bytes += s.len();
-                    to.text(s);
-                    continue;
-                }
-                Val::Blob(b) if b.len() <= SQLITE_MAX_LENGTH => {
-                    bytes += b.len();
-                    to.blob(b);
-                    continue;
-                }
-                Val::Text(s) => too_long(s.len()),
-                Val::Blob(b) => too_long(b.len()),
-                Val::TooBig(n) => format!(
+                Err(Val::Text(s)) => too_long(s.len()),
+                Err(Val::Blob(b)) => too_long(b.len()),
+                Err(Val::TooBig(n)) => format!(
                     "{n} does not fit SQLite's INTEGER (a UInt64 above {})",
                     i64::MAX
                 ),
+                Err(other) => {
+                    unreachable!("only long values and big UInt64s are refused: {other:?}")
+                }
             };
             to.abandon();
             bad.push(bad_row(readers, row, first_row, c, problem));
