@@ -195,7 +195,9 @@ fn what_the_page_writer_cannot_do_is_refused_and_leaves_no_file() -> R {
     )
     .assert()
     .failure()
-    .stderr(predicate::str::contains("one input into a new file"));
+    .stderr(predicate::str::contains(
+        "loads one input (or typed inputs of one schema) into a new file",
+    ));
     import(
         d.path(),
         &["pk.db", "a.csv", "--pk", "x", "--engine", "direct"],

@@ -92,7 +92,8 @@ pub struct ImportOptions {
     pub batch_rows: usize,
     /// The cap on rows per INSERT statement.
     pub rows_per_statement: usize,
-    /// SQLite's insert path, or the direct page writer (one input into a new file).
+    /// SQLite's insert path, or the direct page writer (one input, or typed inputs of
+    /// one schema, into a new file).
     pub engine: Engine,
     /// Direct engine: SQLite checks the file (`integrity_check`) before it is put in place.
     pub verify: bool,
@@ -479,13 +480,16 @@ fn direct_fits(inputs: &[Input], opts: &ImportOptions) -> bool {
 }
 
 /// The inputs as loads: typed inputs (Parquet, Arrow) all together when every input is
-/// one (they must share a schema, and go to one table), else one input each.
+/// one of the same format (they must share a schema, and go to one table), else one
+/// input each.
 fn input_groups<'a>(inputs: &'a [Input], opts: &ImportOptions) -> Vec<&'a [Input]> {
     let typed = |i: &Input| {
-        i.fixed_format() == Some(Format::Arrow)
-            || read_options_for(i, opts).is_ok_and(|ro| ro.format.is_typed())
+        i.fixed_format()
+            .or_else(|| read_options_for(i, opts).ok().map(|ro| ro.format))
+            .filter(|f| f.is_typed())
     };
-    if inputs.len() > 1 && inputs.iter().all(typed) {
+    let first = inputs.first().and_then(typed);
+    if inputs.len() > 1 && first.is_some() && inputs.iter().all(|i| typed(i) == first) {
         vec![inputs]
     } else {
         inputs.chunks(1).collect()

@@ -964,3 +964,28 @@ fn the_other_types_read_back_as_the_mapping_says() -> R {
     }
     Ok(())
 }
+
+#[test]
+fn a_parquet_and_an_arrow_file_load_each_as_its_own_format() -> R {
+    let dir = tempfile::tempdir()?;
+    let p = parquet_of(dir.path(), "a.parquet", &two_cols(30), 7)?;
+    let rb = two_cols(12);
+    let a = dir.path().join("b.arrow");
+    let mut w = arrow_ipc::writer::FileWriter::try_new(std::fs::File::create(&a)?, &rb.schema())?;
+    w.write(&rb)?;
+    w.finish()?;
+    let db = dir.path().join("ab.db");
+    let mut o = ImportOptions::default();
+    o.engine = Engine::Auto;
+    o.table = Some("t".into());
+    let s = import(
+        &db,
+        &[Input::Path(p), Input::Path(a)],
+        &o,
+        &Progress::default(),
+    )?;
+    assert_eq!(s.rows, 42);
+    let n: i64 = checked(&db)?.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
+    assert_eq!(n, 42);
+    Ok(())
+}

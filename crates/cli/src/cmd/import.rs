@@ -245,7 +245,8 @@ pub struct ImportArgs {
     #[arg(long, value_name = "N", default_value_t = liteload::DEFAULT_ROWS_PER_STATEMENT, hide_short_help = true, help_heading = "Durability and speed")]
     pub rows_per_statement: usize,
     /// How rows are written: `sqlite` (SQLite's insert path, any target), `direct` (the
-    /// page writer: one input into a new file, indexes built by SQLite afterwards), or
+    /// page writer: one input, or Parquet/Arrow files of one schema, into a new file,
+    /// indexes built by SQLite afterwards), or
     /// `auto`: `direct` for one CSV/TSV input (or Parquet/Arrow inputs of one schema)
     /// into a new file with the default durability and no --pk or --alter, else `sqlite`.
     #[arg(long, value_enum, default_value_t = super::generate::Engine::Auto, help_heading = "Durability and speed")]
