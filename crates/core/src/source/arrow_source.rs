@@ -315,6 +315,7 @@ fn open_units(
             let file = File::open(p).map_err(|e| Error::io(Some(p.clone()), e))?;
             let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
                 .map_err(|e| bad("not a readable Parquet file", &e))?;
+            let meta = as_views(meta);
             let data = PqData::File(file, p.clone());
             Ok((meta.schema().clone(), Units::Parquet { data, meta }))
         }
@@ -322,6 +323,7 @@ fn open_units(
             let data = bytes::Bytes::from_owner(bytes.clone());
             let meta = ArrowReaderMetadata::load(&data, ArrowReaderOptions::new())
                 .map_err(|e| bad("not a readable Parquet file", &e))?;
+            let meta = as_views(meta);
             let data = PqData::Bytes(data);
             Ok((meta.schema().clone(), Units::Parquet { data, meta }))
         }
@@ -372,6 +374,43 @@ fn open_units(
             stream(reader, &bad)
         }
     }
+}
+
+/// `meta` reading top-level strings and binaries as views (Utf8View, BinaryView): a
+/// dictionary-encoded column's values then point into its dictionary page instead of
+/// being copied out for every row. The values are the same; when the reader cannot do
+/// it, `meta` as it was.
+fn as_views(meta: ArrowReaderMetadata) -> ArrowReaderMetadata {
+    use arrow_schema::{DataType, Field, Schema};
+    let schema = meta.schema();
+    let mut changed = false;
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let view = match f.data_type() {
+                DataType::Utf8 => Some(DataType::Utf8View),
+                DataType::Binary => Some(DataType::BinaryView),
+                _ => None,
+            };
+            match view {
+                Some(v) => {
+                    changed = true;
+                    f.as_ref().clone().with_data_type(v)
+                }
+                None => f.as_ref().clone(),
+            }
+        })
+        .collect();
+    if !changed {
+        return meta;
+    }
+    let hint = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    ArrowReaderMetadata::try_new(
+        meta.metadata().clone(),
+        ArrowReaderOptions::new().with_schema(hint),
+    )
+    .unwrap_or(meta)
 }
 
 const IPC_MAGIC: &[u8] = b"ARROW1";
