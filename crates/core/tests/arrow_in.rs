@@ -989,3 +989,34 @@ fn a_parquet_and_an_arrow_file_load_each_as_its_own_format() -> R {
     assert_eq!(n, 42);
     Ok(())
 }
+
+#[test]
+fn hostile_column_names_are_cleaned_or_refused_before_anything_is_written() -> R {
+    let col =
+        |n: &str| -> (String, ArrayRef) { (n.to_string(), Arc::new(Int64Array::from(vec![1, 2]))) };
+    // blank and case-colliding names are renamed (with notes); `rowid` is an ordinary column
+    let rb = RecordBatch::try_from_iter([col(""), col("Rowid"), col("rowid"), col("x y")])?;
+    for engine in [Engine::Direct, Engine::Sqlite] {
+        let dir = tempfile::tempdir()?;
+        let db = dir.path().join("n.db");
+        let mut o = ImportOptions::default();
+        o.engine = engine;
+        let input =
+            Input::record_batches("t", RecordBatchIterator::new([Ok(rb.clone())], rb.schema()));
+        let s = import(&db, &[input], &o, &Progress::default())?;
+        assert_eq!(s.notes.len(), 2, "{:?}", s.notes);
+        let conn = checked(&db)?;
+        let names: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_table_info('t')")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        assert_eq!(names, ["c1", "Rowid", "rowid_2", "x y"]);
+    }
+    // a NUL in a name: refused, no file
+    let rb = RecordBatch::try_from_iter([col("a\0b")])?;
+    let input = Input::record_batches("t", RecordBatchIterator::new([Ok(rb.clone())], rb.schema()));
+    let (e, db, _d) = import_err(&[input], |_| {});
+    assert!(e.to_string().contains("has a NUL byte"), "{e}");
+    assert!(!db.exists());
+    Ok(())
+}
