@@ -474,6 +474,45 @@ fn gzip_and_stdin() -> R {
 }
 
 /// gzip through the system's `gzip`, so the test needs no compression crate of its own.
+/// A `.gz` that is not a whole gzip stream (cut short, a garbled body, no gzip at all)
+/// is bad input: exit 1, naming the file, no database left, whatever the format, engine
+/// or tolerance of bad records.
+#[test]
+fn a_broken_gzip_input_is_bad_input() -> R {
+    let d = TempDir::new()?;
+    let csv: Vec<u8> = (0..2000)
+        .flat_map(|k| format!("{k},row {k}\n").into_bytes())
+        .collect();
+    let good = flate2_like_gzip(&[b"id,name\n".as_slice(), &csv].concat())?;
+    let mut garbled = good.clone();
+    let mid = garbled.len() / 2;
+    for b in &mut garbled[mid..mid + 16] {
+        *b ^= 0x5a;
+    }
+    let cases: [(&str, Vec<u8>); 3] = [
+        ("cut", good[..good.len() / 2].to_vec()),
+        ("garbled", garbled),
+        ("plain", b"id,name\n1,x\n".to_vec()),
+    ];
+    for (name, bytes) in cases {
+        for ext in ["csv", "ndjson"] {
+            let file = format!("{name}.{ext}.gz");
+            std::fs::write(d.path().join(&file), &bytes)?;
+            for extra in [&[][..], &["--max-errors", "5"], &["--engine", "sqlite"]] {
+                let mut args = vec!["o.db", file.as_str()];
+                args.extend_from_slice(extra);
+                import(d.path(), &args)
+                    .assert()
+                    .code(1)
+                    .stderr(predicate::str::contains(file.clone()))
+                    .stderr(predicate::str::contains("not a whole gzip stream"));
+                assert!(!d.path().join("o.db").exists(), "{file} {extra:?}");
+            }
+        }
+    }
+    Ok(())
+}
+
 fn flate2_like_gzip(data: &[u8]) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
     use std::io::Write;
     let mut child = std::process::Command::new("gzip")

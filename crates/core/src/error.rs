@@ -206,8 +206,23 @@ impl Error {
         })
     }
 
-    /// Reading or writing `path` (when known) failed.
+    /// Reading or writing `path` (when known) failed. A read that failed because a
+    /// gzip input is corrupt or cut short is bad input instead, naming the input.
     pub fn io(path: Option<PathBuf>, source: std::io::Error) -> Self {
+        let bad_gzip = source
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<crate::source::input::BadGzip>());
+        if let Some(bad) = bad_gzip {
+            let pos = Position {
+                path: bad.name.clone(),
+                ..Position::default()
+            };
+            return Error::input(
+                pos,
+                None,
+                format!("not a whole gzip stream: {}", bad.message),
+            );
+        }
         Error::new(ErrorKind::Io { path, source })
     }
 

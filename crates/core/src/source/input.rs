@@ -350,6 +350,54 @@ impl std::str::FromStr for Encoding {
     }
 }
 
+/// Bytes that were to be gzip and are not (a corrupt or cut stream): the input is bad,
+/// not the disk. Carried inside the `io::Error` of a read, and made an input error by
+/// [`Error::io`], so it is reported (and exits) as bad input.
+#[derive(Debug)]
+pub(crate) struct BadGzip {
+    /// The input's name.
+    pub name: Arc<str>,
+    /// What the decoder said.
+    pub message: String,
+}
+
+impl std::fmt::Display for BadGzip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: not a whole gzip stream: {}",
+            self.name, self.message
+        )
+    }
+}
+
+impl std::error::Error for BadGzip {}
+
+/// A gzip decoder whose format errors say so ([`BadGzip`]).
+struct Gunzip<R: BufRead> {
+    inner: flate2::read::MultiGzDecoder<R>,
+    name: Arc<str>,
+}
+
+impl<R: BufRead> Read for Gunzip<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).map_err(|e| match e.kind() {
+            // flate2's words for a bad header, a corrupt deflate stream, and a stream
+            // that ends early; a failing disk says something else.
+            io::ErrorKind::InvalidInput
+            | io::ErrorKind::InvalidData
+            | io::ErrorKind::UnexpectedEof => io::Error::new(
+                io::ErrorKind::InvalidData,
+                BadGzip {
+                    name: self.name.clone(),
+                    message: e.to_string(),
+                },
+            ),
+            _ => e,
+        })
+    }
+}
+
 /// Counts the raw bytes read from the file (before decompression), for progress.
 struct Counting<R> {
     inner: R,
@@ -387,10 +435,10 @@ pub fn open(
         count: bytes_read,
     };
     let decompressed: Box<dyn Read + Send> = if input.is_gzip() {
-        Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
-            256 * 1024,
-            counted,
-        )))
+        Box::new(Gunzip {
+            inner: flate2::read::MultiGzDecoder::new(BufReader::with_capacity(256 * 1024, counted)),
+            name: input.display_name().into(),
+        })
     } else {
         Box::new(counted)
     };
