@@ -874,6 +874,8 @@ fn the_format_comes_from_the_name_or_the_option() -> R {
         &Progress::default(),
     )?;
     assert_eq!(s.rows, 20);
+    let sum: i64 = checked(&db)?.query_row("SELECT sum(a) FROM t", [], |r| r.get(0))?;
+    assert_eq!(sum, 190);
     // a Parquet stream (stdin, a reader) cannot be read: said plainly
     let (e, _, _d) = import_err(
         &[Input::reader(

@@ -32,9 +32,6 @@ use crate::batch::Batch;
 use crate::error::{Error, Position, Result};
 use crate::types::ColumnType;
 
-/// A batch is handed on at this many bytes of text and blobs, whatever its row count.
-const MAX_BATCH_BYTES: usize = 16 << 20;
-
 /// Record batches the program supplies (see [`Input::record_batches`]).
 pub type BatchReader = Box<dyn RecordBatchReader + Send>;
 
@@ -133,6 +130,9 @@ struct Lane {
     roots: Vec<usize>,
     take: Vec<usize>,
     batch_rows: usize,
+    /// A batch is handed on at this many bytes of text and blobs (the pipeline's bound),
+    /// whatever its row count.
+    max_bytes: usize,
     records: bool,
     out: Sender<Part>,
     back: Receiver<Batch>,
@@ -177,7 +177,7 @@ impl ArrowSource {
     }
 
     /// Starts the lanes of the next input; `false` when there is none.
-    fn start_next(&mut self, batch_rows: usize) -> Result<bool> {
+    fn start_next(&mut self, batch_rows: usize, max_bytes: usize) -> Result<bool> {
         if self.next_input == self.inputs.len() {
             return Ok(false);
         }
@@ -195,7 +195,7 @@ impl ArrowSource {
             opened,
             columns,
             self.opts.parse_threads.max(1),
-            batch_rows,
+            (batch_rows, max_bytes),
             self.records,
         ));
         Ok(true)
@@ -442,7 +442,7 @@ fn start(
     opened: Opened,
     columns: Columns,
     threads: usize,
-    batch_rows: usize,
+    (batch_rows, max_bytes): (usize, usize),
     records: bool,
 ) -> Running {
     let Opened { name, roots, units } = opened;
@@ -488,6 +488,7 @@ fn start(
             roots: roots.clone(),
             take: take.clone(),
             batch_rows: batch_rows.max(1),
+            max_bytes,
             records,
             out,
             back,
@@ -588,7 +589,7 @@ impl Lane {
             batch.clear(arrays.len());
             while at_row < n
                 && batch.rows() < self.batch_rows
-                && batch.text_bytes() < MAX_BATCH_BYTES
+                && batch.text_bytes() < self.max_bytes
             {
                 // A few rows at a time, so that a batch of large values stops near the limit.
                 let step = (self.batch_rows - batch.rows()).min(n - at_row).min(64);
@@ -823,12 +824,12 @@ impl Source for ArrowSource {
         &mut self,
         batch: &mut Batch,
         max_rows: usize,
-        _max_text: usize,
+        max_text: usize,
         bad: &mut dyn FnMut(BadRecord) -> Result<()>,
     ) -> Result<Fill> {
         loop {
             let Some(run) = &mut self.current else {
-                if !self.start_next(max_rows)? {
+                if !self.start_next(max_rows, max_text)? {
                     return Ok(Fill::Done);
                 }
                 continue;

@@ -269,8 +269,7 @@ impl Reader {
         })
     }
 
-    /// Row `row`'s value.
-    #[inline(always)]
+    /// Row `row`'s value (for a bad row's report; loads go through `put`).
     pub fn get(&self, row: usize) -> Val<'_> {
         macro_rules! or_null {
             ($a:expr, $v:expr) => {
@@ -411,11 +410,23 @@ fn utc_text(array: &ArrayRef) -> Result<StringArray, ArrowError> {
         .data_type(DataType::Timestamp(*unit, None))
         .build()?;
     let naive = arrow_cast::cast(&arrow_array::make_array(data), &DataType::Utf8)?;
-    Ok(naive
-        .as_string::<i32>()
-        .iter()
-        .map(|v| v.map(|s| format!("{s}Z")))
-        .collect())
+    let naive = naive.as_string::<i32>();
+    let mut out = arrow_array::builder::StringBuilder::with_capacity(
+        naive.len(),
+        naive.value_data().len() + naive.len(),
+    );
+    for v in naive.iter() {
+        match v {
+            Some(s) => {
+                // The builder takes a value in parts: no string per value.
+                use std::fmt::Write;
+                let _ = write!(out, "{s}Z");
+                out.append_value("");
+            }
+            None => out.append_null(),
+        }
+    }
+    Ok(out.finish())
 }
 
 /// A nested column (list, struct, map) as the JSON text of each value.
