@@ -1007,3 +1007,43 @@ fn quiet_prints_nothing_and_help_explains() -> R {
         .stdout(predicate::str::contains("DEFAULT_MEMSTATUS=0"));
     Ok(())
 }
+
+/// `--if-exists`: append (the default), fail (exit 2, nothing written) or replace (the old
+/// table dropped in the load's transaction, so a failed load keeps it).
+#[test]
+fn if_exists_appends_fails_or_replaces() -> R {
+    let d = TempDir::new()?;
+    std::fs::write(d.path().join("a.csv"), "n,s\n1,x\n")?;
+    std::fs::write(d.path().join("b.csv"), "k\nzoë\n")?;
+    std::fs::write(d.path().join("bad.csv"), "k\n1\n2,3\n")?;
+    let db = d.path().join("o.db");
+    for _ in 0..2 {
+        import(d.path(), &["o.db", "a.csv", "--table", "t"])
+            .assert()
+            .success();
+    }
+    assert_eq!(rows(&db, "SELECT count(*) FROM t")?, vec![vec![i(2)]]);
+    import(
+        d.path(),
+        &["o.db", "a.csv", "--table", "t", "--if-exists", "fail"],
+    )
+    .assert()
+    .code(2)
+    .stderr(predicate::str::contains("exists already"));
+    import(
+        d.path(),
+        &["o.db", "bad.csv", "--table", "t", "--if-exists", "replace"],
+    )
+    .assert()
+    .code(1);
+    assert_eq!(rows(&db, "SELECT count(*) FROM t")?, vec![vec![i(2)]]);
+    import(
+        d.path(),
+        &["o.db", "b.csv", "--table", "t", "--if-exists", "replace"],
+    )
+    .assert()
+    .success();
+    assert_eq!(rows(&db, "SELECT * FROM t")?, vec![vec![t("zoë")]]);
+    assert_eq!(decl(&db, "t")?, vec![("k".to_string(), "TEXT".to_string())]);
+    Ok(())
+}

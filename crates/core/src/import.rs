@@ -101,6 +101,23 @@ pub struct ImportOptions {
     /// bytes (all indexes together); beyond it SQLite's `CREATE INDEX` builds them on the
     /// finished file instead.
     pub index_memory: usize,
+    /// What to do when the table exists already (and liteload did not create it in this
+    /// load).
+    pub if_exists: IfExists,
+}
+
+/// What a load does to a table that exists before it starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IfExists {
+    /// Add the rows to it (columns matched by name).
+    #[default]
+    Append,
+    /// Refuse the load before anything is written.
+    Fail,
+    /// Drop it and create it anew from the input, in the load's transaction: if the load
+    /// fails, the old table is still there.
+    Replace,
 }
 
 impl Default for ImportOptions {
@@ -126,6 +143,7 @@ impl Default for ImportOptions {
             engine: Engine::Sqlite,
             verify: false,
             index_memory: 1 << 30,
+            if_exists: IfExists::Append,
         }
     }
 }
@@ -782,6 +800,19 @@ fn plan_table(
                 types: inferred.to_vec(),
                 may_alter: true,
             })
+        }
+        Some((actual, _))
+            if opts.if_exists != IfExists::Append
+                && !created.contains(&actual.to_ascii_lowercase()) =>
+        {
+            if opts.if_exists == IfExists::Fail {
+                return Err(
+                    Error::plan(format!("table {} exists already", quote_ident(&actual)))
+                        .with_hint(Hint::OtherTable),
+                );
+            }
+            exec(&format!("DROP TABLE {}", quote_ident(&actual)))?;
+            plan_table(conn, table, columns, inferred, opts, created)
         }
         Some((actual, existing)) => {
             let ours = created.contains(&actual.to_ascii_lowercase());

@@ -50,7 +50,7 @@ pub use batch::{Batch, Cell, RowOrigin, TextSpan, Value};
 pub use direct::Engine;
 pub use durability::{Durability, FileSettings};
 pub use error::{Error, ErrorKind, Hint, Position, Result};
-pub use import::{import, import_into_connection, ImportOptions, Quoting};
+pub use import::{import, import_into_connection, IfExists, ImportOptions, Quoting};
 pub use schema::quote_ident;
 pub use sink::sqlite::DEFAULT_ROWS_PER_STATEMENT;
 pub use source::{Encoding, Format, Input, Ragged, ReadOptions};

@@ -370,3 +370,63 @@ fn a_full_disk_seen_by_sqlite_is_an_io_error() {
         "x.db: inserting rows: database or disk is full"
     );
 }
+
+/// `IfExists`: appending is the default; `Fail` refuses before writing; `Replace` drops
+/// the old table in the load's transaction, so a load that fails keeps the old table.
+#[test]
+fn an_existing_table_is_appended_to_refused_or_replaced() -> R {
+    use liteload::IfExists;
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("t.db");
+    let load = |body: &'static str, if_exists: IfExists| {
+        let mut o = ImportOptions::default();
+        o.table = Some("t".into());
+        o.if_exists = if_exists;
+        import(
+            &db,
+            &[Input::bytes("in.csv", body.as_bytes())],
+            &o,
+            &Progress::default(),
+        )
+    };
+    let rows = |conn: &Connection| -> R<Vec<(String, String)>> {
+        let mut st = conn.prepare("SELECT * FROM t ORDER BY 1")?;
+        let got = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, rusqlite::types::Value>(0)?,
+                    r.get::<_, rusqlite::types::Value>(1)?,
+                ))
+            })?
+            .map(|r| r.map(|(a, b)| (format!("{a:?}"), format!("{b:?}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(got)
+    };
+    load("a,b\n1,x\n", IfExists::Fail)?;
+    load("a,b\n2,y\n", IfExists::Append)?;
+    assert_eq!(rows(&checked(&db)?)?.len(), 2);
+    let err = load("a,b\n3,z\n", IfExists::Fail).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Plan(_)), "{err}");
+    assert!(err.to_string().contains("exists already"), "{err}");
+    assert_eq!(rows(&checked(&db)?)?.len(), 2);
+    // A replacement whose input fails halfway leaves the old table and its rows.
+    let err = load("c\n1\n2,3\n", IfExists::Replace).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Input { .. }), "{err}");
+    assert_eq!(rows(&checked(&db)?)?.len(), 2);
+    // A replacement with other columns: the old table is gone, the new one holds the input.
+    load("n,\"we\"\"ird\"\nzoë,\u{1F600}\n", IfExists::Replace)?;
+    let conn = checked(&db)?;
+    assert_eq!(
+        rows(&conn)?,
+        vec![(
+            "Text(\"zoë\")".to_string(),
+            "Text(\"\u{1F600}\")".to_string()
+        )]
+    );
+    let cols: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('t')")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    assert_eq!(cols, ["n", "we\"ird"]);
+    Ok(())
+}

@@ -8,8 +8,8 @@ use clap::{ArgAction, Args};
 use liteload::source::columnar::{Decimals, Temporal};
 use liteload::FileSettings;
 use liteload::{
-    ColumnType, Durability, Encoding, Format, ImportOptions, IndexSpec, Input, Progress, Quoting,
-    Ragged, ReadOptions, Summary,
+    ColumnType, Durability, Encoding, Format, IfExists, ImportOptions, IndexSpec, Input, Progress,
+    Quoting, Ragged, ReadOptions, Summary,
 };
 
 use super::UsageError;
@@ -154,6 +154,11 @@ pub struct ImportArgs {
     /// Add columns the existing table lacks (ALTER TABLE … ADD COLUMN) instead of failing.
     #[arg(long, help_heading = "Table")]
     pub alter: bool,
+    /// When the table exists already: append (add the rows), fail (refuse before writing
+    /// anything), or replace (drop it and create it from the input, in the load's
+    /// transaction: a failed load keeps the old table).
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = IfExistsArg::Append, help_heading = "Table")]
+    pub if_exists: IfExistsArg,
     /// Primary key of a new table, comma-separated. One INTEGER column becomes the rowid
     /// (INTEGER PRIMARY KEY). Example: --pk id
     #[arg(
@@ -283,6 +288,13 @@ pub enum DecimalsArg {
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum IfExistsArg {
+    Append,
+    Fail,
+    Replace,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum RaggedArg {
     Pad,
     Truncate,
@@ -309,7 +321,7 @@ fn index_spec(s: &str, unique: bool) -> Result<IndexSpec, UsageError> {
 }
 
 /// Checks the flags and turns them into the library's options.
-fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
+pub(crate) fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
     let format = a.format.or(if a.csv {
         Some(Format::Csv)
     } else if a.tsv {
@@ -407,6 +419,11 @@ fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
         };
         built.verify = a.verify;
         built.index_memory = a.index_memory;
+        built.if_exists = match a.if_exists {
+            IfExistsArg::Append => IfExists::Append,
+            IfExistsArg::Fail => IfExists::Fail,
+            IfExistsArg::Replace => IfExists::Replace,
+        };
         built
     })
 }
@@ -432,7 +449,7 @@ pub fn run(a: ImportArgs) -> Result<()> {
 /// The inputs the arguments name. An argument that names no file but holds a glob
 /// pattern (`*`, `?`, `[`) is expanded here, in name order, so that a pattern quoted
 /// against the shell works too; a pattern that matches nothing is an error.
-fn expand(files: &[String]) -> Result<Vec<Input>, UsageError> {
+pub(crate) fn expand(files: &[String]) -> Result<Vec<Input>, UsageError> {
     let mut inputs = vec![];
     for f in files {
         let pattern = f.contains(['*', '?', '[']) && !std::path::Path::new(f).exists();
