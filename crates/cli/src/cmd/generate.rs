@@ -149,7 +149,8 @@ fn read_spec(path: &PathBuf) -> Result<(Option<String>, Vec<ColumnSpec>)> {
     Ok((file.table, cols))
 }
 
-pub fn run(a: GenerateArgs) -> Result<()> {
+/// Checks the flags and turns them into the library's options.
+pub(crate) fn options(a: &GenerateArgs) -> Result<GenerateOptions> {
     if a.engine == Engine::Direct && a.generate_only {
         return Err(UsageError("--engine direct and --generate-only: pick one".into()).into());
     }
@@ -198,6 +199,11 @@ pub fn run(a: GenerateArgs) -> Result<()> {
             .into());
         }
     }
+    Ok(opts)
+}
+
+pub fn run(a: GenerateArgs) -> Result<()> {
+    let opts = options(&a)?;
     if opts.durability == Some(Durability::Unsafe) && !a.quiet {
         eprintln!(
             "warning: --durability unsafe: a crash or power loss during this run can leave {} corrupt",

@@ -175,7 +175,8 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-pub fn run(a: IngestArgs) -> Result<()> {
+/// Checks the flags and turns them into the library's options.
+pub(crate) fn options(a: &IngestArgs) -> Result<(IngestOptions, FeedOptions)> {
     if let Some(addr) = a.listen {
         if !addr.ip().is_loopback() && !a.listen_any {
             bail!(super::UsageError(format!(
@@ -215,6 +216,20 @@ pub fn run(a: IngestArgs) -> Result<()> {
         built.history = a.history.clone();
         built
     };
+    let feed_opts = {
+        let mut built = FeedOptions::default();
+        built.max_line_bytes = a.max_line_bytes;
+        built.strict = a.strict;
+        built.rejects = a.rejects.clone();
+        built.stats_json = a.stats_json.clone();
+        built.word_hint = crate::flag_hint;
+        built
+    };
+    Ok((opts, feed_opts))
+}
+
+pub fn run(a: IngestArgs) -> Result<()> {
+    let (opts, feed_opts) = options(&a)?;
     let feed = match (a.listen, a.source.as_deref()) {
         (Some(addr), _) => Feed::Listen {
             listener: TcpListener::bind(addr).with_context(|| format!("listening on {addr}"))?,
@@ -240,15 +255,6 @@ pub fn run(a: IngestArgs) -> Result<()> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
     }
-    let feed_opts = {
-        let mut built = FeedOptions::default();
-        built.max_line_bytes = a.max_line_bytes;
-        built.strict = a.strict;
-        built.rejects = a.rejects.clone();
-        built.stats_json = a.stats_json.clone();
-        built.word_hint = crate::flag_hint;
-        built
-    };
     let start = Instant::now();
     let status = !a.quiet && std::io::stderr().is_terminal();
     let mut shown = 0;

@@ -1,0 +1,286 @@
+//! The `liteload` command as a library, so that other front ends (the Python package's
+//! `liteload` script) run the same command. Flags and commands only: the work is in the
+//! `liteload` crate.
+//!
+//! Exit codes: 0 success; 1 bad input (a record, a JSON value, an empty file, a
+//! missing key);
+//! 2 bad usage (flags, or flags that do not fit the data or the database);
+//! 3 the system failed (I/O, SQLite). A closed stdout (broken pipe) exits 0.
+
+#![forbid(unsafe_code)]
+
+mod cmd;
+mod progress;
+mod report;
+
+use std::ffi::OsString;
+
+use clap::{Parser, Subcommand};
+
+pub use cmd::UsageError;
+
+#[derive(Parser)]
+#[command(
+    name = "liteload",
+    version,
+    about = "Put data into SQLite as fast as the disk allows, never leaving a half-written database behind",
+    long_about = None,
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Import(Box<cmd::import::ImportArgs>),
+    Generate(Box<cmd::generate::GenerateArgs>),
+    Ingest(Box<cmd::ingest::IngestArgs>),
+    Kv(cmd::kv::KvArgs),
+    Bench(cmd::bench::BenchArgs),
+    Info(cmd::info::InfoArgs),
+}
+
+/// The options each command builds from its flags, for a front end that takes the same
+/// options under other names (the Python package turns keyword arguments into flags), so
+/// that both check them and mean them exactly alike. Each function takes the command
+/// line after the program's name (`["import", "db", "file.csv", "--pk", "id"]`); flags
+/// that only shape the command's output (`--quiet`, `--summary-json`) are accepted and
+/// have no effect here. A flag that does not parse, or flags that do not fit together,
+/// are a [`UsageError`].
+pub mod options {
+    use std::ffi::OsString;
+    use std::path::PathBuf;
+
+    use anyhow::Result;
+    use clap::Parser;
+    use liteload::generate::GenerateOptions;
+    use liteload::ingest::feed::FeedOptions;
+    use liteload::ingest::IngestOptions;
+    use liteload::{ImportOptions, Input};
+
+    use super::{Cli, Command, UsageError};
+
+    /// What `liteload import` would load, where, and how.
+    #[derive(Debug)]
+    pub struct Import {
+        /// The database.
+        pub db: PathBuf,
+        /// The inputs, patterns expanded.
+        pub inputs: Vec<Input>,
+        /// The options.
+        pub options: ImportOptions,
+    }
+
+    /// What `liteload generate` would make.
+    #[derive(Debug)]
+    pub struct Generate {
+        /// The database.
+        pub db: PathBuf,
+        /// The options.
+        pub options: GenerateOptions,
+    }
+
+    /// What `liteload ingest` would keep, from which file.
+    pub struct Ingest {
+        /// The database.
+        pub db: PathBuf,
+        /// The feed file; `None` or `-` is standard input.
+        pub source: Option<String>,
+        /// Keep reading the file as it grows.
+        pub follow: bool,
+        /// Ignore the stored resume point.
+        pub from_start: bool,
+        /// The table's options.
+        pub options: IngestOptions,
+        /// The feed's options.
+        pub feed: FeedOptions,
+    }
+
+    fn parse<I, T>(args: I) -> Result<Command>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let argv =
+            std::iter::once(OsString::from("liteload")).chain(args.into_iter().map(Into::into));
+        match Cli::try_parse_from(argv) {
+            Ok(cli) => Ok(cli.command),
+            Err(e) => {
+                let text = e.render().to_string();
+                let text = text.trim().trim_start_matches("error: ");
+                Err(UsageError(text.to_string()).into())
+            }
+        }
+    }
+
+    fn wrong(what: &str) -> anyhow::Error {
+        UsageError(format!("expected the arguments of `{what}`")).into()
+    }
+
+    /// The options of `liteload import ARGS`.
+    pub fn import<I, T>(args: I) -> Result<Import>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        match parse(args)? {
+            Command::Import(a) => Ok(Import {
+                options: crate::cmd::import::options(&a)?,
+                inputs: crate::cmd::import::expand(&a.files)?,
+                db: a.db,
+            }),
+            _ => Err(wrong("import")),
+        }
+    }
+
+    /// The options of `liteload generate ARGS`.
+    pub fn generate<I, T>(args: I) -> Result<Generate>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        match parse(args)? {
+            Command::Generate(a) => Ok(Generate {
+                options: crate::cmd::generate::options(&a)?,
+                db: a.db,
+            }),
+            _ => Err(wrong("generate")),
+        }
+    }
+
+    /// The options of `liteload ingest ARGS` (a file or standard input; a listener is
+    /// refused: a front end that wants one runs the command).
+    pub fn ingest<I, T>(args: I) -> Result<Ingest>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        match parse(args)? {
+            Command::Ingest(a) => {
+                if a.listen.is_some() {
+                    return Err(UsageError("a listener is only run by the command".into()).into());
+                }
+                let (options, feed) = crate::cmd::ingest::options(&a)?;
+                Ok(Ingest {
+                    db: a.db,
+                    source: a.source,
+                    follow: a.follow,
+                    from_start: a.from_start,
+                    options,
+                    feed,
+                })
+            }
+            _ => Err(wrong("ingest")),
+        }
+    }
+}
+
+/// Runs the command line `args` (the program's name first, as `std::env::args_os` gives
+/// it) and returns the exit status: 0 done, 1 bad input, 2 bad usage, 3 I/O or SQLite,
+/// 130 interrupted. Help and version requests print and return 0; a flag clap refuses
+/// prints its message and returns 2.
+pub fn run<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Printing to a closed stream is not worth a second error.
+            let _ = e.print();
+            return u8::try_from(e.exit_code()).unwrap_or(2);
+        }
+    };
+    let result = match cli.command {
+        Command::Import(a) => cmd::import::run(*a),
+        Command::Generate(a) => cmd::generate::run(*a),
+        Command::Ingest(a) => cmd::ingest::run(*a),
+        Command::Kv(a) => cmd::kv::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
+        Command::Info(a) => cmd::info::run(a),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return 0;
+            }
+            eprintln!("error: {}", message(&e));
+            exit_code(&e)
+        }
+    }
+}
+
+/// The error and its causes, each said once: a cause whose text the message already
+/// holds (SQLite's errors repeat their own text as their source) is left out.
+fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for link in e.chain() {
+        let text = match link.downcast_ref::<liteload::Error>() {
+            Some(le) => le.display_with(&flag_hint),
+            None => link.to_string(),
+        };
+        // rusqlite's innermost cause, "Error code N: <the code's generic text>", says
+        // less than SQLite's own message before it.
+        if text.is_empty()
+            || out.contains(&text)
+            || (!out.is_empty() && text.starts_with("Error code "))
+        {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+/// A library hint worded as the flag that does it.
+pub(crate) fn flag_hint(h: liteload::Hint) -> String {
+    use liteload::Hint;
+    match h {
+        Hint::Encoding => {
+            " (name the file's encoding with --encoding, e.g. --encoding latin1)".into()
+        }
+        Hint::NotText => " (is this a binary file or UTF-16? see --encoding)".into(),
+        Hint::Ragged => " (use --ragged pad or --ragged truncate to accept such rows)".into(),
+        Hint::RecordLimit => {
+            " (an unbalanced quote? raise the limit with --max-record-bytes)".into()
+        }
+        Hint::LineLimit => " (raise the limit with --max-line-bytes)".into(),
+        Hint::JsonLines => " (for one object per line use --nl)".into(),
+        Hint::SqliteEngine => "; use --engine sqlite".into(),
+        Hint::Alter => "; use --alter to add it".into(),
+        Hint::Append => " (leave --durability out to append in one transaction)".into(),
+        Hint::Format => "; use --csv, --tsv, --nl, --json or --format (parquet, arrow)".into(),
+        Hint::Table => "; name the table with --table".into(),
+        Hint::OtherTable => "; load into another --table".into(),
+        Hint::Overwrite => "; use --force to overwrite".into(),
+        Hint::MaxErrors(n) => format!(" (--max-errors {n})"),
+        other => other.text(),
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn exit_code(e: &anyhow::Error) -> u8 {
+    use liteload::ErrorKind;
+    match e.downcast_ref::<liteload::Error>().map(|e| e.kind()) {
+        Some(ErrorKind::Input { .. }) | Some(ErrorKind::TooManyErrors { .. }) => 1,
+        Some(ErrorKind::Plan(_)) => 2,
+        Some(ErrorKind::Interrupted) => 130,
+        Some(_) => 3,
+        None if e.downcast_ref::<cmd::UsageError>().is_some() => 2,
+        None if e.downcast_ref::<cmd::kv::Missing>().is_some() => 1,
+        None => 3,
+    }
+}
