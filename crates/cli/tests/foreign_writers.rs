@@ -8,46 +8,21 @@
 //! again when the requirements change), so a fresh machine needs only Python 3 and pip's
 //! registry.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const FOREIGN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/foreign");
 
-fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use common::run_ok as run;
 
-/// The Python of the test's virtual environment, installed if it is not (or holds other
-/// versions than the requirements name).
+/// The Python of the test's virtual environment.
 fn python() -> PathBuf {
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("foreign-writers-venv");
     let requirements = Path::new(FOREIGN).join("requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements).expect("the requirements");
-    let marker = venv.join("liteload-installed.txt");
-    let python = venv.join("bin").join("python");
-    if std::fs::read_to_string(&marker).ok().as_deref() != Some(wanted.as_str()) {
-        let _ = std::fs::remove_dir_all(&venv);
-        run(Command::new("python3").args(["-m", "venv"]).arg(&venv));
-        run(Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "-r",
-            ])
-            .arg(&requirements));
-        std::fs::write(&marker, &wanted).expect("writing the marker");
-    }
-    python
+    common::python_venv("foreign-writers-venv", &requirements)
+        .join("bin")
+        .join("python")
 }
 
 #[test]

@@ -69,3 +69,46 @@ pub fn terminate(child: &mut std::process::Child) -> Result<bool, Box<dyn std::e
         .status()?;
     Ok(child.wait()?.success())
 }
+
+/// Runs `cmd` and returns its stdout; panics with its output when it fails.
+#[allow(dead_code)]
+pub fn run_ok(cmd: &mut std::process::Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A Python virtual environment named `name` under the target directory, with
+/// `requirements` installed by pip: made once, and again when the requirements file
+/// changes (a marker inside holds the text it was made from). A fresh machine needs only
+/// Python 3 and pip's registry.
+#[allow(dead_code)]
+pub fn python_venv(name: &str, requirements: &Path) -> std::path::PathBuf {
+    use std::process::Command;
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let wanted = std::fs::read_to_string(requirements).expect("the requirements");
+    let marker = venv.join("liteload-requirements.txt");
+    if std::fs::read_to_string(&marker).ok().as_deref() != Some(wanted.as_str()) {
+        let _ = std::fs::remove_dir_all(&venv);
+        run_ok(Command::new("python3").args(["-m", "venv"]).arg(&venv));
+        run_ok(
+            Command::new(venv.join("bin/python"))
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "-r",
+                ])
+                .arg(requirements),
+        );
+        std::fs::write(&marker, &wanted).expect("writing the marker");
+    }
+    venv
+}

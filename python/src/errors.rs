@@ -1,0 +1,108 @@
+//! The library's errors as Python exceptions, worded in the package's keyword arguments.
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyOSError};
+use pyo3::prelude::*;
+
+use liteload::{ErrorKind, Hint};
+
+create_exception!(
+    liteload,
+    Error,
+    PyException,
+    "The base of liteload's own errors."
+);
+create_exception!(
+    liteload,
+    BadInput,
+    Error,
+    "The input is not what was expected: `.path`, `.line`, `.column` (from 1; 0 when not \
+     known) and `.record` (the record's number, from 1) say where, `.field` names the \
+     column when known."
+);
+create_exception!(
+    liteload,
+    UsageError,
+    Error,
+    "The options do not fit together, or do not fit the data or the database. Nothing \
+     was written."
+);
+create_exception!(
+    liteload,
+    SqliteError,
+    Error,
+    "SQLite refused a statement; the message says what liteload was doing."
+);
+
+/// A library hint worded as the keyword argument that does it.
+pub fn keyword_hint(h: Hint) -> String {
+    match h {
+        Hint::Encoding => " (name the file's encoding, e.g. encoding='latin1')".into(),
+        Hint::NotText => " (is this a binary file or UTF-16? see encoding=)".into(),
+        Hint::Ragged => " (pass ragged='pad' or ragged='truncate' to accept such rows)".into(),
+        Hint::RecordLimit => " (an unbalanced quote? raise max_record_bytes=)".into(),
+        Hint::LineLimit => " (raise max_line_bytes=)".into(),
+        Hint::JsonLines => " (for one object per line pass format='ndjson')".into(),
+        Hint::SqliteEngine => "; pass engine='sqlite'".into(),
+        Hint::Alter => "; pass alter=True to add it".into(),
+        Hint::Append => " (leave durability unset to append in one transaction)".into(),
+        Hint::Format => "; name it with format= (csv, tsv, ndjson, json, parquet, arrow)".into(),
+        Hint::Table => "; name the table with table=".into(),
+        Hint::OtherTable => "; load into another table, or pass mode='append' or 'replace'".into(),
+        Hint::MaxErrors(n) => format!(" (max_errors={n})"),
+        other => other.text(),
+    }
+}
+
+/// The Python exception for an error of a job or of its options.
+pub fn to_py(e: anyhow::Error) -> PyErr {
+    if let Some(le) = e.downcast_ref::<liteload::Error>() {
+        return library_error(le);
+    }
+    if let Some(u) = e.downcast_ref::<liteload_cli::UsageError>() {
+        return UsageError::new_err(u.0.clone());
+    }
+    Error::new_err(format!("{e:#}"))
+}
+
+/// The Python exception for one of the library's errors.
+pub fn library_error(e: &liteload::Error) -> PyErr {
+    let message = e.display_with(&keyword_hint);
+    match e.kind() {
+        ErrorKind::Input { .. } | ErrorKind::TooManyErrors { .. } => {
+            let err = BadInput::new_err(message);
+            Python::attach(|py| {
+                let value = err.value(py);
+                let pos = e.position();
+                let field = match e.kind() {
+                    ErrorKind::Input { field, .. } => field.as_ref().map(|(_, n)| n.clone()),
+                    ErrorKind::TooManyErrors { last, .. } => match last.kind() {
+                        ErrorKind::Input { field, .. } => field.as_ref().map(|(_, n)| n.clone()),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                // Setting attributes on a fresh exception instance cannot fail but for
+                // memory, which Python reports itself.
+                let _ = value.setattr("path", pos.map(|p| p.path.to_string()));
+                let _ = value.setattr("line", pos.map_or(0, |p| p.line));
+                let _ = value.setattr("column", pos.map_or(0, |p| p.column));
+                let _ = value.setattr("record", pos.map_or(0, |p| p.record));
+                let _ = value.setattr("field", field);
+            });
+            err
+        }
+        ErrorKind::Plan(_) => UsageError::new_err(message),
+        ErrorKind::Io { path, source } => {
+            let file = path.as_ref().map(|p| p.display().to_string());
+            match source.raw_os_error() {
+                // OSError(errno, message, filename) becomes FileNotFoundError and the like.
+                Some(errno) => PyOSError::new_err((errno, message, file)),
+                None => PyOSError::new_err(message),
+            }
+        }
+        ErrorKind::Sqlite { .. } => SqliteError::new_err(message),
+        ErrorKind::Interrupted => PyKeyboardInterrupt::new_err(message),
+        _ => Error::new_err(message),
+    }
+}

@@ -1,0 +1,107 @@
+"""generate, ingest (merge semantics against an in-memory model) and KvStore."""
+
+import io
+import json
+import random
+
+import pytest
+
+import liteload
+from conftest import checked, rows
+from test_import import cli
+
+
+def test_generate_matches_the_command(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    s = liteload.generate(a, rows=5000, seed=7, columns=["id=rowid", "name=text:5..12", "n=int:1..100"])
+    assert s.rows == 5000 and s.tables == ["user"]
+    done = cli("generate", b, "-q", "--rows", 5000, "--seed", 7, "--column", "id=rowid", "--column", "name=text:5..12", "--column", "n=int:1..100")
+    assert done.returncode == 0, done.stderr
+    assert rows(a, "user") == rows(b, "user")
+    with pytest.raises(liteload.UsageError):
+        liteload.generate(tmp_path / "c.db", rows=10, columns=["x=nonsense"])
+
+
+def model(messages, key="id"):
+    """The current state the messages describe: later fields overwrite earlier ones,
+    absent fields keep their values."""
+    state = {}
+    for m in messages:
+        state.setdefault(m[key], {}).update({k: v for k, v in m.items() if v is not None})
+    return state
+
+
+def test_ingest_from_an_iterable_keeps_the_current_state(tmp_path):
+    rng = random.Random(5)
+    # Each field keeps one type, so that SQLite's column affinity stores values as given.
+    domains = {
+        "alt": [0, -1, 2**62, -(2**63)],
+        "speed": [1.5, -0.25, 1e300],
+        "callsign": ["zoë 😀", "a\0b", "", "007", "x" * 3000, "'; DROP TABLE t; --"],
+        "note": ["a", "b\nc", "\ufeff"],
+    }
+    messages = []
+    for _ in range(3000):
+        m = {"id": rng.randrange(200)}
+        for f in rng.sample(sorted(domains), rng.randrange(1, 4)):
+            m[f] = rng.choice(domains[f])
+        messages.append(m)
+    db = tmp_path / "state.db"
+    # Lines and dicts may be mixed.
+    source = [json.dumps(m) if i % 3 == 0 else m for i, m in enumerate(messages)]
+    s = liteload.ingest(db, iter(source), table="flights", key="id", commit_rows=500)
+    assert s.messages == 3000 and s.inserted == len(model(messages))
+    conn = checked(db)
+    names = [d[0] for d in conn.execute("SELECT * FROM flights").description]
+    got = {r[names.index("id")]: {n: v for n, v in zip(names, r) if v is not None and n != "id"} for r in conn.execute("SELECT * FROM flights")}
+    want = {k: {f: v for f, v in m.items() if f != "id"} for k, m in model(messages).items()}
+    assert got == want
+
+
+def test_ingest_a_file_resumes_where_it_stopped(tmp_path):
+    feed = tmp_path / "feed.ndjson"
+    feed.write_text("".join(json.dumps({"id": i % 10, "n": i}) + "\n" for i in range(100)))
+    db = tmp_path / "s.db"
+    first = liteload.ingest(db, feed, table="t", key="id")
+    assert first.messages == 100
+    with open(feed, "a") as f:
+        f.write(json.dumps({"id": 3, "n": 1000}) + "\n")
+    second = liteload.ingest(db, feed, table="t", key="id")
+    assert second.messages == 1
+    assert dict(checked(db).execute("SELECT id, n FROM t").fetchall())[3] == 1000
+
+
+def test_ingest_bad_messages_are_counted_or_refused(tmp_path):
+    db = tmp_path / "s.db"
+    s = liteload.ingest(db, ['{"id": 1}', "not json", '{"no_key": 2}'], table="t", key="id")
+    assert s.messages >= 1 and s.rejects == 2
+    with pytest.raises(liteload.BadInput):
+        liteload.ingest(tmp_path / "strict.db", ['{"id": 1}', "not json"], table="t", key="id", strict=True)
+
+
+def test_kv_store(tmp_path):
+    path = tmp_path / "kv.db"
+    with liteload.KvStore(path) as kv:
+        kv.put(1, b"one")
+        kv["name/zoë"] = b"\0" * 10
+        kv.put("big", io.BytesIO(b"x" * 300_000))
+        assert kv.get(1) == b"one" and kv[("name/zoë")] == b"\0" * 10
+        assert kv.get("missing") is None and kv.get("missing", b"d") == b"d"
+        assert len(kv) == 3 and "big" in kv and 2 not in kv
+        assert list(kv) == [1, "big", "name/zoë"] and kv.keys(prefix="name/") == ["name/zoë"]
+        out = io.BytesIO()
+        assert kv.read_into("big", out) and out.getvalue() == b"x" * 300_000
+        assert kv.delete(1) and not kv.delete(1)
+        with pytest.raises(KeyError):
+            kv[1]
+        # put_many is all or nothing.
+        with pytest.raises(TypeError):
+            kv.put_many([(10, b"a"), (11, "not bytes")])
+        assert 10 not in kv
+        assert kv.put_many((i, bytes([i])) for i in range(100)) == 100
+        assert kv[99] == b"c"
+        with pytest.raises(TypeError):
+            kv.put(1.5, b"x")
+    with pytest.raises(ValueError, match="closed"):
+        kv.get(1)
+    checked(path)
