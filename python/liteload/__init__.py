@@ -191,6 +191,7 @@ def write(
     unique_indexes: Iterable[Union[str, Sequence[str]]] = (),
     durability: Optional[str] = None,
     engine: str = "auto",
+    threads: Optional[int] = None,
     progress: Progress = None,
 ) -> Summary:
     """Write ``data`` into ``table`` of the SQLite database ``db``.
@@ -217,7 +218,8 @@ def write(
     transaction); ``"durable"`` also survives power loss; ``"unsafe"`` can corrupt the
     file on a crash. ``engine``: ``"auto"`` writes a new file's pages directly (the
     page writer) where it applies, else through SQLite's insert path; ``"direct"`` or
-    ``"sqlite"`` insist.
+    ``"sqlite"`` insist. Arrow data is converted to SQLite records on ``threads``
+    threads (default: every core).
 
     The GIL is released while loading. ``progress`` is a callable
     ``(rows, rows_total, bytes_read, bytes_total)`` called about ten times a second, or
@@ -245,6 +247,7 @@ def write(
             unique_indexes=_index_list(unique_indexes),
             durability=durability,
             engine=engine,
+            threads=threads,
             rows_total=rows_total,
             progress=cb,
         ),

@@ -111,6 +111,7 @@ def write(
     unique_indexes: Sequence[Sequence[str]],
     durability: Optional[str],
     engine: str,
+    threads: Optional[int],
     rows_total: Optional[int],
     progress: _Callback,
 ) -> Summary: ...

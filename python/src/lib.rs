@@ -38,7 +38,7 @@ fn usage(message: String) -> PyErr {
 /// `write`: Arrow data (anything with `__arrow_c_stream__`) or an iterator of dicts into
 /// `table` of `db`.
 #[pyfunction]
-#[pyo3(signature = (db, table, data, *, mode, pk, indexes, unique_indexes, durability, engine, rows_total, progress))]
+#[pyo3(signature = (db, table, data, *, mode, pk, indexes, unique_indexes, durability, engine, threads, rows_total, progress))]
 #[allow(clippy::too_many_arguments)]
 fn write(
     py: Python<'_>,
@@ -51,6 +51,7 @@ fn write(
     unique_indexes: Vec<Vec<String>>,
     durability: Option<&str>,
     engine: &str,
+    threads: Option<usize>,
     rows_total: Option<u64>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Summary> {
@@ -91,6 +92,10 @@ fn write(
             )))
         }
     };
+    // Arrow data is converted on this many threads (as the command does for files).
+    opts.read.parse_threads = threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
     let counters = Arc::new(Progress::default());
     if let Some(n) = rows_total {
         counters.rows_total.store(n, Ordering::Relaxed);

@@ -66,12 +66,15 @@ def test_pyarrow_tables_store_what_sqlite_stores(tmp_path_factory, data, engine)
     assert [t for _, t in columns(db)] == ["INTEGER", "REAL", "TEXT", "BLOB", "INTEGER"]
 
 
-def test_a_record_batch_reader_is_read_once_in_order(db):
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_record_batch_reader_is_read_once_in_order(db, threads):
     schema = pa.schema([("n", pa.int64())])
     batches = (pa.record_batch([pa.array(range(i * 1000, (i + 1) * 1000))], schema=schema) for i in range(20))
     reader = pa.RecordBatchReader.from_batches(schema, batches)
-    assert liteload.write(db, "t", reader).rows == 20_000
+    assert liteload.write(db, "t", reader, threads=threads).rows == 20_000
     assert rows(db) == [(n,) for n in range(20_000)]
+    # A reader is read once: read again, it has no rows left (pyarrow's semantics).
+    assert liteload.write(db.with_suffix(".2.db"), "t", reader).rows == 0
 
 
 def test_pandas_frames_round_trip(db):
