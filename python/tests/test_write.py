@@ -228,3 +228,23 @@ def test_unsupported_data_is_a_type_error(db):
     with pytest.raises(TypeError, match="row 2"):
         liteload.write(db, "t", [{"a": 1}, {"a": b"bytes"}])
     assert not db.exists()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    moments=st.lists(
+        st.tuples(
+            st.datetimes(min_value=datetime.datetime(1, 1, 2), max_value=datetime.datetime(9999, 12, 30)),
+            st.integers(min_value=-14 * 60, max_value=14 * 60),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_dict_rows_store_times_as_the_arrow_path_does(tmp_path_factory, moments):
+    tmp = tmp_path_factory.mktemp("t")
+    aware = [m.replace(tzinfo=datetime.timezone(datetime.timedelta(minutes=o))) for m, o in moments]
+    naive = [m for m, _ in moments]
+    liteload.write(tmp / "arrow.db", "t", pa.table({"a": pa.array(aware, pa.timestamp("us", tz="UTC")), "n": pa.array(naive, pa.timestamp("us"))}))
+    liteload.write(tmp / "dicts.db", "t", [{"a": a, "n": n} for a, n in zip(aware, naive)])
+    assert rows(tmp / "dicts.db") == rows(tmp / "arrow.db")
