@@ -103,6 +103,9 @@ def _reporter(progress: Progress, desc: str) -> tuple:
     try:
         from tqdm.auto import tqdm
     except ImportError:
+        import warnings
+
+        warnings.warn("progress=True draws a bar with tqdm, which is not installed (pip install tqdm)", stacklevel=4)
         return None, None
     state: dict = {}
 
