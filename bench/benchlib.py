@@ -91,3 +91,23 @@ def run_rounds(tools, rows, runs, db, verify, results, out=None, nothing_written
             if ok:
                 results[(rows, name)].append((wall, cpu, size, detail))
             clean(db)
+
+
+def transit_parquet(workdir, rows):
+    """The transit table of `rows` rows as TSV (gen_transit.py, fixed seed) and as Parquet
+    written by pyarrow (zstd, 1M-row row groups), made once under `workdir`: returns
+    (tsv path, parquet path, sum of Stop) for checking the loaded tables."""
+    import sys
+    import pyarrow, pyarrow.compute, pyarrow.csv, pyarrow.parquet
+    os.makedirs(workdir, exist_ok=True)
+    tsv = os.path.join(workdir, f"transit_{rows}.tsv")
+    parquet = os.path.join(workdir, f"transit_{rows}.zstd-1M.parquet")
+    if not os.path.exists(tsv):
+        print(f"generating {tsv} …", flush=True)
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_transit.py"), str(rows), tsv], check=True)
+    table = pyarrow.csv.read_csv(tsv, parse_options=pyarrow.csv.ParseOptions(delimiter="\t"),
+                                 convert_options=pyarrow.csv.ConvertOptions(column_types={"Branch_Code": pyarrow.string()}))
+    stop_sum = int(pyarrow.compute.sum(table["Stop"]).as_py())
+    if not os.path.exists(parquet):
+        pyarrow.parquet.write_table(table, parquet, compression="zstd", row_group_size=1_000_000)
+    return tsv, parquet, stop_sum

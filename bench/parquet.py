@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import LITELOAD, ROOT, clean, rotations
+from benchlib import LITELOAD, ROOT, clean, rotations, transit_parquet
 
 DUCKDB = """
 import glob, os, sys, duckdb, duckdb_extension_sqlite_scanner as ext
@@ -113,19 +113,8 @@ def main():
     a = ap.parse_args()
     if not os.path.exists(LITELOAD):
         sys.exit("build liteload first: cargo build --release")
-    import duckdb, pandas, polars, pyarrow, pyarrow.csv, pyarrow.parquet
-    os.makedirs(a.workdir, exist_ok=True)
-    tsv = os.path.join(a.workdir, f"transit_{a.rows}.tsv")
-    parquet = os.path.join(a.workdir, f"transit_{a.rows}.zstd-1M.parquet")
-    if not os.path.exists(tsv):
-        print(f"generating {tsv} …", flush=True)
-        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_transit.py"), str(a.rows), tsv], check=True)
-    table = pyarrow.csv.read_csv(tsv, parse_options=pyarrow.csv.ParseOptions(delimiter="\t"),
-                                 convert_options=pyarrow.csv.ConvertOptions(column_types={"Branch_Code": pyarrow.string()}))
-    stop_sum = int(pyarrow.compute.sum(table["Stop"]).as_py())
-    if not os.path.exists(parquet):
-        pyarrow.parquet.write_table(table, parquet, compression="zstd", row_group_size=1_000_000)
-    del table
+    import duckdb, pandas, polars, pyarrow
+    tsv, parquet, stop_sum = transit_parquet(a.workdir, a.rows)
     info = json.loads(subprocess.run([LITELOAD, "info", "--json"], capture_output=True, text=True).stdout)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}")
     print(f"liteload {info['liteload']} (SQLite {info['sqlite']}); duckdb {duckdb.__version__}, pandas "

@@ -46,7 +46,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import ROOT, clean, rotations
+from benchlib import ROOT, clean, rotations, transit_parquet
 
 PEERS = os.path.join(ROOT, "..", "shared", "peers")
 
@@ -159,20 +159,9 @@ def main():
     ap.add_argument("--workloads", nargs="*", default=["transit", "mixed"])
     ap.add_argument("--json", help="append one JSON line per run to this file")
     a = ap.parse_args()
-    import pyarrow, pyarrow.compute, pyarrow.csv, pyarrow.parquet
+    import pyarrow
     import liteload, pandas, polars, duckdb, sqlite_utils  # noqa: F401  (the peers must be there)
-    os.makedirs(a.workdir, exist_ok=True)
-    tsv = os.path.join(a.workdir, f"transit_{a.rows}.tsv")
-    parquet = os.path.join(a.workdir, f"transit_{a.rows}.zstd-1M.parquet")
-    if not os.path.exists(tsv):
-        print(f"generating {tsv} …", flush=True)
-        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_transit.py"), str(a.rows), tsv], check=True)
-    table = pyarrow.csv.read_csv(tsv, parse_options=pyarrow.csv.ParseOptions(delimiter="\t"),
-                                 convert_options=pyarrow.csv.ConvertOptions(column_types={"Branch_Code": pyarrow.string()}))
-    stop_sum = int(pyarrow.compute.sum(table["Stop"]).as_py())
-    if not os.path.exists(parquet):
-        pyarrow.parquet.write_table(table, parquet, compression="zstd", row_group_size=1_000_000)
-    del table
+    tsv, parquet, stop_sum = transit_parquet(a.workdir, a.rows)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}")
     print(f"liteload {liteload.__version__}; pandas {pandas.__version__}, polars {polars.__version__}, "
           f"pyarrow {pyarrow.__version__}, duckdb {duckdb.__version__}, sqlite-utils {sqlite_utils.__version__ if hasattr(sqlite_utils, '__version__') else '?'}; "
