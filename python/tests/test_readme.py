@@ -4,6 +4,8 @@ import os
 import re
 from pathlib import Path
 
+from conftest import checked
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -22,3 +24,6 @@ def test_the_readme_python_examples_run(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "2 direct atomic-new" in out
     assert "bad.csv 3 " in out
+    # Every database the examples wrote passes SQLite's own check.
+    assert checked("weather.db").execute("SELECT count(*) FROM weather").fetchone() == (3,)
+    assert checked("people.db").execute("SELECT count(*) FROM people").fetchone() == (2,)

@@ -16,10 +16,6 @@ use std::process::Command;
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
-fn run(cmd: &mut Command) {
-    common::run_ok(cmd);
-}
-
 fn venv() -> PathBuf {
     common::python_venv(
         "python-package-venv",
@@ -38,24 +34,26 @@ fn pip_install_then_the_pytest_suite() {
         venv.join("bin").display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    run(Command::new(&python)
-        .current_dir(ROOT)
-        .env("PATH", &path)
-        .env(
-            "CARGO_TARGET_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-build"),
-        )
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--no-build-isolation",
-            "--no-deps",
-            "--force-reinstall",
-            "./python",
-        ]));
+    common::run_ok(
+        Command::new(&python)
+            .current_dir(ROOT)
+            .env("PATH", &path)
+            .env(
+                "CARGO_TARGET_DIR",
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-build"),
+            )
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-build-isolation",
+                "--no-deps",
+                "--force-reinstall",
+                "./python",
+            ]),
+    );
     // Run from a scratch directory, so that pytest and hypothesis leave nothing in the
     // repository.
     let scratch = tempfile::tempdir().expect("a temp dir");
