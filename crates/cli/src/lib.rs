@@ -96,6 +96,8 @@ pub mod options {
         pub options: IngestOptions,
         /// The feed's options.
         pub feed: FeedOptions,
+        /// The feed to connect to instead of reading `source`.
+        pub connect: Option<liteload::ingest::connect::Connect>,
     }
 
     fn parse<I, T>(args: I) -> Result<Command>
@@ -163,7 +165,9 @@ pub mod options {
                     return Err(UsageError("a listener is only run by the command".into()).into());
                 }
                 let (options, feed) = crate::cmd::ingest::options(&a)?;
+                let connect = crate::cmd::ingest::connect(&a)?;
                 Ok(Ingest {
+                    connect,
                     db: a.db,
                     source: a.source,
                     follow: a.follow,

@@ -195,6 +195,7 @@ fn a_rerun_resumes_after_the_last_commit_and_bad_messages_are_counted(
             file: Some("1:2".into()),
             line: i as u64 + 2,
             offset,
+            position: None,
         };
         if let Err(r) = ing.push_line(l.as_bytes(), Some(pos)) {
             reasons.push(r);
@@ -218,7 +219,8 @@ fn a_rerun_resumes_after_the_last_commit_and_bad_messages_are_counted(
             source: "f".into(),
             file: Some("1:2".into()),
             line: 5,
-            offset: committed
+            offset: committed,
+            position: None,
         }
     );
     let n: i64 = ing

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use liteload::ingest::connect::{self, Connect, Transport};
 use liteload::ingest::feed::{self, Event, Feed, FeedOptions};
 use liteload::ingest::listen;
 use liteload::ingest::{Ingest, IngestOptions};
@@ -41,11 +42,26 @@ ignores it. stdin and TCP have no offsets: after a crash the sender must replay,
 replayed message is applied again — harmless, since applying the same update twice gives
 the same row (at-least-once, idempotent).
 
+Feed client (--connect): liteload connects to the feed (TLS with the system's roots or
+--ca; plain TCP only to loopback with --no-tls), sends the --init-file line with
+{position} replaced by where to start, and reads messages. With --position FIELD, the
+last applied message's FIELD is stored with each window, in its transaction; a rerun
+asks the feed to start from there (--init-start on the very first run), and a reconnect
+from the last message read. Messages the feed sends again at or before that position
+are applied again (harmless) and counted as replayed. A dropped or stalled (--stall)
+connection is made again after an exponential, jittered backoff (0.5 s to 30 s); the
+first connection of a run must succeed, unless --retries allows more attempts. An
+untrusted certificate, a server that does not speak TLS, and an init line the server
+refuses (it closes the connection with an answer and no message) end the run with an
+error that never shows the init line.
+
 Examples:
   liteload ingest flights.db --table flights --key id feed.jsonl
   tail -F feed.jsonl | liteload ingest flights.db --table flights --key id -
   liteload ingest flights.db --table flights --key id --follow feed.jsonl --stats-json stats.jsonl
-  liteload ingest flights.db --table flights --key id --listen 127.0.0.1:9999";
+  liteload ingest flights.db --table flights --key id --listen 127.0.0.1:9999
+  liteload ingest flights.db --table flights --key id --connect feed.example.com:1501 \
+      --init-file init.txt --position pitr --init-start 1700000000";
 
 /// Keep a current-state table from a stream of sparse JSON updates (one object per line).
 #[derive(Args, Debug)]
@@ -54,6 +70,7 @@ pub struct IngestArgs {
     /// The SQLite database file (created if missing).
     pub db: PathBuf,
     /// A file of newline-delimited JSON objects, or `-` for stdin (the default).
+    #[arg(conflicts_with = "connect")]
     pub source: Option<String>,
     /// The table to keep (created if missing).
     #[arg(long, short = 't')]
@@ -67,7 +84,7 @@ pub struct IngestArgs {
     pub follow: bool,
     /// Accept TCP connections on this address (any number, each sending newline-delimited
     /// JSON). Loopback addresses only, unless --listen-any.
-    #[arg(long, value_name = "ADDR:PORT", conflicts_with_all = ["source", "follow"])]
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with_all = ["source", "follow", "connect"])]
     pub listen: Option<SocketAddr>,
     /// Allow --listen on a non-loopback address. Such a listener needs a token
     /// (--token-file or --token-env) and should use TLS (--tls-cert, --tls-key).
@@ -146,6 +163,65 @@ pub struct IngestArgs {
     /// No status line, no summary.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Connect to a feed at HOST:PORT and read its messages (TLS unless --no-tls);
+    /// reconnects when the connection drops. Stops on SIGINT/SIGTERM.
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        conflicts_with = "follow",
+        help_heading = "Feed client"
+    )]
+    pub connect: Option<String>,
+    /// Trust the CA certificates in this PEM file instead of the system's roots.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "connect",
+        conflicts_with = "no_tls",
+        help_heading = "Feed client"
+    )]
+    pub ca: Option<PathBuf>,
+    /// Plain TCP instead of TLS: only to a loopback address.
+    #[arg(long, requires = "connect", help_heading = "Feed client")]
+    pub no_tls: bool,
+    /// Send this file's text as the first line of each connection, {position} replaced
+    /// by where to start. Credentials belong here: the file is never printed.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "connect",
+        help_heading = "Feed client"
+    )]
+    pub init_file: Option<PathBuf>,
+    /// The position to start from when none is stored yet (the first run).
+    #[arg(
+        long,
+        value_name = "VALUE",
+        requires = "connect",
+        help_heading = "Feed client"
+    )]
+    pub init_start: Option<String>,
+    /// The message field that holds the feed's position: its last applied value is
+    /// stored with each window, and a rerun or reconnect starts from it.
+    #[arg(
+        long,
+        value_name = "FIELD",
+        requires = "connect",
+        help_heading = "Feed client"
+    )]
+    pub position: Option<String>,
+    /// No bytes from the feed for this long: drop the connection and make it again.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, help_heading = "Feed client")]
+    pub stall: Duration,
+    /// Give up after this many failed connection attempts in a row (default: the first
+    /// connection must succeed; after it, retry for as long as the run lasts).
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "connect",
+        help_heading = "Feed client"
+    )]
+    pub retries: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -228,10 +304,34 @@ pub(crate) fn options(a: &IngestArgs) -> Result<(IngestOptions, FeedOptions)> {
     Ok((opts, feed_opts))
 }
 
+/// The feed client the flags ask for, if any.
+pub(crate) fn connect(a: &IngestArgs) -> Result<Option<Connect>> {
+    let Some(addr) = &a.connect else {
+        return Ok(None);
+    };
+    let transport = if a.no_tls {
+        Transport::Plain
+    } else {
+        Transport::Tls(connect::tls_config(a.ca.as_deref())?)
+    };
+    let mut c = Connect::new(addr.clone(), transport);
+    c.init = a
+        .init_file
+        .as_deref()
+        .map(connect::InitLine::from_file)
+        .transpose()?;
+    c.start.clone_from(&a.init_start);
+    c.position_field.clone_from(&a.position);
+    c.stall = a.stall;
+    c.retries = a.retries;
+    Ok(Some(c))
+}
+
 pub fn run(a: IngestArgs) -> Result<()> {
     let (opts, feed_opts) = options(&a)?;
-    let feed = match (a.listen, a.source.as_deref()) {
-        (Some(addr), _) => Feed::Listen {
+    let feed = match (connect(&a)?, a.listen, a.source.as_deref()) {
+        (Some(client), _, _) => Feed::Connect(client),
+        (None, Some(addr), _) => Feed::Listen {
             listener: TcpListener::bind(addr).with_context(|| format!("listening on {addr}"))?,
             gate: listen::Gate {
                 token: listen::load_token(a.token_file.as_deref(), a.token_env.as_deref())?,
@@ -243,8 +343,8 @@ pub fn run(a: IngestArgs) -> Result<()> {
                 idle: a.idle_timeout,
             },
         },
-        (None, None | Some("-")) => Feed::Stdin,
-        (None, Some(path)) => Feed::File {
+        (None, None, None | Some("-")) => Feed::Stdin,
+        (None, None, Some(path)) => Feed::File {
             path: PathBuf::from(path),
             follow: a.follow,
             from_start: a.from_start,
@@ -271,13 +371,36 @@ pub fn run(a: IngestArgs) -> Result<()> {
             "note: resuming {source} at byte {offset} (use --from-start to read it all again)"
         ),
         Event::Note(n) => eprintln!("note: {n}"),
+        Event::Connected { to, from } => {
+            let from = from
+                .map(|p| format!(", from position {p}"))
+                .unwrap_or_default();
+            if status {
+                eprintln!();
+            }
+            eprintln!("connected to {to}{from}");
+        }
+        Event::Reconnecting { to, why, after } => {
+            if status {
+                eprintln!();
+            }
+            eprintln!(
+                "warning: {to}: {why}: reconnecting in {:.1} s",
+                after.as_secs_f64()
+            );
+        }
         Event::Tick {
             totals: t,
             last_commit_seconds,
         } if status => {
             let secs = start.elapsed().as_secs_f64().max(1e-3);
+            let position = t
+                .last_position
+                .as_ref()
+                .map(|p| format!(", position {p}"))
+                .unwrap_or_default();
             eprint!(
-                "\r{} messages ({}/s), {} inserted, {} updated, {} rejects, last commit {:.0} ms   ",
+                "\r{} messages ({}/s), {} inserted, {} updated, {} rejects, last commit {:.0} ms{position}   ",
                 grouped(t.messages),
                 grouped((t.messages as f64 / secs) as u64),
                 grouped(t.inserted),
@@ -307,6 +430,13 @@ pub fn run(a: IngestArgs) -> Result<()> {
             grouped(t.rejects),
             grouped(t.commits)
         );
+        if a.connect.is_some() {
+            println!(
+                "Feed: {} messages replayed (sent again at or before the position asked for), last position {}",
+                grouped(t.replayed),
+                t.last_position.as_deref().unwrap_or("none")
+            );
+        }
         if t.type_mismatches > 0 {
             eprintln!(
                 "note: {} values had another type than their column's",

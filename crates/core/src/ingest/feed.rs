@@ -12,12 +12,13 @@ use std::fs::File;
 use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 
+use super::connect::{self, compare_positions, Connect};
 use super::listen::{self, Gate};
 use super::{CommitStats, FileSource, Ingest, LineMeta, Messages, Totals};
 use crate::error::{Error, Hint, Position, Result};
@@ -50,6 +51,8 @@ pub enum Feed {
         /// Who may send.
         gate: Gate,
     },
+    /// A feed this client connects to (and reconnects to), resumed by position.
+    Connect(Connect),
 }
 
 /// How a feed is run, besides the [`Ingest`]'s own options.
@@ -105,6 +108,22 @@ pub enum Event<'a> {
     },
     /// Something the user should know (a file read from its start, a sender turned away).
     Note(String),
+    /// The feed's client is connected, having asked for messages from `from`.
+    Connected {
+        /// `HOST:PORT`.
+        to: &'a str,
+        /// The position the init line carried, if any.
+        from: Option<&'a str>,
+    },
+    /// The feed's connection was lost or could not be made: trying again after `after`.
+    Reconnecting {
+        /// `HOST:PORT`.
+        to: &'a str,
+        /// What happened.
+        why: &'a str,
+        /// The wait before the next attempt.
+        after: Duration,
+    },
     /// About twice a second: the totals so far and the last commit's seconds.
     Tick {
         /// Totals since the engine was opened.
@@ -115,7 +134,7 @@ pub enum Event<'a> {
 }
 
 /// What the reader threads send: parsed lines in batches, or a failure that ends the run.
-enum Batch {
+pub(super) enum Batch {
     Messages {
         from: Arc<str>,
         source: Option<FileSource>,
@@ -124,9 +143,23 @@ enum Batch {
     Fatal(Error),
 }
 
+/// What threads other than readers tell the engine's thread, for display.
+pub(super) enum Notice {
+    Note(String),
+    Connected {
+        to: String,
+        from: Option<String>,
+    },
+    Reconnecting {
+        to: String,
+        why: String,
+        after: Duration,
+    },
+}
+
 /// A buffered reader that tells how many bytes it holds, so a reader thread can hand
 /// over its batch before a read that may block (a quiet TCP peer, an idle stdin).
-struct Buffered<R> {
+pub(super) struct Buffered<R> {
     inner: R,
     buf: Box<[u8]>,
     pos: usize,
@@ -135,7 +168,7 @@ struct Buffered<R> {
 }
 
 impl<R: Read> Buffered<R> {
-    fn new(inner: R) -> (Self, Arc<AtomicUsize>) {
+    pub(super) fn new(inner: R) -> (Self, Arc<AtomicUsize>) {
         let held = Arc::new(AtomicUsize::new(0));
         let b = Buffered {
             inner,
@@ -188,7 +221,7 @@ const BATCH_BYTES: usize = 1 << 20;
 /// How readers parse: the key fields, whether good messages keep their text (for a
 /// history table or a rejects file), the longest line, how hints are worded.
 #[derive(Clone)]
-struct Parsing {
+pub(super) struct Parsing {
     keys: Arc<[String]>,
     keep_raw: bool,
     max_line: usize,
@@ -197,7 +230,12 @@ struct Parsing {
 
 impl Parsing {
     /// Lines of `r`, whose first byte is byte `offset` of line `line` of the input.
-    fn lines<R: BufRead + Send + 'static>(&self, r: R, line: u64, offset: u64) -> LineObjects {
+    pub(super) fn lines<R: BufRead + Send + 'static>(
+        &self,
+        r: R,
+        line: u64,
+        offset: u64,
+    ) -> LineObjects {
         LineObjects::new(Box::new(r), self.max_line, line, offset).with_limit_hint(Hint::LineLimit)
     }
 
@@ -211,17 +249,74 @@ impl Parsing {
     ) {
         let (reader, held) = Buffered::new(reader);
         let mut lines = self.lines(reader, 1, 0);
-        if let Err(e) = read_lines(&mut lines, &held, name, None, self, tx, stop) {
+        if let Err(e) = read_lines(&mut lines, &held, name, None, self, tx, stop, None) {
             let _ = tx.send(Batch::Fatal(e));
+        }
+    }
+}
+
+/// What a feed's client learns from one connection's messages.
+pub(super) struct Tracker<'a> {
+    /// The position field.
+    field: Option<&'a str>,
+    /// The position the connection asked to start from.
+    asked: Option<String>,
+    /// Messages at or before `asked`.
+    replayed: &'a AtomicU64,
+    /// The last position read.
+    pub last: Option<String>,
+    /// Good messages read.
+    pub good: u64,
+    /// The first bad line, if it came before any good one (a server's refusal).
+    pub first_bad: Option<Vec<u8>>,
+}
+
+impl<'a> Tracker<'a> {
+    pub(super) fn new(
+        field: Option<&'a str>,
+        asked: Option<String>,
+        replayed: &'a AtomicU64,
+    ) -> Self {
+        Tracker {
+            field,
+            asked,
+            replayed,
+            last: None,
+            good: 0,
+            first_bad: None,
+        }
+    }
+
+    fn saw(&mut self, msgs: &Messages, raw: &[u8]) {
+        let Some(m) = msgs.messages().last() else {
+            return;
+        };
+        if m.bad.is_some() {
+            if self.good == 0 && self.first_bad.is_none() {
+                self.first_bad = Some(raw.to_vec());
+            }
+            return;
+        }
+        self.good += 1;
+        if let Some(p) = self.field.and_then(|f| msgs.position_of(m, f)) {
+            if self
+                .asked
+                .as_deref()
+                .is_some_and(|a| compare_positions(&p, a).is_le())
+            {
+                self.replayed.fetch_add(1, Ordering::Relaxed);
+            }
+            self.last = Some(p);
         }
     }
 }
 
 /// Parses what `lines` holds now (to the end of its input) and sends it to the engine
 /// thread in batches: a batch goes when it is full, or when `held` says the next line
-/// needs a read that may block. `source_id` names a file whose positions are resume
-/// points.
-fn read_lines(
+/// needs a read that may block. `source_id` names a source whose positions are resume
+/// points; `track` learns what a feed's client needs from each message.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn read_lines(
     lines: &mut LineObjects,
     held: &AtomicUsize,
     from: &Arc<str>,
@@ -229,6 +324,7 @@ fn read_lines(
     how: &Parsing,
     tx: &Sender<Batch>,
     stop: &AtomicBool,
+    mut track: Option<&mut Tracker<'_>>,
 ) -> Result<()> {
     let (keys, keep_raw) = (&how.keys[..], how.keep_raw);
     let mut msgs = Messages::new(keys);
@@ -266,6 +362,9 @@ fn read_lines(
                 let why = bad.message + &bad.hint.map(how.word_hint).unwrap_or_default();
                 msgs.push_bad(why, lines.last_line(), meta);
             }
+        }
+        if let Some(t) = track.as_deref_mut() {
+            t.saw(&msgs, lines.last_line());
         }
         let (line, offset) = lines.position();
         msgs.set_last_position(line, offset);
@@ -329,6 +428,7 @@ fn file_reader(
         let id = FileSource {
             path: key.clone(),
             file: identity_text(ident),
+            position_field: None,
         };
         let (reader, held) = Buffered::new(f);
         let mut lines = how.lines(reader, line, offset);
@@ -337,7 +437,8 @@ fn file_reader(
             lines = lines.holding_partial_lines();
         }
         loop {
-            if let Err(e) = read_lines(&mut lines, &held, &name, Some(&id), &how, &tx, &stop) {
+            if let Err(e) = read_lines(&mut lines, &held, &name, Some(&id), &how, &tx, &stop, None)
+            {
                 let _ = tx.send(Batch::Fatal(e));
                 return;
             }
@@ -435,7 +536,7 @@ pub fn run(
             if let Ok(addr) = listener.local_addr() {
                 on(Event::Listening(addr));
             }
-            let (notes_tx, notes_rx) = crossbeam_channel::unbounded::<String>();
+            let (notes_tx, notes_rx) = crossbeam_channel::unbounded::<Notice>();
             let stop2 = stop.clone();
             spawn(
                 "liteload-listen",
@@ -446,13 +547,36 @@ pub fn run(
                         gate,
                         stop2,
                         move |n| {
-                            let _ = notes_tx.send(n);
+                            let _ = notes_tx.send(Notice::Note(n));
                         },
                         move |stream, name| how.read_all(stream, &name, &tx, &stop3),
                     )
                 }),
             )?;
-            return drive(engine, rx, Some(notes_rx), opts, &stop, on);
+            return drive(engine, rx, Some(notes_rx), None, opts, &stop, on);
+        }
+        Feed::Connect(c) => {
+            let key = c.source_name();
+            let stored = engine
+                .resume_point(&key)?
+                .and_then(|p| p.position.map(|p| p.to_string()));
+            c.check(stored.as_deref(), engine.key_fields())?;
+            if let Some(p) = &stored {
+                on(Event::Note(format!(
+                    "{}: resuming from the stored position {p}",
+                    c.addr
+                )));
+            }
+            let (notes_tx, notes_rx) = crossbeam_channel::unbounded::<Notice>();
+            let replayed = Arc::new(AtomicU64::new(0));
+            // The client stops when this run ends, however it ends (a stop, a failure).
+            let ended = SetOnDrop(Arc::new(AtomicBool::new(false)));
+            let (replayed2, ended2) = (replayed.clone(), ended.0.clone());
+            spawn(
+                "liteload-connect",
+                Box::new(move || connect::run(c, stored, how, tx, notes_tx, replayed2, ended2)),
+            )?;
+            return drive(engine, rx, Some(notes_rx), Some(replayed), opts, &stop, on);
         }
         Feed::Stdin => {
             let stop2 = stop.clone();
@@ -487,7 +611,16 @@ pub fn run(
             )?;
         }
     }
-    drive(engine, rx, None, opts, &stop, on)
+    drive(engine, rx, None, None, opts, &stop, on)
+}
+
+/// Sets its flag when dropped.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Where bad messages and windows are logged.
@@ -546,7 +679,8 @@ impl Logs {
 fn drive(
     engine: &mut Ingest,
     rx: Receiver<Batch>,
-    notes: Option<Receiver<String>>,
+    notes: Option<Receiver<Notice>>,
+    replayed: Option<Arc<AtomicU64>>,
     opts: &FeedOptions,
     stop: &AtomicBool,
     on: &mut dyn FnMut(Event<'_>),
@@ -560,7 +694,18 @@ fn drive(
             break;
         }
         for n in notes.iter().flat_map(|r| r.try_iter()) {
-            on(Event::Note(n));
+            match n {
+                Notice::Note(n) => on(Event::Note(n)),
+                Notice::Connected { to, from } => on(Event::Connected {
+                    to: &to,
+                    from: from.as_deref(),
+                }),
+                Notice::Reconnecting { to, why, after } => on(Event::Reconnecting {
+                    to: &to,
+                    why: &why,
+                    after,
+                }),
+            }
         }
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(Batch::Messages { from, source, msgs }) => {
@@ -618,8 +763,10 @@ fn drive(
             commit_window(engine, &mut logs, &mut last_commit, on)?;
         }
         if last_tick.elapsed() >= Duration::from_millis(500) {
+            let mut totals = engine.totals().clone();
+            totals.replayed = replayed.as_ref().map_or(0, |r| r.load(Ordering::Relaxed));
             on(Event::Tick {
-                totals: engine.totals(),
+                totals: &totals,
                 last_commit_seconds: last_commit,
             });
             last_tick = Instant::now();
@@ -636,7 +783,11 @@ fn drive(
     }
     match failure {
         Some(e) => Err(e),
-        None => Ok(engine.totals().clone()),
+        None => {
+            let mut totals = engine.totals().clone();
+            totals.replayed = replayed.as_ref().map_or(0, |r| r.load(Ordering::Relaxed));
+            Ok(totals)
+        }
     }
 }
 

@@ -29,6 +29,7 @@
 //! on a thread of its own while the next one fills (see bench/README.md for what each
 //! step saved).
 
+pub mod connect;
 pub mod feed;
 pub mod listen;
 mod parse;
@@ -141,10 +142,17 @@ pub struct Totals {
     pub type_mismatches: u64,
     /// Columns added.
     pub new_columns: u64,
+    /// Messages a feed sent again at or before the position it was asked to start
+    /// after (applied again: harmless, the merge is idempotent). Counted by the feed's
+    /// client.
+    pub replayed: u64,
+    /// The feed position of the last applied message that carried one.
+    pub last_position: Option<String>,
 }
 
-/// Where a file source stands: its name, which file it was, and the line and byte just
-/// past the last message.
+/// Where a source stands: its name, which file it was, the line and byte just past the
+/// last message, and for a feed, the position field's value in the last message that
+/// had one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourcePosition {
     /// The source's name (a file's resolved path).
@@ -156,9 +164,12 @@ pub struct SourcePosition {
     pub line: u64,
     /// The byte after the last message.
     pub offset: u64,
+    /// A feed's position (see [`FileSource::position_field`]); `None` for a file.
+    pub position: Option<Arc<str>>,
 }
 
-/// A file whose byte positions are resume points.
+/// A source whose positions are resume points: a file (its byte offsets), or a feed
+/// whose messages carry their position in a field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileSource {
     /// Its path: the resume table's key.
@@ -166,6 +177,9 @@ pub struct FileSource {
     /// What tells this file from another one later put at the same path (on Unix, the
     /// device and inode: `dev:ino`). A rerun resumes only in the same file.
     pub file: Option<Arc<str>>,
+    /// For a feed: the message field whose value is the feed's position. The last
+    /// applied value is stored with each window, in its transaction.
+    pub position_field: Option<Arc<str>>,
 }
 
 /// What [`Ingest::push_messages`] did: the index of the first message it did not take,
@@ -377,11 +391,12 @@ impl Ingest {
         Ok(self
             .writer()?
             .resume_point(source)?
-            .map(|(line, offset, file)| SourcePosition {
+            .map(|(line, offset, file, position)| SourcePosition {
                 source: source.into(),
                 file: file.map(Into::into),
                 line,
                 offset,
+                position: position.map(Into::into),
             }))
     }
 
@@ -442,12 +457,36 @@ impl Ingest {
             }
         }
         if let (Some(src), Some(meta)) = (source, last) {
-            self.window.position = Some(SourcePosition {
-                source: src.path.clone(),
-                file: src.file.clone(),
-                line: meta.next_line,
-                offset: meta.next_offset,
-            });
+            let position = match &src.position_field {
+                // The last pushed message that carries a position; else the window's.
+                Some(field) => match msgs[from..next]
+                    .iter()
+                    .rev()
+                    .find_map(|m| batch.position_of(m, field))
+                {
+                    Some(p) => {
+                        let p: Arc<str> = p.into();
+                        self.totals.last_position = Some(p.to_string());
+                        Some(p)
+                    }
+                    None => self
+                        .window
+                        .position
+                        .as_ref()
+                        .and_then(|w| w.position.clone()),
+                },
+                None => None,
+            };
+            // A feed is resumed by its position alone: without one there is nothing to store.
+            if src.position_field.is_none() || position.is_some() {
+                self.window.position = Some(SourcePosition {
+                    source: src.path.clone(),
+                    file: src.file.clone(),
+                    line: meta.next_line,
+                    offset: meta.next_offset,
+                    position,
+                });
+            }
         }
         Pushed { next, stopped }
     }
@@ -583,6 +622,7 @@ impl Ingest {
         let source = position.as_ref().map(|p| FileSource {
             path: p.source.clone(),
             file: p.file.clone(),
+            position_field: None,
         });
         self.push_from(
             &batch,

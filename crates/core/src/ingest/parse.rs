@@ -193,6 +193,27 @@ impl Messages {
         &self.names[id as usize]
     }
 
+    /// The value of field `name` in message `m`, as a feed position: an integer's or a
+    /// real's text, a string's contents. `None` when the message is bad, lacks the field,
+    /// or its value is null or not usable in an init line (longer than 256 bytes, or
+    /// holding a control character).
+    pub fn position_of(&self, m: &Message, name: &str) -> Option<String> {
+        if m.bad.is_some() {
+            return None;
+        }
+        let id = *self.name_ix.get(name)?;
+        let (_, val) = self.fields(m).iter().rev().find(|(n, _)| *n == id)?;
+        let text = match *val {
+            Val::Null => return None,
+            Val::Int(i) => i.to_string(),
+            Val::Real(r) => r.to_string(),
+            Val::Text { at, len } => std::str::from_utf8(&self.text[at..at + len])
+                .ok()?
+                .to_string(),
+        };
+        (text.len() <= 256 && !text.chars().any(char::is_control)).then_some(text)
+    }
+
     pub(crate) fn name_count(&self) -> usize {
         self.names.len()
     }

@@ -22,6 +22,9 @@ struct Written {
 /// connection's limit).
 const INSERT_ROWS: usize = 64;
 
+/// A stored resume point: line, byte offset, file identity, feed position.
+pub(crate) type ResumeRow = (u64, u64, Option<String>, Option<String>);
+
 pub(crate) struct Writer {
     pub conn: Connection,
     table: String,
@@ -146,14 +149,15 @@ impl Writer {
             self.state_table()?;
             self.conn
                 .prepare_cached(&format!(
-                    "INSERT INTO {STATE_TABLE} (source, line, offset, file) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (source) DO UPDATE SET line = excluded.line, offset = excluded.offset, file = excluded.file"
+                    "INSERT INTO {STATE_TABLE} (source, line, offset, file, position) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (source) DO UPDATE SET line = excluded.line, offset = excluded.offset, file = excluded.file, position = excluded.position"
                 ))
                 .and_then(|mut s| {
                     s.execute(rusqlite::params![
                         &*p.source,
                         p.line as i64,
                         p.offset as i64,
-                        p.file.as_deref()
+                        p.file.as_deref(),
+                        p.position.as_deref()
                     ])
                 })
                 .map_err(sql_err("storing the resume point"))?;
@@ -430,29 +434,33 @@ impl Writer {
         )
     }
 
-    /// Creates the resume table, or adds the `file` column to one made before it existed.
-    /// Run in each commit that stores a position (one a window), inside its transaction,
-    /// so a rolled-back window leaves nothing half made.
+    /// Creates the resume table, or adds the `file` and `position` columns to one made
+    /// before they existed. Run in each commit that stores a position (one a window),
+    /// inside its transaction, so a rolled-back window leaves nothing half made.
     fn state_table(&self) -> Result<()> {
-        self.exec(&format!("CREATE TABLE IF NOT EXISTS {STATE_TABLE} (source TEXT PRIMARY KEY, line INTEGER NOT NULL, offset INTEGER NOT NULL, file TEXT)"))?;
-        let has_file: bool = self
-            .conn
-            .query_row(
-                "SELECT count(*) FROM pragma_table_info(?1) WHERE name = 'file'",
-                [STATE_TABLE],
-                |r| r.get::<_, i64>(0),
-            )
-            .map_err(sql_err("reading the resume table's columns"))?
-            > 0;
-        if !has_file {
-            self.exec(&format!("ALTER TABLE {STATE_TABLE} ADD COLUMN file TEXT"))?;
+        self.exec(&format!("CREATE TABLE IF NOT EXISTS {STATE_TABLE} (source TEXT PRIMARY KEY, line INTEGER NOT NULL, offset INTEGER NOT NULL, file TEXT, position TEXT)"))?;
+        for column in ["file", "position"] {
+            let has: bool = self
+                .conn
+                .query_row(
+                    "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2",
+                    [STATE_TABLE, column],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map_err(sql_err("reading the resume table's columns"))?
+                > 0;
+            if !has {
+                self.exec(&format!(
+                    "ALTER TABLE {STATE_TABLE} ADD COLUMN {column} TEXT"
+                ))?;
+            }
         }
         Ok(())
     }
 
     /// Where a previous run stopped reading `source`: (line, byte offset, the file's
-    /// identity if stored).
-    pub fn resume_point(&self, source: &str) -> Result<Option<(u64, u64, Option<String>)>> {
+    /// identity and the feed position, each if stored).
+    pub fn resume_point(&self, source: &str) -> Result<Option<ResumeRow>> {
         let exists: bool = self
             .conn
             .query_row(
@@ -470,14 +478,15 @@ impl Writer {
                 &format!("SELECT * FROM {STATE_TABLE} WHERE source = ?1"),
                 [source],
                 |r| {
-                    let file = match r.as_ref().column_index("file") {
-                        Ok(i) => r.get::<_, Option<String>>(i)?,
-                        Err(_) => None,
+                    let optional = |name: &str| match r.as_ref().column_index(name) {
+                        Ok(i) => r.get::<_, Option<String>>(i),
+                        Err(_) => Ok(None),
                     };
                     Ok((
                         r.get::<_, i64>("line")? as u64,
                         r.get::<_, i64>("offset")? as u64,
-                        file,
+                        optional("file")?,
+                        optional("position")?,
                     ))
                 },
             )
