@@ -315,7 +315,7 @@ def generate(
 
 def ingest(
     db: PathLike,
-    source: Union[PathLike, Iterable[Union[str, bytes, Mapping[str, Any]]]],
+    source: Optional[Union[PathLike, Iterable[Union[str, bytes, Mapping[str, Any]]]]],
     *,
     table: str,
     key: Union[str, Sequence[str]],
@@ -329,8 +329,11 @@ def ingest(
 
     ``source`` is a file of newline-delimited JSON (a second run resumes where the
     stored position says, unless ``from_start=True``; ``follow=True`` keeps reading as
-    it grows until Ctrl-C), or an iterable of lines (str or bytes) or dicts. Other
-    options: ``durability``, ``null="keep"``, ``history="TABLE"``, ``rejects``,
+    it grows until Ctrl-C), or an iterable of lines (str or bytes) or dicts, or ``None``
+    with ``connect="HOST:PORT"``: liteload is then the feed's client (``ca``,
+    ``no_tls``, ``init_file``, ``init_start``, ``position``, ``stall``, ``retries``;
+    see ``liteload ingest --help``) and runs until Ctrl-C or a failure it cannot retry.
+    Other options: ``durability``, ``null="keep"``, ``history="TABLE"``, ``rejects``,
     ``strict``, ``max_line_bytes``, ``stats_json``. Bad messages are skipped and counted
     unless ``strict=True``.
 

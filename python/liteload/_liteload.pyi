@@ -60,6 +60,8 @@ class IngestSummary:
     commits: int
     mismatches: int
     new_columns: int
+    replayed: int
+    last_position: Optional[str]
     seconds: float
     def as_dict(self) -> dict:
         """The fields as a dict."""

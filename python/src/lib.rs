@@ -246,8 +246,9 @@ fn ingest(
     let plan = liteload_cli::options::ingest(args).map_err(to_py)?;
     let stop = Arc::new(AtomicBool::new(false));
     let failed = Arc::new(Mutex::new(None));
-    let feed = match (source, plan.source.as_deref()) {
-        (Some(items), _) => Feed::Reader {
+    let feed = match (source, plan.connect, plan.source.as_deref()) {
+        (None, Some(client), _) => Feed::Connect(client),
+        (Some(items), _, _) => Feed::Reader {
             name: "messages".into(),
             reader: Box::new(Lines {
                 iter: items.try_iter()?.into_any().unbind(),
@@ -258,8 +259,8 @@ fn ingest(
                 stop: stop.clone(),
             }),
         },
-        (None, None | Some("-")) => Feed::Stdin,
-        (None, Some(path)) => Feed::File {
+        (None, None, None | Some("-")) => Feed::Stdin,
+        (None, None, Some(path)) => Feed::File {
             path: PathBuf::from(path),
             follow: plan.follow,
             from_start: plan.from_start,

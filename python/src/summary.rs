@@ -124,6 +124,10 @@ pub struct IngestSummary {
     pub mismatches: u64,
     /// Columns added to the table.
     pub new_columns: u64,
+    /// Messages a feed sent again at or before the position asked for (connect only).
+    pub replayed: u64,
+    /// The feed position of the last applied message that carried one.
+    pub last_position: Option<String>,
     /// Wall-clock seconds.
     pub seconds: f64,
 }
@@ -138,6 +142,8 @@ impl IngestSummary {
             commits: t.commits,
             mismatches: t.type_mismatches,
             new_columns: t.new_columns,
+            replayed: t.replayed,
+            last_position: t.last_position.clone(),
             seconds,
         }
     }
@@ -155,6 +161,8 @@ impl IngestSummary {
         d.set_item("commits", self.commits)?;
         d.set_item("mismatches", self.mismatches)?;
         d.set_item("new_columns", self.new_columns)?;
+        d.set_item("replayed", self.replayed)?;
+        d.set_item("last_position", self.last_position.clone())?;
         d.set_item("seconds", self.seconds)?;
         Ok(d)
     }

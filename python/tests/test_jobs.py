@@ -3,6 +3,8 @@
 import io
 import json
 import random
+import socket
+import threading
 
 import pytest
 
@@ -77,6 +79,43 @@ def test_ingest_bad_messages_are_counted_or_refused(tmp_path):
     assert s.messages >= 1 and s.rejects == 2
     with pytest.raises(liteload.BadInput):
         liteload.ingest(tmp_path / "strict.db", ['{"id": 1}', "not json"], table="t", key="id", strict=True)
+
+
+def test_ingest_connects_to_a_feed_and_stores_its_position(tmp_path):
+    """A plain-TCP feed on loopback: the first connection streams 500 messages and
+    drops; the second is answered with an error line (the init line's credentials are
+    not accepted any more). The run ends with that error, after committing what it read,
+    and the position of the last message is stored and asked for."""
+    messages = [{"id": i % 37, "seq": i, "v": f"zoë {i}"} for i in range(1, 501)]
+    asked = []
+    srv = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        for n in range(2):
+            c, _ = srv.accept()
+            with c:
+                line = c.makefile("rb").readline().decode()
+                asked.append(line)
+                if n == 0:
+                    c.sendall("".join(json.dumps(m) + "\n" for m in messages).encode())
+                else:
+                    c.sendall(b'{"error":"account suspended"}\n')
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    init = tmp_path / "init.txt"
+    init.write_text("login s3cret-pass from {position}\n")
+    db = tmp_path / "feed.db"
+    with pytest.raises(liteload.Error) as e:
+        liteload.ingest(db, None, table="t", key="id", connect=f"127.0.0.1:{srv.getsockname()[1]}",
+                        no_tls=True, init_file=init, position="seq", init_start=0, commit_interval="50ms")
+    t.join(10)
+    assert "account suspended" in str(e.value) and "s3cret" not in str(e.value)
+    assert asked == ["login s3cret-pass from 0\n", "login s3cret-pass from 500\n"]
+    conn = checked(db)
+    assert conn.execute("SELECT position FROM liteload_ingest_state").fetchone() == ("500",)
+    got = dict(conn.execute("SELECT id, seq FROM t"))
+    assert got == {m["id"]: m["seq"] for m in messages}
 
 
 def test_kv_store(tmp_path):
