@@ -111,3 +111,15 @@ def transit_parquet(workdir, rows):
     if not os.path.exists(parquet):
         pyarrow.parquet.write_table(table, parquet, compression="zstd", row_group_size=1_000_000)
     return tsv, parquet, stop_sum
+
+
+def print_message_medians(results, messages, width=45):
+    """results: {tool: [{"wall_s": ..., "detail": ...}, ...]}, the first tool the base:
+    each tool's median wall time, spread, messages/s and ratio to the base."""
+    medians = {name: sorted(x["wall_s"] for x in recs)[len(recs) // 2] for name, recs in results.items()}
+    base = medians[next(iter(results))]
+    for name, recs in results.items():
+        med = medians[name]
+        spread = f"{min(x['wall_s'] for x in recs):.2f}-{max(x['wall_s'] for x in recs):.2f}"
+        print(f"  {name:<{width}} {med:>8.2f} s ({len(recs)} runs, {spread})  {messages / med:>10,.0f} msg/s"
+              f"  {med / base:>6.1f}x liteload's time  {recs[0]['detail']}")

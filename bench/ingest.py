@@ -16,7 +16,7 @@ import sqlite3
 import subprocess
 import sys
 
-from benchlib import LITELOAD, ROOT, clean, rotations, run_once
+from benchlib import LITELOAD, ROOT, clean, print_message_medians, rotations, run_once
 
 
 def model_of(path):
@@ -100,17 +100,7 @@ def main():
             results.setdefault(name, []).append(rec)
             clean(db)
     print(f"\n{a.messages:,} messages over {a.keys:,} keys")
-    medians = {}
-    for name, recs in results.items():
-        walls = sorted(x["wall_s"] for x in recs)
-        medians[name] = walls[len(walls) // 2]
-    base = medians[next(iter(tools))]
-    for name, recs in results.items():
-        med = medians[name]
-        spread = f"{min(x['wall_s'] for x in recs):.2f}-{max(x['wall_s'] for x in recs):.2f}"
-        print(f"  {name:<45} {med:>8.2f} s ({len(recs)} runs, {spread})  {a.messages / med:>10,.0f} msg/s"
-              f"  {med / base:>6.1f}x liteload's time  {recs[0]['detail']}")
-
+    print_message_medians(results, a.messages)
 
 if __name__ == "__main__":
     main()
