@@ -62,7 +62,7 @@ _FLAG_NAMES = {
 # Flags that only shape the command's printed output.
 _OUTPUT_ONLY = {"quiet", "summary_json"}
 # Options that are on by default: False turns them off with their --no- flag.
-_NEGATABLE = {"header", "quote", "detect_types"}
+_NEGATABLE = {"header", "quote", "detect_types", "sniff"}
 
 
 def _flags(options: Mapping[str, Any]) -> list:

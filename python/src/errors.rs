@@ -50,6 +50,11 @@ pub fn keyword_hint(h: Hint) -> String {
         Hint::Table => "; name the table with table=".into(),
         Hint::OtherTable => "; load into another table, or pass mode='append' or 'replace'".into(),
         Hint::MaxErrors(n) => format!(" (max_errors={n})"),
+        Hint::Delimiter(d) => format!(
+            " (the file looks {}-separated: pass delimiter={})",
+            liteload::source::sniff::shown(d),
+            liteload::source::sniff::shown(d)
+        ),
         other => other.text(),
     }
 }

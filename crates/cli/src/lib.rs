@@ -40,6 +40,14 @@ enum Command {
     Kv(cmd::kv::KvArgs),
     Bench(cmd::bench::BenchArgs),
     Info(cmd::info::InfoArgs),
+    Sniff(cmd::sniff::SniffArgs),
+    /// Print a shell completion script: liteload completions bash > /etc/bash_completion.d/liteload
+    Completions {
+        /// bash, zsh, fish, powershell or elvish.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): liteload man > liteload.1; man ./liteload.1
+    Man,
 }
 
 /// The options each command builds from its flags, for a front end that takes the same
@@ -205,6 +213,14 @@ where
         Command::Kv(a) => cmd::kv::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Info(a) => cmd::info::run(a),
+        Command::Sniff(a) => cmd::sniff::run(a),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut out = std::io::stdout().lock();
+            clap_complete::generate(shell, &mut Cli::command(), "liteload", &mut out);
+            Ok(())
+        }
+        Command::Man => man(),
     };
     match result {
         Ok(()) => 0,
@@ -265,8 +281,43 @@ pub(crate) fn flag_hint(h: liteload::Hint) -> String {
         Hint::OtherTable => "; load into another --table".into(),
         Hint::Overwrite => "; use --force to overwrite".into(),
         Hint::MaxErrors(n) => format!(" (--max-errors {n})"),
+        Hint::Delimiter(d) => format!(
+            " (the file looks {}-separated: --delimiter {})",
+            liteload::source::sniff::shown(d),
+            liteload::source::sniff::shown(d)
+        ),
         other => other.text(),
     }
+}
+
+/// The man page: the command, then a section per subcommand (their options included).
+fn man() -> anyhow::Result<()> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let mut out = std::io::stdout().lock();
+    let page = clap_mangen::Man::new(cmd.clone());
+    page.render_title(&mut out)?;
+    page.render_name_section(&mut out)?;
+    page.render_synopsis_section(&mut out)?;
+    page.render_description_section(&mut out)?;
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        let name = format!("liteload {}", sub.get_name());
+        std::io::Write::write_all(
+            &mut out,
+            format!(".SH \"{}\"\n", name.to_uppercase()).as_bytes(),
+        )?;
+        let m = clap_mangen::Man::new(sub.clone().bin_name(name));
+        // The subcommand's sections become subsections of its own.
+        let mut part = Vec::new();
+        m.render_synopsis_section(&mut part)?;
+        m.render_description_section(&mut part)?;
+        m.render_options_section(&mut part)?;
+        m.render_extra_section(&mut part)?;
+        let part = String::from_utf8_lossy(&part).replace(".SH ", ".SS ");
+        std::io::Write::write_all(&mut out, part.as_bytes())?;
+    }
+    page.render_version_section(&mut out)?;
+    Ok(())
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

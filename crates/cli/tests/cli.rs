@@ -526,10 +526,14 @@ fn flate2_like_gzip(data: &[u8]) -> Result<Vec<u8>, Box<dyn std::error::Error>> 
 }
 
 #[test]
-fn unknown_extension_needs_a_format_flag() -> R {
+fn an_unknown_extension_is_sniffed_or_needs_a_format_flag() -> R {
     let d = TempDir::new()?;
     std::fs::write(d.path().join("data.txt"), "a\n1\n")?;
-    import(d.path(), &["o.db", "data.txt"])
+    import(d.path(), &["s.db", "data.txt"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("sniffed: data.txt: "));
+    import(d.path(), &["o.db", "data.txt", "--no-sniff"])
         .assert()
         .code(2)
         .stderr("error: data.txt: cannot tell the format from the file name; use --csv, --tsv, --nl, --json or --format (parquet, arrow)\n");

@@ -84,6 +84,9 @@ pub enum Hint {
     Overwrite,
     /// More bad records than the allowed number, which is this ([`crate::ImportOptions::max_errors`]).
     MaxErrors(u64),
+    /// Records differ in width, and this delimiter makes every sampled record the same
+    /// width ([`crate::ImportOptions::delimiter`]).
+    Delimiter(u8),
 }
 
 impl Hint {
@@ -98,6 +101,10 @@ impl Hint {
             Hint::Ragged => {
                 " (set ReadOptions::ragged to Pad or Truncate to accept such rows)".into()
             }
+            Hint::Delimiter(d) => format!(
+                " (the input looks {}-separated: set ImportOptions::delimiter to it)",
+                crate::source::sniff::shown(d)
+            ),
             Hint::RecordLimit => {
                 " (an unbalanced quote? raise ReadOptions::max_record_bytes)".into()
             }

@@ -21,9 +21,11 @@ use crate::pipeline::{self, Rejects};
 use crate::run;
 use crate::schema::quote_ident;
 use crate::sink::{sqlite::DEFAULT_ROWS_PER_STATEMENT, NullSink, SqliteSink};
-use crate::source::input::default_table_name;
+use crate::source::input::{default_table_name, Encoding};
+use crate::source::locale::LocaleHint;
+use crate::source::sniff::{self, Dialect, Given};
 use crate::source::{open_source, Format, Input, ReadOptions, Source};
-use crate::summary::{self, Durable, Progress, Stage, Summary, Writer};
+use crate::summary::{self, Durable, Progress, Sniffed, Stage, Summary, Writer};
 use crate::table::{self, IndexSpec};
 use crate::types::ColumnType;
 
@@ -104,6 +106,17 @@ pub struct ImportOptions {
     /// What to do when the table exists already (and liteload did not create it in this
     /// load).
     pub if_exists: IfExists,
+    /// Tell from each input's first bytes what the options leave open
+    /// ([`crate::source::sniff`]): the format when the name does not give it (`.txt`,
+    /// `.dat`, no name, stdin), the delimiter and quote of CSV when `delimiter` and
+    /// `quoting` are left at their defaults, UTF-16 by its byte-order mark when the
+    /// encoding is left at UTF-8. Each choice is in the summary. Compression is told by
+    /// its magic bytes whatever this says.
+    pub sniff: bool,
+    /// With `sniff`: whether the first record of delimited text is a header is sniffed
+    /// too (it is data only when it holds numbers or dates where the other records do);
+    /// `false` keeps `read.header`.
+    pub sniff_header: bool,
 }
 
 /// What a load does to a table that exists before it starts.
@@ -144,6 +157,8 @@ impl Default for ImportOptions {
             verify: false,
             index_memory: 1 << 30,
             if_exists: IfExists::Append,
+            sniff: true,
+            sniff_header: true,
         }
     }
 }
@@ -168,7 +183,8 @@ pub fn import(
     if let Some(r) = &opts.rejects {
         crate::source::input::refuse_overwriting(r, inputs, Some(db))?;
     }
-    let mut summary = import_with(db, inputs, opts, progress).map_err(|e| e.in_file(db))?;
+    let mut summary = import_with(db, inputs, opts, progress)
+        .map_err(|e| cause_hint(e, inputs, opts).in_file(db))?;
     summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
     Ok(summary)
 }
@@ -224,7 +240,9 @@ pub fn import_into_connection(
     // A savepoint: nested in the caller's transaction, or a transaction of its own.
     conn.execute_batch("SAVEPOINT liteload_import")
         .map_err(|e| Error::sqlite("beginning the load", e))?;
-    match import_into(Some(conn), inputs, opts, progress).and_then(|s| progress.check().map(|()| s))
+    match import_into(Some(conn), inputs, opts, progress)
+        .and_then(|s| progress.check().map(|()| s))
+        .map_err(|e| cause_hint(e, inputs, opts))
     {
         Ok(mut summary) => {
             conn.execute_batch("RELEASE liteload_import")
@@ -515,18 +533,142 @@ fn input_groups<'a>(inputs: &'a [Input], opts: &ImportOptions) -> Vec<&'a [Input
 }
 
 fn read_options_for(input: &Input, opts: &ImportOptions) -> Result<ReadOptions> {
-    let format = match (opts.format, input.logical_path()) {
-        _ if input.fixed_format().is_some() => input.fixed_format().expect("checked"),
+    Ok(resolve(input, opts)?.0)
+}
+
+/// The read options of `input`, and what sniffing found when it ran, with whether it
+/// changed anything the name and options alone would have given.
+fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(Dialect, bool)>)> {
+    let fixed = input.fixed_format();
+    let named = fixed
+        .or(opts.format)
+        .or_else(|| input.logical_path().and_then(|p| Format::from_path(&p)));
+    let delimited = |f: Option<Format>| f.is_none_or(|f| matches!(f, Format::Csv | Format::Tsv));
+    let open_question = named.is_none()
+        || (named == Some(Format::Csv)
+            && opts.delimiter.is_none()
+            && opts.quoting == Quoting::Default)
+        || (opts.sniff_header && opts.read.header && opts.read.columns.is_none());
+    let dialect = if opts.sniff && fixed.is_none() && delimited(named) && open_question {
+        let given = Given {
+            format: named,
+            delimiter: opts.delimiter,
+            quote: match opts.quoting {
+                Quoting::Default => None,
+                Quoting::Char(c) => Some(Some(c)),
+                Quoting::Off => Some(None),
+            },
+            encoding: opts.read.encoding,
+        };
+        sniff::sniff_input(input, given)?
+    } else {
+        None
+    };
+    let format = match (named, &dialect) {
         (Some(f), _) => f,
-        (None, None) => Format::Csv,
-        (None, Some(p)) => Format::from_path(&p).ok_or_else(|| {
-            Error::plan(format!(
+        (None, Some(d)) => d.format,
+        (None, None) if input.logical_path().is_none() => Format::Csv,
+        (None, None) => {
+            return Err(Error::plan(format!(
                 "{}: cannot tell the format from the file name",
                 input.display_name()
             ))
-            .with_hint(Hint::Format)
-        })?,
+            .with_hint(Hint::Format))
+        }
     };
+    let mut ro = options_for_format(input, format, opts)?;
+    if !ro.locale.is_empty() {
+        if !matches!(format, Format::Csv | Format::Tsv) {
+            return Err(Error::plan(format!(
+                "{}: decimal commas and date formats apply to delimited text (CSV, TSV), not to {format:?}",
+                input.display_name()
+            )));
+        }
+        ro.locale.rewrite()?;
+    }
+    let before = ro.clone();
+    if let Some(d) = &dialect {
+        if matches!(format, Format::Csv | Format::Tsv) {
+            if format == Format::Csv && opts.delimiter.is_none() {
+                ro.delimiter = d.delimiter;
+            }
+            if format == Format::Csv && opts.quoting == Quoting::Default {
+                ro.quote = d.quote;
+            }
+            if opts.sniff_header && opts.read.columns.is_none() && opts.read.header {
+                ro.header = d.header;
+            }
+        }
+        if ro.encoding == Encoding::Utf8 && d.encoding != Encoding::Utf8 {
+            ro.encoding = d.encoding;
+        }
+    }
+    let changed = named.is_none()
+        || ro.delimiter != before.delimiter
+        || ro.quote != before.quote
+        || ro.header != before.header
+        || ro.encoding != before.encoding;
+    Ok((ro, dialect.map(|d| (d, changed))))
+}
+
+/// How a load with `opts` would read `input`: its read options, and what sniffing found
+/// when it ran. Nothing is loaded; the first bytes of standard input or a reader, read
+/// to sniff them, stay to be read.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use liteload::{read_plan, ImportOptions, Input};
+/// let input = Input::bytes("export.txt", &b"name;price\nApfel;1,5\n"[..]);
+/// let (read, sniffed) = read_plan(&input, &ImportOptions::default())?;
+/// assert_eq!(read.delimiter, b';');
+/// assert!(sniffed.is_some_and(|s| s.described.starts_with("';'-separated")));
+/// # Ok(()) }
+/// ```
+pub fn read_plan(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<Sniffed>)> {
+    let (ro, dialect) = resolve(input, opts)?;
+    Ok((
+        ro,
+        dialect.map(|(d, changed)| Sniffed {
+            input: input.display_name(),
+            described: d.describe(),
+            changed,
+            dialect: d,
+        }),
+    ))
+}
+
+/// A record of another width than the header's: if another delimiter makes every
+/// sampled record of that input the same width, the hint names it (the cause), not the
+/// ways to accept ragged rows.
+fn cause_hint(e: Error, inputs: &[Input], opts: &ImportOptions) -> Error {
+    if e.hint() != Some(Hint::Ragged) {
+        return e;
+    }
+    let Some(input) = e
+        .position()
+        .and_then(|p| inputs.iter().find(|i| i.display_name() == *p.path))
+    else {
+        return e;
+    };
+    let Ok((used, _)) = resolve(input, opts) else {
+        return e;
+    };
+    let given = Given {
+        format: Some(Format::Csv),
+        delimiter: None,
+        quote: None,
+        encoding: used.encoding,
+    };
+    match sniff::sniff_input(input, given) {
+        Ok(Some(d)) if d.delimiter_found && d.delimiter != used.delimiter => {
+            e.with_hint(Hint::Delimiter(d.delimiter))
+        }
+        _ => e,
+    }
+}
+
+/// The read options of `input` read as `format`, before sniffing.
+fn options_for_format(input: &Input, format: Format, opts: &ImportOptions) -> Result<ReadOptions> {
     if format == Format::Json && opts.read.skip_lines > 0 {
         return Err(Error::plan(format!(
             "{}: skipping lines applies to CSV, TSV and NDJSON, not to a JSON array",
@@ -672,7 +814,20 @@ fn open_input(
     summary: &mut Summary,
 ) -> Result<Opened> {
     let input = &group[0];
-    let ro = read_options_for(input, opts)?;
+    let (ro, sniffed) = read_plan(input, opts)?;
+    summary.sniffed.extend(sniffed);
+    let locale_hints = |sample: &crate::source::Sample| -> Vec<LocaleHint> {
+        sample
+            .locale
+            .iter()
+            .map(|(column, example, date_format)| LocaleHint {
+                input: input.display_name(),
+                column: column.clone(),
+                example: example.clone(),
+                date_format: date_format.clone(),
+            })
+            .collect()
+    };
     let typed = ro.format.is_typed() || input.fixed_format() == Some(Format::Arrow);
     if typed && (!opts.types.is_empty() || !opts.detect_types) {
         return Err(Error::plan(format!(
@@ -686,6 +841,7 @@ fn open_input(
         open_source(input, &ro, progress.bytes_read.clone())?
     };
     let sample = src.sample()?;
+    summary.locale_hints.extend(locale_hints(&sample));
     summary.notes.extend(
         sample
             .notes

@@ -50,11 +50,11 @@ pub use batch::{Batch, Cell, RowOrigin, TextSpan, Value};
 pub use direct::Engine;
 pub use durability::{Durability, FileSettings};
 pub use error::{Error, ErrorKind, Hint, Position, Result};
-pub use import::{import, import_into_connection, IfExists, ImportOptions, Quoting};
+pub use import::{import, import_into_connection, read_plan, IfExists, ImportOptions, Quoting};
 pub use schema::quote_ident;
 pub use sink::sqlite::DEFAULT_ROWS_PER_STATEMENT;
 pub use source::{Encoding, Format, Input, Ragged, ReadOptions};
-pub use summary::{Durable, Progress, Stage, Summary, Writer};
+pub use summary::{Durable, Progress, Sniffed, Stage, Summary, Writer};
 pub use table::IndexSpec;
 pub use types::{ColumnType, Lexeme, TypeGuess};
 
@@ -66,3 +66,8 @@ pub use arrow_array;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// docs/rust.md's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/rust.md")]
+pub struct RustDocDoctests;

@@ -125,6 +125,20 @@ impl Progress {
     }
 }
 
+/// What sniffing found for one input.
+#[derive(Clone, Debug, serde::Serialize)]
+#[non_exhaustive]
+pub struct Sniffed {
+    /// The input's name.
+    pub input: String,
+    /// The dialect in words (`';'-separated, header, UTF-8 with BOM`).
+    pub described: String,
+    /// Whether sniffing changed anything from what the name and options alone give.
+    pub changed: bool,
+    /// The dialect.
+    pub dialect: crate::source::sniff::Dialect,
+}
+
 /// The outcome of a successful import.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Summary {
@@ -160,6 +174,11 @@ pub struct Summary {
     pub sqlite_version: String,
     /// Things the user should know: renamed columns, a stale temp file removed, …
     pub notes: Vec<String>,
+    /// What sniffing found for each input it ran on (see [`crate::source::sniff`]).
+    pub sniffed: Vec<Sniffed>,
+    /// Columns whose values look like decimal-comma numbers or dates in a locale's
+    /// format, loaded as text because no [`crate::source::locale::Locale`] was given.
+    pub locale_hints: Vec<crate::source::locale::LocaleHint>,
 }
 
 /// Fills in the timing and SQLite version of a finished run.

@@ -196,17 +196,21 @@ fn a_reader_is_read_like_the_file_it_is_named_after() -> R {
 #[test]
 fn errors_name_settings_not_flags() -> R {
     let dir = tempfile::tempdir()?;
-    let cases: [(&str, &[u8], Option<Format>, &str); 5] = [
-        ("r.csv", b"a,b\n1\n", None, "r.csv:2:1: record 1: expected 2 fields, found 1 (set ReadOptions::ragged to Pad or Truncate to accept such rows)"),
-        ("u.csv", b"a\n\xE9\n", None, "u.csv:2:1: record 1, field 1 \"a\": expected UTF-8 text, found the byte 0xE9 (name the input's encoding in ReadOptions::encoding, e.g. Latin1)"),
-        ("n.csv", b"a\nx\0\n", None, "n.csv:2:2: record 1, field 1 \"a\": expected text, found a NUL byte (is this a binary file or UTF-16? see ReadOptions::encoding)"),
-        ("o.json", b"{\"a\":1}\n", None, "o.json:1:1: record 1: expected a JSON array of objects ('['), found '{' (for one object per line use Format::Ndjson)"),
-        ("noext", b"a\n1\n", None, "noext: cannot tell the format from the file name; name it in ImportOptions::format"),
+    /// (name, body, format, sniff, error)
+    type Case<'a> = (&'a str, &'a [u8], Option<Format>, bool, &'a str);
+    let cases: [Case<'_>; 6] = [
+        ("r.csv", b"a,b\n1\n", None, true, "r.csv:2:1: record 1: expected 2 fields, found 1 (set ReadOptions::ragged to Pad or Truncate to accept such rows)"),
+        ("u.csv", b"a\n\xE9\n", None, true, "u.csv:2:1: record 1, field 1 \"a\": expected UTF-8 text, found the byte 0xE9 (name the input's encoding in ReadOptions::encoding, e.g. Latin1)"),
+        ("n.csv", b"a\nx\0\n", None, true, "n.csv:2:2: record 1, field 1 \"a\": expected text, found a NUL byte (is this a binary file or UTF-16? see ReadOptions::encoding)"),
+        ("o.json", b"{\"a\":1}\n", None, true, "o.json:1:1: record 1: expected a JSON array of objects ('['), found '{' (for one object per line use Format::Ndjson)"),
+        ("noext", b"a\n1\n", None, false, "noext: cannot tell the format from the file name; name it in ImportOptions::format"),
+        ("e.csv", b"name;price\nfoo;1,5\n", None, false, "e.csv:2:7: record 1: expected 1 fields, found 2 (the input looks ';'-separated: set ImportOptions::delimiter to it)"),
     ];
-    for (i, (name, body, format, want)) in cases.into_iter().enumerate() {
+    for (i, (name, body, format, sniff, want)) in cases.into_iter().enumerate() {
         let o = {
             let mut built = ImportOptions::default();
             built.format = format;
+            built.sniff = sniff;
             built
         };
         let db = dir.path().join(format!("{i}.db"));

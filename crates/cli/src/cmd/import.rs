@@ -103,8 +103,30 @@ pub struct ImportArgs {
     #[arg(long, help_heading = "Format")]
     pub no_quote: bool,
     /// The first record is data; columns are named c1, c2, … (or by --columns).
-    #[arg(long, help_heading = "Format")]
+    #[arg(long, help_heading = "Format", conflicts_with = "header")]
     pub no_header: bool,
+    /// The first record names the columns, whatever sniffing would say (by default it
+    /// is data only when it holds numbers or dates where the other records do).
+    #[arg(long, help_heading = "Format")]
+    pub header: bool,
+    /// Take nothing from the content: the format from the name (stdin is CSV), `,` for
+    /// CSV, a header line, UTF-8. Compression is still told by its magic bytes.
+    #[arg(long, help_heading = "Format")]
+    pub no_sniff: bool,
+    /// Numbers use a decimal comma: `1.234,56` is stored as the REAL 1234.56 (and
+    /// `1.234.567` as the INTEGER 1234567). Delimited text only.
+    #[arg(long, help_heading = "Format")]
+    pub decimal_comma: bool,
+    /// Fields that are dates in one of these strftime formats, comma-separated, are stored
+    /// as ISO 8601 text that SQLite's date functions read (`23.11.2026` -> `2026-11-23`).
+    /// Example: --dates '%d.%m.%Y,%d.%m.%Y %H:%M'. Delimited text only.
+    #[arg(
+        long,
+        value_name = "FORMAT[,FORMAT]",
+        value_delimiter = ',',
+        help_heading = "Format"
+    )]
+    pub dates: Vec<String>,
     /// Column names, comma-separated: they replace the header's names (or, with
     /// --no-header, name the columns). Example: --columns id,name,price
     #[arg(
@@ -361,6 +383,12 @@ pub(crate) fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
         built.columns = a.columns.clone();
         built.skip_lines = a.skip;
         built.encoding = a.encoding;
+        built.locale = {
+            let mut l = liteload::source::locale::Locale::default();
+            l.decimal_comma = a.decimal_comma;
+            l.dates.clone_from(&a.dates);
+            l
+        };
         built.empty_null = a.empty_null;
         built.sample_rows = a.sample.max(1);
         built.max_record_bytes = a.max_record_bytes;
@@ -395,6 +423,8 @@ pub(crate) fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
             .map(|d| one_byte("--delimiter", d))
             .transpose()?;
         built.quoting = quoting;
+        built.sniff = !a.no_sniff;
+        built.sniff_header = !a.header && !a.no_header;
         built.table = a.table.clone();
         built.alter = a.alter;
         built.detect_types = !a.no_detect_types;
@@ -483,6 +513,21 @@ fn report(a: &ImportArgs, s: &Summary) -> std::io::Result<()> {
     }
     if a.quiet {
         return Ok(());
+    }
+    for sn in s.sniffed.iter().filter(|sn| sn.changed) {
+        eprintln!("sniffed: {}: {}", sn.input, sn.described);
+    }
+    for h in &s.locale_hints {
+        match &h.date_format {
+            None => eprintln!(
+                "note: {}: column {:?} looks written with a decimal comma ({}); --decimal-comma reads it so, as numbers",
+                h.input, h.column, h.example
+            ),
+            Some(f) => eprintln!(
+                "note: {}: column {:?} looks like dates in {f} ({}), kept as text; --dates '{f}' stores them as ISO 8601 (YYYY-MM-DD)",
+                h.input, h.column, h.example
+            ),
+        }
     }
     for n in &s.notes {
         eprintln!("note: {n}");

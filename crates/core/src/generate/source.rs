@@ -144,6 +144,7 @@ impl Source for GeneratorSource {
                 .collect(),
             guesses: vec![],
             notes: vec![],
+            locale: vec![],
         })
     }
 

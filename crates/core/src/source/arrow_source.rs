@@ -812,6 +812,7 @@ impl Source for ArrowSource {
             guesses: vec![],
             notes,
             types: Some(types),
+            locale: vec![],
         })
     }
 

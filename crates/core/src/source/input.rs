@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::sniff::Compression;
 use super::transcode::Transcode;
 use super::Format;
 use crate::error::{Error, Result};
@@ -40,7 +41,17 @@ pub enum Input {
 pub struct ReaderInput {
     name: String,
     reader: Arc<Mutex<Option<Taken>>>,
+    /// The first bytes, once peeked (see [`Input::peek`]): the reader gives them again.
+    head: Arc<Mutex<Option<Head>>>,
 }
+
+/// An input's first bytes (at most [`super::sniff::SAMPLE_BYTES`]) and whether they are
+/// all of it.
+pub type Head = (Arc<[u8]>, bool);
+
+/// Standard input's first bytes, once peeked: [`open`] reads them again first. Standard
+/// input is one stream per process, so its peeked head is too.
+static STDIN_HEAD: Mutex<Option<Head>> = Mutex::new(None);
 
 /// What a [`ReaderInput`] holds until it is read.
 enum Taken {
@@ -59,7 +70,34 @@ impl ReaderInput {
         Input::Reader(ReaderInput {
             name,
             reader: Arc::new(Mutex::new(Some(taken))),
+            head: Arc::new(Mutex::new(None)),
         })
+    }
+
+    /// The first bytes of a byte reader, read once and put back in front of it; `None`
+    /// for items or batches, or a reader already read.
+    fn peek(&self) -> Result<Option<Head>> {
+        let mut head = self.head.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(h) = &*head {
+            return Ok(Some(h.clone()));
+        }
+        let mut reader = self.reader.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(Taken::Read(mut r)) = reader.take() else {
+            return Ok(None);
+        };
+        let (bytes, whole) = super::sniff::read_sample(&mut r, super::sniff::SAMPLE_BYTES)
+            .map_err(|e| {
+                Error::io(
+                    None,
+                    io::Error::new(e.kind(), format!("{}: {e}", self.name)),
+                )
+            })?;
+        let bytes: Arc<[u8]> = bytes.into();
+        *reader = Some(Taken::Read(Box::new(
+            io::Cursor::new(bytes.clone()).chain(r),
+        )));
+        *head = Some((bytes.clone(), whole));
+        Ok(Some((bytes, whole)))
     }
 
     fn take(&self) -> Result<Taken> {
@@ -306,6 +344,38 @@ impl Input {
         ))))
     }
 
+    /// The input's first bytes (at most [`super::sniff::SAMPLE_BYTES`]) and whether they
+    /// are all of it, without using them up: standard input's and a reader's are kept
+    /// and read again first. `None` for the program's own values, or a reader already
+    /// read.
+    pub fn peek(&self) -> Result<Option<Head>> {
+        let limit = super::sniff::SAMPLE_BYTES;
+        match self {
+            Input::Path(p) => {
+                let mut f = File::open(p).map_err(|e| Error::io(Some(p.clone()), e))?;
+                let (b, whole) = super::sniff::read_sample(&mut f, limit)
+                    .map_err(|e| Error::io(Some(p.clone()), e))?;
+                Ok(Some((b.into(), whole)))
+            }
+            Input::Bytes { bytes, .. } => Ok(Some((
+                bytes[..bytes.len().min(limit)].into(),
+                bytes.len() <= limit,
+            ))),
+            Input::Stdin => {
+                let mut head = STDIN_HEAD.lock().unwrap_or_else(|p| p.into_inner());
+                if head.is_none() {
+                    let (b, whole) = super::sniff::read_sample(&mut io::stdin().lock(), limit)
+                        .map_err(|e| {
+                            Error::io(None, io::Error::new(e.kind(), format!("<stdin>: {e}")))
+                        })?;
+                    *head = Some((b.into(), whole));
+                }
+                Ok(head.clone())
+            }
+            Input::Reader(r) => r.peek(),
+        }
+    }
+
     /// The size in bytes, when it is a regular file (for progress).
     pub fn size(&self) -> Option<u64> {
         match self {
@@ -412,7 +482,24 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// Opens `input` as a stream of UTF-8 bytes with any byte-order mark removed.
+/// The compression of the file at `path` by its first bytes, if any.
+pub fn file_compression(path: &Path) -> Option<Compression> {
+    let mut head = [0u8; 10];
+    let n = File::open(path).and_then(|mut f| {
+        let mut n = 0;
+        while n < head.len() {
+            match f.read(&mut head[n..])? {
+                0 => break,
+                k => n += k,
+            }
+        }
+        Ok(n)
+    });
+    Compression::of(&head[..n.ok()?])
+}
+
+/// Opens `input` as a stream of UTF-8 bytes with any byte-order mark removed, and
+/// decompressed when its first bytes (or a `.gz` name) say it is compressed.
 /// Raw bytes read are added to `bytes_read`.
 pub fn open(
     input: &Input,
@@ -420,7 +507,13 @@ pub fn open(
     bytes_read: Arc<AtomicU64>,
 ) -> Result<Box<dyn BufRead + Send>> {
     let raw: Box<dyn Read + Send> = match input {
-        Input::Stdin => Box::new(io::stdin()),
+        Input::Stdin => {
+            // Bytes peeked to sniff the input come first.
+            match STDIN_HEAD.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                Some((head, _)) => Box::new(io::Cursor::new(head).chain(io::stdin())),
+                None => Box::new(io::stdin()),
+            }
+        }
         Input::Path(p) => Box::new(File::open(p).map_err(|e| Error::io(Some(p.clone()), e))?),
         Input::Reader(r) => match r.take()? {
             Taken::Read(read) => read,
@@ -434,13 +527,25 @@ pub fn open(
         inner: raw,
         count: bytes_read,
     };
-    let decompressed: Box<dyn Read + Send> = if input.is_gzip() {
-        Box::new(Gunzip {
-            inner: flate2::read::MultiGzDecoder::new(BufReader::with_capacity(256 * 1024, counted)),
-            name: input.display_name().into(),
-        })
+    let mut buffered = BufReader::with_capacity(256 * 1024, counted);
+    // Compression by its magic bytes, whatever the name says (a `.gz` name is gzip).
+    let head = buffered
+        .fill_buf()
+        .map_err(|e| Error::io(path_of(input), e))?;
+    let compression = if input.is_gzip() {
+        Some(Compression::Gzip)
     } else {
-        Box::new(counted)
+        Compression::of(head)
+    };
+    let decompressed: Box<dyn Read + Send> = match compression {
+        None => Box::new(buffered),
+        Some(Compression::Gzip) => Box::new(Gunzip {
+            inner: flate2::read::MultiGzDecoder::new(buffered),
+            name: input.display_name().into(),
+        }),
+        Some(c) => c
+            .decoder(Box::new(buffered))
+            .map_err(|e| Error::io(path_of(input), e))?,
     };
     let decoded: Box<dyn Read + Send> = match encoding {
         Encoding::Utf8 => decompressed,

@@ -725,6 +725,7 @@ impl Source for JsonSource {
             columns: self.keys.columns.clone(),
             guesses,
             notes: std::mem::take(&mut self.keys.notes),
+            locale: vec![],
         })
     }
 

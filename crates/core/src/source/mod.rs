@@ -12,8 +12,10 @@ pub(crate) mod delimited;
 pub mod input;
 pub(crate) mod json;
 mod keys;
+pub mod locale;
 pub mod parallel;
 mod serialized;
+pub mod sniff;
 pub mod tabular;
 pub(crate) mod transcode;
 
@@ -138,6 +140,9 @@ pub struct ReadOptions {
     pub temporal: columnar::Temporal,
     /// Typed input: how decimals are stored.
     pub decimals: columnar::Decimals,
+    /// Delimited text: numbers with a decimal comma and dates in given formats,
+    /// converted as they are read ([`locale`]); nothing by default.
+    pub locale: locale::Locale,
 }
 
 impl Default for ReadOptions {
@@ -159,6 +164,7 @@ impl Default for ReadOptions {
             select: None,
             temporal: columnar::Temporal::Iso8601,
             decimals: columnar::Decimals::Text,
+            locale: locale::Locale::default(),
         }
     }
 }
@@ -176,6 +182,10 @@ pub struct Sample {
     /// The column types the input declares (a typed format's schema), which are used
     /// instead of `guesses`; `None` for inputs whose types are inferred.
     pub types: Option<Vec<ColumnType>>,
+    /// Columns whose sampled values look locale-written (delimited text read without a
+    /// [`locale::Locale`]): (column, a value, `None` for decimal-comma numbers or the
+    /// date format).
+    pub locale: Vec<(String, String, Option<String>)>,
 }
 
 /// A record that could not be loaded: why, and its text for the rejects file.
@@ -257,6 +267,7 @@ pub fn open_source(
             && opts.encoding == Encoding::Utf8
             && !input.is_gzip()
             && big
+            && input::file_compression(path).is_none()
         {
             return Ok(Box::new(parallel::ParallelDelimited::new(
                 path,

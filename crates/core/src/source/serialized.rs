@@ -595,6 +595,7 @@ impl Source for SerializedSource {
             columns: self.cols.keys.columns.clone(),
             guesses,
             notes: std::mem::take(&mut self.cols.keys.notes),
+            locale: vec![],
         })
     }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::convert::{push_text_field, Mismatches, Values};
 use super::delimited::{DelimitedReader, ParseError, Record, Resume};
+use super::locale::{self, Rewrite};
 use super::transcode::MALFORMED;
 use super::Encoding;
 use super::{BadRecord, Fill, Ragged, ReadOptions, Sample, Source};
@@ -30,6 +31,10 @@ pub struct DelimitedSource<R> {
     sample_only: bool,
     /// Reused to encode rows when `opts.records` is set.
     record: liteload_btree::RecordBuilder,
+    /// Locale-written numbers and dates to convert (`None`: nothing to convert).
+    rewrite: Option<Rewrite>,
+    /// A converted field's text.
+    rewritten: String,
 }
 
 impl<R: Read + Send> DelimitedSource<R> {
@@ -67,7 +72,6 @@ impl<R: Read + Send> DelimitedSource<R> {
         DelimitedSource {
             rdr,
             name,
-            opts,
             columns,
             types,
             sampled: VecDeque::new(),
@@ -76,6 +80,10 @@ impl<R: Read + Send> DelimitedSource<R> {
             mismatches: Mismatches::default(),
             sample_only: false,
             record: liteload_btree::RecordBuilder::new(),
+            // Checked when the load was planned; a format that does not parse converts nothing.
+            rewrite: opts.locale.rewrite().ok().filter(|r| !r.is_empty()),
+            rewritten: String::new(),
+            opts,
         }
     }
 
@@ -237,7 +245,12 @@ impl<R: Read + Send> DelimitedSource<R> {
             // SAFETY: `check` validated the whole record as UTF-8 and every field end
             // (and dropped quote) as a character boundary (`Record::split_char`), so
             // each field is valid UTF-8 by itself.
-            let s = unsafe { std::str::from_utf8_unchecked(rec.field(i)) };
+            let mut s = unsafe { std::str::from_utf8_unchecked(rec.field(i)) };
+            if let Some(rw) = &self.rewrite {
+                if rw.apply(s, &mut self.rewritten) {
+                    s = &self.rewritten;
+                }
+            }
             if push_text_field(to, s, self.types[i], self.opts.empty_null) {
                 self.mismatches.count += 1;
                 if self.mismatches.first.is_none() {
@@ -359,10 +372,54 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
             }
         }
         let mut guesses = vec![TypeGuess::default(); self.columns.len()];
+        let mut buf = String::new();
         for (no, rec) in &self.sampled {
             if let Ok(take) = self.check(rec, *no) {
                 for (i, g) in guesses.iter_mut().enumerate().take(take) {
-                    g.add(classify(rec.field(i)));
+                    let field = rec.field(i);
+                    match &self.rewrite {
+                        Some(rw)
+                            if std::str::from_utf8(field).is_ok_and(|s| rw.apply(s, &mut buf)) =>
+                        {
+                            g.add(classify(buf.as_bytes()))
+                        }
+                        _ => g.add(classify(field)),
+                    }
+                }
+            }
+        }
+        // Without a locale: columns that look written in one, to point out.
+        let mut locale = vec![];
+        if self.opts.locale.is_empty() {
+            let column = |i: usize| -> Vec<&str> {
+                self.sampled
+                    .iter()
+                    .filter(|(_, r)| i < r.len())
+                    .filter_map(|(_, r)| std::str::from_utf8(r.field(i)).ok())
+                    .collect()
+            };
+            // A value to show: one with `mark` in it, if any.
+            let first = |values: &[&str], mark: Option<char>| {
+                let trimmed = || values.iter().map(|v| v.trim()).filter(|v| !v.is_empty());
+                mark.and_then(|m| trimmed().find(|v| v.contains(m)))
+                    .or_else(|| trimmed().next())
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            for (i, name) in self.columns.iter().enumerate() {
+                let values = column(i);
+                if let Some(kind) = locale::guess(values.iter().copied()) {
+                    let mark = kind.is_none().then_some(',');
+                    locale.push((name.clone(), first(&values, mark), kind));
+                }
+            }
+            // Beside decimal commas, `1.500` is fifteen hundred, not one and a half.
+            if locale.iter().any(|(_, _, k)| k.is_none()) {
+                for (i, name) in self.columns.iter().enumerate() {
+                    let values = column(i);
+                    if locale::dot_grouped(values.iter().copied()) {
+                        locale.push((name.clone(), first(&values, Some('.')), None));
+                    }
                 }
             }
         }
@@ -371,6 +428,7 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
             columns: self.columns.clone(),
             guesses,
             notes,
+            locale,
         })
     }
 

@@ -1,0 +1,123 @@
+//! `liteload sniff`: what `liteload import` would take each file to be, without loading.
+
+use anyhow::Result;
+use clap::Args;
+use liteload::source::sniff::shown;
+use liteload::{read_plan, Encoding, Format, ImportOptions, Input};
+
+/// Show how `liteload import` with no format flags would read each file: compression,
+/// encoding, format, delimiter, quote and header, told from the name and the first 64 KiB.
+/// Nothing is loaded.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  liteload sniff export.txt
+  gzip -dc dump.gz | liteload sniff -
+  liteload sniff --json *.csv")]
+pub struct SniffArgs {
+    /// The files (`-` for stdin).
+    #[arg(required = true)]
+    pub files: Vec<String>,
+    /// One JSON object per file instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn format_name(f: Format) -> &'static str {
+    match f {
+        Format::Csv | Format::Tsv => "delimited",
+        Format::Ndjson => "ndjson",
+        Format::Json => "json",
+        Format::Parquet => "parquet",
+        Format::Arrow => "arrow",
+        _ => "other",
+    }
+}
+
+fn encoding_name(e: Encoding) -> &'static str {
+    match e {
+        Encoding::Utf8 => "utf-8",
+        Encoding::Latin1 => "latin1",
+        Encoding::Utf16 | Encoding::Utf16Le => "utf-16le",
+        Encoding::Utf16Be => "utf-16be",
+    }
+}
+
+pub fn run(a: SniffArgs) -> Result<()> {
+    let opts = ImportOptions::default();
+    let mut rows = vec![];
+    for f in &a.files {
+        let input = Input::from_arg(f);
+        let (ro, sniffed) = read_plan(&input, &opts)?;
+        let delimited = matches!(ro.format, Format::Csv | Format::Tsv);
+        let d = sniffed.as_ref().map(|s| &s.dialect);
+        let row = serde_json::json!({
+            "input": input.display_name(),
+            "format": format_name(ro.format),
+            "delimiter": delimited.then(|| char::from(ro.delimiter).to_string()),
+            "quote": if delimited { ro.quote.map(|q| char::from(q).to_string()) } else { None },
+            "header": delimited.then_some(ro.header),
+            "encoding": encoding_name(ro.encoding),
+            "bom": d.is_some_and(|d| d.bom),
+            "compression": d.and_then(|d| d.compression).map(|c| c.name()),
+            "sniffed": sniffed.as_ref().map(|s| s.described.clone()),
+            "delimiter_found": d.map(|d| d.delimiter_found),
+        });
+        if a.json {
+            println!("{row}");
+        }
+        rows.push((input.display_name(), ro, sniffed));
+    }
+    if a.json {
+        return Ok(());
+    }
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(4).max(4);
+    println!(
+        "{:<width$}  {:<9}  {:<9}  {:<5}  {:<9}  {:<12}  {:<11}",
+        "FILE", "FORMAT", "DELIMITER", "QUOTE", "HEADER", "ENCODING", "COMPRESSION"
+    );
+    for (name, ro, sniffed) in &rows {
+        let delimited = matches!(ro.format, Format::Csv | Format::Tsv);
+        let d = sniffed.as_ref().map(|s| &s.dialect);
+        let dash = || "-".to_string();
+        let enc = format!(
+            "{}{}",
+            encoding_name(ro.encoding),
+            if d.is_some_and(|d| d.bom) {
+                " (BOM)"
+            } else {
+                ""
+            }
+        );
+        println!(
+            "{:<width$}  {:<9}  {:<9}  {:<5}  {:<9}  {:<12}  {:<11}",
+            name,
+            format_name(ro.format),
+            if delimited {
+                shown(ro.delimiter)
+            } else {
+                dash()
+            },
+            match (delimited, ro.quote) {
+                (true, Some(q)) => shown(q),
+                (true, None) => "none".into(),
+                _ => dash(),
+            },
+            if !delimited {
+                dash()
+            } else if ro.header {
+                "yes".into()
+            } else {
+                "no".into()
+            },
+            enc,
+            d.and_then(|d| d.compression).map_or("none", |c| c.name()),
+        );
+        if d.is_some_and(|d| delimited && !d.delimiter_found) {
+            println!(
+                "{:<width$}  note: no delimiter makes every sampled record the same width: one column, or name it with --delimiter",
+                ""
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,697 @@
+//! Telling what an input holds from its first bytes, for inputs whose name does not say
+//! (`.txt`, `.dat`, no name, stdin) and for the settings a name never says (the
+//! delimiter of a `.csv`, whether its first line is a header).
+//!
+//! - Compression, by magic bytes: gzip, zstd, bzip2, xz.
+//! - Text encoding: UTF-16 by its byte-order mark; else UTF-8 (a UTF-8 byte-order mark
+//!   is noted). Anything that is not valid UTF-8 is left to the reader, whose error asks
+//!   for the encoding to be named.
+//! - Format: a JSON array (`[`), newline-delimited JSON (`{`), else delimited text.
+//! - Delimiter and quote: every candidate (`,` `\t` `;` `|`, and any other punctuation
+//!   byte of the first line) splits the sample quote-aware; the winner makes every
+//!   sampled record the same width (at least 2), with the fewest unquoted fields that
+//!   hold another common delimiter (a decimal-comma number in a `;` file is no such
+//!   field), then the most fields, then the order above. No candidate fits every
+//!   record: `,`, and the choice says it was not sniffed.
+//! - Header: the first record is data, not names, only when some columns hold numbers
+//!   or dates in every other sampled record and the first record does too in each of
+//!   them. Otherwise it is a header (as most files have).
+//!
+//! The sample is at most [`SAMPLE_BYTES`] of decompressed text, so sniffing costs about a
+//! millisecond whatever the input's size.
+
+use std::borrow::Cow;
+use std::io::Read;
+
+use serde::Serialize;
+
+use super::input::Encoding;
+use super::Format;
+use crate::error::Result;
+
+/// The most decompressed bytes a sniff reads.
+pub const SAMPLE_BYTES: usize = 64 * 1024;
+
+/// Records a sniff looks at, at most.
+const SAMPLE_RECORDS: usize = 1000;
+
+/// A compression told by its magic bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// gzip (`1f 8b`), members concatenated as `gzip` writes them.
+    Gzip,
+    /// Zstandard (`28 b5 2f fd`).
+    Zstd,
+    /// bzip2 (`BZh`).
+    Bzip2,
+    /// xz (`fd 37 7a 58 5a 00`).
+    Xz,
+}
+
+impl Compression {
+    /// The compression whose magic bytes `head` starts with.
+    pub fn of(head: &[u8]) -> Option<Compression> {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Some(Compression::Gzip)
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Some(Compression::Zstd)
+        } else if head.starts_with(b"BZh")
+            && head.get(3).is_some_and(|b| (b'1'..=b'9').contains(b))
+            && head.get(4..10).is_some_and(|m| {
+                // The first block's magic (the digits of pi), or an empty stream's end.
+                m == [0x31, 0x41, 0x59, 0x26, 0x53, 0x59]
+                    || m == [0x17, 0x72, 0x45, 0x38, 0x50, 0x90]
+            })
+        {
+            Some(Compression::Bzip2)
+        } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+            Some(Compression::Xz)
+        } else {
+            None
+        }
+    }
+
+    /// Its name, as a file extension would give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+            Compression::Bzip2 => "bzip2",
+            Compression::Xz => "xz",
+        }
+    }
+
+    /// The decompressed bytes of `r`. Gzip is decoded elsewhere (with errors that name
+    /// a cut stream); this serves the others.
+    pub(crate) fn decoder(self, r: Box<dyn Read + Send>) -> std::io::Result<Box<dyn Read + Send>> {
+        Ok(match self {
+            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(r)),
+            Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(r)?),
+            Compression::Bzip2 => Box::new(bzip2::read::MultiBzDecoder::new(r)),
+            Compression::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(r)),
+        })
+    }
+}
+
+/// What a sniff found: how to read the input.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Dialect {
+    /// The compression, if any.
+    pub compression: Option<Compression>,
+    /// The text encoding (UTF-8, or UTF-16 by its byte-order mark).
+    #[serde(serialize_with = "encoding_name")]
+    pub encoding: Encoding,
+    /// Whether the text starts with a byte-order mark.
+    pub bom: bool,
+    /// The format.
+    #[serde(serialize_with = "format_name")]
+    pub format: Format,
+    /// Delimited text: the field delimiter.
+    #[serde(serialize_with = "byte_text")]
+    pub delimiter: u8,
+    /// Delimited text: the quote, if fields are quoted.
+    #[serde(serialize_with = "opt_byte_text")]
+    pub quote: Option<u8>,
+    /// Delimited text: whether the first record names the columns.
+    pub header: bool,
+    /// Delimited text: whether a delimiter made every sampled record the same width
+    /// (`false`: none did, and `,` is a default, not a finding).
+    pub delimiter_found: bool,
+    /// Records in the sample.
+    pub sampled_records: usize,
+}
+
+fn encoding_name<S: serde::Serializer>(e: &Encoding, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(match e {
+        Encoding::Utf16 | Encoding::Utf16Le => "utf-16le",
+        Encoding::Utf16Be => "utf-16be",
+        Encoding::Latin1 => "latin1",
+        Encoding::Utf8 => "utf-8",
+    })
+}
+
+fn format_name<S: serde::Serializer>(f: &Format, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(match f {
+        Format::Csv | Format::Tsv => "delimited",
+        Format::Ndjson => "ndjson",
+        Format::Json => "json",
+        Format::Parquet => "parquet",
+        Format::Arrow => "arrow",
+    })
+}
+
+fn byte_text<S: serde::Serializer>(b: &u8, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&char::from(*b).to_string())
+}
+
+fn opt_byte_text<S: serde::Serializer>(
+    b: &Option<u8>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match b {
+        Some(b) => s.serialize_some(&char::from(*b).to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+/// A byte as the user would type it.
+pub fn shown(b: u8) -> String {
+    match b {
+        b'\t' => "'\\t'".into(),
+        b => format!("'{}'", char::from(b)),
+    }
+}
+
+impl Dialect {
+    /// One line, as the summary prints it: `';'-separated, header, UTF-8 with BOM, gzip`.
+    pub fn describe(&self) -> String {
+        let mut parts = vec![];
+        match self.format {
+            Format::Csv | Format::Tsv => {
+                parts.push(if self.delimiter_found {
+                    format!("{}-separated", shown(self.delimiter))
+                } else if self.delimiter == b',' {
+                    "no delimiter fits every record (read as ','-separated)".into()
+                } else {
+                    "one column (no delimiter in the header)".into()
+                });
+                if self.quote != Some(b'"') {
+                    parts.push(match self.quote {
+                        Some(q) => format!("{} quotes", shown(q)),
+                        None => "no quoting".into(),
+                    });
+                }
+                parts.push(if self.header { "header" } else { "no header" }.into());
+            }
+            Format::Ndjson => parts.push("newline-delimited JSON".into()),
+            Format::Json => parts.push("a JSON array".into()),
+            Format::Parquet => parts.push("Parquet".into()),
+            Format::Arrow => parts.push("Arrow".into()),
+        }
+        let enc = match self.encoding {
+            Encoding::Utf16 | Encoding::Utf16Le => "UTF-16LE",
+            Encoding::Utf16Be => "UTF-16BE",
+            Encoding::Latin1 => "Latin-1",
+            Encoding::Utf8 => "UTF-8",
+        };
+        parts.push(if self.bom {
+            format!("{enc} with BOM")
+        } else {
+            enc.into()
+        });
+        if let Some(c) = self.compression {
+            parts.push(c.name().into());
+        }
+        parts.join(", ")
+    }
+}
+
+/// Reads at most [`SAMPLE_BYTES`] from `r` (fewer only at its end). Returns the bytes
+/// and whether they are all of it.
+pub fn read_sample(r: &mut dyn Read, limit: usize) -> std::io::Result<(Vec<u8>, bool)> {
+    let mut buf = Vec::with_capacity(limit.min(SAMPLE_BYTES));
+    let got = r.take(limit as u64).read_to_end(&mut buf)?;
+    let whole = got < limit;
+    Ok((buf, whole))
+}
+
+/// Decompresses the start of `raw` (a sample of a compressed input: a cut stream is no
+/// error here), up to [`SAMPLE_BYTES`]. Returns the bytes and whether they are all of
+/// the input.
+pub fn decompressed_sample(
+    c: Compression,
+    raw: &[u8],
+    raw_whole: bool,
+) -> std::result::Result<(Vec<u8>, bool), String> {
+    let owned: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(raw.to_vec()));
+    let mut d = c
+        .decoder(owned)
+        .map_err(|e| format!("not a {} stream: {e}", c.name()))?;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    let mut whole = raw_whole;
+    loop {
+        match d.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                out.extend_from_slice(&buf[..n]);
+                if out.len() >= SAMPLE_BYTES {
+                    out.truncate(SAMPLE_BYTES);
+                    whole = false;
+                    break;
+                }
+            }
+            // The sample ends mid-stream: what was decoded is the sample.
+            Err(_) if !raw_whole => {
+                whole = false;
+                break;
+            }
+            Err(e) => return Err(format!("not a whole {} stream: {e}", c.name())),
+        }
+    }
+    Ok((out, whole))
+}
+
+/// The encoding of `bytes` (`given`, or UTF-16 by byte-order mark, else UTF-8), whether
+/// there is a byte-order mark, and the text of the sample (lossy only where the sample
+/// was cut or the reader will refuse it).
+pub fn text_of(bytes: &[u8], given: Encoding) -> (Encoding, bool, Cow<'_, str>) {
+    let decode = |e: &'static encoding_rs::Encoding| {
+        let (t, _) = e.decode_with_bom_removal(bytes);
+        Cow::Owned(t.into_owned())
+    };
+    match given {
+        Encoding::Latin1 => {
+            let bom = bytes.starts_with(b"\xEF\xBB\xBF");
+            let rest = if bom { &bytes[3..] } else { bytes };
+            let (t, _) = encoding_rs::WINDOWS_1252.decode_without_bom_handling(rest);
+            return (given, bom, Cow::Owned(t.into_owned()));
+        }
+        Encoding::Utf16 | Encoding::Utf16Le => {
+            return (
+                given,
+                bytes.starts_with(b"\xFF\xFE"),
+                decode(encoding_rs::UTF_16LE),
+            )
+        }
+        Encoding::Utf16Be => {
+            return (
+                given,
+                bytes.starts_with(b"\xFE\xFF"),
+                decode(encoding_rs::UTF_16BE),
+            )
+        }
+        Encoding::Utf8 => {}
+    }
+    if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF") {
+        return (Encoding::Utf8, true, String::from_utf8_lossy(rest));
+    }
+    if bytes.starts_with(b"\xFF\xFE") {
+        let (t, _) = encoding_rs::UTF_16LE.decode_with_bom_removal(bytes);
+        return (Encoding::Utf16Le, true, Cow::Owned(t.into_owned()));
+    }
+    if bytes.starts_with(b"\xFE\xFF") {
+        let (t, _) = encoding_rs::UTF_16BE.decode_with_bom_removal(bytes);
+        return (Encoding::Utf16Be, true, Cow::Owned(t.into_owned()));
+    }
+    (Encoding::Utf8, false, String::from_utf8_lossy(bytes))
+}
+
+/// A record's fields as they stand in the text, and whether each was quoted.
+type Record<'a> = Vec<(&'a str, bool)>;
+
+/// The records of `text` split by `delim` and `quote` (quote-aware, a doubled quote
+/// inside quotes escapes it; CR before LF is dropped; blank lines are skipped). With
+/// `whole` false the last record, maybe cut, is dropped.
+fn records(text: &str, delim: u8, quote: Option<u8>, whole: bool) -> Vec<Record<'_>> {
+    let b = text.as_bytes();
+    let mut out: Vec<Record<'_>> = vec![];
+    let mut rec: Record<'_> = vec![];
+    let (mut i, mut start, mut quoted, mut in_q) = (0usize, 0usize, false, false);
+    let field = |s: usize, e: usize, q: bool| -> (&str, bool) {
+        let mut e = e;
+        if e > s && b[e - 1] == b'\r' {
+            e -= 1;
+        }
+        // Splits fall on ASCII bytes, so these are char boundaries.
+        (&text[s..e], q)
+    };
+    while i < b.len() && out.len() < SAMPLE_RECORDS {
+        let c = b[i];
+        if in_q {
+            if Some(c) == quote {
+                if b.get(i + 1) == Some(&c) {
+                    i += 2;
+                    continue;
+                }
+                in_q = false;
+            }
+            i += 1;
+            continue;
+        }
+        if Some(c) == quote && i == start {
+            in_q = true;
+            quoted = true;
+        } else if c == delim {
+            rec.push(field(start, i, quoted));
+            start = i + 1;
+            quoted = false;
+        } else if c == b'\n' {
+            rec.push(field(start, i, quoted));
+            let blank = rec.len() == 1 && rec[0].0.is_empty() && !rec[0].1;
+            if !blank {
+                out.push(std::mem::take(&mut rec));
+            }
+            rec.clear();
+            start = i + 1;
+            quoted = false;
+        }
+        i += 1;
+    }
+    if i >= b.len() && whole && start < b.len() && !in_q {
+        rec.push(field(start, b.len(), quoted));
+        out.push(rec);
+    }
+    out
+}
+
+/// What a field's text looks like, for the header test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Empty,
+    Number,
+    Date,
+    Text,
+}
+
+/// `1.234,56`, `-0,5`, `12,5`: a number written with a decimal comma.
+pub fn is_decimal_comma(s: &str) -> bool {
+    let s = s.strip_prefix(['-', '+']).unwrap_or(s);
+    let Some((int, frac)) = s.split_once(',') else {
+        return false;
+    };
+    if frac.is_empty() || !frac.bytes().all(|c| c.is_ascii_digit()) {
+        return false;
+    }
+    let groups: Vec<&str> = int.split('.').collect();
+    match groups.as_slice() {
+        [one] => !one.is_empty() && one.bytes().all(|c| c.is_ascii_digit()),
+        [first, rest @ ..] => {
+            (1..=3).contains(&first.len())
+                && first.bytes().all(|c| c.is_ascii_digit())
+                && rest
+                    .iter()
+                    .all(|g| g.len() == 3 && g.bytes().all(|c| c.is_ascii_digit()))
+        }
+        [] => false,
+    }
+}
+
+/// `2026-11-23`, `23.11.2026`, `11/23/2026` (and with a time after a space or `T`).
+fn is_date(s: &str) -> bool {
+    let d = s.split([' ', 'T']).next().unwrap_or("");
+    let parts: Vec<&str> = d.split(['-', '.', '/']).collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 4 && p.bytes().all(|c| c.is_ascii_digit()))
+        && parts.iter().any(|p| p.len() == 4)
+}
+
+fn kind(field: &str, quote: Option<u8>) -> Kind {
+    let mut s = field.trim();
+    if let Some(q) = quote.map(char::from) {
+        if s.len() >= 2 && s.starts_with(q) && s.ends_with(q) {
+            s = &s[1..s.len() - 1];
+        }
+    }
+    if s.is_empty() {
+        Kind::Empty
+    } else if s.parse::<f64>().is_ok_and(f64::is_finite) || is_decimal_comma(s) {
+        Kind::Number
+    } else if is_date(s) {
+        Kind::Date
+    } else {
+        Kind::Text
+    }
+}
+
+/// Whether the first of `recs` (all of one width) is data rather than column names.
+fn first_is_data(recs: &[Record<'_>], quote: Option<u8>) -> bool {
+    let Some((first, rest)) = recs.split_first() else {
+        return false;
+    };
+    if rest.is_empty() {
+        // One record: data only when every field is a number or a date.
+        return first
+            .iter()
+            .all(|(f, _)| matches!(kind(f, quote), Kind::Number | Kind::Date));
+    }
+    let (mut data, mut names) = (0, 0);
+    for (col, (name, _)) in first.iter().enumerate() {
+        let mut kinds = rest
+            .iter()
+            .filter_map(|r| r.get(col))
+            .map(|(f, _)| kind(f, quote))
+            .filter(|k| *k != Kind::Empty);
+        let Some(k) = kinds.next() else { continue };
+        if k == Kind::Text || !kinds.all(|x| x == k) {
+            continue;
+        }
+        match kind(name, quote) {
+            Kind::Empty => {}
+            f if f == k => data += 1,
+            _ => names += 1,
+        }
+    }
+    data > 0 && names == 0
+}
+
+/// The common delimiters, in the order that breaks ties.
+const COMMON: [u8; 4] = [b',', b'\t', b';', b'|'];
+
+/// A candidate's standing: higher is better, field by field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Score {
+    /// Every sampled record is this wide (2 or more).
+    consistent: bool,
+    /// One of the common delimiters: another byte wins only where none fits.
+    common: bool,
+    /// Per mille of unquoted fields that hold no other common delimiter.
+    clean: usize,
+    width: usize,
+    rank: std::cmp::Reverse<usize>,
+    /// 2: a quote the sample uses; 1: the usual choice when no field is quoted (`"`, or
+    /// none for tab-separated text); 0: otherwise.
+    quote: u8,
+}
+
+/// The delimiter, quote and header of delimited `text`, and whether a delimiter made
+/// every sampled record the same width. `delimiter` and `quote` given are used as is.
+/// `csv`: the name says CSV, so when no delimiter fits it is `,` (records of another
+/// width are then errors); otherwise a header without any common delimiter makes the
+/// text one column.
+pub fn delimited(
+    text: &str,
+    whole: bool,
+    delimiter: Option<u8>,
+    quote: Option<Option<u8>>,
+    csv: bool,
+) -> (u8, Option<u8>, bool, bool, usize) {
+    let first_line = text.lines().next().unwrap_or("");
+    let mut delims: Vec<u8> = match delimiter {
+        Some(d) => vec![d],
+        None => COMMON.to_vec(),
+    };
+    if delimiter.is_none() {
+        for b in first_line.bytes() {
+            if b.is_ascii_punctuation() && !matches!(b, b'"' | b'\'') && !delims.contains(&b) {
+                delims.push(b);
+            }
+        }
+    }
+    let quotes: Vec<Option<u8>> = match quote {
+        Some(q) => vec![q],
+        None => vec![Some(b'"'), None, Some(b'\'')],
+    };
+    let mut best: Option<(Score, u8, Option<u8>)> = None;
+    for (rank, &d) in delims.iter().enumerate() {
+        for &q in &quotes {
+            if Some(d) == q {
+                continue;
+            }
+            let recs = records(text, d, q, whole);
+            let Some(width) = recs.first().map(Vec::len) else {
+                continue;
+            };
+            let consistent = width >= 2 && recs.iter().all(|r| r.len() == width);
+            // Unquoted fields that hold another common delimiter: a sign of the wrong split.
+            let fields = recs.iter().map(Vec::len).sum::<usize>().max(1);
+            let unclean = recs
+                .iter()
+                .flatten()
+                .filter(|(f, quoted)| {
+                    !quoted
+                        && f.bytes().any(|b| COMMON.contains(&b) && b != d)
+                        && !(d != b',' && is_decimal_comma(f.trim()))
+                })
+                .count();
+            let used = recs.iter().flatten().any(|(_, quoted)| *quoted);
+            let quote = match q {
+                _ if used => 2,
+                Some(b'"') if d != b'\t' => 1,
+                None if d == b'\t' => 1,
+                _ => 0,
+            };
+            let score = Score {
+                consistent,
+                common: COMMON.contains(&d),
+                clean: 1000 - unclean * 1000 / fields,
+                width,
+                rank: std::cmp::Reverse(rank),
+                quote,
+            };
+            if best.as_ref().is_none_or(|(s, _, _)| score > *s) {
+                best = Some((score, d, q));
+            }
+        }
+    }
+    let fallback_quote = quote.unwrap_or(Some(b'"'));
+    let Some((_, d, q)) = best.filter(|(s, _, _)| s.consistent) else {
+        // No delimiter fits. A header with none of the common ones names one column
+        // (its values may hold commas): read it whole, with a delimiter it lacks.
+        let one_column = !csv && !first_line.bytes().any(|b| COMMON.contains(&b));
+        let absent = COMMON
+            .iter()
+            .rev()
+            .copied()
+            .find(|c| !text.as_bytes().contains(c));
+        let d = match (delimiter, one_column, absent) {
+            (Some(d), _, _) => d,
+            (None, true, Some(a)) => a,
+            _ => b',',
+        };
+        let recs = records(text, d, fallback_quote, whole);
+        return (
+            d,
+            fallback_quote,
+            !first_is_data(&recs, fallback_quote),
+            false,
+            recs.len(),
+        );
+    };
+    let recs = records(text, d, q, whole);
+    (d, q, !first_is_data(&recs, q), true, recs.len())
+}
+
+/// What the caller fixed; sniffing finds the rest.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Given {
+    pub format: Option<Format>,
+    pub delimiter: Option<u8>,
+    pub quote: Option<Option<u8>>,
+    pub encoding: Encoding,
+}
+
+/// Sniffs `input` from its first bytes (which stay to be read); `None` when it has none
+/// to peek (the program's own values).
+pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<Dialect>> {
+    let Some((raw, raw_whole)) = input.peek()? else {
+        return Ok(None);
+    };
+    let compression = if input.is_gzip() {
+        Some(Compression::Gzip)
+    } else {
+        Compression::of(&raw)
+    };
+    let (bytes, whole): (Cow<'_, [u8]>, bool) = match compression {
+        Some(c) => {
+            // A stream that cannot be decoded is left to the reader, whose error says how.
+            let Ok((b, w)) = decompressed_sample(c, &raw, raw_whole) else {
+                return Ok(None);
+            };
+            (Cow::Owned(b), w)
+        }
+        None => (Cow::Borrowed(&raw[..]), raw_whole),
+    };
+    let (encoding, bom, text) = text_of(&bytes, given.encoding);
+    let format = given.format.unwrap_or_else(|| format_of(&text));
+    let (delimiter, quote, header, delimiter_found, sampled_records) = match format {
+        Format::Csv => delimited(
+            &text,
+            whole,
+            given.delimiter,
+            given.quote,
+            given.format == Some(Format::Csv),
+        ),
+        Format::Tsv => delimited(
+            &text,
+            whole,
+            Some(given.delimiter.unwrap_or(b'\t')),
+            Some(given.quote.unwrap_or(None)),
+            false,
+        ),
+        _ => (b',', None, true, false, 0),
+    };
+    Ok(Some(Dialect {
+        compression,
+        encoding,
+        bom,
+        format,
+        delimiter,
+        quote,
+        header,
+        delimiter_found,
+        sampled_records,
+    }))
+}
+
+/// The format of `text` by its first non-blank character.
+pub fn format_of(text: &str) -> Format {
+    match text.trim_start().as_bytes().first() {
+        Some(b'[') => Format::Json,
+        Some(b'{') => Format::Ndjson,
+        _ => Format::Csv,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sniff(text: &str) -> (u8, Option<u8>, bool, bool) {
+        let (d, q, h, found, _) = delimited(text, true, None, None, false);
+        (d, q, h, found)
+    }
+
+    #[test]
+    fn spreadsheet_exports_in_a_european_locale() {
+        let t = "Name;Preis;Datum\r\nÄpfel;1.234,56;23.11.2026\r\nBirnen;0,5;01.12.2026\r\n";
+        assert_eq!(sniff(t), (b';', Some(b'"'), true, true));
+    }
+
+    #[test]
+    fn tabs_pipes_and_quoted_delimiters() {
+        assert_eq!(sniff("a\tb\n1\t2\n").0, b'\t');
+        assert_eq!(sniff("a|b|c\n1|x,y|3\n").0, b'|');
+        let q = "name,note\n\"Smith; John\",\"a, b\"\n\"Doe; Jane\",c\n";
+        assert_eq!(sniff(q), (b',', Some(b'"'), true, true));
+    }
+
+    #[test]
+    fn headerless_numbers_and_one_column_files() {
+        assert_eq!(
+            sniff("1,2.5,2026-01-01\n3,4,2026-01-02\n"),
+            (b',', Some(b'"'), false, true)
+        );
+        let one = sniff("name\nAda\nAlan\n");
+        assert!(!one.3, "no delimiter was found");
+        assert!(one.2);
+        // One column whose values hold commas: read whole, not split.
+        let commas = sniff("name\nSmith, John\nDoe, Jane\n");
+        assert_eq!((commas.0, commas.3), (b'|', false));
+    }
+
+    #[test]
+    fn decimal_commas_are_told_from_thousands() {
+        for yes in ["1,5", "-0,25", "1.234,56", "12.345.678,9"] {
+            assert!(is_decimal_comma(yes), "{yes}");
+        }
+        for no in ["1,", ",5", "1.23,4.5", "12.34,5", "a,b", "1234"] {
+            assert!(!is_decimal_comma(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn formats_and_compressions_by_their_first_bytes() {
+        assert_eq!(format_of("  [{\"a\":1}]"), Format::Json);
+        assert_eq!(format_of("{\"a\":1}\n"), Format::Ndjson);
+        assert_eq!(format_of("a,b\n"), Format::Csv);
+        assert_eq!(Compression::of(&[0x1f, 0x8b, 8]), Some(Compression::Gzip));
+        assert_eq!(Compression::of(b"BZh91AY&SY"), Some(Compression::Bzip2));
+        assert_eq!(Compression::of(b"BZh9,name\n"), None);
+        assert_eq!(Compression::of(b"a,b"), None);
+    }
+}
