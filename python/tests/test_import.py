@@ -148,3 +148,14 @@ def test_progress_true_draws_a_tqdm_bar(tmp_path, capsys):
     src.write_text("a\n" + "".join(f"{i}\n" for i in range(200_000)), encoding="utf-8")
     liteload.import_file(tmp_path / "x.db", src, progress=True)
     assert "importing" in capsys.readouterr().err
+
+
+def test_a_spreadsheet_export_loads_with_no_options_and_converts_when_asked(tmp_path):
+    src = tmp_path / "prices.txt"
+    src.write_bytes("\ufeffArtikel;Preis;Datum\r\nÄpfel;1.234,56;23.11.2026\r\nKäse;0,5;01.12.2026\r\n".encode())
+    db = tmp_path / "p.db"
+    s = liteload.import_file(db, src)
+    assert s.rows == 2 and s.tables == ["prices"]
+    assert rows(db, "prices") == [("Äpfel", "1.234,56", "23.11.2026"), ("Käse", "0,5", "01.12.2026")]
+    liteload.import_file(db, src, table="converted", decimal_comma=True, dates=["%d.%m.%Y"])
+    assert rows(db, "converted") == [("Äpfel", 1234.56, "2026-11-23"), ("Käse", 0.5, "2026-12-01")]

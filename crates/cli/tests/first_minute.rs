@@ -304,6 +304,21 @@ fn compressed_bytes_on_stdin_are_told_by_their_magic() -> R {
 }
 
 #[test]
+fn text_that_is_not_utf8_is_an_error_unless_a_guess_is_asked_for() -> R {
+    let d = TempDir::new()?;
+    let db = d.path().join("l.db");
+    let f = d.path().join("latin.csv");
+    std::fs::write(&f, b"name;city\nJos\xe9;M\xfcnchen\n")?;
+    let out = liteload().arg("import").arg(&db).arg(&f).output()?;
+    assert!(!out.status.success());
+    assert!(String::from_utf8(out.stderr)?.contains("--encoding"));
+    let err = import(&db, f.to_str().ok_or("path")?, &["--guess-encoding"])?;
+    assert!(err.contains("Windows-1252 (guessed: not UTF-8)"), "{err}");
+    assert_eq!(table(&db, "latin")?.1, vec![vec![t("José"), t("München")]]);
+    Ok(())
+}
+
+#[test]
 fn sniff_prints_what_import_would_use_as_a_table_and_as_json() -> R {
     let out = liteload()
         .args(["sniff", "--json"])

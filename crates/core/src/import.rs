@@ -117,6 +117,11 @@ pub struct ImportOptions {
     /// too (it is data only when it holds numbers or dates where the other records do);
     /// `false` keeps `read.header`.
     pub sniff_header: bool,
+    /// With `sniff` and the encoding left at UTF-8: input whose sample is not UTF-8 is
+    /// read as Windows-1252 (a superset of Latin-1, which decodes any byte), and the
+    /// summary says it was a guess. Without it such input is an error that asks for
+    /// the encoding.
+    pub guess_encoding: bool,
 }
 
 /// What a load does to a table that exists before it starts.
@@ -159,6 +164,7 @@ impl Default for ImportOptions {
             if_exists: IfExists::Append,
             sniff: true,
             sniff_header: true,
+            guess_encoding: false,
         }
     }
 }
@@ -548,8 +554,9 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
         || (named == Some(Format::Csv)
             && opts.delimiter.is_none()
             && opts.quoting == Quoting::Default)
-        || (opts.sniff_header && opts.read.header && opts.read.columns.is_none());
-    let dialect = if opts.sniff && fixed.is_none() && delimited(named) && open_question {
+        || (opts.sniff_header && opts.read.header && opts.read.columns.is_none())
+        || opts.guess_encoding;
+    let mut dialect = if opts.sniff && fixed.is_none() && delimited(named) && open_question {
         let given = Given {
             format: named,
             delimiter: opts.delimiter,
@@ -577,6 +584,12 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
         }
     };
     let mut ro = options_for_format(input, format, opts)?;
+    if let Some(d) = dialect.as_mut() {
+        if opts.guess_encoding && ro.encoding == Encoding::Utf8 && !d.valid_text {
+            d.encoding = Encoding::Latin1;
+            d.encoding_guessed = true;
+        }
+    }
     if !ro.locale.is_empty() {
         if !matches!(format, Format::Csv | Format::Tsv) {
             return Err(Error::plan(format!(
@@ -600,6 +613,7 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
             }
         }
         if ro.encoding == Encoding::Utf8 && d.encoding != Encoding::Utf8 {
+            // UTF-16 by its byte-order mark, or Windows-1252 guessed when asked to.
             ro.encoding = d.encoding;
         }
     }

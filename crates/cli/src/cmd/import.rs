@@ -113,6 +113,11 @@ pub struct ImportArgs {
     /// CSV, a header line, UTF-8. Compression is still told by its magic bytes.
     #[arg(long, help_heading = "Format")]
     pub no_sniff: bool,
+    /// Input that is not UTF-8 (and has no UTF-16 byte-order mark) is read as
+    /// Windows-1252, a superset of Latin-1, and the summary says so; without this it is
+    /// an error that asks for --encoding.
+    #[arg(long, help_heading = "Format", conflicts_with = "no_sniff")]
+    pub guess_encoding: bool,
     /// Numbers use a decimal comma: `1.234,56` is stored as the REAL 1234.56 (and
     /// `1.234.567` as the INTEGER 1234567). Delimited text only.
     #[arg(long, help_heading = "Format")]
@@ -425,6 +430,7 @@ pub(crate) fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
         built.quoting = quoting;
         built.sniff = !a.no_sniff;
         built.sniff_header = !a.header && !a.no_header;
+        built.guess_encoding = a.guess_encoding;
         built.table = a.table.clone();
         built.alter = a.alter;
         built.detect_types = !a.no_detect_types;

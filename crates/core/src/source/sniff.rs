@@ -105,6 +105,12 @@ pub struct Dialect {
     pub encoding: Encoding,
     /// Whether the text starts with a byte-order mark.
     pub bom: bool,
+    /// Whether the sample is valid in its encoding (UTF-8: every byte sequence; a
+    /// character cut by the sample's end is no fault).
+    pub valid_text: bool,
+    /// The encoding is a guess asked for: the sample is not UTF-8, so Windows-1252
+    /// (which reads any byte) is used.
+    pub encoding_guessed: bool,
     /// The format.
     #[serde(serialize_with = "format_name")]
     pub format: Format,
@@ -193,11 +199,13 @@ impl Dialect {
         let enc = match self.encoding {
             Encoding::Utf16 | Encoding::Utf16Le => "UTF-16LE",
             Encoding::Utf16Be => "UTF-16BE",
-            Encoding::Latin1 => "Latin-1",
+            Encoding::Latin1 => "Windows-1252",
             Encoding::Utf8 => "UTF-8",
         };
         parts.push(if self.bom {
             format!("{enc} with BOM")
+        } else if self.encoding_guessed {
+            format!("{enc} (guessed: not UTF-8)")
         } else {
             enc.into()
         });
@@ -597,6 +605,13 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
         None => (Cow::Borrowed(&raw[..]), raw_whole),
     };
     let (encoding, bom, text) = text_of(&bytes, given.encoding);
+    let valid_text = encoding != Encoding::Utf8 || {
+        let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+        match std::str::from_utf8(body) {
+            Ok(_) => true,
+            Err(e) => e.error_len().is_none() && !whole,
+        }
+    };
     let format = given.format.unwrap_or_else(|| format_of(&text));
     let (delimiter, quote, header, delimiter_found, sampled_records) = match format {
         Format::Csv => delimited(
@@ -619,6 +634,8 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
         compression,
         encoding,
         bom,
+        valid_text,
+        encoding_guessed: false,
         format,
         delimiter,
         quote,
