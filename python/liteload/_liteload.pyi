@@ -47,6 +47,7 @@ class Summary:
     verified: bool
     sqlite_version: str
     notes: List[str]
+    sniffed: List[str]
     def as_dict(self) -> dict:
         """The fields as a dict."""
 

@@ -38,6 +38,9 @@ pub struct Summary {
     pub sqlite_version: String,
     /// Notes worth reading (columns that look like dates, say).
     pub notes: Vec<String>,
+    /// What was told from each input's content (`"prices.txt: ';'-separated, header,
+    /// UTF-8 with BOM"`), for the inputs whose reading it decided.
+    pub sniffed: Vec<String>,
 }
 
 impl From<liteload::Summary> for Summary {
@@ -63,7 +66,26 @@ impl From<liteload::Summary> for Summary {
             }),
             verified: s.verified,
             sqlite_version: s.sqlite_version,
-            notes: s.notes,
+            sniffed: s
+                .sniffed
+                .iter()
+                .filter(|x| x.changed)
+                .map(|x| format!("{}: {}", x.input, x.described))
+                .collect(),
+            notes: s
+                .notes
+                .into_iter()
+                .chain(s.locale_hints.iter().map(|h| match &h.date_format {
+                    None => format!(
+                        "{}: column {:?} looks written with a decimal comma ({}); decimal_comma=True reads it so, as numbers",
+                        h.input, h.column, h.example
+                    ),
+                    Some(f) => format!(
+                        "{}: column {:?} looks like dates in {f} ({}), kept as text; dates=['{f}'] stores them as ISO 8601",
+                        h.input, h.column, h.example
+                    ),
+                }))
+                .collect(),
         }
     }
 }
@@ -88,6 +110,7 @@ impl Summary {
         d.set_item("verified", self.verified)?;
         d.set_item("sqlite_version", &self.sqlite_version)?;
         d.set_item("notes", self.notes.clone())?;
+        d.set_item("sniffed", self.sniffed.clone())?;
         Ok(d)
     }
 

@@ -156,6 +156,8 @@ def test_a_spreadsheet_export_loads_with_no_options_and_converts_when_asked(tmp_
     db = tmp_path / "p.db"
     s = liteload.import_file(db, src)
     assert s.rows == 2 and s.tables == ["prices"]
+    assert s.sniffed == [f"{src}: ';'-separated, header, UTF-8 with BOM"]
+    assert any("decimal_comma=True" in n for n in s.notes) and any("dates=['%d.%m.%Y']" in n for n in s.notes)
     assert rows(db, "prices") == [("Äpfel", "1.234,56", "23.11.2026"), ("Käse", "0,5", "01.12.2026")]
     liteload.import_file(db, src, table="converted", decimal_comma=True, dates=["%d.%m.%Y"])
     assert rows(db, "converted") == [("Äpfel", 1234.56, "2026-11-23"), ("Käse", 0.5, "2026-12-01")]

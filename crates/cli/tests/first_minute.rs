@@ -198,6 +198,20 @@ fn a_european_spreadsheet_csv_loads_and_its_numbers_and_dates_are_pointed_out() 
     )?;
     assert_eq!(next_day, vec![vec![t("2026-11-24")]]);
 
+    // --summary-json carries the same: the dialect and the columns pointed out.
+    let out = liteload()
+        .arg("import")
+        .arg(&db)
+        .arg(&file)
+        .args(["--table", "json", "--summary-json", "-q"])
+        .output()?;
+    assert!(out.status.success());
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(summary["sniffed"][0]["dialect"]["delimiter"], ";");
+    assert_eq!(summary["sniffed"][0]["dialect"]["bom"], true);
+    assert_eq!(summary["locale_hints"][0]["column"], "Preis");
+    assert_eq!(summary["locale_hints"][1]["date_format"], "%d.%m.%Y");
+
     // US dates with a time, converted by their format.
     import(&db, &data("us_dates.csv"), &["--dates", "%m/%d/%Y %H:%M"])?;
     let (_, rows) = table(&db, "us_dates")?;
