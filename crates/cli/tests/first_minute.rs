@@ -381,6 +381,20 @@ fn every_sniffed_setting_yields_to_its_flag() -> R {
         err.contains("expected 1 fields, found 2 (the file looks '|'-separated: --delimiter '|')"),
         "{err}"
     );
+    // On stdin too, from the bytes peeked before the load (stdin is not read again).
+    let out = liteload()
+        .args(["import"])
+        .arg(&db)
+        .args(["-", "--table", "piped", "--delimiter", ","])
+        .write_stdin(std::fs::read(data("export.psv"))?)
+        .output()?;
+    let err = String::from_utf8(out.stderr)?;
+    assert!(
+        err.contains(
+            "<stdin>:2:12: record 1: expected 1 fields, found 2 (the file looks '|'-separated"
+        ),
+        "{err}"
+    );
     // --no-sniff takes nothing from the content: a .dat name says no format.
     let out = liteload()
         .args(["import"])

@@ -664,6 +664,11 @@ fn cause_hint(e: Error, inputs: &[Input], opts: &ImportOptions) -> Error {
     else {
         return e;
     };
+    // Standard input is not read again for a hint (a producer may still be writing):
+    // only bytes peeked before the load are looked at.
+    if matches!(input, Input::Stdin) && !crate::source::input::stdin_peeked() {
+        return e;
+    }
     let Ok((used, _)) = resolve(input, opts) else {
         return e;
     };

@@ -49,9 +49,19 @@ pub struct ReaderInput {
 /// all of it.
 pub type Head = (Arc<[u8]>, bool);
 
-/// Standard input's first bytes, once peeked: [`open`] reads them again first. Standard
-/// input is one stream per process, so its peeked head is too.
-static STDIN_HEAD: Mutex<Option<Head>> = Mutex::new(None);
+/// Standard input's first bytes, once peeked, and whether [`open`] has given them back
+/// (it reads them again first, once). Standard input is one stream per process, so its
+/// peeked head is too; it stays for later peeks, which never read stdin again.
+static STDIN_HEAD: Mutex<Option<(Head, bool)>> = Mutex::new(None);
+
+/// Whether standard input's first bytes were peeked (a later [`Input::peek`] of stdin
+/// then reads nothing: it returns them).
+pub(crate) fn stdin_peeked() -> bool {
+    STDIN_HEAD
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .is_some()
+}
 
 /// What a [`ReaderInput`] holds until it is read.
 enum Taken {
@@ -368,9 +378,9 @@ impl Input {
                         .map_err(|e| {
                             Error::io(None, io::Error::new(e.kind(), format!("<stdin>: {e}")))
                         })?;
-                    *head = Some((b.into(), whole));
+                    *head = Some(((b.into(), whole), false));
                 }
-                Ok(head.clone())
+                Ok(head.as_ref().map(|(h, _)| h.clone()))
             }
             Input::Reader(r) => r.peek(),
         }
@@ -509,9 +519,13 @@ pub fn open(
     let raw: Box<dyn Read + Send> = match input {
         Input::Stdin => {
             // Bytes peeked to sniff the input come first.
-            match STDIN_HEAD.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                Some((head, _)) => Box::new(io::Cursor::new(head).chain(io::stdin())),
-                None => Box::new(io::stdin()),
+            let mut kept = STDIN_HEAD.lock().unwrap_or_else(|p| p.into_inner());
+            match kept.as_mut() {
+                Some(((head, _), given)) if !*given => {
+                    *given = true;
+                    Box::new(io::Cursor::new(head.clone()).chain(io::stdin()))
+                }
+                _ => Box::new(io::stdin()),
             }
         }
         Input::Path(p) => Box::new(File::open(p).map_err(|e| Error::io(Some(p.clone()), e))?),
