@@ -114,9 +114,14 @@ fn a_glob_of_files_loads_into_one_table_with_indexes_by_either_engine() {
 fn select_temporal_and_format_flags_shape_the_table() {
     let dir = tempfile::tempdir().expect("dir");
     let p = day_file(dir.path(), "trips.data", 0);
-    // no extension that says the format: named by --format
+    // No extension that says the format: told by its magic bytes, or named by --format.
     liteload(dir.path())
-        .args(["import", "t.db", "trips.data"])
+        .args(["import", "s.db", "trips.data"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("sniffed: trips.data: Parquet"));
+    liteload(dir.path())
+        .args(["import", "n.db", "trips.data", "--no-sniff"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--format"));

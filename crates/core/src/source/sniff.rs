@@ -196,6 +196,9 @@ impl Dialect {
             Format::Parquet => parts.push("Parquet".into()),
             Format::Arrow => parts.push("Arrow".into()),
         }
+        if self.format.is_typed() {
+            return parts.join(", ");
+        }
         let enc = match self.encoding {
             Encoding::Utf16 | Encoding::Utf16Le => "UTF-16LE",
             Encoding::Utf16Be => "UTF-16BE",
@@ -594,6 +597,31 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
     } else {
         Compression::of(&raw)
     };
+    // Typed files by their magic bytes: a Parquet file, an Arrow IPC file or stream.
+    if compression.is_none() && given.format.is_none() {
+        let typed = if raw.starts_with(b"PAR1") {
+            Some(Format::Parquet)
+        } else if raw.starts_with(b"ARROW1") || raw.starts_with(&[0xff, 0xff, 0xff, 0xff]) {
+            Some(Format::Arrow)
+        } else {
+            None
+        };
+        if let Some(format) = typed {
+            return Ok(Some(Dialect {
+                compression,
+                encoding: Encoding::Utf8,
+                bom: false,
+                valid_text: true,
+                encoding_guessed: false,
+                format,
+                delimiter: b',',
+                quote: None,
+                header: true,
+                delimiter_found: false,
+                sampled_records: 0,
+            }));
+        }
+    }
     let (bytes, whole): (Cow<'_, [u8]>, bool) = match compression {
         Some(c) => {
             // A stream that cannot be decoded is left to the reader, whose error says how.
@@ -706,6 +734,18 @@ mod tests {
         assert_eq!(format_of("  [{\"a\":1}]"), Format::Json);
         assert_eq!(format_of("{\"a\":1}\n"), Format::Ndjson);
         assert_eq!(format_of("a,b\n"), Format::Csv);
+        let parquet = crate::Input::bytes("x.data", &b"PAR1\0\0"[..]);
+        let given = Given {
+            format: None,
+            delimiter: None,
+            quote: None,
+            encoding: Encoding::Utf8,
+        };
+        let d = sniff_input(&parquet, given)
+            .ok()
+            .flatten()
+            .map(|d| (d.format, d.describe()));
+        assert_eq!(d, Some((Format::Parquet, "Parquet".to_string())));
         assert_eq!(Compression::of(&[0x1f, 0x8b, 8]), Some(Compression::Gzip));
         assert_eq!(Compression::of(b"BZh91AY&SY"), Some(Compression::Bzip2));
         assert_eq!(Compression::of(b"BZh9,name\n"), None);
