@@ -23,6 +23,16 @@ def slow_batches(n=200):
     return pa.RecordBatchReader.from_batches(schema, gen())
 
 
+@pytest.fixture(autouse=True)
+def default_ctrl_c():
+    """Python's own Ctrl-C handling, whatever this process inherited: a process started
+    in the background by a non-interactive shell has SIGINT ignored, and Python then
+    leaves it so (these tests are about liteload's handling, not the launcher's)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def interrupt_after(seconds):
     timer = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
