@@ -6,6 +6,12 @@
 //! SQLite's incremental blob I/O, which streams values in and out without holding them
 //! whole, works only on rowid tables.
 //!
+//! A store made with [`KvOptions::int_keys`] is `kv(k INTEGER PRIMARY KEY, v BLOB NOT
+//! NULL)`, as write-up 001's kvtest makes it: the key *is* the rowid, so a read is one
+//! B-tree lookup instead of an index lookup and then the table. Such a store holds
+//! integer keys only: writing a text key is an error, and reading one finds nothing. An
+//! existing store is used as its schema says, whatever the options.
+//!
 //! Every write is its own transaction unless made through [`KvStore::batch`]; reads see
 //! the last commit. Durability follows [`Durability`]: `balanced` (WAL, NORMAL) by default.
 
@@ -75,6 +81,8 @@ pub struct KvOptions {
     pub page_size: Option<u32>,
     /// SQLite's `cache_size` (pages if positive, KiB if negative).
     pub cache_size: Option<i64>,
+    /// A new store keys by integer, the key being the rowid (see the module notes).
+    pub int_keys: bool,
 }
 
 impl Default for KvOptions {
@@ -84,6 +92,7 @@ impl Default for KvOptions {
             mmap_size: 0,
             page_size: None,
             cache_size: None,
+            int_keys: false,
         }
     }
 }
@@ -105,6 +114,8 @@ pub struct KvStore {
     conn: Connection,
     /// The file, for error messages.
     path: std::path::PathBuf,
+    /// `k` is the rowid (`INTEGER PRIMARY KEY`): integer keys only.
+    int_keys: bool,
 }
 
 impl Drop for KvStore {
@@ -126,7 +137,7 @@ impl KvStore {
         let pragmas = opts.durability.shared_pragmas()?;
         let conn = Connection::open(path)
             .map_err(|e| Error::sqlite(format!("opening {}", path.display()), e))?;
-        let setup = || -> rusqlite::Result<()> {
+        let setup = || -> rusqlite::Result<bool> {
             crate::sqlite_info::configure(&conn)?;
             conn.busy_timeout(std::time::Duration::from_secs(5))?;
             if let Some(ps) = opts.page_size {
@@ -137,16 +148,61 @@ impl KvStore {
             if let Some(cs) = opts.cache_size {
                 conn.execute_batch(&format!("PRAGMA cache_size={cs};"))?;
             }
-            conn.execute_batch(
-                "CREATE TABLE IF NOT EXISTS kv(k PRIMARY KEY NOT NULL, v BLOB NOT NULL)",
+            conn.execute_batch(if opts.int_keys {
+                "CREATE TABLE IF NOT EXISTS kv(k INTEGER PRIMARY KEY, v BLOB NOT NULL)"
+            } else {
+                "CREATE TABLE IF NOT EXISTS kv(k PRIMARY KEY NOT NULL, v BLOB NOT NULL)"
+            })?;
+            // What the file holds decides, not the options: `k` declared INTEGER and the
+            // only primary key column is the rowid.
+            conn.query_row(
+                "SELECT count(*) = 1 AND max(name = 'k' AND upper(type) = 'INTEGER') FROM pragma_table_info('kv') WHERE pk > 0",
+                [],
+                |r| r.get::<_, bool>(0),
             )
         };
-        setup().map_err(|e| Error::sqlite(format!("preparing {}", path.display()), e))?;
+        let int_keys =
+            setup().map_err(|e| Error::sqlite(format!("preparing {}", path.display()), e))?;
         crate::durability::checkpoint_now(&conn);
         Ok(KvStore {
             conn,
             path: path.to_path_buf(),
+            int_keys,
         })
+    }
+
+    /// Whether this store keys by integer only, the key being the rowid.
+    pub fn int_keys(&self) -> bool {
+        self.int_keys
+    }
+
+    /// Refuses a text key for a store of integer keys.
+    fn writable(&self, key: &Key) -> Result<()> {
+        match key {
+            Key::Text(t) if self.int_keys => Err(Error::plan(format!(
+                "{}: this store keys by integer (its keys are rowids); {t:?} is text",
+                self.path.display()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether `key` could be in this store at all.
+    fn could_hold(&self, key: &Key) -> bool {
+        !(self.int_keys && matches!(key, Key::Text(_)))
+    }
+
+    /// Runs `f` in one read transaction: every read in it sees the same commit, and the
+    /// store's lock is taken once instead of once per read (what kvtest does).
+    pub fn reading<T>(&self, f: impl FnOnce(&KvStore) -> Result<T>) -> Result<T> {
+        self.conn
+            .execute_batch("BEGIN")
+            .map_err(self.sql("beginning a read"))?;
+        let out = f(self);
+        let end = self.conn.execute_batch("COMMIT");
+        let v = out?;
+        end.map_err(self.sql("ending a read"))?;
+        Ok(v)
     }
 
     /// The connection, for queries this API does not cover.
@@ -156,6 +212,7 @@ impl KvStore {
 
     /// Stores `value` under `key`, replacing any value there.
     pub fn put(&self, key: &Key, value: &[u8]) -> Result<()> {
+        self.writable(key)?;
         self.conn
             .prepare_cached(
                 "INSERT INTO kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v",
@@ -169,6 +226,7 @@ impl KvStore {
     /// I/O in 64 KiB pieces: the value is never in memory whole. All or nothing: if `r`
     /// fails or ends early, the store is as it was.
     pub fn put_reader(&self, key: &Key, mut r: impl Read, len: u64) -> Result<()> {
+        self.writable(key)?;
         let len_i = i64::try_from(len).map_err(|_| Error::plan("value too large"))?;
         // A savepoint, so this is atomic on its own and inside a batch alike.
         self.conn
@@ -223,6 +281,9 @@ impl KvStore {
     }
 
     fn rowid(&self, key: &Key) -> Result<Option<i64>> {
+        if !self.could_hold(key) {
+            return Ok(None);
+        }
         self.conn
             .prepare_cached("SELECT rowid FROM kv WHERE k = ?1")
             .and_then(|mut s| s.query_row([key], |r| r.get(0)).optional())
@@ -231,10 +292,41 @@ impl KvStore {
 
     /// The value under `key`, read with one SQL statement.
     pub fn get(&self, key: &Key) -> Result<Option<Vec<u8>>> {
+        if !self.could_hold(key) {
+            return Ok(None);
+        }
         self.conn
             .prepare_cached("SELECT v FROM kv WHERE k = ?1")
             .and_then(|mut s| s.query_row([key], |r| r.get(0)).optional())
             .map_err(self.sql("reading a value"))
+    }
+
+    /// Replaces `buf` with the value under `key`, read with one SQL statement and copied
+    /// once, straight from SQLite's row into `buf` (whose allocation is reused). Returns
+    /// `false` (and leaves `buf` empty) when there is none.
+    pub fn get_into(&self, key: &Key, buf: &mut Vec<u8>) -> Result<bool> {
+        buf.clear();
+        if !self.could_hold(key) {
+            return Ok(false);
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT v FROM kv WHERE k = ?1")
+            .map_err(self.sql("reading a value"))?;
+        let mut rows = stmt.query([key]).map_err(self.sql("reading a value"))?;
+        match rows.next().map_err(self.sql("reading a value"))? {
+            Some(r) => {
+                let v = r.get_ref(0).map_err(self.sql("reading a value"))?;
+                buf.extend_from_slice(v.as_blob().map_err(|e| {
+                    Error::sqlite(
+                        format!("{}: reading a value", self.path.display()),
+                        rusqlite::Error::FromSqlConversionFailure(0, v.data_type(), Box::new(e)),
+                    )
+                })?);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     /// A reader over the value under `key` (incremental blob I/O: `Read + Seek`, nothing
@@ -261,6 +353,9 @@ impl KvStore {
 
     /// Removes `key`. Returns whether it was there.
     pub fn delete(&self, key: &Key) -> Result<bool> {
+        if !self.could_hold(key) {
+            return Ok(false);
+        }
         let n = self
             .conn
             .prepare_cached("DELETE FROM kv WHERE k = ?1")
@@ -359,11 +454,26 @@ impl ValueReader<'_> {
     pub fn read_into(&mut self, key: &Key, buf: &mut Vec<u8>) -> Result<bool> {
         buf.clear();
         let store = self.store;
-        let Some(rowid) = store.rowid(key)? else {
-            return Ok(false);
+        // In a store of integer keys the key is the rowid: the handle moves straight to
+        // it, one B-tree lookup (a missing key is told apart below).
+        let rowid = match key {
+            Key::Int(i) if store.int_keys && self.blob.is_some() => *i,
+            _ => match store.rowid(key)? {
+                Some(r) => r,
+                None => return Ok(false),
+            },
         };
         match &mut self.blob {
-            Some(b) => b.reopen(rowid).map_err(store.sql("moving to a value"))?,
+            Some(b) => {
+                if let Err(e) = b.reopen(rowid) {
+                    // SQLite leaves the handle unusable after a failed move.
+                    self.blob = None;
+                    if store.int_keys && store.rowid(key)?.is_none() {
+                        return Ok(false);
+                    }
+                    return Err(store.sql("moving to a value")(e));
+                }
+            }
             None => {
                 let b = self
                     .store
@@ -399,6 +509,76 @@ mod tests {
         let d = tempfile::tempdir().map_err(|e| Error::io(None, e))?;
         let s = KvStore::open(&d.path().join("kv.db"), KvOptions::default())?;
         Ok((d, s))
+    }
+
+    #[test]
+    fn a_store_of_integer_keys_reads_by_rowid_and_refuses_text() -> Result<()> {
+        let d = tempfile::tempdir().map_err(|e| Error::io(None, e))?;
+        let path = d.path().join("int.db");
+        let opts = KvOptions {
+            int_keys: true,
+            ..KvOptions::default()
+        };
+        let s = KvStore::open(&path, opts)?;
+        assert!(s.int_keys());
+        for k in [-5i64, 0, 7, i64::MAX] {
+            s.put(
+                &Key::Int(k),
+                &bytes(100 + k.unsigned_abs() as usize % 50, k as u8),
+            )?;
+        }
+        assert_eq!(s.get(&Key::Int(7))?, Some(bytes(107, 7)));
+        let mut into = vec![1, 2, 3];
+        assert!(s.get_into(&Key::Int(7), &mut into)? && into == bytes(107, 7));
+        assert!(!s.get_into(&Key::Int(8), &mut into)? && into.is_empty());
+        assert!(!s.get_into(&Key::from("7"), &mut into)?);
+        let err = s.put(&Key::from("7"), b"x").unwrap_err().to_string();
+        assert!(err.contains("keys by integer"), "{err}");
+        assert!(s.put_reader(&Key::from("a"), &b"x"[..], 1).is_err());
+        assert_eq!(s.get(&Key::from("7"))?, None);
+        assert!(!s.contains(&Key::from("7"))? && !s.delete(&Key::from("7"))?);
+        // One B-tree lookup: the key is the rowid.
+        let plan: String = s
+            .connection()
+            .query_row(
+                "EXPLAIN QUERY PLAN SELECT v FROM kv WHERE k = ?1",
+                [7],
+                |r| r.get(3),
+            )
+            .map_err(|e| Error::sqlite("plan", e))?;
+        assert!(plan.contains("INTEGER PRIMARY KEY (rowid=?)"), "{plan}");
+        // The blob reader moves straight to a rowid and tells a missing key apart.
+        let mut r = s.values();
+        let mut buf = vec![];
+        assert!(r.read_into(&Key::Int(0), &mut buf)? && buf == bytes(100, 0));
+        assert!(!r.read_into(&Key::Int(8), &mut buf)? && buf.is_empty());
+        assert!(r.read_into(&Key::Int(i64::MAX), &mut buf)?);
+        assert!(!r.read_into(&Key::from("x"), &mut buf)?);
+        assert!(r.read_into(&Key::Int(-5), &mut buf)? && buf == bytes(105, 251));
+        drop(r);
+        let n = s.reading(|st| {
+            let mut n = 0;
+            for k in [-5i64, 0, 7, 8] {
+                n += st.get(&Key::Int(k))?.is_some() as usize;
+            }
+            Ok(n)
+        })?;
+        assert_eq!(n, 3);
+        drop(s);
+        // Reopened without the option, the file's schema decides.
+        let s = KvStore::open(&path, KvOptions::default())?;
+        assert!(s.int_keys());
+        assert_eq!(
+            s.keys(None)?,
+            vec![Key::Int(-5), Key::Int(0), Key::Int(7), Key::Int(i64::MAX)]
+        );
+        // A default store keeps both kinds and looks keys up through its index.
+        let t = KvStore::open(&d.path().join("any.db"), KvOptions::default())?;
+        assert!(!t.int_keys());
+        t.put(&Key::from("7"), b"t")?;
+        t.put(&Key::Int(7), b"i")?;
+        assert_eq!(t.get(&Key::from("7"))?, Some(b"t".to_vec()));
+        Ok(())
     }
 
     #[test]
