@@ -28,8 +28,8 @@ fn bench_all_tiny_writes_a_report_with_every_experiment() -> R {
         .stdout(predicate::str::contains("FAILED").not());
     let html = std::fs::read_to_string(d.path().join("r.html"))?;
     assert!(html.starts_with("<!DOCTYPE html>"));
-    // ladder, pragmas, upsert, kv reads, kv writes, generate.
-    assert_eq!(html.matches("<svg").count(), 6);
+    // ladder, pragmas (prepared and as written), upsert, kv reads, kv writes, generate.
+    assert_eq!(html.matches("<svg").count(), 7);
     assert!(
         html.contains("syntax error"),
         "the write-up's SELECT is reported"
@@ -41,7 +41,99 @@ fn bench_all_tiny_writes_a_report_with_every_experiment() -> R {
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.path().join("r.json"))?)?;
     let exps = j["experiments"].as_array().ok_or("no experiments")?;
-    assert_eq!(exps.len(), 6);
+    assert_eq!(exps.len(), 7);
+    // Every step that keeps data carries both labels, computed from its settings; and
+    // the pick for "every commit survives power loss" is the fastest step whose commits
+    // do, whatever a crash costs (never autocommit when one commit is as safe).
+    let recs = j["recommendations"]
+        .as_array()
+        .ok_or("no recommendations")?;
+    for e in exps {
+        let id = e["id"].as_str().ok_or("no id")?;
+        let steps = e["steps"].as_array().ok_or("no steps")?;
+        let rate = |s: &serde_json::Value| -> f64 {
+            let secs: Vec<f64> = s["seconds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|v| v.as_f64())
+                .collect();
+            let counts: Vec<f64> = s["counts"]
+                .as_array()
+                .map_or(vec![], |c| c.iter().filter_map(|v| v.as_f64()).collect());
+            let items = s["items"].as_f64().unwrap_or(0.0);
+            let mut r: Vec<f64> = secs
+                .iter()
+                .enumerate()
+                .map(|(i, t)| counts.get(i).copied().unwrap_or(items) / t.max(1e-9))
+                .collect();
+            r.sort_by(|a, b| a.total_cmp(b));
+            if r.len() % 2 == 1 {
+                r[r.len() / 2]
+            } else {
+                (r[r.len() / 2 - 1] + r[r.len() / 2]) / 2.0
+            }
+        };
+        for s in steps {
+            if !s["settings"].is_null() {
+                assert!(s["labels"]["survives"].is_string(), "{id}: {s}");
+                assert!(s["labels"]["crash_cost"].is_string(), "{id}: {s}");
+            }
+        }
+        let durable: Vec<&serde_json::Value> = steps
+            .iter()
+            .filter(|s| s["labels"]["survives"] == "power-loss")
+            .collect();
+        let pick = recs.iter().find(|r| {
+            r["experiment"] == id
+                && r["need"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("every commit survives power loss"))
+        });
+        match pick {
+            Some(p) => {
+                let best = durable.iter().map(|s| rate(s)).fold(0.0, f64::max);
+                let got = p["rate"].as_f64().ok_or("no rate")?;
+                assert!(
+                    (got - best).abs() <= 1e-6 * best,
+                    "{id}: picked {got}, fastest durable {best}"
+                );
+            }
+            None => assert!(durable.is_empty(), "{id}: durable steps but no pick"),
+        }
+    }
+    let notes = |id: &str| -> String {
+        exps.iter()
+            .find(|e| e["id"] == id)
+            .map(|e| e["notes"].to_string())
+            .unwrap_or_default()
+    };
+    assert!(
+        notes("ladder").contains("Overall speed-up"),
+        "{}",
+        notes("ladder")
+    );
+    assert!(
+        notes("upsert").contains("Loss window, measured"),
+        "{}",
+        notes("upsert")
+    );
+    assert!(
+        notes("kv-reads").contains("write-up: about 1.35x"),
+        "{}",
+        notes("kv-reads")
+    );
+    assert!(
+        notes("kv-reads").contains("in one transaction, as kvtest"),
+        "{}",
+        notes("kv-reads")
+    );
+    assert!(
+        notes("generate").contains("leaderboard"),
+        "{}",
+        notes("generate")
+    );
+    assert!(notes("pragmas-as-written").contains("failed over all runs"));
     let steps: usize = exps
         .iter()
         .map(|e| e["steps"].as_array().map_or(0, |s| s.len()))
@@ -62,6 +154,7 @@ fn bench_all_tiny_writes_a_report_with_every_experiment() -> R {
     for id in [
         "ladder",
         "pragmas",
+        "pragmas-as-written",
         "upsert",
         "kv-reads",
         "kv-writes",
@@ -118,5 +211,71 @@ fn bench_refuses_a_folder_it_did_not_make_and_bad_sizes() -> R {
         .assert()
         .failure()
         .stderr(predicate::str::contains("cannot be used with"));
+    Ok(())
+}
+
+#[test]
+fn bench_ladder_runs_on_the_users_own_file() -> R {
+    let d = TempDir::new()?;
+    let mut tsv = String::from("Route_ID\tBranch_Code\tVersion\tStop\tVehicle_Index\tDay\tTime\n");
+    for i in 0..300 {
+        tsv.push_str(&format!(
+            "{}\t{}A\t1\t{}\t7\t3\t6:{:02}:00\n",
+            5 + i % 9,
+            5 + i % 9,
+            1000 + i,
+            i % 60
+        ));
+    }
+    std::fs::write(d.path().join("mine.tsv"), &tsv)?;
+    Command::cargo_bin("liteload")?
+        .current_dir(d.path())
+        .args([
+            "bench", "ladder", "--runs", "1", "--cap", "5", "--dir", "w", "--input", "mine.tsv",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("300 rows of mine.tsv"))
+        .stdout(predicate::str::contains("write-up's final step"))
+        .stdout(predicate::str::contains("FAILED").not());
+    assert!(d.path().join("mine.tsv").exists());
+    std::fs::write(d.path().join("bad.tsv"), "a\tb\n1\t2\n")?;
+    Command::cargo_bin("liteload")?
+        .current_dir(d.path())
+        .args([
+            "bench", "ladder", "--runs", "1", "--dir", "w", "--input", "bad.tsv",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("bad.tsv: line 1"));
+    Ok(())
+}
+
+#[test]
+fn bench_kv_runs_kvtest_as_written() -> R {
+    let d = TempDir::new()?;
+    Command::cargo_bin("liteload")?
+        .current_dir(d.path())
+        .args(["bench", "kv", "--tiny", "--runs", "1", "--dir", "w"])
+        .args([
+            "--int",
+            "--read-txn",
+            "--jmode",
+            "delete",
+            "--order",
+            "desc",
+            "--cold",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("integer keys as the rowid"))
+        .stdout(predicate::str::contains("in desc order"))
+        .stdout(predicate::str::contains("cache"))
+        .stdout(predicate::str::contains("FAILED").not());
+    Command::cargo_bin("liteload")?
+        .args(["bench", "kv", "--jmode", "fast"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("expected delete, wal or off"));
     Ok(())
 }

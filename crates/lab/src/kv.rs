@@ -39,6 +39,80 @@ pub struct KvBenchOptions {
     pub seed: u64,
     /// Page size of the store (SQLite's default when `None`).
     pub page_size: Option<u32>,
+    /// Integer keys stored as the rowid (`INTEGER PRIMARY KEY`), as kvtest does; else
+    /// liteload kv's default store (a key column of any type, looked up by its index).
+    pub int_keys: bool,
+    /// All reads of a pass in one transaction, as kvtest does; else one per read.
+    pub read_txn: bool,
+    pub jmode: JournalMode,
+    pub order: Order,
+    /// Drop the page cache before every timed read pass.
+    pub cold: bool,
+}
+
+/// The store's journal, as kvtest's `--jmode` sets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JournalMode {
+    /// Rollback journal, synchronous=FULL: SQLite's defaults, and kvtest's.
+    Delete,
+    /// WAL with synchronous=NORMAL (the write-up's write chart); liteload kv's default.
+    Wal,
+    /// No journal, synchronous=OFF (the write-up's last chart).
+    Off,
+}
+
+/// The order blobs are read in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Order {
+    Random,
+    Asc,
+    Desc,
+}
+
+impl std::str::FromStr for JournalMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "delete" => Ok(JournalMode::Delete),
+            "wal" => Ok(JournalMode::Wal),
+            "off" => Ok(JournalMode::Off),
+            _ => Err(format!("{s:?}: expected delete, wal or off")),
+        }
+    }
+}
+
+impl std::str::FromStr for Order {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "random" => Ok(Order::Random),
+            "asc" => Ok(Order::Asc),
+            "desc" => Ok(Order::Desc),
+            _ => Err(format!("{s:?}: expected random, asc or desc")),
+        }
+    }
+}
+
+impl JournalMode {
+    /// The PRAGMAs that set it on an open store.
+    fn pragmas(self) -> &'static str {
+        match self {
+            JournalMode::Delete => "PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL;",
+            JournalMode::Wal => "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            JournalMode::Off => "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;",
+        }
+    }
+}
+
+/// Drops the OS page cache (clean pages only, after a `sync`), so that the next pass
+/// reads from the disk. Needs root; the error says why not otherwise.
+pub fn drop_page_cache() -> Result<(), String> {
+    let _ = std::process::Command::new("sync").status();
+    fs::write("/proc/sys/vm/drop_caches", "1").map_err(|e| {
+        format!("cannot drop the page cache (/proc/sys/vm/drop_caches: {e}); it takes root")
+    })
 }
 
 impl KvBenchOptions {
@@ -52,6 +126,11 @@ impl KvBenchOptions {
             dir,
             seed: 1,
             page_size: None,
+            int_keys: false,
+            read_txn: false,
+            jmode: JournalMode::Wal,
+            order: Order::Random,
+            cold: false,
         }
     }
 
@@ -84,6 +163,8 @@ pub struct KvReport {
     pub reads: Vec<Step>,
     pub writes: Vec<Step>,
     pub space: Space,
+    /// Why the reads ran warm although a cold cache was asked for.
+    pub cold_refused: Option<String>,
 }
 
 pub const READ_SQL: &str = "db: SELECT v FROM kv WHERE k=?";
@@ -162,8 +243,10 @@ pub fn run(o: &KvBenchOptions, log: &mut dyn FnMut(&str)) -> Res<KvReport> {
     let mut store = KvStore::open(&db, {
         let mut built = KvOptions::default();
         built.page_size = o.page_size;
+        built.int_keys = o.int_keys;
         built
     })?;
+    store.connection().execute_batch(o.jmode.pragmas())?;
     let mut expected = 0u64;
     let mut payload = 0u64;
     let mut rng = Rng::for_chunk(o.seed, 0);
@@ -185,6 +268,7 @@ pub fn run(o: &KvBenchOptions, log: &mut dyn FnMut(&str)) -> Res<KvReport> {
         }
         Ok(())
     })?;
+    // Checkpoints happen here, outside any timed part (a no-op without WAL).
     store
         .connection()
         .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
@@ -200,24 +284,33 @@ pub fn run(o: &KvBenchOptions, log: &mut dyn FnMut(&str)) -> Res<KvReport> {
         built.mmap_size = 1 << 40;
         built
     })?;
+    mmap.connection().execute_batch(o.jmode.pragmas())?;
 
-    let order = shuffled(o.count, &mut Rng::for_chunk(o.seed, 1));
+    let order = match o.order {
+        Order::Random => shuffled(o.count, &mut Rng::for_chunk(o.seed, 1)),
+        Order::Asc => (0..o.count).collect(),
+        Order::Desc => (0..o.count).rev().collect(),
+    };
     let read_pass = |name: &str, buf: &mut Vec<u8>| -> Res<Pass> {
         let mut p = Pass {
             items: 0,
             bytes: 0,
             digest: 0,
         };
-        let mut values = if name == READ_MMAP {
-            mmap.values()
-        } else {
-            store.values()
-        };
+        let db_store = if name == READ_MMAP { &mmap } else { &store };
+        let in_txn = o.read_txn && name.starts_with("db");
+        if in_txn {
+            db_store.connection().execute_batch("BEGIN")?;
+        }
+        let mut values = db_store.values();
         for &k in &order {
             buf.clear();
             match name {
-                READ_SQL => buf
-                    .extend_from_slice(&store.get(&Key::Int(k as i64))?.ok_or("a key is missing")?),
+                READ_SQL => {
+                    if !store.get_into(&Key::Int(k as i64), buf)? {
+                        return Err("a key is missing".into());
+                    }
+                }
                 READ_BLOB | READ_MMAP => {
                     if !values.read_into(&Key::Int(k as i64), buf)? {
                         return Err("a key is missing".into());
@@ -234,18 +327,40 @@ pub fn run(o: &KvBenchOptions, log: &mut dyn FnMut(&str)) -> Res<KvReport> {
             p.bytes += buf.len() as u64;
             p.digest = p.digest.wrapping_add(digest(k, buf));
         }
+        drop(values);
+        if in_txn {
+            db_store.connection().execute_batch("COMMIT")?;
+        }
         Ok(p)
     };
     let names = [READ_SQL, READ_BLOB, READ_MMAP, READ_FLAT, READ_TREE];
     let mut reads: Vec<Step> = names.iter().map(|n| Step::new(n)).collect();
-    log("reads: one warm-up pass each");
-    for n in names {
-        read_pass(n, &mut buf)?;
+    let mut cold_refused = None;
+    let cold = if o.cold {
+        match drop_page_cache() {
+            Ok(()) => true,
+            Err(e) => {
+                log(&format!("{e}: the reads run warm"));
+                cold_refused = Some(e);
+                false
+            }
+        }
+    } else {
+        false
+    };
+    if !cold {
+        log("reads: one warm-up pass each");
+        for n in names {
+            read_pass(n, &mut buf)?;
+        }
     }
     for r in 0..o.runs {
         log(&format!("reads: run {} of {}", r + 1, o.runs));
         for i in 0..names.len() {
             let j = (i + r) % names.len();
+            if cold {
+                drop_page_cache()?;
+            }
             let t0 = Instant::now();
             let p = read_pass(names[j], &mut buf);
             let secs = t0.elapsed().as_secs_f64();
@@ -280,6 +395,7 @@ pub fn run(o: &KvBenchOptions, log: &mut dyn FnMut(&str)) -> Res<KvReport> {
         reads,
         writes,
         space,
+        cold_refused,
     })
 }
 
@@ -362,6 +478,12 @@ fn overwrite(
                 Ok(())
             })();
             let secs = t0.elapsed().as_secs_f64();
+            // As the write-up: the timer stops after the commit, before a checkpoint.
+            if !name.starts_with("files") {
+                store
+                    .connection()
+                    .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
+            }
             // Verify what was written, untimed.
             let got = done.and_then(|()| {
                 let mut g = 0u64;
@@ -389,9 +511,7 @@ fn overwrite(
             }
         }
     }
-    store
-        .connection()
-        .execute_batch("PRAGMA synchronous=NORMAL")?;
+    store.connection().execute_batch(o.jmode.pragmas())?;
     Ok(steps)
 }
 
@@ -402,37 +522,92 @@ pub fn experiments(r: &KvReport) -> Vec<crate::report::Experiment> {
     let mut reads = r.reads.clone();
     reads.sort_by_key(|s| !s.name.starts_with("files"));
     let setup = format!(
-        "{} blobs of {} ± {} bytes, page size {}",
+        "{} blobs of {} ± {} bytes, page size {}, {} keys, journal {:?}",
         o.count,
         o.size,
         o.variance,
-        o.page_size.unwrap_or(4096)
+        o.page_size.unwrap_or(4096),
+        if o.int_keys {
+            "integer (rowid, as kvtest)"
+        } else {
+            "any-type (liteload kv's default)"
+        },
+        o.jmode
     );
-    let by = "write-up 001: Ubuntu desktop and other systems, SQLite 3.19/3.20, 2017 (ratios only: blob-API reads about 1.35x files, up to 10x with mmap on some systems)";
+    let by = "write-up 001: Ubuntu desktop and other systems, SQLite 3.19/3.20, 2017 (ratios only)";
+    let order = match o.order {
+        Order::Random => "random order",
+        Order::Asc => "ascending order",
+        Order::Desc => "descending order",
+    };
+    let cache = match (&r.cold_refused, o.cold) {
+        (None, true) => "cold cache (page cache dropped before each pass)".to_string(),
+        (Some(why), _) => format!("warm cache ({why})"),
+        (None, false) => "warm cache".to_string(),
+    };
+    let x =
+        |a: &str, b: &str| ratio(&r.reads, a, b).map_or("failed".into(), |v| format!("{v:.2}x"));
+    let w =
+        |a: &str, b: &str| ratio(&r.writes, a, b).map_or("failed".into(), |v| format!("{v:.1}x"));
+    let rate_of = |steps: &[Step], n: &str| {
+        steps
+            .iter()
+            .find(|s| s.name == n)
+            .and_then(|s| s.median_rate())
+    };
+    let writes_vs_reads = match (
+        rate_of(&r.reads, READ_BLOB),
+        rate_of(&r.writes, W_DB_OFF_ONE),
+    ) {
+        (Some(rd), Some(wr)) => format!("{:.1}x", rd / wr),
+        _ => "failed".into(),
+    };
+    let space_less = 100.0 * (1.0 - r.space.db_bytes as f64 / r.space.flat_dir_bytes.max(1) as f64);
+    let figures = vec![
+        format!(
+            "Reads, database over files (flat folder): blob API {} (write-up: about 1.35x, '35% faster'), SQL {} (write-up: faster than files, by less than the blob API), blob API + mmap {} (write-up: up to 2x on Mac and Android, 10x on Windows).",
+            x(READ_FLAT, READ_BLOB),
+            x(READ_FLAT, READ_SQL),
+            x(READ_FLAT, READ_MMAP)
+        ),
+        format!(
+            "Space after init (allocated blocks): database {:.1} MB, flat folder {:.1} MB, tree {:.1} MB, payload {:.1} MB: the database takes {space_less:.0}% less than the folder (write-up: 1,024,512,000 bytes against 1,228,800,000 for the folder, which is about 20% larger).",
+            r.space.db_bytes as f64 / 1e6,
+            r.space.flat_dir_bytes as f64 / 1e6,
+            r.space.tree_dir_bytes as f64 / 1e6,
+            r.space.payload_bytes as f64 / 1e6
+        ),
+        format!(
+            "Reads against writes: blob-API reads are {writes_vs_reads} the rate of overwrites in one transaction (write-up: writes 5 to 15 times slower than reads)."
+        ),
+    ];
+    let mut read_notes = figures.clone();
+    if o.read_txn {
+        read_notes.push("Database reads of a pass run in one transaction, as kvtest's do.".into());
+    } else {
+        read_notes.push(
+            "Each database read is its own transaction (kvtest reads in one: see --read-txn)."
+                .into(),
+        );
+    }
     vec![
         crate::report::Experiment {
             id: "kv-reads".into(),
             title: "Small blobs: reads from one database vs one file each".into(),
             writeup: "001: 35% faster than the filesystem (kvtest)".into(),
             unit: "blobs".into(),
-            setup: format!("{setup}; every blob once in random order, warm cache"),
+            setup: format!("{setup}; every blob once in {order}, {cache}"),
             published_by: by.into(),
             runs: o.runs,
             steps: reads,
-            notes: vec![format!(
-                "Space after init (allocated blocks): database {:.1} MB, flat folder {:.1} MB, tree {:.1} MB, payload {:.1} MB.",
-                r.space.db_bytes as f64 / 1e6,
-                r.space.flat_dir_bytes as f64 / 1e6,
-                r.space.tree_dir_bytes as f64 / 1e6,
-                r.space.payload_bytes as f64 / 1e6
-            )],
+            notes: read_notes,
         },
         crate::report::Experiment {
             id: "kv-writes".into(),
             title: "Small blobs: overwrites at equal durability".into(),
             writeup: "001: 35% faster than the filesystem (kvtest)".into(),
             unit: "blobs".into(),
-            setup: format!("{setup}; 10% of the blobs overwritten in random order"),
+            setup: format!("{setup}; 10% of the blobs overwritten in random order; checkpoints after the timer stops"),
             published_by: by.into(),
             runs: o.runs,
             steps: {
@@ -449,7 +624,10 @@ pub fn experiments(r: &KvReport) -> Vec<crate::report::Experiment> {
                 w.sort_by_key(|s| order.iter().position(|n| *n == s.name));
                 w
             },
-            notes: vec![],
+            notes: vec![format!(
+                "An fsync per file against the database at synchronous=FULL in one transaction: the database is {} faster (write-up: fsync per file is 'about 10 times or more' slower than SQLite).",
+                w(W_FILES_FSYNC, W_DB_FULL_ONE)
+            )],
         },
     ]
 }
@@ -474,7 +652,7 @@ mod tests {
             runs: 2,
             dir: d.path().join("kv"),
             seed: 3,
-            page_size: None,
+            ..KvBenchOptions::quick(d.path().join("kv"))
         };
         let r = run(&o, &mut |_| {})?;
         for s in r.reads.iter().chain(&r.writes) {

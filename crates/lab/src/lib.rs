@@ -12,6 +12,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod durability;
 pub mod generate;
 pub mod kv;
 pub mod ladder;

@@ -25,8 +25,8 @@ use liteload::generate::rng::Rng;
 use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
+use crate::durability::{Commits, Settings};
 use crate::report::{integrity_ok, measure, remove_db, Experiment, Plan, Run};
-use crate::stats::Safety;
 
 /// The experiment's size.
 #[derive(Clone, Debug, Serialize)]
@@ -36,6 +36,9 @@ pub struct PragmasOptions {
     pub runs: usize,
     pub dir: PathBuf,
     pub seed: u64,
+    /// Run the write-up's program shape: every statement formatted with its values and
+    /// compiled per operation, its SELECT text included (which SQLite rejects).
+    pub as_written: bool,
 }
 
 impl PragmasOptions {
@@ -46,6 +49,7 @@ impl PragmasOptions {
             runs: 3,
             dir,
             seed: 3,
+            as_written: false,
         }
     }
 
@@ -65,7 +69,6 @@ pub struct Config {
     pub name: &'static str,
     pub pragmas: &'static str,
     pub per_transaction: u64,
-    pub safety: Safety,
     /// The write-up's ops/s, where it measured this configuration.
     pub published: Option<f64>,
 }
@@ -76,146 +79,123 @@ const ALL: u64 = u64::MAX;
 
 /// The write-up's configurations in its order, then ours.
 pub fn configs() -> Vec<Config> {
-    let c = |name, pragmas, per_transaction, safety, published| Config {
+    let c = |name, pragmas, per_transaction, published| Config {
         name,
         pragmas,
         per_transaction,
-        safety,
         published,
     };
-    use Safety::*;
     vec![
-        c("default (autocommit)", "", 0, Durable, Some(325.22)),
-        c("100 ops per transaction", "", 100, Bounded, Some(3874.25)),
-        c(
-            "1,000 ops per transaction",
-            "",
-            1000,
-            Bounded,
-            Some(8514.17),
-        ),
-        c(
-            "10,000 ops per transaction",
-            "",
-            10_000,
-            Bounded,
-            Some(9259.12),
-        ),
-        c(
-            "all ops in one transaction",
-            "",
-            ALL,
-            AllOrNothing,
-            Some(9398.63),
-        ),
-        c("synchronous=OFF", SYNC_OFF, 0, AppCrash, Some(10501.53)),
-        c("journal_mode=OFF", JOURNAL_OFF, 0, None, Some(1944.59)),
+        c("default (autocommit)", "", 0, Some(325.22)),
+        c("100 ops per transaction", "", 100, Some(3874.25)),
+        c("1,000 ops per transaction", "", 1000, Some(8514.17)),
+        c("10,000 ops per transaction", "", 10_000, Some(9259.12)),
+        c("all ops in one transaction", "", ALL, Some(9398.63)),
+        c("synchronous=OFF", SYNC_OFF, 0, Some(10501.53)),
+        c("journal_mode=OFF", JOURNAL_OFF, 0, Some(1944.59)),
         c(
             "journal_mode=DELETE",
             "PRAGMA journal_mode=DELETE;",
             0,
-            Durable,
             Some(324.20),
         ),
         c(
             "journal_mode=TRUNCATE",
             "PRAGMA journal_mode=TRUNCATE;",
             0,
-            Durable,
             Some(370.87),
         ),
         c(
             "journal_mode=PERSIST",
             "PRAGMA journal_mode=PERSIST;",
             0,
-            Durable,
             Some(497.75),
         ),
         c(
             "journal_mode=MEMORY",
             "PRAGMA journal_mode=MEMORY;",
             0,
-            None,
             Some(1582.35),
         ),
         c(
             "journal_mode=WAL",
             "PRAGMA journal_mode=WAL;",
             0,
-            Durable,
             Some(3453.21),
         ),
         c(
             "WAL, wal_autocheckpoint=0",
             "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;",
             0,
-            Durable,
             Some(1488.43),
         ),
         c(
             "WAL, wal_autocheckpoint=10000",
             "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=10000;",
             0,
-            Durable,
             Some(3303.15),
         ),
         c(
             "auto_vacuum=FULL",
             "PRAGMA auto_vacuum=FULL;",
             0,
-            Durable,
             Some(342.09),
         ),
         c(
             "locking_mode=EXCLUSIVE",
             "PRAGMA locking_mode=EXCLUSIVE;",
             0,
-            Durable,
             Some(817.31),
         ),
         c(
             "synchronous=OFF, journal_mode=OFF",
             "PRAGMA synchronous=OFF; PRAGMA journal_mode=OFF;",
             0,
-            None,
             Some(18388.59),
         ),
         c(
             "sync OFF, journal OFF, EXCLUSIVE",
             "PRAGMA synchronous=OFF; PRAGMA journal_mode=OFF; PRAGMA locking_mode=EXCLUSIVE;",
             0,
-            None,
             Some(22386.21),
         ),
         c(
             "sync OFF, journal OFF, EXCLUSIVE, 1,000 ops/tx",
             "PRAGMA synchronous=OFF; PRAGMA journal_mode=OFF; PRAGMA locking_mode=EXCLUSIVE;",
             1000,
-            None,
             Some(24475.02),
         ),
         c(
             "sync OFF, WAL, EXCLUSIVE, 1,000 ops/tx",
             "PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL;",
             1000,
-            AppCrash,
             Some(24574.52),
         ),
         c(
             "WAL, synchronous=NORMAL (not in the write-up)",
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             0,
-            Bounded,
-            Option::None,
+            None,
         ),
         c(
             "WAL, synchronous=NORMAL, 1,000 ops/tx (not in the write-up)",
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             1000,
-            Bounded,
-            Option::None,
+            None,
         ),
     ]
+}
+
+impl Config {
+    /// The settings this configuration runs with, from its PRAGMAs and commit size.
+    pub fn settings(&self) -> Settings {
+        let commits = match self.per_transaction {
+            0 => Commits::EachOperation,
+            ALL => Commits::WholeRun,
+            _ => Commits::Batches,
+        };
+        Settings::from_pragmas(self.pragmas, commits)
+    }
 }
 
 /// What one run did; only successful statements are counted.
@@ -228,6 +208,8 @@ pub struct Counts {
     pub rows_read: u64,
     pub rows_deleted: u64,
     pub failed: u64,
+    /// Of `failed`, the SELECTs (as written, all of them fail).
+    pub failed_selects: u64,
     pub first_error: Option<String>,
 }
 
@@ -255,6 +237,7 @@ pub fn workload(
     seconds: f64,
     seed: u64,
     select: Option<&str>,
+    as_written: bool,
 ) -> Result<(f64, Counts), String> {
     remove_db(db);
     let e = |e: rusqlite::Error| e.to_string();
@@ -299,27 +282,53 @@ pub fn workload(
             let c = 1 + rng.below(3) as usize;
             if roll < 60 {
                 let v = [rng.below(500), rng.below(500), rng.below(500)];
-                match insert.execute([v[0] as i64, v[1] as i64, v[2] as i64]) {
+                let done = if as_written {
+                    conn.execute(
+                        &format!(
+                            "INSERT INTO t (t1, t2, t3) VALUES({}, {}, {})",
+                            v[0], v[1], v[2]
+                        ),
+                        [],
+                    )
+                } else {
+                    insert.execute([v[0] as i64, v[1] as i64, v[2] as i64])
+                };
+                match done {
                     Ok(1) => n.inserts += 1,
                     Ok(k) => fail(&mut n, format!("an INSERT changed {k} rows")),
                     Err(err) => fail(&mut n, err.to_string()),
                 }
             } else if roll < 90 {
                 let v = rng.below(500) as i64;
-                let r = match &mut selects[c - 1] {
-                    Ok(stmt) => read_rows(stmt, c, v),
-                    Err(err) => Err(err.to_string()),
+                let r = if as_written {
+                    // The write-up's text, formatted per operation; SQLite rejects it.
+                    conn.prepare(&format!("SELECT FROM t WHERE t{c} = {v}"))
+                        .map_err(|e| e.to_string())
+                        .and_then(|mut stmt| read_rows(&mut stmt, c, v))
+                } else {
+                    match &mut selects[c - 1] {
+                        Ok(stmt) => read_rows(stmt, c, v),
+                        Err(err) => Err(err.to_string()),
+                    }
                 };
                 match r {
                     Ok(rows) => {
                         n.selects += 1;
                         n.rows_read += rows;
                     }
-                    Err(err) => fail(&mut n, err),
+                    Err(err) => {
+                        n.failed_selects += 1;
+                        fail(&mut n, err)
+                    }
                 }
             } else {
                 let v = rng.below(500) as i64;
-                match deletes[c - 1].execute([v]) {
+                let done = if as_written {
+                    conn.execute(&format!("DELETE FROM t WHERE t{c} = {v}"), [])
+                } else {
+                    deletes[c - 1].execute([v])
+                };
+                match done {
                     Ok(k) => {
                         n.deletes += 1;
                         n.rows_deleted += k as u64;
@@ -342,6 +351,8 @@ pub fn workload(
             }
         }
     }
+    // The labels describe what ran: the connection must have the declared settings.
+    cfg.settings().confirm(&conn)?;
     conn.close().map_err(|(_, err)| err.to_string())?;
     let took = start.elapsed().as_secs_f64();
     // Verification, untimed.
@@ -376,12 +387,31 @@ fn read_rows(stmt: &mut rusqlite::Statement<'_>, c: usize, v: i64) -> Result<u64
 }
 
 /// One configuration's run as a measured step: fails if any statement failed.
-fn step_run(db: &Path, cfg: &Config, seconds: f64, seed: u64) -> Result<Run, String> {
-    let (took, n) = workload(db, cfg, seconds, seed, None)?;
+/// As written, the SELECTs fail (the write-up's text); they are counted apart, never as
+/// work, and every other statement must succeed.
+fn step_run(
+    db: &Path,
+    cfg: &Config,
+    seconds: f64,
+    seed: u64,
+    as_written: bool,
+    failed_selects: &std::cell::RefCell<Vec<(u64, u64)>>,
+) -> Result<Run, String> {
+    let (took, n) = workload(db, cfg, seconds, seed, None, as_written)?;
     if n.ok_ops() == 0 {
         return Err("no operation completed".into());
     }
-    if n.failed > 0 {
+    if as_written {
+        failed_selects
+            .borrow_mut()
+            .push((n.failed_selects, n.failed + n.ok_ops()));
+    }
+    let failed = if as_written {
+        n.failed - n.failed_selects
+    } else {
+        n.failed
+    };
+    if failed > 0 {
         return Err(format!(
             "{} of {} statements failed; first: {}",
             n.failed,
@@ -391,7 +421,7 @@ fn step_run(db: &Path, cfg: &Config, seconds: f64, seed: u64) -> Result<Run, Str
     }
     // With thousands of rows inserted over 500 values per column, selects that all come
     // back empty mean the reads are broken (a short run on a small table may miss).
-    if n.inserts >= 5_000 && n.selects > 0 && n.rows_read == 0 {
+    if !as_written && n.inserts >= 5_000 && n.selects > 0 && n.rows_read == 0 {
         return Err(format!("{} selects returned no rows", n.selects));
     }
     Ok(Run {
@@ -437,24 +467,50 @@ pub fn run(o: &PragmasOptions, log: &mut dyn FnMut(&str)) -> Result<Experiment, 
     std::fs::create_dir_all(&o.dir).map_err(|e| format!("{}: {e}", o.dir.display()))?;
     let db = o.dir.join("pragmas.db");
     let configs = configs();
+    let failed_selects = std::cell::RefCell::new(vec![]);
     let plans = configs
         .iter()
         .enumerate()
         .map(|(i, cfg)| {
             let db = db.as_path();
             let mut run_no = 0;
-            Plan::new(cfg.name, Some(cfg.safety), 0, cfg.published, move || {
-                run_no += 1;
-                step_run(db, cfg, o.seconds, o.seed + 1000 * i as u64 + run_no)
-            })
+            let failed = &failed_selects;
+            Plan::new(
+                cfg.name,
+                Some(cfg.settings()),
+                0,
+                cfg.published,
+                move || {
+                    run_no += 1;
+                    let seed = o.seed + 1000 * i as u64 + run_no;
+                    step_run(db, cfg, o.seconds, seed, o.as_written, failed)
+                },
+            )
         })
         .collect();
     let steps = measure(plans, o.runs, log);
     let mut notes = writeup_quirks(&o.dir);
-    notes.push("Statements are prepared once and bound; the write-up formats and parses each one. Each run starts from an empty file; the close is timed.".into());
+    if o.as_written {
+        let f = failed_selects.borrow();
+        let (bad, all) = f.iter().fold((0, 0), |(b, a), (x, y)| (b + x, a + y));
+        notes.push(format!(
+            "As written: every statement is formatted with its values and compiled per operation, as the write-up's program does. {bad} of {all} statements failed over all runs ({:.0}%), all of them the write-up's SELECT; the rates count only the statements that succeeded, so they are comparable to the write-up's figures only after taking out its failed selects.",
+            100.0 * bad as f64 / all.max(1) as f64
+        ));
+    } else {
+        notes.push("Statements are prepared once and bound (the write-up formats and compiles each one: see the as-written mode). Each run starts from an empty file; the close is timed.".into());
+    }
     Ok(Experiment {
-        id: "pragmas".into(),
-        title: "PRAGMAs under a mixed workload".into(),
+        id: if o.as_written {
+            "pragmas-as-written".into()
+        } else {
+            "pragmas".into()
+        },
+        title: if o.as_written {
+            "PRAGMAs under a mixed workload, statements as the write-up wrote them".into()
+        } else {
+            "PRAGMAs under a mixed workload".into()
+        },
         writeup: "003: SQLite optimizations (PRAGMA matrix)".into(),
         unit: "operations".into(),
         setup: format!(
@@ -476,7 +532,7 @@ mod tests {
     fn selects_read_rows_and_counts_add_up() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = &configs()[3];
-        let (_, n) = workload(&dir.path().join("a.db"), cfg, 0.2, 7, None).unwrap();
+        let (_, n) = workload(&dir.path().join("a.db"), cfg, 0.2, 7, None, false).unwrap();
         assert_eq!(n.failed, 0, "{:?}", n.first_error);
         assert!(n.selects > 0 && n.rows_read > 0, "{n:?}");
         assert!(n.inserts > n.selects && n.selects > n.deletes, "{n:?}");
@@ -492,11 +548,48 @@ mod tests {
             0.1,
             7,
             Some("SELECT FROM t WHERE t1 = ?1"),
+            false,
         )
         .unwrap();
         assert!(n.failed > 0 && n.selects == 0, "{n:?}");
         assert!(n.first_error.unwrap().contains("syntax error"));
         assert!(n.inserts > 0);
+    }
+
+    #[test]
+    fn as_written_every_select_fails_and_the_rest_is_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        for cfg in [&configs()[0], &configs()[4]] {
+            let (_, n) = workload(&dir.path().join("w.db"), cfg, 0.1, 9, None, true).unwrap();
+            assert!(n.failed_selects > 0 && n.selects == 0, "{n:?}");
+            assert_eq!(n.failed, n.failed_selects, "{n:?}");
+            assert!(n.inserts > 0 && n.deletes > 0, "{n:?}");
+        }
+        let o = PragmasOptions {
+            seconds: 0.02,
+            runs: 1,
+            as_written: true,
+            ..PragmasOptions::quick(dir.path().join("p"))
+        };
+        let e = run(&o, &mut |_| {}).unwrap();
+        assert_eq!(e.id, "pragmas-as-written");
+        for s in &e.steps {
+            assert!(s.failed.is_none(), "{}: {:?}", s.name, s.failed);
+        }
+        assert!(
+            e.notes.iter().any(|n| n.contains("failed over all runs")),
+            "{:?}",
+            e.notes
+        );
+    }
+
+    #[test]
+    fn every_configuration_runs_with_the_settings_it_declares() {
+        let dir = tempfile::tempdir().unwrap();
+        for cfg in configs() {
+            workload(&dir.path().join("s.db"), &cfg, 0.0, 1, None, false)
+                .unwrap_or_else(|e| panic!("{}: {e}", cfg.name));
+        }
     }
 
     #[test]

@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::durability::{CrashCost, Labels, Survives};
 use crate::report::{Experiment, Machine};
-use crate::stats::{Safety, Step};
+use crate::stats::Step;
 use crate::svg::{chart, Bar};
 
 /// `1234567.8` as `1,234,568`; small rates keep a decimal or two.
@@ -79,7 +80,7 @@ pub fn text(e: &Experiment) -> String {
     let unit = format!("{}/s", e.unit);
     let _ = writeln!(
         s,
-        "  {:<width$} {:>13} {:>25} {:>9}   {:>13} {:>9}   safety",
+        "  {:<width$} {:>13} {:>25} {:>9}   {:>13} {:>9}   a commit survives; a crash costs",
         "step", unit, "spread (min-max)", "speed-up", "write-up /s", "speed-up"
     );
     for st in &e.steps {
@@ -92,7 +93,7 @@ pub fn text(e: &Experiment) -> String {
         let pub_x = published_speedup(e, st)
             .map(|x| format!("{x:.1}x"))
             .unwrap_or_default();
-        let safety = st.safety.map(|x| x.describe()).unwrap_or("-");
+        let safety = labels(st.labels);
         match st.median_rate() {
             Some(m) => {
                 let (lo, hi) = spread(st);
@@ -178,33 +179,54 @@ pub struct Recommendation {
     pub speedup: Option<f64>,
 }
 
-/// The needs a user picks from, each with the safety levels that meet it.
-const NEEDS: [(&str, Safety); 4] = [
-    ("every commit must survive power loss", Safety::Durable),
+/// A step's two labels in one cell, `-` for a step that keeps no data.
+fn labels(l: Option<Labels>) -> String {
+    l.map_or("-".into(), |l| l.describe())
+}
+
+/// The needs a user picks from: what a commit must survive, and the most a crash may
+/// cost. A step meets a need when it is at least as good on both.
+pub const NEEDS: [(&str, Survives, CrashCost); 5] = [
     (
-        "a power loss may undo the last commits, never corrupt",
-        Safety::Bounded,
+        "every commit survives power loss (a crash may cost the run: run it again)",
+        Survives::PowerLoss,
+        CrashCost::WholeRun,
     ),
     (
-        "a load that is all or nothing (a crash loses the run, never corrupts)",
-        Safety::AllOrNothing,
+        "every operation is committed as it happens and survives power loss",
+        Survives::PowerLoss,
+        CrashCost::NothingCommitted,
+    ),
+    (
+        "commits survive a program crash; a crash costs at most the work since the last commit",
+        Survives::ProgramCrash,
+        CrashCost::SinceLastCommit,
+    ),
+    (
+        "commits survive a program crash (a crash may cost the run)",
+        Survives::ProgramCrash,
+        CrashCost::WholeRun,
     ),
     (
         "speed only: the data can be rebuilt after a crash",
-        Safety::None,
+        Survives::Nothing,
+        CrashCost::WholeRun,
     ),
 ];
 
-/// For each need and experiment: the fastest step that verified and is at least as safe
-/// as the need asks, from the measured medians.
+/// For each need and experiment: the fastest step that verified and meets the need on
+/// both labels, from the measured medians.
 pub fn recommendations(exps: &[Experiment]) -> Vec<Recommendation> {
     let mut out = vec![];
-    for (need, level) in NEEDS {
+    for (need, survives, cost) in NEEDS {
         for e in exps {
             let best = e
                 .steps
                 .iter()
-                .filter(|s| s.safety.is_some_and(|x| x <= level))
+                .filter(|s| {
+                    s.labels
+                        .is_some_and(|l| l.survives <= survives && l.crash_cost <= cost)
+                })
                 .filter_map(|s| Some((s, s.median_rate()?)))
                 .max_by(|a, b| a.1.total_cmp(&b.1));
             if let Some((s, r)) = best {
@@ -331,18 +353,27 @@ section {{ margin-bottom: 2.5em; }} svg {{ max-width: 100%; height: auto; }}
             r.speedup.map_or(String::new(), |x| format!("{x:.1}x"))
         );
     }
-    h.push_str("</table>\n<p class=\"note\">Speed-ups are over each experiment's first step. Safety levels: ");
-    let levels: Vec<String> = [
-        Safety::Durable,
-        Safety::Bounded,
-        Safety::AllOrNothing,
-        Safety::AppCrash,
-        Safety::None,
+    h.push_str("</table>\n<p class=\"note\">Speed-ups are over each experiment's first step. Each step carries two labels computed from the settings it ran with: what a commit survives (");
+    let survives: Vec<&str> = [
+        Survives::PowerLoss,
+        Survives::ProgramCrash,
+        Survives::Nothing,
     ]
     .iter()
-    .map(|s| esc(s.describe()))
+    .map(|s| s.describe())
     .collect();
-    h.push_str(&levels.join("; "));
+    h.push_str(&esc(&survives.join(" / ")));
+    h.push_str(") and what a crash costs (");
+    let costs: Vec<&str> = [
+        CrashCost::NothingCommitted,
+        CrashCost::SinceLastCommit,
+        CrashCost::WholeRun,
+    ]
+    .iter()
+    .map(|s| s.describe())
+    .collect();
+    h.push_str(&esc(&costs.join(" / ")));
+    h.push(')');
     h.push_str(".</p>\n");
     for e in exps {
         let _ = writeln!(
@@ -357,7 +388,7 @@ section {{ margin-bottom: 2.5em; }} svg {{ max-width: 100%; height: auto; }}
         h.push_str(&svg(e));
         let _ = writeln!(
             h,
-            "<table><tr><th>step</th><th>{} /s (median)</th><th>min – max</th><th>speed-up</th><th>write-up /s</th><th>write-up speed-up</th><th class=\"l\">safety</th></tr>",
+            "<table><tr><th>step</th><th>{} /s (median)</th><th>min – max</th><th>speed-up</th><th>write-up /s</th><th>write-up speed-up</th><th class=\"l\">a commit survives; a crash costs</th></tr>",
             esc(&e.unit)
         );
         for st in &e.steps {
@@ -379,7 +410,7 @@ section {{ margin-bottom: 2.5em; }} svg {{ max-width: 100%; height: auto; }}
                         speedup(e, st).map_or(String::new(), |x| format!("{x:.1}x")),
                         st.published.map(rate).unwrap_or_default(),
                         published_speedup(e, st).map_or(String::new(), |x| format!("{x:.1}x")),
-                        esc(st.safety.map_or("-", |s| s.describe()))
+                        esc(&labels(st.labels))
                     );
                 }
                 None => {
@@ -421,17 +452,21 @@ section {{ margin-bottom: 2.5em; }} svg {{ max-width: 100%; height: auto; }}
 mod tests {
     use super::*;
 
-    fn step(name: &str, secs: &[f64], safety: Option<Safety>, published: Option<f64>) -> Step {
+    use crate::durability::{Commits, Journal, Settings, Synchronous};
+
+    fn step(name: &str, secs: &[f64], settings: Option<Settings>, published: Option<f64>) -> Step {
         let mut s = Step::new(name);
         s.items = 100;
         s.seconds = secs.to_vec();
-        s.safety = safety;
+        s.set_settings(settings);
         s.published = published;
         s
     }
 
     fn exp() -> Experiment {
-        let mut failed = step("broken", &[], Some(Safety::None), None);
+        let file = Settings::default_file;
+        let unsafe_ = file(Commits::WholeRun).with(Journal::Off, Synchronous::Off);
+        let mut failed = step("broken", &[], Some(unsafe_), None);
         failed.failed = Some("3 rows, expected 4".into());
         Experiment {
             id: "x".into(),
@@ -445,11 +480,22 @@ mod tests {
                 step(
                     "slow & safe",
                     &[10.0, 10.0],
-                    Some(Safety::Durable),
+                    Some(file(Commits::EachOperation).with(Journal::Wal, Synchronous::Full)),
                     Some(5.0),
                 ),
-                step("bounded", &[1.0, 2.0], Some(Safety::Bounded), Some(50.0)),
-                step("fast", &[0.1, 0.1], Some(Safety::None), None),
+                step(
+                    "bounded",
+                    &[1.0, 2.0],
+                    Some(file(Commits::Batches).with(Journal::Wal, Synchronous::Normal)),
+                    Some(50.0),
+                ),
+                step(
+                    "one commit, durable",
+                    &[0.5, 0.5],
+                    Some(file(Commits::WholeRun).with(Journal::Wal, Synchronous::Full)),
+                    None,
+                ),
+                step("fast", &[0.1, 0.1], Some(unsafe_), None),
                 failed,
                 step("floor", &[0.01, 0.01], None, None),
             ],
@@ -479,11 +525,13 @@ mod tests {
     fn recommendations_pick_the_fastest_step_safe_enough_and_skip_failures() {
         let r = recommendations(&[exp()]);
         let pick = |need: usize| r[need].step.as_str();
-        assert_eq!(pick(0), "slow & safe");
-        assert_eq!(pick(1), "bounded");
+        // Power loss, the run may be lost: the single durable commit, not autocommit.
+        assert_eq!(pick(0), "one commit, durable");
+        assert_eq!(pick(1), "slow & safe");
         assert_eq!(pick(2), "bounded");
-        assert_eq!(pick(3), "fast");
-        assert_eq!(r.len(), 4);
+        assert_eq!(pick(3), "one commit, durable");
+        assert_eq!(pick(4), "fast");
+        assert_eq!(r.len(), 5);
     }
 
     #[test]
@@ -500,7 +548,7 @@ mod tests {
         );
         let j = json(&m, &[exp()]);
         let v: serde_json::Value = serde_json::from_str(&j).unwrap();
-        assert_eq!(v["runs"].as_array().unwrap().len(), 8);
+        assert_eq!(v["runs"].as_array().unwrap().len(), 10);
     }
 
     #[test]

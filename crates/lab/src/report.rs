@@ -3,7 +3,8 @@
 
 use serde::Serialize;
 
-use crate::stats::{Safety, Step};
+use crate::durability::Settings;
+use crate::stats::Step;
 
 /// What an experiment measured: its steps in the order they are shown, the first one
 /// (that did not fail) being the baseline of every speed-up.
@@ -152,14 +153,14 @@ pub struct Plan<'a> {
 impl<'a> Plan<'a> {
     pub fn new(
         name: &str,
-        safety: Option<Safety>,
+        settings: Option<Settings>,
         items: u64,
         published: Option<f64>,
         run: impl FnMut() -> Result<Run, String> + 'a,
     ) -> Plan<'a> {
         let mut step = Step::new(name);
         step.items = items;
-        step.safety = safety;
+        step.set_settings(settings);
         step.published = published;
         Plan {
             step,
@@ -234,11 +235,11 @@ mod tests {
         let order = std::cell::RefCell::new(vec![]);
         let mut n = 0;
         let plans = vec![
-            Plan::new("a", Some(Safety::Durable), 10, None, || {
+            Plan::new("a", None, 10, None, || {
                 order.borrow_mut().push("a");
                 Ok(Run::timed(0.5))
             }),
-            Plan::new("b", Some(Safety::Durable), 10, None, || {
+            Plan::new("b", None, 10, None, || {
                 order.borrow_mut().push("b");
                 n += 1;
                 if n == 2 {

@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use crate::durability::{Labels, Settings};
+
 /// The timings of one step over its runs.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Step {
@@ -18,10 +20,13 @@ pub struct Step {
     /// 0 and the rate of run `i` is `counts[i] / seconds[i]`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub counts: Vec<u64>,
-    /// What a crash during or after this step can cost (`None`: not a way to keep data,
-    /// e.g. a floor that writes nothing).
+    /// The settings the step ran with (`None`: not a way to keep data, e.g. a floor
+    /// that writes nothing, or files written outside SQLite).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub safety: Option<Safety>,
+    pub settings: Option<Settings>,
+    /// What those settings promise, computed from them (never set by hand).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub labels: Option<Labels>,
     /// The write-up's own figure for this step, in units per second.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub published: Option<f64>,
@@ -31,42 +36,18 @@ pub struct Step {
     pub extrapolated_to: Option<u64>,
 }
 
-/// What a crash can cost with a step's settings, from safest to least safe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Safety {
-    /// Every commit that returned survives a power loss.
-    Durable,
-    /// A power loss may undo the last commits (a second's worth, or the last N
-    /// operations), never corrupts.
-    Bounded,
-    /// Nothing is kept until the single commit at the end; a crash loses the whole run
-    /// but never corrupts.
-    AllOrNothing,
-    /// Survives the program crashing; an OS crash or power loss may corrupt the file.
-    AppCrash,
-    /// A crash may corrupt the file, or nothing is kept on disk at all.
-    None,
-}
-
-impl Safety {
-    pub fn describe(self) -> &'static str {
-        match self {
-            Safety::Durable => "every commit survives power loss",
-            Safety::Bounded => "power loss may undo the last commits, never corrupts",
-            Safety::AllOrNothing => "a crash loses the run, never corrupts",
-            Safety::AppCrash => "survives a program crash; power loss may corrupt",
-            Safety::None => "a crash may corrupt, or nothing kept on disk",
-        }
-    }
-}
-
 impl Step {
     pub fn new(name: &str) -> Step {
         Step {
             name: name.to_string(),
             ..Step::default()
         }
+    }
+
+    /// Records the settings the step runs with, and the labels they earn.
+    pub fn set_settings(&mut self, settings: Option<Settings>) {
+        self.settings = settings;
+        self.labels = settings.map(|s| s.labels());
     }
 
     /// The median run, or `None` for a failed or empty step.

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use liteload_lab::generate::{self as genlab, GenerateBenchOptions};
-use liteload_lab::kv::{self as kvlab, KvBenchOptions, KvReport};
+use liteload_lab::kv::{self as kvlab, JournalMode, KvBenchOptions, KvReport, Order};
 use liteload_lab::ladder::{self, LadderOptions};
 use liteload_lab::pragmas::{self, PragmasOptions};
 use liteload_lab::render;
@@ -92,6 +92,11 @@ pub struct LadderArgs {
     /// Rows loaded by the autocommit step (its rate is extrapolated to the whole file).
     #[arg(long, value_name = "N")]
     cap: Option<u64>,
+    /// Run the ladder on your own TSV instead of the generated one: a header line
+    /// naming Route_ID, Branch_Code, Version, Stop, Vehicle_Index, Day, Time (the
+    /// write-up's file), then one row a line, Stop an integer.
+    #[arg(long, value_name = "FILE", conflicts_with = "rows")]
+    input: Option<PathBuf>,
     /// Also write a bar chart of the steps as SVG to FILE.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
@@ -104,6 +109,11 @@ pub struct PragmasArgs {
     /// Seconds per run of each configuration (quick 0.25, full 5).
     #[arg(long, value_name = "S")]
     seconds: Option<f64>,
+    /// Also run every configuration as the write-up's program does: each statement
+    /// formatted with its values and compiled per operation, its SELECT text included
+    /// (SQLite rejects it: those failures are shown, never counted as work).
+    #[arg(long)]
+    as_written: bool,
     /// Also write a bar chart of the configurations as SVG to FILE.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
@@ -122,6 +132,11 @@ pub struct UpsertArgs {
     /// Messages applied by the transaction-per-message steps (rate extrapolated).
     #[arg(long, value_name = "N")]
     cap: Option<u64>,
+    /// Measure ingest's loss window: kill `liteload ingest` (kill -9) this many times at
+    /// random moments while a stream is piped in, and count the messages lost (tiny 2,
+    /// quick 5, full 10; 0 skips it).
+    #[arg(long, value_name = "N")]
+    kills: Option<usize>,
     /// Also write a bar chart of the steps as SVG to FILE.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
@@ -156,6 +171,26 @@ pub struct KvBenchArgs {
     /// Page size of the store (default: SQLite's, 4096).
     #[arg(long, value_name = "BYTES")]
     page_size: Option<u32>,
+    /// Integer keys stored as the rowid (INTEGER PRIMARY KEY), as kvtest does: one
+    /// B-tree lookup per read. Without it, liteload kv's default store (keys of any
+    /// type, found through an index).
+    #[arg(long)]
+    int: bool,
+    /// Run all the database reads of a pass in one transaction, as kvtest does.
+    #[arg(long)]
+    read_txn: bool,
+    /// The store's journal: delete (rollback journal, synchronous=FULL: SQLite's and
+    /// kvtest's default), wal (synchronous=NORMAL, liteload kv's default) or off
+    /// (journal OFF, synchronous=OFF).
+    #[arg(long, value_name = "MODE", default_value = "wal")]
+    jmode: JournalMode,
+    /// Read order: random, asc or desc.
+    #[arg(long, value_name = "ORDER", default_value = "random")]
+    order: Order,
+    /// Drop the OS page cache before every timed read pass (needs root; otherwise the
+    /// report says why the reads ran warm).
+    #[arg(long)]
+    cold: bool,
     /// Also write a bar chart of the read and write ratios as SVG to FILE.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
@@ -179,25 +214,27 @@ pub fn run(a: BenchArgs) -> Result<()> {
         Experiment::Ladder(x) => {
             let c = x.common.clone();
             single(&c, "ladder", x.svg.as_deref(), |dir, log| {
-                ladder_report(&c, dir, x.rows, x.cap, log)
+                Ok(vec![ladder_report(&c, dir, x.rows, x.cap, x.input, log)?])
             })
         }
         Experiment::Pragmas(x) => {
             let c = x.common.clone();
             single(&c, "pragmas", x.svg.as_deref(), |dir, log| {
-                pragmas_report(&c, dir, x.seconds, log)
+                pragmas_report(&c, dir, x.seconds, x.as_written, log)
             })
         }
         Experiment::Upsert(x) => {
             let c = x.common.clone();
             single(&c, "upsert", x.svg.as_deref(), |dir, log| {
-                upsert_report(&c, dir, x.messages, x.keys, x.cap, log)
+                Ok(vec![upsert_report(
+                    &c, dir, x.messages, x.keys, x.cap, x.kills, log,
+                )?])
             })
         }
         Experiment::Generate(x) => {
             let c = x.common.clone();
             single(&c, "generate", x.svg.as_deref(), |dir, log| {
-                generate_report(&c, dir, x.rows, log)
+                Ok(vec![generate_report(&c, dir, x.rows, log)?])
             })
         }
         Experiment::Kv(k) => kv(k),
@@ -260,6 +297,7 @@ fn ladder_report(
     dir: &Path,
     rows: Option<u64>,
     cap: Option<u64>,
+    input: Option<PathBuf>,
     log: &mut dyn FnMut(&str),
 ) -> Result<Report> {
     let mut o = if c.full {
@@ -273,6 +311,13 @@ fn ladder_report(
     o.rows = rows.unwrap_or(o.rows);
     o.cap = cap.unwrap_or(o.cap);
     o.runs = c.runs.max(1);
+    if let Some(p) = &input {
+        o.rows = std::fs::metadata(p)
+            .with_context(|| p.display().to_string())?
+            .len()
+            / 20;
+    }
+    o.input = input;
     check_space(dir, o.rows * 200)?;
     ladder::run(&o, log).map_err(lab_err)
 }
@@ -281,8 +326,9 @@ fn pragmas_report(
     c: &Common,
     dir: &Path,
     seconds: Option<f64>,
+    as_written: bool,
     log: &mut dyn FnMut(&str),
-) -> Result<Report> {
+) -> Result<Vec<Report>> {
     let mut o = if c.full {
         PragmasOptions::full(dir.to_path_buf())
     } else {
@@ -296,7 +342,12 @@ fn pragmas_report(
         bail!("--seconds {}: expected a positive number", o.seconds);
     }
     o.runs = c.runs.max(1);
-    pragmas::run(&o, log).map_err(lab_err)
+    let mut out = vec![pragmas::run(&o, log).map_err(lab_err)?];
+    if as_written {
+        o.as_written = true;
+        out.push(pragmas::run(&o, log).map_err(lab_err)?);
+    }
+    Ok(out)
 }
 
 fn upsert_report(
@@ -305,6 +356,7 @@ fn upsert_report(
     messages: Option<u64>,
     keys: Option<u64>,
     cap: Option<u64>,
+    kills: Option<usize>,
     log: &mut dyn FnMut(&str),
 ) -> Result<Report> {
     let mut o = if c.full {
@@ -313,8 +365,17 @@ fn upsert_report(
         UpsertOptions::quick(dir.to_path_buf())
     };
     if c.tiny {
-        (o.messages, o.keys, o.cap) = (2_000, 500, 20);
+        (o.messages, o.keys, o.cap, o.kills, o.send_rate) = (2_000, 500, 20, 2, 5_000);
     }
+    if c.full {
+        o.kills = 10;
+    }
+    o.kills = kills.unwrap_or(o.kills);
+    o.ingest_exe = if o.kills > 0 {
+        Some(std::env::current_exe().context("finding the liteload executable to kill")?)
+    } else {
+        None
+    };
     o.messages = messages.unwrap_or(o.messages);
     o.keys = keys.unwrap_or(o.keys).max(1);
     o.cap = cap.unwrap_or(o.cap);
@@ -386,12 +447,13 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
-/// One experiment: run, print, write the JSON and SVG asked for.
+/// One experiment (one report, or two for pragmas with --as-written): run, print, write
+/// the JSON and SVG asked for.
 fn single(
     c: &Common,
     name: &str,
     svg: Option<&Path>,
-    f: impl FnOnce(&Path, &mut dyn FnMut(&str)) -> Result<Report>,
+    f: impl FnOnce(&Path, &mut dyn FnMut(&str)) -> Result<Vec<Report>>,
 ) -> Result<()> {
     let dir = work_dir(c, name);
     fresh_dir(&dir)?;
@@ -399,11 +461,13 @@ fn single(
     if !c.keep {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    let report = result?;
-    println!("{}", render::text(&report));
+    let reports = result?;
+    for r in &reports {
+        println!("{}", render::text(r));
+    }
     print!(
         "{}",
-        render::recommendations_text(&render::recommendations(std::slice::from_ref(&report)))
+        render::recommendations_text(&render::recommendations(&reports))
     );
     let machine = Machine::here();
     println!(
@@ -412,12 +476,12 @@ fn single(
         machine.summary()
     );
     if let Some(p) = &c.json {
-        write_file(p, &render::json(&machine, std::slice::from_ref(&report)))?;
+        write_file(p, &render::json(&machine, &reports))?;
     }
-    if let Some(p) = svg {
-        write_file(p, &render::svg(&report))?;
+    if let (Some(p), Some(first)) = (svg, reports.first()) {
+        write_file(p, &render::svg(first))?;
     }
-    fail_if_any_failed(std::slice::from_ref(&report))
+    fail_if_any_failed(&reports)
 }
 
 fn kv(a: KvBenchArgs) -> Result<()> {
@@ -427,6 +491,11 @@ fn kv(a: KvBenchArgs) -> Result<()> {
     o.size = a.size.unwrap_or(o.size);
     o.variance = a.variance.unwrap_or(o.variance);
     o.page_size = a.page_size;
+    o.int_keys = a.int;
+    o.read_txn = a.read_txn;
+    o.jmode = a.jmode;
+    o.order = a.order;
+    o.cold = a.cold;
     fresh_dir(&dir)?;
     let result = kv_report(&o);
     if !a.common.keep {
@@ -460,23 +529,39 @@ fn all(a: AllArgs) -> Result<()> {
     let jobs: Vec<Job> = vec![
         (
             "ladder",
-            Box::new(|d| Ok(vec![ladder_report(c, d, None, None, &mut |m| log_line(m))?])),
-        ),
-        (
-            "pragmas",
-            Box::new(|d| Ok(vec![pragmas_report(c, d, None, &mut |m| log_line(m))?])),
-        ),
-        (
-            "upsert",
             Box::new(|d| {
-                Ok(vec![upsert_report(c, d, None, None, None, &mut |m| {
+                Ok(vec![ladder_report(c, d, None, None, None, &mut |m| {
                     log_line(m)
                 })?])
             }),
         ),
         (
+            "pragmas",
+            Box::new(|d| pragmas_report(c, d, None, true, &mut |m| log_line(m))),
+        ),
+        (
+            "upsert",
+            Box::new(|d| {
+                Ok(vec![upsert_report(
+                    c,
+                    d,
+                    None,
+                    None,
+                    None,
+                    None,
+                    &mut |m| log_line(m),
+                )?])
+            }),
+        ),
+        (
             "kv",
-            Box::new(|d| Ok(kvlab::experiments(&kv_report(&kv_options(c, d))?))),
+            Box::new(|d| {
+                // kvtest as written: integer keys as rowids, reads in one transaction,
+                // its default rollback journal.
+                let mut o = kv_options(c, d);
+                (o.int_keys, o.read_txn, o.jmode) = (true, true, JournalMode::Delete);
+                Ok(kvlab::experiments(&kv_report(&o)?))
+            }),
         ),
         (
             "generate",
@@ -588,7 +673,7 @@ fn row(s: &Step, ratios: &[(&str, Option<f64>)]) {
 fn print_kv(r: &KvReport) {
     let o = &r.options;
     println!(
-        "kv (write-up 001): {} blobs of {} ± {} bytes, SQLite {}, page size {}; median of {} interleaved runs, warm cache",
+        "kv (write-up 001): {} blobs of {} ± {} bytes, SQLite {}, page size {}; median of {} interleaved runs",
         grouped(o.count),
         grouped(o.size),
         grouped(o.variance),
@@ -596,7 +681,29 @@ fn print_kv(r: &KvReport) {
         o.page_size.map_or("4096 (default)".to_string(), |p| p.to_string()),
         o.runs
     );
-    println!("\nreads, every blob once in random order");
+    println!(
+        "store: {}; journal {:?}; {}",
+        if o.int_keys {
+            "integer keys as the rowid (kvtest's schema)"
+        } else {
+            "keys of any type through an index (liteload kv's default; --int for kvtest's)"
+        },
+        o.jmode,
+        if o.read_txn {
+            "the reads of a pass in one transaction (as kvtest)"
+        } else {
+            "each read its own transaction (--read-txn for kvtest's one)"
+        }
+    );
+    let cache = match (&r.cold_refused, o.cold) {
+        (Some(why), _) => format!("warm cache: {why}"),
+        (None, true) => "cold cache (dropped before every pass)".into(),
+        (None, false) => "warm cache".into(),
+    };
+    println!(
+        "\nreads, every blob once in {} order, {cache}",
+        format!("{:?}", o.order).to_lowercase()
+    );
     println!(
         "  {:<46} {:>9} {:>17} {:>10} {:>8}   files time ÷ this time",
         "step", "median s", "min-max", "blobs/s", "MB/s"
@@ -649,8 +756,14 @@ fn print_kv(r: &KvReport) {
         "after the overwrites the database takes {:.1} MB (freed pages stay on its freelist until reused)",
         mb(sp.db_bytes_after_overwrites)
     );
-    println!("\nwrite-up 001 (2017, SQLite 3.19/3.20, an Ubuntu desktop and others): blob-API reads about 35% faster");
-    println!("than files (1.35x), up to 10x on some systems with mmap; the database about 20% smaller than the folder.");
+    println!(
+        "\nbeside write-up 001's figures (2017, SQLite 3.19/3.20, an Ubuntu desktop and others):"
+    );
+    for e in kvlab::experiments(r) {
+        for n in &e.notes {
+            println!("  {n}");
+        }
+    }
 }
 
 fn kv_svg(r: &KvReport) -> String {
