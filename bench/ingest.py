@@ -7,11 +7,22 @@ stay, null sets NULL); a tool whose table differs is reported as not matching, a
 time is still shown, marked.
 
     python3 bench/ingest.py [--messages 1000000] [--keys 300000] [--runs 3] [--sqlite-utils-runs 1] [--workdir DIR]
+                            [--kills 10] [--send-rate 50000]
+
+With --kills N, also measures liteload ingest's loss window: the feed (each line given a
+`seq`) is piped in at --send-rate messages/s and the process is killed (kill -9) at a
+random moment N times; after each kill the table must be exactly the merge of the first
+last-seq+1 messages, and the messages sent but not in it are the loss, reported against
+the promise (the open window and the one being written, plus what the pipe holds).
 """
 import argparse
 import json
 import os
+import random
 import shutil
+import signal
+import statistics
+import time
 import sqlite3
 import subprocess
 import sys
@@ -65,6 +76,64 @@ def check(db, table, model):
     return True, "matches the reference merge"
 
 
+def loss_window(feed, workdir, kills, rate, seed=2026):
+    """Kills liteload ingest at random moments while the feed is piped in at `rate`."""
+    rnd = random.Random(seed)
+    with open(feed) as f:
+        lines = [f'{{"seq":{i},{l[1:]}' for i, l in enumerate(f)]
+    avg = sum(map(len, lines)) / max(1, len(lines))
+    promise = int(2 * rate + 65536 / avg)
+    db = os.path.join(workdir, "loss.db")
+    lost = []
+    for k in range(kills):
+        clean(db)
+        at = 1.2 + 2.3 * rnd.random()
+        p = subprocess.Popen([LITELOAD, "ingest", "-q", db, "-", "--table", "flights", "--key", "id"],
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        start, sent = time.monotonic(), 0
+        while time.monotonic() - start < at and sent < len(lines):
+            due = min(len(lines), int((time.monotonic() - start) * rate))
+            if due > sent:
+                p.stdin.write("".join(lines[sent:due]).encode())
+                p.stdin.flush()
+                sent = due
+            time.sleep(0.005)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        try:
+            p.stdin.close()
+        except BrokenPipeError:
+            pass
+        if sent == len(lines):
+            sys.exit("loss window: the feed ran out before the kill; use more --messages")
+        applied = 0
+        if os.path.exists(db):
+            c = sqlite3.connect(db)
+            ok = c.execute("PRAGMA integrity_check").fetchone()[0]
+            has = c.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'flights'").fetchone()[0]
+            last = c.execute("SELECT max(seq) FROM flights").fetchone()[0] if has else None
+            c.close()
+            if ok != "ok":
+                sys.exit(f"loss window: kill {k + 1}: integrity_check: {ok}")
+            applied = 0 if last is None else int(last) + 1
+        if applied:
+            model = {}
+            for l in lines[:applied]:
+                m = json.loads(l)
+                model.setdefault(m.pop("id"), {}).update(m)
+            good, detail = check(db, "flights", model)
+            if not good:
+                sys.exit(f"loss window: kill {k + 1}: the table is not the first {applied} messages merged: {detail}")
+        rec = {"tool": "liteload ingest", "kill": k + 1, "after_s": round(at, 2), "sent": sent,
+               "applied": applied, "lost": sent - applied, "promise": promise}
+        print(json.dumps(rec), flush=True)
+        lost.append(sent - applied)
+    clean(db)
+    print(f"\nloss window (kill -9 at {kills} random moments, {rate:,} messages/s piped in, 1 s windows): "
+          f"median {statistics.median(lost):,.0f} messages lost, max {max(lost):,}; promise at most {promise:,}; "
+          f"every table was the exact merge of a prefix of the stream")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=1_000_000)
@@ -73,6 +142,8 @@ def main():
     ap.add_argument("--sqlite-utils-runs", type=int, default=1,
                     help="rounds that also run sqlite-utils (about 2 minutes a run)")
     ap.add_argument("--workdir", default=os.environ.get("TMPDIR", "/tmp") + "/liteload-bench")
+    ap.add_argument("--kills", type=int, default=0, help="measure the loss window with this many kill -9s")
+    ap.add_argument("--send-rate", type=int, default=50_000, help="messages/s piped in while measuring the loss window")
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     feed = os.path.join(a.workdir, f"feed_{a.messages}_{a.keys}.jsonl")
@@ -99,8 +170,11 @@ def main():
             print(json.dumps(rec), flush=True)
             results.setdefault(name, []).append(rec)
             clean(db)
-    print(f"\n{a.messages:,} messages over {a.keys:,} keys")
-    print_message_medians(results, a.messages)
+    if results:
+        print(f"\n{a.messages:,} messages over {a.keys:,} keys")
+        print_message_medians(results, a.messages)
+    if a.kills:
+        loss_window(feed, a.workdir, a.kills, a.send_rate)
 
 if __name__ == "__main__":
     main()

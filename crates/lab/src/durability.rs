@@ -131,7 +131,9 @@ impl Survives {
 impl CrashCost {
     pub fn describe(self) -> &'static str {
         match self {
-            CrashCost::NothingCommitted => "nothing committed is lost",
+            CrashCost::NothingCommitted => {
+                "only the operation in flight (nothing committed is lost)"
+            }
             CrashCost::SinceLastCommit => "the work since the last commit",
             CrashCost::WholeRun => "the whole run",
         }

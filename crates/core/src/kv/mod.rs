@@ -306,27 +306,31 @@ impl KvStore {
     /// `false` (and leaves `buf` empty) when there is none.
     pub fn get_into(&self, key: &Key, buf: &mut Vec<u8>) -> Result<bool> {
         buf.clear();
+        Ok(self.read_with(key, |v| buf.extend_from_slice(v))?.is_some())
+    }
+
+    /// Calls `f` with the value under `key`, borrowed from SQLite's row: no copy is
+    /// made. Returns `None` when there is none.
+    pub fn read_with<T>(&self, key: &Key, f: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
         if !self.could_hold(key) {
-            return Ok(false);
+            return Ok(None);
         }
         let mut stmt = self
             .conn
             .prepare_cached("SELECT v FROM kv WHERE k = ?1")
             .map_err(self.sql("reading a value"))?;
         let mut rows = stmt.query([key]).map_err(self.sql("reading a value"))?;
-        match rows.next().map_err(self.sql("reading a value"))? {
-            Some(r) => {
-                let v = r.get_ref(0).map_err(self.sql("reading a value"))?;
-                buf.extend_from_slice(v.as_blob().map_err(|e| {
-                    Error::sqlite(
-                        format!("{}: reading a value", self.path.display()),
-                        rusqlite::Error::FromSqlConversionFailure(0, v.data_type(), Box::new(e)),
-                    )
-                })?);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        let Some(r) = rows.next().map_err(self.sql("reading a value"))? else {
+            return Ok(None);
+        };
+        let v = r.get_ref(0).map_err(self.sql("reading a value"))?;
+        let bytes = v.as_blob().map_err(|e| {
+            Error::sqlite(
+                format!("{}: reading a value", self.path.display()),
+                rusqlite::Error::FromSqlConversionFailure(0, v.data_type(), Box::new(e)),
+            )
+        })?;
+        Ok(Some(f(bytes)))
     }
 
     /// A reader over the value under `key` (incremental blob I/O: `Read + Seek`, nothing
@@ -532,6 +536,8 @@ mod tests {
         assert!(s.get_into(&Key::Int(7), &mut into)? && into == bytes(107, 7));
         assert!(!s.get_into(&Key::Int(8), &mut into)? && into.is_empty());
         assert!(!s.get_into(&Key::from("7"), &mut into)?);
+        assert_eq!(s.read_with(&Key::Int(7), |v| v.len())?, Some(107));
+        assert_eq!(s.read_with(&Key::Int(8), |v| v.len())?, None);
         let err = s.put(&Key::from("7"), b"x").unwrap_err().to_string();
         assert!(err.contains("keys by integer"), "{err}");
         assert!(s.put_reader(&Key::from("a"), &b"x"[..], 1).is_err());
