@@ -25,6 +25,7 @@ use liteload::generate::rng::Rng;
 use liteload::kv::{tree_path, Key, KvOptions, KvStore};
 use serde::Serialize;
 
+use crate::durability::{Commits, Settings};
 use crate::stats::Step;
 
 /// The experiment's size.
@@ -431,7 +432,30 @@ fn overwrite(
         W_DB_FULL_EACH,
         W_FILES_FSYNC,
     ];
-    let mut steps: Vec<Step> = names.iter().map(|n| Step::new(n)).collect();
+    // The database steps' settings: the store's journal, the step's synchronous, and a
+    // commit per pass or per blob. The files steps are not SQLite's: no labels.
+    let settings = |name: &str| -> Option<Settings> {
+        let sync = if name.contains("FULL") { "FULL" } else { "OFF" };
+        let commits = if name.contains("per blob") {
+            Commits::EachOperation
+        } else {
+            Commits::WholeRun
+        };
+        name.starts_with("db").then(|| {
+            Settings::from_pragmas(
+                &format!("{} PRAGMA synchronous={sync};", o.jmode.pragmas()),
+                commits,
+            )
+        })
+    };
+    let mut steps: Vec<Step> = names
+        .iter()
+        .map(|n| {
+            let mut s = Step::new(n);
+            s.set_settings(settings(n));
+            s
+        })
+        .collect();
     let mut buf = Vec::new();
     for r in 0..o.runs {
         log(&format!(
@@ -484,6 +508,11 @@ fn overwrite(
                 Ok(())
             })();
             let secs = t0.elapsed().as_secs_f64();
+            // The labels describe what ran.
+            let done = done.and_then(|()| match settings(name) {
+                Some(st) => st.confirm(store.connection()).map_err(Into::into),
+                None => Ok(()),
+            });
             // As the write-up: the timer stops after the commit, before a checkpoint.
             if !name.starts_with("files") {
                 store
@@ -665,6 +694,18 @@ mod tests {
             assert!(s.failed.is_none(), "{}: {:?}", s.name, s.failed);
             assert_eq!(s.seconds.len(), 2, "{}", s.name);
         }
+        // Every database write carries the labels of what ran; WAL + FULL survives
+        // power loss, WAL + OFF only a program crash.
+        let label = |n: &str| r.writes.iter().find(|s| s.name == n).and_then(|s| s.labels);
+        let full = label(W_DB_FULL_EACH).ok_or("no labels")?;
+        assert_eq!(full.survives, crate::durability::Survives::PowerLoss);
+        assert_eq!(
+            full.crash_cost,
+            crate::durability::CrashCost::NothingCommitted
+        );
+        let off = label(W_DB_OFF_ONE).ok_or("no labels")?;
+        assert_eq!(off.survives, crate::durability::Survives::ProgramCrash);
+        assert!(label(W_FILES).is_none());
         assert_eq!(r.reads[0].items, 300);
         assert_eq!(r.writes[0].items, 30);
         assert!(r.space.payload_bytes >= 300 * 4000 && r.space.db_bytes > r.space.payload_bytes);
