@@ -57,13 +57,7 @@ impl From<liteload::Summary> for Summary {
             first_mismatch: s.first_type_mismatch,
             db_bytes: s.db_bytes,
             durability: s.durability.name().to_string(),
-            engine: s.engine.map(|w| {
-                match w {
-                    liteload::Writer::Direct => "direct",
-                    liteload::Writer::Sqlite => "sqlite",
-                }
-                .to_string()
-            }),
+            engine: s.engine.map(|w| w.name().to_string()),
             verified: s.verified,
             sqlite_version: s.sqlite_version,
             sniffed: s

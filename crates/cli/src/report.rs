@@ -7,8 +7,10 @@ pub use liteload_lab::render::count as grouped;
 /// writer when it wrote the file (and checked it, with --verify).
 pub fn made_how(s: &liteload::Summary) -> String {
     let mut how = s.durability.name().to_string();
-    if s.engine == Some(liteload::Writer::Direct) {
-        how.push_str(", direct page writer");
+    match s.engine {
+        Some(liteload::Writer::Direct) => how.push_str(", direct page writer"),
+        Some(liteload::Writer::RqliteBoot) => how.push_str(", booted with a file built here"),
+        _ => {}
     }
     if s.verified {
         how.push_str(", verified");

@@ -162,6 +162,14 @@ pub enum ErrorKind {
     },
     /// The caller stopped the work ([`crate::Progress::cancel`]); the target is as it was.
     Interrupted,
+    /// An rqlite cluster ([`crate::rqlite`]) could not be reached, refused the
+    /// credentials, or answered with an error that is not about one row.
+    Cluster {
+        /// The node asked last (`host:port`), never with credentials.
+        node: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl Error {
@@ -245,6 +253,14 @@ impl Error {
             return Error::io(None, full);
         }
         Error::new(ErrorKind::Sqlite { context, source })
+    }
+
+    /// The rqlite node at `node` could not be reached or answered with an error.
+    pub fn cluster(node: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Cluster {
+            node: node.into(),
+            message: message.into(),
+        })
     }
 
     /// Bad usage: options that do not fit the data or the database.
@@ -342,6 +358,7 @@ impl Error {
                 write!(f, "\nstopped: more than {limit} bad records")?;
             }
             ErrorKind::Interrupted => write!(f, "stopped before the end; nothing was changed")?,
+            ErrorKind::Cluster { node, message } => write!(f, "rqlite node {node}: {message}")?,
         }
         match self.hint() {
             Some(h) => write!(f, "{}", hint(h)),

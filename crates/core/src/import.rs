@@ -170,10 +170,10 @@ impl Default for ImportOptions {
 }
 
 /// How one input's columns land in the table.
-struct TablePlan {
-    table: String,
-    columns: Vec<String>,
-    types: Vec<ColumnType>,
+pub(crate) struct TablePlan {
+    pub(crate) table: String,
+    pub(crate) columns: Vec<String>,
+    pub(crate) types: Vec<ColumnType>,
     /// Whether columns may be added to it as the input goes (created in this run, or --alter).
     may_alter: bool,
 }
@@ -466,7 +466,7 @@ fn import_direct(
     Ok(run::finish_direct(summary, db, opts.verify, notes, start))
 }
 
-fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result<()> {
+pub(crate) fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result<()> {
     if inputs.is_empty() {
         return Err(Error::plan("no input files"));
     }
@@ -524,7 +524,7 @@ fn direct_fits(inputs: &[Input], opts: &ImportOptions) -> bool {
 /// The inputs as loads: typed inputs (Parquet, Arrow) all together when every input is
 /// one of the same format (they must share a schema, and go to one table), else one
 /// input each.
-fn input_groups<'a>(inputs: &'a [Input], opts: &ImportOptions) -> Vec<&'a [Input]> {
+pub(crate) fn input_groups<'a>(inputs: &'a [Input], opts: &ImportOptions) -> Vec<&'a [Input]> {
     let typed = |i: &Input| {
         i.fixed_format()
             .or_else(|| read_options_for(i, opts).ok().map(|ro| ro.format))
@@ -654,7 +654,7 @@ pub fn read_plan(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Op
 /// A record of another width than the header's: if another delimiter makes every
 /// sampled record of that input the same width, the hint names it (the cause), not the
 /// ways to accept ragged rows.
-fn cause_hint(e: Error, inputs: &[Input], opts: &ImportOptions) -> Error {
+pub(crate) fn cause_hint(e: Error, inputs: &[Input], opts: &ImportOptions) -> Error {
     if e.hint() != Some(Hint::Ragged) {
         return e;
     }
@@ -819,14 +819,14 @@ fn import_into(
 
 /// An input opened and sampled: its source, the table it goes to, its columns and their
 /// types (inferred, then overridden by `--type`).
-struct Opened {
-    src: Box<dyn Source>,
-    table: String,
-    columns: Vec<String>,
-    types: Vec<ColumnType>,
+pub(crate) struct Opened {
+    pub(crate) src: Box<dyn Source>,
+    pub(crate) table: String,
+    pub(crate) columns: Vec<String>,
+    pub(crate) types: Vec<ColumnType>,
 }
 
-fn open_input(
+pub(crate) fn open_input(
     group: &[Input],
     opts: &ImportOptions,
     progress: &Progress,
@@ -925,7 +925,7 @@ fn open_input(
 
 /// Creates the table, or checks (and with --alter widens) an existing one. Every
 /// problem is found here, before any row is written.
-fn plan_table(
+pub(crate) fn plan_table(
     conn: &Connection,
     table: &str,
     columns: &[String],

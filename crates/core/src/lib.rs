@@ -37,6 +37,7 @@ mod import;
 pub mod ingest;
 pub mod kv;
 mod pipeline;
+pub mod rqlite;
 mod run;
 mod schema;
 mod sink;

@@ -11,11 +11,29 @@ use crate::error::{Error, Result};
 /// Which writer made the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Writer {
     /// SQLite's own insert path.
     Sqlite,
     /// The direct page writer.
     Direct,
+    /// Rows sent to an rqlite cluster in `?transaction` requests ([`crate::rqlite`]).
+    Rqlite,
+    /// A file built here, then sent whole to a new rqlite cluster (`/boot`).
+    #[serde(rename = "rqlite-boot")]
+    RqliteBoot,
+}
+
+impl Writer {
+    /// Its name in summaries: `sqlite`, `direct`, `rqlite`, `rqlite-boot`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Writer::Sqlite => "sqlite",
+            Writer::Direct => "direct",
+            Writer::Rqlite => "rqlite",
+            Writer::RqliteBoot => "rqlite-boot",
+        }
+    }
 }
 
 /// What a finished load promises about its data on disk.
@@ -28,6 +46,9 @@ pub enum Durable {
     Profile(Durability),
     /// Written through the caller's connection, under its settings and transaction.
     Callers,
+    /// Committed by an rqlite cluster: each request through Raft, on a majority of
+    /// its nodes, under the cluster's own settings.
+    Cluster,
 }
 
 impl Durable {
@@ -37,6 +58,7 @@ impl Durable {
             Durable::NotWritten => "none (nothing written)",
             Durable::Profile(d) => d.name(),
             Durable::Callers => "the caller's",
+            Durable::Cluster => "the cluster's (each request committed through Raft)",
         }
     }
 }

@@ -54,7 +54,8 @@ Examples:
 #[derive(Args, Debug)]
 #[command(after_long_help = AFTER, after_help = "See --help for the generators, the spec file and examples.")]
 pub struct GenerateArgs {
-    /// The SQLite database file (created if missing).
+    /// The SQLite database file (created if missing), or an rqlite cluster:
+    /// rqlite://HOST:PORT (as for import).
     pub db: PathBuf,
     /// How many rows to generate.
     #[arg(long, value_name = "N")]
@@ -106,6 +107,9 @@ pub struct GenerateArgs {
     /// Print the summary as one JSON object on stdout (also --json).
     #[arg(long = "summary-json", visible_alias = "json")]
     pub summary_json: bool,
+
+    #[command(flatten)]
+    pub rqlite: super::rqlite::RqliteArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -207,13 +211,27 @@ pub fn run(a: GenerateArgs) -> Result<()> {
     if opts.durability == Some(Durability::Unsafe) && !a.quiet {
         eprintln!(
             "warning: --durability unsafe: a crash or power loss during this run can leave {} corrupt",
-            a.db.display()
+            super::rqlite::shown(&a.db)
         );
+    }
+    let cluster = super::rqlite::target(&a.db)?;
+    match &cluster {
+        Some(_) if a.durability.is_some() => {
+            return Err(super::UsageError(
+                "--durability applies to a file; a cluster keeps its own settings".into(),
+            )
+            .into())
+        }
+        Some(_) => {}
+        None => a.rqlite.check_file()?,
     }
     let progress = Arc::new(Progress::default());
     crate::progress::cancel_on_signals(progress.clone())?;
     let bar = Bar::start(progress.clone(), a.quiet);
-    let result = liteload::generate::generate(&a.db, &opts, &progress);
+    let result = match &cluster {
+        Some(t) => liteload::rqlite::generate(t, &opts, &a.rqlite.options(), &progress),
+        None => liteload::generate::generate(&a.db, &opts, &progress),
+    };
     drop(bar);
     let s = result?;
     use std::io::Write;
@@ -231,7 +249,11 @@ pub fn run(a: GenerateArgs) -> Result<()> {
         let db = if a.generate_only {
             String::new()
         } else {
-            format!("; {} ({})", a.db.display(), crate::report::made_how(&s))
+            format!(
+                "; {} ({})",
+                super::rqlite::shown(&a.db),
+                crate::report::made_how(&s)
+            )
         };
         writeln!(
             out,

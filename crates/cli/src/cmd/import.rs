@@ -62,7 +62,9 @@ Exit codes: 0 done; 1 bad input; 2 bad usage; 3 I/O or SQLite failure.";
 #[derive(Args, Debug)]
 #[command(after_long_help = EXAMPLES, after_help = "See --help for the type rules, durability profiles and examples.")]
 pub struct ImportArgs {
-    /// The SQLite database file (created if missing).
+    /// The SQLite database file (created if missing), or an rqlite cluster:
+    /// rqlite://HOST:PORT (rqlite+https://…; USER:PASSWORD@ or LITELOAD_RQLITE_USER and
+    /// LITELOAD_RQLITE_PASSWORD for basic auth).
     pub db: PathBuf,
 
     /// Input files; `-` reads stdin. A `.gz` suffix is decompressed. A quoted pattern
@@ -300,6 +302,9 @@ pub struct ImportArgs {
     /// Print the summary as one JSON object on stdout.
     #[arg(long = "summary-json", help_heading = "Output")]
     pub summary_json: bool,
+
+    #[command(flatten)]
+    pub rqlite: super::rqlite::RqliteArgs,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -473,10 +478,25 @@ pub fn run(a: ImportArgs) -> Result<()> {
             a.db.display()
         );
     }
+    let cluster = super::rqlite::target(&a.db)?;
+    match &cluster {
+        Some(_) if a.durability.is_some() || a.page_size.is_some() => {
+            return Err(UsageError(
+                "--durability and --page-size apply to a file; a cluster keeps its own settings"
+                    .into(),
+            )
+            .into())
+        }
+        Some(_) => {}
+        None => a.rqlite.check_file()?,
+    }
     let progress = Arc::new(Progress::default());
     crate::progress::cancel_on_signals(progress.clone())?;
     let bar = Bar::start(progress.clone(), a.quiet);
-    let result = liteload::import(&a.db, &inputs, &opts, &progress);
+    let result = match &cluster {
+        Some(t) => liteload::rqlite::import(t, &inputs, &opts, &a.rqlite.options(), &progress),
+        None => liteload::import(&a.db, &inputs, &opts, &progress),
+    };
     drop(bar);
     let summary = result?;
     report(&a, &summary).context("writing the summary")
@@ -568,12 +588,17 @@ fn report(a: &ImportArgs, s: &Summary) -> std::io::Result<()> {
         let db = if a.parse_only {
             String::new()
         } else {
-            format!(
-                "; {} {} ({})",
-                a.db.display(),
-                human_bytes(s.db_bytes),
-                made_how(s)
-            )
+            match s.engine {
+                Some(liteload::Writer::Rqlite) => {
+                    format!("; {} ({})", super::rqlite::shown(&a.db), made_how(s))
+                }
+                _ => format!(
+                    "; {} {} ({})",
+                    super::rqlite::shown(&a.db),
+                    human_bytes(s.db_bytes),
+                    made_how(s)
+                ),
+            }
         };
         writeln!(
             out,

@@ -6,6 +6,7 @@ pub mod import;
 pub mod info;
 pub mod ingest;
 pub mod kv;
+pub mod rqlite;
 pub mod sniff;
 
 /// A flag value that parsed but makes no sense (exit code 2).

@@ -137,20 +137,7 @@ fn generate_with(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resu
         let first_rowid = match table::existing_columns(conn, &opts.table)? {
             Some((actual, cols)) => {
                 let have: Vec<String> = cols.iter().map(|c| c.name.clone()).collect();
-                let same = have.len() == names.len()
-                    && have
-                        .iter()
-                        .zip(&names)
-                        .all(|(a, b)| a.eq_ignore_ascii_case(b));
-                if !same {
-                    return Err(Error::plan(format!(
-                        "table {} exists with columns ({}), but the spec has ({})",
-                        quote_ident(&actual),
-                        have.join(", "),
-                        names.join(", ")
-                    ))
-                    .with_hint(Hint::OtherTable));
-                }
+                check_same_columns(&actual, &have, &names)?;
                 let max: i64 = conn
                     .query_row(
                         &format!(
@@ -212,6 +199,26 @@ fn generate_with(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resu
         summary,
         load,
     )
+}
+
+/// Refuses to add rows to an existing table `actual` (with columns `have`) unless the
+/// spec's columns `names` are the same, in the same order.
+pub(crate) fn check_same_columns(actual: &str, have: &[String], names: &[String]) -> Result<()> {
+    let same = have.len() == names.len()
+        && have
+            .iter()
+            .zip(names)
+            .all(|(a, b)| a.eq_ignore_ascii_case(b));
+    if same {
+        return Ok(());
+    }
+    Err(Error::plan(format!(
+        "table {} exists with columns ({}), but the spec has ({})",
+        quote_ident(actual),
+        have.join(", "),
+        names.join(", ")
+    ))
+    .with_hint(Hint::OtherTable))
 }
 
 /// `generate` through the direct page writer: a new file, rows in rowid order.

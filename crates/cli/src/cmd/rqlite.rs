@@ -1,0 +1,89 @@
+//! The `rqlite://` database argument, shared by the commands that write rows.
+
+use std::path::Path;
+
+use clap::Args;
+use liteload::rqlite::{Boot, RqliteOptions, RqliteTarget};
+
+use super::UsageError;
+
+/// The environment variables that hold credentials for an `rqlite://` target, so that
+/// a password need not be on the command line.
+pub const USER_VAR: &str = "LITELOAD_RQLITE_USER";
+/// See [`USER_VAR`].
+pub const PASSWORD_VAR: &str = "LITELOAD_RQLITE_PASSWORD";
+
+/// How rows reach an rqlite cluster.
+#[derive(Args, Debug, Clone, Default)]
+pub struct RqliteArgs {
+    /// DB is rqlite://…: build the database here and send it whole to the node (POST
+    /// /boot), which must be a single-node cluster with an empty database. Chosen by
+    /// itself when the node is one.
+    #[arg(long, help_heading = "rqlite", conflicts_with = "rqlite_no_boot")]
+    pub rqlite_boot: bool,
+    /// DB is rqlite://…: insert rows through /db/execute even into an empty single-node
+    /// cluster.
+    #[arg(long, help_heading = "rqlite")]
+    pub rqlite_no_boot: bool,
+    /// DB is rqlite://…: send a request once its body reaches this many bytes (default
+    /// 4 MiB; bench/README.md shows how the size was chosen).
+    #[arg(long, value_name = "BYTES", help_heading = "rqlite")]
+    pub rqlite_request_bytes: Option<usize>,
+}
+
+impl RqliteArgs {
+    pub fn options(&self) -> RqliteOptions {
+        let mut o = RqliteOptions::default();
+        o.boot = if self.rqlite_boot {
+            Boot::Always
+        } else if self.rqlite_no_boot {
+            Boot::Never
+        } else {
+            Boot::Auto
+        };
+        if let Some(b) = self.rqlite_request_bytes {
+            o.request_bytes = b;
+        }
+        o
+    }
+
+    /// Refuses the flags when DB is a file.
+    pub fn check_file(&self) -> Result<(), UsageError> {
+        if self.rqlite_boot || self.rqlite_no_boot || self.rqlite_request_bytes.is_some() {
+            return Err(UsageError(
+                "the --rqlite-* flags apply to an rqlite://HOST:PORT database".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The cluster `db` names, if it is an `rqlite://` URL, with credentials from the URL
+/// or else from the environment.
+pub fn target(db: &Path) -> Result<Option<RqliteTarget>, liteload::Error> {
+    let Some(s) = db.to_str().filter(|s| RqliteTarget::is_url(s)) else {
+        return Ok(None);
+    };
+    let mut t = RqliteTarget::parse(s)?;
+    let env_user = std::env::var(USER_VAR).ok().filter(|u| !u.is_empty());
+    let env_pass = std::env::var(PASSWORD_VAR).ok();
+    match (t.user().map(String::from), t.has_password()) {
+        (Some(u), false) => {
+            if let Some(p) = env_pass {
+                t = t.with_auth(u, p);
+            }
+        }
+        (None, _) => {
+            if let Some(u) = env_user {
+                t = t.with_auth(u, env_pass.unwrap_or_default());
+            }
+        }
+        (Some(_), true) => {}
+    }
+    Ok(Some(t))
+}
+
+/// `db` as messages show it: an rqlite URL without its password.
+pub fn shown(db: &Path) -> String {
+    liteload::rqlite::redact(&db.display().to_string())
+}

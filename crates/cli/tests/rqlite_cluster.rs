@@ -1,0 +1,709 @@
+//! The `rqlite://` target against real rqlite clusters on 127.0.0.1 (rqlited v8.43.4,
+//! built by bench/rqlite/build-rqlited.sh on first use and kept under target/).
+//!
+//! What is checked is every node's own copy (`level=none`), compared with what SQLite's
+//! own insert path makes of the same input in a local file.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::Value as Json;
+
+fn liteload() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_liteload"))
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// rqlited, built once for all tests of this file.
+fn rqlited() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            if let Some(p) = std::env::var_os("LITELOAD_RQLITED") {
+                return PathBuf::from(p);
+            }
+            let dest = workspace().join("target/rqlited-v8.43.4/rqlited");
+            let st = Command::new("sh")
+                .arg(workspace().join("bench/rqlite/build-rqlited.sh"))
+                .arg(&dest)
+                .status()
+                .expect("running build-rqlited.sh");
+            assert!(st.success(), "building rqlited failed");
+            dest
+        })
+        .clone()
+}
+
+/// Clusters start one at a time (ports are picked free, then bound by rqlited).
+static PORTS: Mutex<()> = Mutex::new(());
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Node {
+    id: String,
+    http: u16,
+    raft: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+struct Cluster {
+    _tmp: tempfile::TempDir,
+    nodes: Vec<Node>,
+    auth: Option<PathBuf>,
+    agent: ureq::Agent,
+    creds: Option<String>,
+}
+
+impl Cluster {
+    fn start(n: usize) -> Cluster {
+        Cluster::start_with(n, None)
+    }
+
+    fn start_with(n: usize, auth_json: Option<&str>) -> Cluster {
+        let bin = rqlited();
+        let _g = PORTS.lock().unwrap_or_else(|p| p.into_inner());
+        let tmp = tempfile::tempdir().unwrap();
+        let auth = auth_json.map(|j| {
+            let p = tmp.path().join("auth.json");
+            std::fs::write(&p, j).unwrap();
+            p
+        });
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(20)))
+            .build()
+            .into();
+        let mut c = Cluster {
+            nodes: vec![],
+            auth,
+            agent,
+            creds: auth_json.map(|_| format!("Basic {}", base64_of("admin:right-pass"))),
+            _tmp: tmp,
+        };
+        for i in 0..n {
+            c.add_node(&bin);
+            if i == 0 {
+                c.wait_leader();
+            }
+        }
+        c.wait_members(n);
+        c
+    }
+
+    /// Starts one more node, which joins the first.
+    fn add_node(&mut self, bin: &Path) {
+        let i = self.nodes.len();
+        self.nodes.push(Node {
+            id: format!("n{i}"),
+            http: free_port(),
+            raft: free_port(),
+            dir: self._tmp.path().join(format!("n{i}")),
+            child: None,
+        });
+        self.spawn(i, bin);
+    }
+
+    fn spawn(&mut self, i: usize, bin: &Path) {
+        let join = if i == 0 {
+            None
+        } else {
+            Some(format!("127.0.0.1:{}", self.nodes[0].raft))
+        };
+        let n = &self.nodes[i];
+        let mut cmd = Command::new(bin);
+        cmd.arg("-node-id")
+            .arg(&n.id)
+            .arg("-http-addr")
+            .arg(format!("127.0.0.1:{}", n.http))
+            .arg("-raft-addr")
+            .arg(format!("127.0.0.1:{}", n.raft));
+        if let Some(a) = &self.auth {
+            cmd.arg("-auth").arg(a).arg("-join-as").arg("admin");
+        }
+        if let Some(j) = join {
+            cmd.arg("-join").arg(j);
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self._tmp.path().join(format!("{}.log", n.id)))
+            .unwrap();
+        cmd.arg(&n.dir).stdout(Stdio::null()).stderr(log);
+        let child = cmd.spawn().expect("starting rqlited");
+        self.nodes[i].child = Some(child);
+    }
+
+    fn url(&self, i: usize) -> String {
+        format!("rqlite://127.0.0.1:{}", self.nodes[i].http)
+    }
+
+    fn get(&self, i: usize, path: &str) -> Option<Json> {
+        let mut r = self
+            .agent
+            .get(format!("http://127.0.0.1:{}{path}", self.nodes[i].http));
+        if let Some(c) = &self.creds {
+            r = r.header("Authorization", c);
+        }
+        let mut resp = r.call().ok()?;
+        if resp.status() != 200 {
+            return None;
+        }
+        serde_json::from_str(
+            &resp
+                .body_mut()
+                .with_config()
+                .limit(1 << 30)
+                .read_to_string()
+                .ok()?,
+        )
+        .ok()
+    }
+
+    fn leader(&self) -> Option<usize> {
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.child.is_none() {
+                continue;
+            }
+            if let Some(v) = self.get(i, "/nodes") {
+                for node in v.as_object()?.values() {
+                    if node["leader"] == Json::Bool(true) {
+                        let id = node["id"].as_str()?;
+                        return self.nodes.iter().position(|k| k.id == id);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn wait_leader(&self) -> usize {
+        let start = Instant::now();
+        loop {
+            if let Some(l) = self.leader() {
+                if self.get(l, "/readyz").is_some() || start.elapsed() > Duration::from_secs(5) {
+                    return l;
+                }
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "no leader in 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn wait_members(&self, n: usize) {
+        let start = Instant::now();
+        loop {
+            let l = self.wait_leader();
+            let count = self
+                .get(l, "/nodes")
+                .and_then(|v| {
+                    v.as_object().map(|m| {
+                        m.values()
+                            .filter(|x| x["reachable"] == Json::Bool(true))
+                            .count()
+                    })
+                })
+                .unwrap_or(0);
+            if count >= n {
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "{n} nodes did not join"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.nodes[i].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn restart(&mut self, i: usize) {
+        let bin = rqlited();
+        self.spawn(i, &bin);
+    }
+
+    /// Rows of `sql` on node `i`'s own copy (`level=none`).
+    fn local(&self, i: usize, sql: &str) -> Option<Vec<Vec<Json>>> {
+        let mut r = self
+            .agent
+            .post(format!(
+                "http://127.0.0.1:{}/db/query?level=none",
+                self.nodes[i].http
+            ))
+            .header("Content-Type", "application/json");
+        if let Some(c) = &self.creds {
+            r = r.header("Authorization", c);
+        }
+        let body = serde_json::to_vec(&vec![vec![sql]]).unwrap();
+        let mut resp = r.send(&body[..]).ok()?;
+        let v: Json = serde_json::from_str(
+            &resp
+                .body_mut()
+                .with_config()
+                .limit(1 << 30)
+                .read_to_string()
+                .ok()?,
+        )
+        .ok()?;
+        let res = &v["results"][0];
+        if res.get("error").is_some() {
+            return None;
+        }
+        Some(
+            res["values"]
+                .as_array()
+                .map(|rows| {
+                    rows.iter()
+                        .map(|r| r.as_array().cloned().unwrap_or_default())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        )
+    }
+
+    /// [`Cluster::local`], each row as one string (a one-column row as its value).
+    fn local_rows(&self, i: usize, sql: &str) -> Option<Vec<String>> {
+        Some(
+            self.local(i, sql)?
+                .into_iter()
+                .map(|r| match r.as_slice() {
+                    [one] => one.to_string(),
+                    _ => Json::Array(r).to_string(),
+                })
+                .collect(),
+        )
+    }
+
+    /// Waits until node `i`'s copy of `sql` is `want` (followers apply a little later).
+    fn wait_local(&self, i: usize, sql: &str, want: &[Vec<Json>]) {
+        let want: Vec<Vec<Json>> = want.iter().map(|r| reals_as_f64(r)).collect();
+        let want = &want[..];
+        let start = Instant::now();
+        loop {
+            let got = self
+                .local(i, sql)
+                .map(|rows| rows.iter().map(|r| reals_as_f64(r)).collect::<Vec<_>>());
+            if got.as_deref() == Some(want) {
+                return;
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                let log = std::fs::read_to_string(self._tmp.path().join(format!("n{i}.log")))
+                    .unwrap_or_default();
+                let tail: String = log.lines().rev().take(15).collect::<Vec<_>>().join("\n");
+                eprintln!("node {i}'s log, last lines first:\n{tail}");
+                let got = got.unwrap_or_default();
+                let first_diff = got.iter().zip(want).position(|(a, b)| a != b);
+                panic!(
+                    "node {i}: {} rows, want {}; first difference at {first_diff:?}: {:?} vs {:?}",
+                    got.len(),
+                    want.len(),
+                    first_diff.map(|k| &got[k]),
+                    first_diff.map(|k| &want[k]),
+                );
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.kill(i);
+        }
+    }
+}
+
+/// The query that shows a table exactly: rowid, then every column's type and value
+/// (TEXT and BLOB as hex), by rowid. REALs are compared as doubles (rqlite's JSON gives
+/// the shortest decimal that reads back as the same double).
+fn exact_sql(table: &str, columns: &[&str]) -> String {
+    let parts: Vec<String> = columns
+        .iter()
+        .map(|c| {
+            format!(
+                "typeof(\"{c}\"), CASE WHEN typeof(\"{c}\") IN ('text', 'blob') THEN hex(\"{c}\") ELSE \"{c}\" END"
+            )
+        })
+        .collect();
+    format!(
+        "SELECT rowid, {} FROM \"{table}\" ORDER BY rowid",
+        parts.join(", ")
+    )
+}
+
+/// A row of [`exact_sql`] with each value after a `"real"` type as an f64 (rqlite may
+/// write a large double without a fraction or exponent, which reads as an integer).
+fn reals_as_f64(row: &[Json]) -> Vec<Json> {
+    let mut out = row.to_vec();
+    for k in 1..out.len() {
+        if out[k - 1] == "real" {
+            if let Some(f) = out[k].as_f64() {
+                out[k] = Json::from(f);
+            }
+        }
+    }
+    out
+}
+
+/// `sql`'s rows in a local file, as JSON values like rqlite's.
+fn file_rows(db: &Path, sql: &str) -> Vec<Vec<Json>> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut st = conn.prepare(sql).unwrap();
+    let n = st.column_count();
+    let rows = st
+        .query_map([], |r| {
+            Ok((0..n)
+                .map(|k| match r.get_ref(k).unwrap() {
+                    rusqlite::types::ValueRef::Null => Json::Null,
+                    rusqlite::types::ValueRef::Integer(i) => Json::from(i),
+                    rusqlite::types::ValueRef::Real(f) => Json::from(f),
+                    rusqlite::types::ValueRef::Text(t) => {
+                        Json::from(String::from_utf8_lossy(t).into_owned())
+                    }
+                    rusqlite::types::ValueRef::Blob(_) => panic!("hex gives text"),
+                })
+                .collect())
+        })
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    rows
+}
+
+/// What SQLite's own insert path makes of `args` in a local file: the reference.
+fn reference(args: &[&str], sql: &str, dir: &Path) -> Vec<Vec<Json>> {
+    let db = dir.join("reference.db");
+    let _ = std::fs::remove_file(&db);
+    let out = Command::new(liteload())
+        .arg("import")
+        .arg(&db)
+        .args(args)
+        .args(["--engine", "sqlite", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    file_rows(&db, sql)
+}
+
+fn run(args: &[&str]) -> std::process::Output {
+    Command::new(liteload()).args(args).output().unwrap()
+}
+
+/// Hostile values, every kind a CSV gives: text rqlite would read as a BLOB (`x'00'`),
+/// NUL, non-ASCII, quotes, huge text, integers at the edges, REALs drawn from random
+/// bits (which go as bound parameters), values that do not fit their column.
+fn hostile_csv(path: &Path, rows: usize) {
+    let mut s = String::from("id,name,score,ratio,note\n");
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let texts = [
+        "x'00'",
+        "X'4142'",
+        " x'' ",
+        "caf\u{e9} \u{1F600}",
+        "a\"b",
+        "",
+        "line\nbreak",
+        "\u{2028}",
+        "NULL",
+        "007",
+        "1e5",
+        "-0",
+    ];
+    for i in 0..rows {
+        let t = texts[i % texts.len()];
+        let score = match i % 7 {
+            0 => "9223372036854775807".to_string(),
+            1 => "-9223372036854775808".to_string(),
+            2 => "abc".to_string(),
+            3 => String::new(),
+            _ => ((next() % 2000) as i64 - 1000).to_string(),
+        };
+        let ratio = if i % 5 == 0 {
+            // A random finite double, written to round-trip.
+            let f = f64::from_bits(next());
+            if f.is_finite() {
+                format!("{f:e}")
+            } else {
+                "1.5".into()
+            }
+        } else {
+            format!("{}.25", i % 100)
+        };
+        let note = if i == rows / 2 {
+            "y".repeat(300_000)
+        } else {
+            format!("n{i}")
+        };
+        let q = |v: &str| format!("\"{}\"", v.replace('"', "\"\""));
+        s.push_str(&format!(
+            "{},{},{},{},{}\n",
+            i + 1,
+            q(t),
+            score,
+            ratio,
+            q(&note)
+        ));
+    }
+    std::fs::write(path, s).unwrap();
+}
+
+#[test]
+fn import_into_a_three_node_cluster_survives_kills_of_liteload_and_the_leader() {
+    let mut c = Cluster::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("hostile.csv");
+    hostile_csv(&csv, 120_000);
+    let csv_s = csv.to_str().unwrap();
+    let sql = exact_sql("hostile", &["id", "name", "score", "ratio", "note"]);
+    let want = reference(&[csv_s], &sql, dir.path());
+
+    // A load killed (kill -9) after its first requests are in, then the leader killed
+    // during the rerun; whatever that run does, one more run finishes the load.
+    let small = ["--batch-rows", "500"];
+    let target = c.url(1);
+    let mut child = Command::new(liteload())
+        .args(["import", &target, csv_s, "--quiet"])
+        .args(small)
+        .args(["--rqlite-request-bytes", "65536"])
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        let n = c
+            .local_rows(0, "SELECT count(*) FROM _liteload_progress")
+            .and_then(|r| r.first().cloned())
+            .unwrap_or_default();
+        if n.parse::<u64>().unwrap_or(0) >= 3 {
+            break;
+        }
+        if child.try_wait().unwrap().is_some() || start.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let leader = c.wait_leader();
+    let child = Command::new(liteload())
+        .args(["import", &c.url((leader + 1) % 3), csv_s, "--quiet"])
+        .args(small)
+        .args(["--rqlite-request-bytes", "65536"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    c.kill(leader);
+    let out = child.wait_with_output().unwrap();
+    if !out.status.success() {
+        eprintln!(
+            "the run during the leader's kill stopped: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let live = (0..3).find(|&i| c.nodes[i].child.is_some()).unwrap();
+        let out = run(&["import", &c.url(live), csv_s, "--quiet"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    c.restart(leader);
+    c.wait_members(3);
+    for i in 0..3 {
+        c.wait_local(i, &sql, &want);
+    }
+    // A finished load run again writes nothing.
+    let out = run(&["import", &c.url(0), csv_s]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("nothing written"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    c.wait_local(2, &sql, &want);
+}
+
+#[test]
+fn a_refused_row_fails_the_load_with_its_position_and_leaves_the_cluster_unchanged() {
+    let c = Cluster::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("dup.csv");
+    std::fs::write(&csv, "id,v\n1,a\n2,b\n3,c\n2,d\n5,e\n").unwrap();
+    let out = run(&["import", &c.url(0), csv.to_str().unwrap(), "--pk", "id"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("dup.csv:5:") && err.contains("record 4"),
+        "{err}"
+    );
+    assert!(err.contains("UNIQUE"), "{err}");
+    for i in 0..3 {
+        let tables = c.local_rows(i, "SELECT name FROM sqlite_schema").unwrap();
+        assert!(tables.is_empty(), "node {i}: {tables:?}");
+    }
+}
+
+#[test]
+fn generate_into_a_cluster_makes_the_rows_a_file_gets() {
+    let c = Cluster::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("g.db");
+    let out = run(&[
+        "generate",
+        db.to_str().unwrap(),
+        "--rows",
+        "50000",
+        "--seed",
+        "9",
+        "--engine",
+        "sqlite",
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let sql = exact_sql("user", &["id", "area", "age", "active"]);
+    let want = file_rows(&db, &sql);
+    let out = run(&[
+        "generate",
+        &c.url(2),
+        "--rows",
+        "50000",
+        "--seed",
+        "9",
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for i in 0..3 {
+        c.wait_local(i, &sql, &want);
+    }
+}
+
+#[test]
+fn a_new_single_node_cluster_is_booted_and_joining_nodes_copy_it() {
+    let mut c = Cluster::start(1);
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("hostile.csv");
+    hostile_csv(&csv, 20_000);
+    let csv_s = csv.to_str().unwrap();
+    let sql = exact_sql("hostile", &["id", "name", "score", "ratio", "note"]);
+    let want = reference(&[csv_s], &sql, dir.path());
+    let out = run(&["import", &c.url(0), csv_s]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("booted node") && err.contains("-join"),
+        "{err}"
+    );
+    // Booting again is refused: the database is not empty now.
+    let out = run(&["import", &c.url(0), csv_s, "--rqlite-boot"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let bin = rqlited();
+    for _ in 1..3 {
+        c.add_node(&bin);
+    }
+    c.wait_members(3);
+    for i in 0..3 {
+        c.wait_local(i, &sql, &want);
+    }
+}
+
+#[test]
+fn wrong_credentials_are_a_clear_error_and_write_nothing() {
+    let auth = r#"[
+        {"username": "admin", "password": "right-pass", "perms": ["all"]},
+        {"username": "reader", "password": "r-pass", "perms": ["query", "status"]}
+    ]"#;
+    let mut c = Cluster::start_with(1, Some(auth));
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("people.csv");
+    std::fs::write(&csv, "name,age\nAda,36\n").unwrap();
+    let csv_s = csv.to_str().unwrap();
+    let url = format!("rqlite://admin:wrong-pass@127.0.0.1:{}", c.nodes[0].http);
+    let out = run(&["import", &url, csv_s, "--rqlite-no-boot"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refused user \"admin\""), "{err}");
+    assert!(!err.contains("wrong-pass"), "the password is shown: {err}");
+    // A user without the right to write, with the password from the environment.
+    let out = Command::new(liteload())
+        .args([
+            "import",
+            &format!("rqlite://reader@127.0.0.1:{}", c.nodes[0].http),
+            csv_s,
+            "--rqlite-no-boot",
+        ])
+        .env("LITELOAD_RQLITE_PASSWORD", "r-pass")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not allowed to write"),
+        "{out:?}"
+    );
+    assert_eq!(
+        c.local_rows(0, "SELECT count(*) FROM sqlite_schema")
+            .unwrap(),
+        ["0"]
+    );
+    // The right password loads.
+    let out = Command::new(liteload())
+        .args([
+            "import",
+            &format!("rqlite://admin@127.0.0.1:{}", c.nodes[0].http),
+            csv_s,
+            "--rqlite-no-boot",
+        ])
+        .env("LITELOAD_RQLITE_PASSWORD", "right-pass")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        c.local_rows(0, "SELECT name, age FROM people").unwrap(),
+        ["[\"Ada\",36]"]
+    );
+    c.kill(0);
+}
+
+fn base64_of(s: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(s)
+}

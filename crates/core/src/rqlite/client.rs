@@ -1,0 +1,410 @@
+//! The HTTP side of the rqlite target: one client for a cluster, which learns its nodes,
+//! follows the leader, and retries a node that is down (with backoff, on to the next
+//! known node) until a deadline.
+//!
+//! What rqlite answers, and what this makes of it: `200` with a `results` array (each
+//! slot a statement's result or its `error`); a redirect to the leader (`301`, followed
+//! here; v8 nodes usually forward writes themselves); `503` while there is no leader
+//! (retried); `401`/`403` for credentials (an error at once, never retried).
+
+use std::io::Read;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::Value as Json;
+
+use super::target::RqliteTarget;
+use crate::error::{Error, Result};
+
+/// How long one call keeps trying a cluster that does not answer (no node reachable, or
+/// no leader) before it gives up.
+pub(crate) const DEFAULT_PATIENCE: Duration = Duration::from_secs(60);
+
+/// A statement's slot in rqlite's `results`.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub values: Vec<Vec<Json>>,
+}
+
+/// Why a call failed: a statement's error (the request was refused as a whole, nothing
+/// of it applied), or the cluster (unreachable, refused, or an answer that says neither
+/// yes nor no, so the request may or may not have been applied).
+#[derive(Debug)]
+pub(crate) enum CallError {
+    Statement {
+        index: usize,
+        message: String,
+    },
+    Cluster(Error),
+    /// The request may have been applied: the connection broke after it was sent, or
+    /// the leader was lost while committing it.
+    Uncertain(Error),
+}
+
+impl From<CallError> for Error {
+    fn from(e: CallError) -> Error {
+        match e {
+            CallError::Statement { index, message } => Error::plan(format!(
+                "the cluster refused statement {} of the request: {message}",
+                index + 1
+            )),
+            CallError::Cluster(e) | CallError::Uncertain(e) => e,
+        }
+    }
+}
+
+pub(crate) struct Client {
+    agent: ureq::Agent,
+    scheme: &'static str,
+    nodes: Mutex<Vec<String>>,
+    current: AtomicUsize,
+    auth: Option<String>,
+    user: Option<String>,
+    pub(crate) patience: Duration,
+}
+
+impl Client {
+    /// A client for `target`; nothing is sent yet.
+    pub(crate) fn new(target: &RqliteTarget) -> Client {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .timeout_connect(Some(Duration::from_secs(5)))
+            .timeout_global(Some(Duration::from_secs(600)))
+            .build()
+            .into();
+        let auth = target.user.as_ref().map(|u| {
+            let pair = format!("{u}:{}", target.password.as_deref().unwrap_or(""));
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(pair)
+            )
+        });
+        Client {
+            agent,
+            scheme: if target.https { "https" } else { "http" },
+            nodes: Mutex::new(target.nodes.clone()),
+            current: AtomicUsize::new(0),
+            auth,
+            user: target.user.clone(),
+            patience: DEFAULT_PATIENCE,
+        }
+    }
+
+    /// The node asked last.
+    pub(crate) fn node(&self) -> String {
+        let nodes = self.nodes.lock().unwrap_or_else(|p| p.into_inner());
+        nodes[self.current.load(Ordering::Relaxed) % nodes.len()].clone()
+    }
+
+    pub(crate) fn next_node(&self) {
+        self.current.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn use_node(&self, node: &str) {
+        let mut nodes = self.nodes.lock().unwrap_or_else(|p| p.into_inner());
+        let i = match nodes.iter().position(|n| n == node) {
+            Some(i) => i,
+            None => {
+                nodes.push(node.to_string());
+                nodes.len() - 1
+            }
+        };
+        self.current.store(i, Ordering::Relaxed);
+    }
+
+    /// Learns every node of the cluster (`GET /nodes`), so that a call can go on when
+    /// the node it asked goes down.
+    pub(crate) fn discover(&self) -> Result<()> {
+        let body = self.call("GET", "/nodes", None)?;
+        let v: Json = serde_json::from_slice(&body)
+            .map_err(|e| Error::cluster(self.node(), format!("GET /nodes: {e}")))?;
+        let items: Vec<&Json> = match &v {
+            Json::Object(m) => m.values().collect(),
+            Json::Array(a) => a.iter().collect(),
+            _ => vec![],
+        };
+        for n in items {
+            if let Some(api) = n.get("api_addr").and_then(Json::as_str) {
+                let hostport = api.split("://").nth(1).unwrap_or(api).trim_end_matches('/');
+                let mut nodes = self.nodes.lock().unwrap_or_else(|p| p.into_inner());
+                if !nodes.iter().any(|k| k == hostport) {
+                    nodes.push(hostport.to_string());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `GET /status`, parsed.
+    pub(crate) fn status(&self) -> Result<Json> {
+        let body = self.call("GET", "/status", None)?;
+        serde_json::from_slice(&body)
+            .map_err(|e| Error::cluster(self.node(), format!("GET /status: {e}")))
+    }
+
+    /// How many voting and non-voting nodes the cluster has.
+    pub(crate) fn cluster_size(&self) -> Result<usize> {
+        let body = self.call("GET", "/nodes?nonvoters", None)?;
+        let v: Json = serde_json::from_slice(&body)
+            .map_err(|e| Error::cluster(self.node(), format!("GET /nodes: {e}")))?;
+        Ok(match v {
+            Json::Object(m) => m.len(),
+            Json::Array(a) => a.len(),
+            _ => 0,
+        })
+    }
+
+    /// Runs `statements` (rqlite's JSON: `[["SQL", params…], …]`) through
+    /// `/db/execute`, in one transaction when `transaction`. Every slot is checked: the
+    /// first that holds an error fails the call, and then (in a transaction) nothing of
+    /// the request was applied.
+    pub(crate) fn execute(
+        &self,
+        statements: &[u8],
+        transaction: bool,
+    ) -> Result<Vec<Slot>, CallError> {
+        let path = if transaction {
+            "/db/execute?transaction"
+        } else {
+            "/db/execute"
+        };
+        let body = self.call_with("POST", path, Some(statements), false)?;
+        self.slots(&body)
+    }
+
+    /// Runs read-only `statements` with `strong` consistency (through the leader, after
+    /// every write before it is applied).
+    /// A read that the node could not pass to the leader is asked again, with backoff,
+    /// for `patience`.
+    pub(crate) fn query(&self, statements: &[u8]) -> Result<Vec<Slot>, CallError> {
+        let start = Instant::now();
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let body = self
+                .call("POST", "/db/query?level=strong", Some(statements))
+                .map_err(CallError::Cluster)?;
+            match self.slots(&body) {
+                Err(CallError::Uncertain(e)) => {
+                    if start.elapsed() > self.patience {
+                        return Err(CallError::Cluster(e));
+                    }
+                    self.next_node();
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One query, with its parameters, strongly consistent; its rows.
+    pub(crate) fn query_rows(&self, sql: &str, params: &[Json]) -> Result<Vec<Vec<Json>>> {
+        let mut stmt = vec![Json::String(sql.into())];
+        stmt.extend(params.iter().cloned());
+        let body = serde_json::to_vec(&vec![Json::Array(stmt)]).expect("JSON of JSON values");
+        let mut slots = self.query(&body).map_err(Error::from)?;
+        Ok(slots.pop().map(|s| s.values).unwrap_or_default())
+    }
+
+    /// `POST /boot` of the SQLite file at `path`: it replaces the node's database, and
+    /// only a single-node cluster takes it.
+    pub(crate) fn boot(&self, path: &std::path::Path) -> Result<()> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(Some(path.to_path_buf()), e))?;
+        self.call("POST", "/boot", Some(&bytes)).map(|_| ())
+    }
+
+    fn slots(&self, body: &[u8]) -> Result<Vec<Slot>, CallError> {
+        let v: Json = serde_json::from_slice(body).map_err(|e| {
+            CallError::Cluster(Error::cluster(
+                self.node(),
+                format!("an answer that is not JSON: {e}"),
+            ))
+        })?;
+        if let Some(e) = v.get("error").and_then(Json::as_str) {
+            // The node could not pass the request to the leader (it went down, say): it
+            // may have reached the log.
+            return Err(CallError::Uncertain(Error::cluster(self.node(), e)));
+        }
+        let Some(results) = v.get("results").and_then(Json::as_array) else {
+            return Err(CallError::Cluster(Error::cluster(
+                self.node(),
+                "an answer without results",
+            )));
+        };
+        let mut out = Vec::with_capacity(results.len());
+        for (index, r) in results.iter().enumerate() {
+            if let Some(e) = r.get("error").and_then(Json::as_str) {
+                return Err(CallError::Statement {
+                    index,
+                    message: e.to_string(),
+                });
+            }
+            let values = r
+                .get("values")
+                .and_then(Json::as_array)
+                .map(|rows| {
+                    rows.iter()
+                        .map(|row| row.as_array().cloned().unwrap_or_default())
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.push(Slot { values });
+        }
+        Ok(out)
+    }
+
+    /// One HTTP call, to the current node: redirects followed, an unreachable node or a
+    /// cluster without a leader retried (backoff from 100 ms to 2 s, on to the next
+    /// known node) until `patience` is spent. Credentials refused fail at once.
+    pub(crate) fn call(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<Vec<u8>> {
+        self.call_with(method, path, body, true)
+            .map_err(Error::from)
+    }
+
+    /// [`Client::call`]; unless `resend`, a request that may have reached the cluster
+    /// (the connection broke after it was sent, or the leader was lost while it was
+    /// being committed) is not sent again but answered [`CallError::Uncertain`], for the
+    /// caller to find out whether it was applied.
+    pub(crate) fn call_with(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+        resend: bool,
+    ) -> Result<Vec<u8>, CallError> {
+        let start = Instant::now();
+        let mut backoff = Duration::from_millis(100);
+        let mut redirects = 0;
+        loop {
+            let node = self.node();
+            let url = format!("{}://{node}{path}", self.scheme);
+            let sent = match (method, body) {
+                ("GET", _) => {
+                    let mut r = self.agent.get(&url);
+                    if let Some(a) = &self.auth {
+                        r = r.header("Authorization", a);
+                    }
+                    r.call()
+                }
+                (_, b) => {
+                    let mut r = self
+                        .agent
+                        .post(&url)
+                        .header("Content-Type", "application/json");
+                    if let Some(a) = &self.auth {
+                        r = r.header("Authorization", a);
+                    }
+                    r.send(b.unwrap_or(&[]))
+                }
+            };
+            let retry_why = match sent {
+                Ok(mut resp) => {
+                    let status = resp.status().as_u16();
+                    if matches!(status, 301 | 302 | 307 | 308) && redirects < 5 {
+                        redirects += 1;
+                        if let Some(loc) =
+                            resp.headers().get("location").and_then(|l| l.to_str().ok())
+                        {
+                            let host = loc.split("://").nth(1).unwrap_or(loc);
+                            let host = host.split('/').next().unwrap_or(host);
+                            self.use_node(host);
+                            continue;
+                        }
+                    }
+                    let mut bytes = vec![];
+                    let read = resp
+                        .body_mut()
+                        .with_config()
+                        .limit(1 << 30)
+                        .reader()
+                        .read_to_end(&mut bytes);
+                    match status {
+                        200 => {
+                            if let Err(e) = read {
+                                let e = Error::cluster(&node, format!("reading the answer: {e}"));
+                                return Err(if resend {
+                                    CallError::Cluster(e)
+                                } else {
+                                    CallError::Uncertain(e)
+                                });
+                            }
+                            return Ok(bytes);
+                        }
+                        401 | 403 => {
+                            let who = match &self.user {
+                                Some(u) => format!("user {u:?}"),
+                                None => "an anonymous request".into(),
+                            };
+                            return Err(CallError::Cluster(Error::cluster(
+                                &node,
+                                format!(
+                                    "the cluster refused {who} (HTTP {status}): wrong credentials, or not allowed to {}",
+                                    if path.starts_with("/db/execute") || path.starts_with("/boot") {
+                                        "write"
+                                    } else {
+                                        "read"
+                                    }
+                                ),
+                            )));
+                        }
+                        _ => {
+                            let text = String::from_utf8_lossy(&bytes).trim().to_string();
+                            let e = Error::cluster(
+                                &node,
+                                format!("{method} {}: HTTP {status}: {text}", strip(path)),
+                            );
+                            if status < 500 {
+                                return Err(CallError::Cluster(e));
+                            }
+                            // 503: no leader yet. 500: the node could not reach the leader
+                            // (it went down), or the leader was lost while committing: the
+                            // request may be in the log.
+                            if !resend && status != 503 {
+                                return Err(CallError::Uncertain(e));
+                            }
+                            format!("HTTP {status}: {text}")
+                        }
+                    }
+                }
+                Err(e) => {
+                    if !resend && !unsent(&e) {
+                        return Err(CallError::Uncertain(Error::cluster(&node, e.to_string())));
+                    }
+                    format!("{e}")
+                }
+            };
+            if start.elapsed() >= self.patience {
+                return Err(CallError::Cluster(Error::cluster(
+                    &node,
+                    format!(
+                        "gave up after {:.0} s: {retry_why}",
+                        start.elapsed().as_secs_f64()
+                    ),
+                )));
+            }
+            self.next_node();
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(Duration::from_secs(2));
+        }
+    }
+}
+
+/// Whether a failed call surely never reached the server (so sending it again cannot
+/// apply it twice).
+fn unsent(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => true,
+        ureq::Error::Io(io) => matches!(
+            io.kind(),
+            std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::AddrNotAvailable
+        ),
+        _ => false,
+    }
+}
+
+fn strip(path: &str) -> &str {
+    path.split('?').next().unwrap_or(path)
+}

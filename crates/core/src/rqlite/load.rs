@@ -1,0 +1,601 @@
+//! Rows into a table of a cluster that already holds data: [`RqliteSink`] turns
+//! batches into `?transaction` requests, each with its rows and a row of the progress
+//! table (`_liteload_progress`: which rows of which input are in), sent by one sender
+//! thread while the next request is built.
+//!
+//! Resuming: rows are numbered from 1 in the order the source gives them (a bad record
+//! skipped as allowed gets no number, so the numbering is the same on a rerun of the
+//! same input with the same options). A request records the range of row numbers it
+//! holds; since a request is one transaction, a range is recorded exactly when its
+//! rows are in. A rerun skips every recorded row, so no row is written twice, whichever
+//! request a kill stopped. When a request's outcome is unknown (the connection broke
+//! after it was sent, the leader was lost while committing it), its range is looked up
+//! with strong consistency before it is sent again.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, Receiver, Sender};
+use serde_json::Value as Json;
+
+use super::client::{CallError, Client};
+use super::encode::{self, Statements};
+use crate::batch::{Batch, RowOrigin};
+use crate::error::{Error, Position, Result};
+use crate::schema::quote_ident;
+use crate::sink::Sink;
+use crate::types::ColumnType;
+
+/// The table a load records its progress in, in the cluster.
+pub const PROGRESS_TABLE: &str = "_liteload_progress";
+
+pub(crate) fn create_progress_sql() -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {}(input TEXT NOT NULL, tbl TEXT NOT NULL, input_bytes INTEGER, first_row INTEGER NOT NULL, last_row INTEGER NOT NULL, rows INTEGER NOT NULL, last_line INTEGER, done INTEGER NOT NULL DEFAULT 0, unix_time INTEGER)",
+        quote_ident(PROGRESS_TABLE)
+    )
+}
+
+/// Which load a progress row belongs to.
+#[derive(Clone, Debug)]
+pub(crate) struct LoadKey {
+    pub input: String,
+    pub table: String,
+    pub input_bytes: Option<u64>,
+}
+
+/// What the cluster holds of a load already.
+#[derive(Debug, Default)]
+pub(crate) struct Resume {
+    /// Row ranges in, sorted and merged.
+    pub done: Vec<(u64, u64)>,
+    /// The load finished before: every row is in.
+    pub finished: bool,
+    /// Progress rows of an earlier load of this input that had another size, finished:
+    /// they are replaced by this load's.
+    pub stale: bool,
+}
+
+impl Resume {
+    pub(crate) fn rows_in(&self) -> u64 {
+        self.done.iter().map(|(a, b)| b - a + 1).sum()
+    }
+
+    fn contains(&self, row: u64) -> bool {
+        let i = self.done.partition_point(|&(_, b)| b < row);
+        self.done.get(i).is_some_and(|&(a, _)| a <= row)
+    }
+}
+
+/// Reads the progress of `key` (strongly consistent). Progress recorded for the same
+/// input and table with another input size is an error while unfinished (the input
+/// changed under an interrupted load), and is replaced when finished.
+pub(crate) fn read_resume(client: &Client, key: &LoadKey) -> Result<Resume> {
+    let exists = client.query_rows(
+        "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?",
+        &[Json::from(PROGRESS_TABLE)],
+    )?;
+    if exists
+        .first()
+        .and_then(|r| r.first())
+        .and_then(Json::as_i64)
+        != Some(1)
+    {
+        return Ok(Resume::default());
+    }
+    let rows = client.query_rows(
+        &format!(
+            "SELECT input_bytes, first_row, last_row, done FROM {} WHERE input = ? AND tbl = ? ORDER BY first_row",
+            quote_ident(PROGRESS_TABLE)
+        ),
+        &[Json::from(key.input.clone()), Json::from(key.table.clone())],
+    )?;
+    let mut resume = Resume::default();
+    for r in rows {
+        let bytes = r.first().and_then(Json::as_u64);
+        let (Some(a), Some(b)) = (
+            r.get(1).and_then(Json::as_u64),
+            r.get(2).and_then(Json::as_u64),
+        ) else {
+            continue;
+        };
+        let done = r.get(3).and_then(Json::as_i64) == Some(1);
+        if bytes != key.input_bytes {
+            if done {
+                resume.stale = true;
+                continue;
+            }
+            return Err(Error::plan(format!(
+                "an interrupted load of {} into {} is recorded in {} for an input of {} bytes, and the input now has {}: rows cannot be matched; delete its rows there (input = {:?}) to load it anew",
+                key.input,
+                quote_ident(&key.table),
+                PROGRESS_TABLE,
+                bytes.map_or("unknown".into(), |b| b.to_string()),
+                key.input_bytes.map_or("unknown".into(), |b| b.to_string()),
+                key.input,
+            )));
+        }
+        resume.finished |= done;
+        match resume.done.last_mut() {
+            Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
+            _ => resume.done.push((a, b)),
+        }
+    }
+    Ok(resume)
+}
+
+/// How requests are shaped.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shape {
+    /// A request is sent once its body reaches this many bytes.
+    pub request_bytes: usize,
+    /// Rows per bound-parameter statement.
+    pub param_rows: usize,
+}
+
+/// One request: its body, the rows it holds, and what each statement is.
+pub(crate) struct Request {
+    body: Vec<u8>,
+    first: u64,
+    last: u64,
+    rows: u64,
+    statements: Vec<Stmt>,
+}
+
+/// What a statement of a request holds, to find a refused row.
+enum Stmt {
+    Other,
+    Json(Vec<RowOrigin>),
+    Params(Vec<(RowOrigin, Vec<u8>)>),
+}
+
+/// Batches into requests; see the module's documentation.
+pub(crate) struct RqliteSink {
+    statements: Statements,
+    key: LoadKey,
+    resume: Resume,
+    shape: Shape,
+    /// Statements (JSON arrays) that go first in the first request.
+    prelude: Vec<String>,
+    body: Vec<u8>,
+    stmts: Vec<Stmt>,
+    first: u64,
+    last: u64,
+    rows: u64,
+    last_line: u64,
+    next_row: u64,
+    pub(crate) written: u64,
+    tx: Option<Sender<Request>>,
+    failed: Arc<Mutex<Option<Error>>>,
+}
+
+impl RqliteSink {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        table: &str,
+        columns: &[String],
+        key: LoadKey,
+        resume: Resume,
+        shape: Shape,
+        prelude: Vec<String>,
+        sender: &Sender<Request>,
+        failed: Arc<Mutex<Option<Error>>>,
+    ) -> RqliteSink {
+        RqliteSink {
+            statements: Statements::new(table, columns),
+            key,
+            resume,
+            shape,
+            prelude,
+            body: Vec::new(),
+            stmts: vec![],
+            first: 0,
+            last: 0,
+            rows: 0,
+            last_line: 0,
+            next_row: 1,
+            written: 0,
+            tx: Some(sender.clone()),
+            failed,
+        }
+    }
+
+    fn check_failed(&self) -> Result<()> {
+        match self.failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn open_body(&mut self) {
+        if self.body.is_empty() {
+            self.body.push(b'[');
+            for p in self.prelude.drain(..) {
+                self.body.extend_from_slice(p.as_bytes());
+                self.body.push(b',');
+                self.stmts.push(Stmt::Other);
+            }
+        }
+    }
+
+    /// Sends what is gathered, with its progress row.
+    fn flush(&mut self, done: bool) -> Result<()> {
+        if self.rows == 0 && !done && self.prelude.is_empty() {
+            return Ok(());
+        }
+        self.open_body();
+        let progress = if done {
+            // The load is whole: its ranges become one finished row.
+            let delete = progress_delete(&self.key);
+            self.stmts.push(Stmt::Other);
+            self.body.extend_from_slice(delete.as_bytes());
+            self.body.push(b',');
+            let total = self.resume.rows_in() + self.rows_pending_total();
+            progress_insert(&self.key, 1, self.next_row - 1, total, self.last_line, true)
+        } else {
+            progress_insert(
+                &self.key,
+                self.first,
+                self.last,
+                self.rows,
+                self.last_line,
+                false,
+            )
+        };
+        self.stmts.push(Stmt::Other);
+        self.body.extend_from_slice(progress.as_bytes());
+        self.body.push(b']');
+        let req = Request {
+            body: std::mem::take(&mut self.body),
+            first: self.first,
+            last: self.last,
+            rows: self.rows,
+            statements: std::mem::take(&mut self.stmts),
+        };
+        self.written += req.rows;
+        self.rows = 0;
+        self.first = 0;
+        let tx = self.tx.as_ref().expect("the sink is not finished");
+        if tx.send(req).is_err() {
+            self.check_failed()?;
+            return Err(Error::plan("the sender stopped"));
+        }
+        self.check_failed()
+    }
+
+    /// Rows sent or gathered in this run.
+    fn rows_pending_total(&self) -> u64 {
+        self.written + self.rows
+    }
+
+    /// Sends the rest, marks the load finished, and closes the sender's queue.
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        if self.rows > 0 {
+            self.flush(false)?;
+        }
+        self.flush(true)?;
+        self.tx = None;
+        Ok(())
+    }
+}
+
+/// A statement about `key`'s progress rows: `sql` holds two `{}` for the input and
+/// table placeholders, which come first among its parameters; `rest` (JSON, each
+/// after a ',') follows them.
+fn keyed(sql: &str, key: &LoadKey, rest: &str) -> String {
+    let sql = sql
+        .replacen("{}", text_placeholder(&key.input), 1)
+        .replacen("{}", text_placeholder(&key.table), 1);
+    let mut out = vec![b'['];
+    encode::json_str(&mut out, &sql);
+    out.push(b',');
+    encode::text_param(&mut out, &key.input);
+    out.push(b',');
+    encode::text_param(&mut out, &key.table);
+    out.extend_from_slice(rest.as_bytes());
+    out.push(b']');
+    String::from_utf8(out).expect("JSON is UTF-8")
+}
+
+fn progress_insert(
+    key: &LoadKey,
+    first: u64,
+    last: u64,
+    rows: u64,
+    line: u64,
+    done: bool,
+) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let rest = format!(
+        ",{},{first},{last},{rows},{line},{},{now}",
+        key.input_bytes.map_or("null".into(), |b| b.to_string()),
+        u8::from(done)
+    );
+    keyed(
+        &format!(
+            "INSERT INTO {}(input, tbl, input_bytes, first_row, last_row, rows, last_line, done, unix_time) VALUES ({{}}, {{}}, ?, ?, ?, ?, ?, ?, ?)",
+            quote_ident(PROGRESS_TABLE)
+        ),
+        key,
+        &rest,
+    )
+}
+
+fn progress_delete(key: &LoadKey) -> String {
+    keyed(
+        &format!(
+            "DELETE FROM {} WHERE input = {{}} AND tbl = {{}}",
+            quote_ident(PROGRESS_TABLE)
+        ),
+        key,
+        "",
+    )
+}
+
+fn text_placeholder(s: &str) -> &'static str {
+    if encode::looks_like_hex(s) {
+        "CAST(? AS TEXT)"
+    } else {
+        "?"
+    }
+}
+
+/// The statement deleting every progress row of `key` (a finished load of another
+/// version of the input), for the first request.
+pub(crate) fn stale_progress_delete(key: &LoadKey) -> String {
+    progress_delete(key)
+}
+
+impl Sink for RqliteSink {
+    fn write_batch(
+        &mut self,
+        batch: &Batch,
+        _bad: &mut dyn FnMut(usize, Error) -> Result<()>,
+    ) -> Result<u64> {
+        self.check_failed()?;
+        let mut run: Vec<usize> = vec![];
+        let mut run_json = true;
+        let mut added = 0;
+        for r in 0..batch.rows() {
+            let n = self.next_row;
+            self.next_row += 1;
+            if self.resume.contains(n) {
+                continue;
+            }
+            let json = encode::json_safe(batch.row(r));
+            if !run.is_empty() && json != run_json {
+                self.emit(batch, &run, run_json);
+                run.clear();
+            }
+            run_json = json;
+            run.push(r);
+            if self.first == 0 {
+                self.first = n;
+            }
+            self.last = n;
+            self.rows += 1;
+            added += 1;
+            self.last_line = batch.origin(r).line;
+            if run.len() >= 4096 {
+                self.emit(batch, &run, run_json);
+                run.clear();
+                if self.body.len() >= self.shape.request_bytes {
+                    self.flush(false)?;
+                }
+            }
+        }
+        if !run.is_empty() {
+            self.emit(batch, &run, run_json);
+        }
+        if self.body.len() >= self.shape.request_bytes {
+            self.flush(false)?;
+        }
+        Ok(added)
+    }
+
+    fn add_columns(&mut self, _columns: &[(String, ColumnType)]) -> Result<()> {
+        Err(Error::plan(
+            "a column appeared after the sample; a load into an rqlite cluster writes the columns it saw first (name every column in the sample, or load into a file)",
+        ))
+    }
+}
+
+impl RqliteSink {
+    fn emit(&mut self, batch: &Batch, rows: &[usize], json: bool) {
+        self.open_body();
+        // The body is `[` alone, or statements each followed by ','.
+        if json {
+            self.statements.json_rows(&mut self.body, batch, rows);
+            self.body.push(b',');
+            self.stmts
+                .push(Stmt::Json(rows.iter().map(|&r| batch.origin(r)).collect()));
+        } else {
+            for chunk in rows.chunks(self.shape.param_rows.max(1)) {
+                let mut singles = vec![];
+                for &r in chunk {
+                    let mut one = vec![b'['];
+                    self.statements.param_rows(&mut one, batch, &[r], 1, false);
+                    one.push(b']');
+                    singles.push((batch.origin(r), one));
+                }
+                let n = self.statements.param_rows(
+                    &mut self.body,
+                    batch,
+                    chunk,
+                    self.shape.param_rows,
+                    false,
+                );
+                debug_assert_eq!(n, 1);
+                self.body.push(b',');
+                self.stmts.push(Stmt::Params(singles));
+            }
+        }
+    }
+}
+
+/// The sender: sends each request in order until the queue closes or one fails (the
+/// failure is left in `failed` and the rest are dropped). Returns the rows it sent.
+pub(crate) fn send_all(
+    client: &Client,
+    rx: Receiver<Request>,
+    failed: &Mutex<Option<Error>>,
+    key: &LoadKey,
+    source: &Arc<str>,
+) -> u64 {
+    let mut sent = 0;
+    for req in rx.iter() {
+        match send_one(client, &req, key, source) {
+            Ok(()) => sent += req.rows,
+            Err(e) => {
+                *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                break;
+            }
+        }
+    }
+    // Drain so that the sink never blocks on a full queue after a failure.
+    for _ in rx.iter() {}
+    sent
+}
+
+/// Creates the queue between a sink and its sender.
+pub(crate) fn queue() -> (Sender<Request>, Receiver<Request>) {
+    bounded(1)
+}
+
+fn send_one(client: &Client, req: &Request, key: &LoadKey, source: &Arc<str>) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        match client.execute(&req.body, true) {
+            Ok(_) => return Ok(()),
+            Err(CallError::Statement { index, message }) => {
+                return Err(locate(client, req, index, message, source));
+            }
+            Err(CallError::Cluster(e)) => return Err(e),
+            Err(CallError::Uncertain(e)) => {
+                if start.elapsed() > client.patience {
+                    return Err(e);
+                }
+                std::thread::sleep(Duration::from_millis(500));
+                client.next_node();
+                if req.rows > 0 && range_recorded(client, key, req.first, req.last)? {
+                    return Ok(());
+                }
+                // Not applied: send it again.
+            }
+        }
+    }
+}
+
+/// Whether the progress row of rows `first..=last` is in the cluster.
+fn range_recorded(client: &Client, key: &LoadKey, first: u64, last: u64) -> Result<bool> {
+    let rows = client.query_rows(
+        &format!(
+            "SELECT count(*) FROM {} WHERE input = ? AND tbl = ? AND first_row <= ? AND last_row >= ?",
+            quote_ident(PROGRESS_TABLE)
+        ),
+        &[
+            Json::from(key.input.clone()),
+            Json::from(key.table.clone()),
+            Json::from(first),
+            Json::from(last),
+        ],
+    );
+    match rows {
+        Ok(r) => Ok(r
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Json::as_i64)
+            .unwrap_or(0)
+            > 0),
+        // No progress table yet: the first request (which makes it) was not applied.
+        Err(e) if e.to_string().contains("no such table") => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The error for a request the cluster refused at statement `index`: for a statement of
+/// rows, the row, found by sending that statement's rows one per statement in a
+/// transaction that is made to fail at its end (so nothing of it stays).
+fn locate(
+    client: &Client,
+    req: &Request,
+    index: usize,
+    message: String,
+    source: &Arc<str>,
+) -> Error {
+    let singles: Vec<(RowOrigin, Vec<u8>)> = match req.statements.get(index) {
+        Some(Stmt::Params(rows)) => rows.clone(),
+        Some(Stmt::Json(origins)) => match json_rows_of(&req.body, index) {
+            Some((sql, docs)) if docs.len() == origins.len() => origins
+                .iter()
+                .zip(docs)
+                .map(|(o, d)| {
+                    let mut one = vec![b'['];
+                    encode::json_str(&mut one, &sql);
+                    one.push(b',');
+                    encode::json_str(&mut one, &format!("[{d}]"));
+                    one.push(b']');
+                    (*o, one)
+                })
+                .collect(),
+            _ => vec![],
+        },
+        _ => vec![],
+    };
+    let whole = || {
+        Error::cluster(
+            client.node(),
+            format!("the cluster refused the request: {message}"),
+        )
+    };
+    if singles.is_empty() {
+        return whole();
+    }
+    // The statements before the refused one (the table's CREATE, say) go first.
+    let before: Vec<Json> = serde_json::from_slice::<Json>(&req.body)
+        .ok()
+        .and_then(|v| v.as_array().map(|a| a[..index.min(a.len())].to_vec()))
+        .unwrap_or_default();
+    let mut body = vec![b'['];
+    for st in &before {
+        serde_json::to_writer(&mut body, st).expect("writing to a Vec");
+        body.push(b',');
+    }
+    for (_, s) in &singles {
+        body.extend_from_slice(s);
+        body.push(b',');
+    }
+    body.extend_from_slice(b"[\"SELECT * FROM \\\"_liteload_probe_has_no_table_\\\"\"]]");
+    match client.execute(&body, true) {
+        Err(CallError::Statement { index, message })
+            if (before.len()..before.len() + singles.len()).contains(&index) =>
+        {
+            let o = singles[index - before.len()].0;
+            Error::input(
+                Position {
+                    path: source.clone(),
+                    line: o.line,
+                    column: 1,
+                    record: o.record,
+                    byte: 0,
+                },
+                None,
+                format!("the cluster refused the row: {message}"),
+            )
+        }
+        _ => whole(),
+    }
+}
+
+/// The SQL and each row (as JSON text) of the JSON-document statement at `index` of a
+/// request body.
+fn json_rows_of(body: &[u8], index: usize) -> Option<(String, Vec<String>)> {
+    let v: Json = serde_json::from_slice(body).ok()?;
+    let stmt = v.as_array()?.get(index)?.as_array()?;
+    let sql = stmt.first()?.as_str()?.to_string();
+    let doc: Json = serde_json::from_str(stmt.get(1)?.as_str()?).ok()?;
+    let rows = doc.as_array()?.iter().map(|r| r.to_string()).collect();
+    Some((sql, rows))
+}

@@ -1,0 +1,547 @@
+//! An rqlite cluster as a target ([`RqliteTarget`]): [`import`] and [`generate`] into
+//! a replicated SQLite database over rqlite's HTTP API.
+//!
+//! Two ways in, chosen by [`Boot`]:
+//! - **A new cluster** (one node, empty database): the file is built here as
+//!   [`crate::import`] builds any new file (atomic-new; the page writer where it can;
+//!   checked by SQLite's `integrity_check`), then sent whole with `POST /boot`. Other
+//!   nodes join afterwards and copy it; the summary says how.
+//! - **A cluster that holds data**: `/boot` and `/db/load` replace the whole database,
+//!   so they are never used there. The table is created (or checked) first, then rows go
+//!   as `?transaction` requests (see `load.rs`), each recording its rows in
+//!   [`PROGRESS_TABLE`] in the same transaction, so a rerun after a kill continues where
+//!   the cluster stopped, and no row is written twice.
+//!
+//! Reads that check anything use `strong` consistency. A node that is down is retried,
+//! with backoff and on to the other nodes of the cluster, for [`RqliteOptions::patience`].
+
+mod client;
+mod encode;
+mod load;
+mod target;
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use serde_json::Value as Json;
+
+use crate::durability::Durability;
+use crate::error::{Error, Result};
+use crate::generate::{GenerateOptions, GeneratorSource, CHUNK_ROWS};
+use crate::import::{self as imp, ImportOptions};
+use crate::pipeline::{self, Rejects};
+use crate::schema::quote_ident;
+use crate::source::Input;
+use crate::summary::{self, Durable, Progress, Stage, Summary, Writer};
+use crate::Engine;
+use client::Client;
+use load::{LoadKey, Resume, RqliteSink, Shape};
+
+pub use load::PROGRESS_TABLE;
+pub use target::{redact, RqliteTarget};
+
+/// Whether a load boots a new cluster with a file built here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Boot {
+    /// Boot when the node is a single-node cluster with an empty database; insert rows
+    /// otherwise.
+    #[default]
+    Auto,
+    /// Boot, and fail unless the node is a single-node cluster with an empty database
+    /// (booting replaces the database).
+    Always,
+    /// Insert rows, whatever the cluster holds.
+    Never,
+}
+
+/// How a load talks to the cluster.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RqliteOptions {
+    /// Boot a new cluster, or insert.
+    pub boot: Boot,
+    /// A request is sent when its body reaches this many bytes (rows in one JSON
+    /// document; bench/README.md has the measurement that chose the default).
+    pub request_bytes: usize,
+    /// How long a call keeps trying a cluster that does not answer or has no leader.
+    pub patience: Duration,
+}
+
+impl Default for RqliteOptions {
+    fn default() -> Self {
+        RqliteOptions {
+            boot: Boot::Auto,
+            request_bytes: 4 << 20,
+            patience: client::DEFAULT_PATIENCE,
+        }
+    }
+}
+
+fn connect(target: &RqliteTarget, ropts: &RqliteOptions) -> Result<Client> {
+    let mut client = Client::new(target);
+    client.patience = ropts.patience;
+    client.discover()?;
+    Ok(client)
+}
+
+/// Whether to boot: the cluster's size and whether its database is empty decide.
+fn choose_boot(client: &Client, boot: Boot) -> Result<bool> {
+    if boot == Boot::Never {
+        return Ok(false);
+    }
+    let size = client.cluster_size()?;
+    let objects = client
+        .query_rows("SELECT count(*) FROM sqlite_schema", &[])?
+        .first()
+        .and_then(|r| r.first())
+        .and_then(Json::as_i64)
+        .unwrap_or(-1);
+    let fits = size == 1 && objects == 0;
+    if boot == Boot::Always && !fits {
+        return Err(Error::plan(format!(
+            "booting replaces the whole database, so it needs a single-node cluster with an empty database; node {} is in a cluster of {size} node{} whose database holds {objects} schema object{}: insert the rows instead",
+            client.node(),
+            if size == 1 { "" } else { "s" },
+            if objects == 1 { "" } else { "s" },
+        )));
+    }
+    Ok(fits)
+}
+
+/// Loads `inputs` into the cluster at `target`, as [`crate::import`] loads a file.
+/// Into a cluster that holds data, options that only a file has (durability, page
+/// size, engine) do not apply, and a load that fails keeps the requests the cluster
+/// committed before it, recorded in [`PROGRESS_TABLE`]: run it again to go on.
+pub fn import(
+    target: &RqliteTarget,
+    inputs: &[Input],
+    opts: &ImportOptions,
+    ropts: &RqliteOptions,
+    progress: &Progress,
+) -> Result<Summary> {
+    let start = Instant::now();
+    imp::validate_options(opts, inputs)?;
+    let client = connect(target, ropts)?;
+    if choose_boot(&client, ropts.boot)? {
+        let mut o = opts.clone();
+        (o.durability, o.verify, o.engine) = boot_file_settings(o.engine);
+        return boot(&client, start, progress, |db| {
+            crate::import(db, inputs, &o, progress)
+        });
+    }
+    import_rows(&client, inputs, opts, ropts, progress, start)
+        .map_err(|e| imp::cause_hint(e, inputs, opts))
+}
+
+/// Makes `opts.rows` rows in the cluster at `target`, as [`crate::generate`] makes them
+/// in a file.
+pub fn generate(
+    target: &RqliteTarget,
+    opts: &GenerateOptions,
+    ropts: &RqliteOptions,
+    progress: &Progress,
+) -> Result<Summary> {
+    let start = Instant::now();
+    let client = connect(target, ropts)?;
+    if choose_boot(&client, ropts.boot)? {
+        let mut o = opts.clone();
+        (o.durability, o.verify, o.engine) = boot_file_settings(o.engine);
+        return boot(&client, start, progress, |db| {
+            crate::generate::generate(db, &o, progress)
+        });
+    }
+    generate_rows(&client, opts, ropts, progress, start)
+}
+
+/// How the boot path builds its file: a new file (atomic-new), checked by
+/// `integrity_check`, by the page writer where it can (unless the direct engine was
+/// asked for, in which case it is).
+fn boot_file_settings(engine: Engine) -> (Option<Durability>, bool, Engine) {
+    let engine = if engine == Engine::Sqlite {
+        Engine::Auto
+    } else {
+        engine
+    };
+    (Some(Durability::AtomicNew), true, engine)
+}
+
+/// The boot path: build the file in a temporary directory with `build`, send it, check
+/// every table's row count on the node.
+fn boot(
+    client: &Client,
+    start: Instant,
+    progress: &Progress,
+    build: impl FnOnce(&std::path::Path) -> Result<Summary>,
+) -> Result<Summary> {
+    let dir = tempfile::Builder::new()
+        .prefix("liteload-boot-")
+        .tempdir()
+        .map_err(|e| Error::io(None, e))?;
+    let db = dir.path().join("boot.db");
+    let mut summary = build(&db)?;
+    progress.set_stage(Stage::Committing);
+    client.boot(&db)?;
+    for t in &summary.tables {
+        let n = count_rows(client, t)?;
+        if n != summary.rows && summary.tables.len() == 1 {
+            return Err(Error::cluster(
+                client.node(),
+                format!(
+                    "after the boot, table {} holds {n} rows, not the {} built",
+                    quote_ident(t),
+                    summary.rows
+                ),
+            ));
+        }
+    }
+    let raft = client
+        .status()
+        .ok()
+        .and_then(|s| {
+            s.pointer("/store/addr")
+                .and_then(Json::as_str)
+                .map(String::from)
+        })
+        .unwrap_or_else(|| "RAFT_ADDR".into());
+    summary.notes.push(format!(
+        "booted node {} with a {}-byte database built here (atomic-new, checked by integrity_check); start each other node with `rqlited -join {raft} …` and it copies it",
+        client.node(),
+        summary.db_bytes
+    ));
+    summary.durability = Durable::Cluster;
+    summary.engine = Some(Writer::RqliteBoot);
+    summary::finish(&mut summary, start);
+    Ok(summary)
+}
+
+fn count_rows(client: &Client, table: &str) -> Result<u64> {
+    Ok(client
+        .query_rows(&format!("SELECT count(*) FROM {}", quote_ident(table)), &[])?
+        .first()
+        .and_then(|r| r.first())
+        .and_then(Json::as_u64)
+        .unwrap_or(0))
+}
+
+/// The cluster's `CREATE TABLE` of `table` (its actual name and SQL), if it has one.
+fn cluster_table(client: &Client, table: &str) -> Result<Option<(String, String)>> {
+    let rows = client.query_rows(
+        "SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE",
+        &[Json::from(table)],
+    )?;
+    Ok(rows.first().and_then(|r| {
+        Some((
+            r.first()?.as_str()?.to_string(),
+            r.get(1)?.as_str()?.to_string(),
+        ))
+    }))
+}
+
+/// The statement (rqlite JSON) running `sql` with no parameters.
+fn plain(sql: &str) -> String {
+    let mut out = vec![b'['];
+    encode::json_str(&mut out, sql);
+    out.push(b']');
+    String::from_utf8(out).expect("JSON is UTF-8")
+}
+
+fn import_rows(
+    client: &Client,
+    inputs: &[Input],
+    opts: &ImportOptions,
+    ropts: &RqliteOptions,
+    progress: &Progress,
+    start: Instant,
+) -> Result<Summary> {
+    if opts.parse_only {
+        return Err(Error::plan(
+            "parsing alone writes nothing: it needs no cluster",
+        ));
+    }
+    let mut summary = Summary::default();
+    let rejects = Mutex::new(Rejects::new(opts.rejects.as_deref(), opts.max_errors)?);
+    let mut created: HashSet<String> = HashSet::new();
+    for group in imp::input_groups(inputs, opts) {
+        let input = &group[0];
+        let imp::Opened {
+            mut src,
+            table,
+            columns,
+            types,
+        } = imp::open_input(group, opts, progress, &mut summary)?;
+        // The table is planned against a copy of the cluster's schema of it, in memory:
+        // the same checks as a load into a file, and the statements that made the
+        // difference are then run in the cluster.
+        let mirror =
+            Connection::open_in_memory().map_err(|e| Error::sqlite("opening :memory:", e))?;
+        let before = cluster_table(client, &table)?;
+        if let Some((_, sql)) = &before {
+            mirror
+                .execute_batch(sql)
+                .map_err(|e| Error::sqlite("copying the cluster's table definition", e))?;
+        }
+        let plan = imp::plan_table(&mirror, &table, &columns, &types, opts, &mut created)?;
+        let after: String = mirror
+            .query_row(
+                "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
+                [&plan.table],
+                |r| r.get(0),
+            )
+            .map_err(|e| Error::sqlite("reading the planned table", e))?;
+        let mut prelude = vec![plain(&load::create_progress_sql())];
+        match &before {
+            None => prelude.push(plain(&after)),
+            Some((name, sql)) if *sql != after => {
+                let replaced = created.contains(&name.to_ascii_lowercase());
+                if replaced {
+                    prelude.push(plain(&format!("DROP TABLE {}", quote_ident(name))));
+                    prelude.push(plain(&after));
+                } else {
+                    let had: Vec<String> = table_columns(&mirror_of(sql)?, name)?;
+                    for (c, t) in plan.columns.iter().zip(&plan.types) {
+                        if !had.iter().any(|h| h.eq_ignore_ascii_case(c)) {
+                            prelude.push(plain(&crate::table::add_column_sql(name, c, *t)));
+                        }
+                    }
+                }
+            }
+            Some(_) => {}
+        }
+        src.set_types(plan.types.clone());
+        let key = LoadKey {
+            input: input.display_name(),
+            table: plan.table.clone(),
+            input_bytes: input.size(),
+        };
+        let written = run_load(
+            client,
+            src.as_mut(),
+            &plan.table,
+            &plan.columns,
+            key,
+            input.display_name().into(),
+            prelude,
+            ropts,
+            opts.batch_rows,
+            progress,
+            &rejects,
+            &mut summary,
+        )?;
+        summary.rows += written;
+        if !summary.tables.contains(&plan.table) {
+            summary.tables.push(plan.table.clone());
+        }
+    }
+    for (t, ix) in summary
+        .tables
+        .clone()
+        .iter()
+        .flat_map(|t| opts.indexes.iter().map(move |ix| (t, ix)))
+    {
+        progress.set_stage(Stage::Indexing);
+        let body = format!("[{}]", plain(&ix.sql(t)));
+        client.execute(body.as_bytes(), true).map_err(Error::from)?;
+    }
+    let (count, samples) = rejects
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .finish()?;
+    summary.rejects = count;
+    summary.reject_samples = samples;
+    summary.durability = Durable::Cluster;
+    summary.engine = Some(Writer::Rqlite);
+    summary.rows_per_statement = 0;
+    summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
+    summary::finish(&mut summary, start);
+    Ok(summary)
+}
+
+fn mirror_of(sql: &str) -> Result<Connection> {
+    let c = Connection::open_in_memory().map_err(|e| Error::sqlite("opening :memory:", e))?;
+    c.execute_batch(sql)
+        .map_err(|e| Error::sqlite("copying the cluster's table definition", e))?;
+    Ok(c)
+}
+
+fn table_columns(conn: &Connection, table: &str) -> Result<Vec<String>> {
+    Ok(crate::table::existing_columns(conn, table)?
+        .map(|(_, cols)| cols.into_iter().map(|c| c.name).collect())
+        .unwrap_or_default())
+}
+
+/// One source into one table of the cluster, resuming what an earlier run recorded.
+/// Returns the rows written by this run.
+#[allow(clippy::too_many_arguments)]
+fn run_load(
+    client: &Client,
+    src: &mut dyn crate::source::Source,
+    table: &str,
+    columns: &[String],
+    key: LoadKey,
+    source: Arc<str>,
+    mut prelude: Vec<String>,
+    ropts: &RqliteOptions,
+    batch_rows: usize,
+    progress: &Progress,
+    rejects: &Mutex<Rejects>,
+    summary: &mut Summary,
+) -> Result<u64> {
+    let resume: Resume = load::read_resume(client, &key)?;
+    if resume.finished {
+        summary.notes.push(format!(
+            "{} was loaded into {} before ({} rows, recorded in {}): nothing written",
+            key.input,
+            quote_ident(table),
+            resume.rows_in(),
+            PROGRESS_TABLE
+        ));
+        return Ok(0);
+    }
+    if resume.stale && resume.done.is_empty() {
+        prelude.push(load::stale_progress_delete(&key));
+    }
+    if !resume.done.is_empty() {
+        summary.notes.push(format!(
+            "resumed: {} rows of {} were in {} from an earlier run, and are skipped",
+            resume.rows_in(),
+            key.input,
+            quote_ident(table)
+        ));
+    }
+    let shape = Shape {
+        request_bytes: ropts.request_bytes.max(1024),
+        param_rows: 256,
+    };
+    let failed = Arc::new(Mutex::new(None));
+    let (tx, rx) = load::queue();
+    let mut sink = RqliteSink::new(
+        table,
+        columns,
+        key.clone(),
+        resume,
+        shape,
+        prelude,
+        &tx,
+        failed.clone(),
+    );
+    drop(tx);
+    std::thread::scope(|s| {
+        let sender = s.spawn(|| load::send_all(client, rx, &failed, &key, &source));
+        let result = pipeline::run(
+            src,
+            &mut sink,
+            batch_rows,
+            progress,
+            rejects,
+            &mut |_| Ok(()),
+            summary,
+        )
+        .and_then(|_| progress.check())
+        .and_then(|()| {
+            progress.set_stage(Stage::Committing);
+            sink.finish()
+        });
+        drop(sink);
+        let sent = sender.join().expect("the sender does not panic");
+        let failure = failed.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match (result, failure) {
+            (_, Some(e)) => Err(e),
+            (Err(e), None) => Err(e),
+            (Ok(()), None) => Ok(sent),
+        }
+    })
+}
+
+fn generate_rows(
+    client: &Client,
+    opts: &GenerateOptions,
+    ropts: &RqliteOptions,
+    progress: &Progress,
+    start: Instant,
+) -> Result<Summary> {
+    if opts.generate_only {
+        return Err(Error::plan(
+            "generating alone writes nothing: it needs no cluster",
+        ));
+    }
+    progress.rows_total.store(opts.rows, Ordering::Relaxed);
+    let names: Vec<String> = opts.columns.iter().map(|c| c.name.clone()).collect();
+    let spec: Vec<String> = opts.columns.iter().map(|c| c.definition()).collect();
+    let key = LoadKey {
+        input: format!(
+            "generate seed={} rows={} columns=({})",
+            opts.seed,
+            opts.rows,
+            spec.join(", ")
+        ),
+        table: opts.table.clone(),
+        input_bytes: None,
+    };
+    let mut prelude = vec![plain(&load::create_progress_sql())];
+    let resume = load::read_resume(client, &key)?;
+    let first_rowid = match cluster_table(client, &opts.table)? {
+        Some((actual, sql)) => {
+            let have = table_columns(&mirror_of(&sql)?, &actual)?;
+            crate::generate::check_same_columns(&actual, &have, &names)?;
+            let max = client
+                .query_rows(
+                    &format!(
+                        "SELECT coalesce(max(rowid), 0) FROM {}",
+                        quote_ident(&actual)
+                    ),
+                    &[],
+                )?
+                .first()
+                .and_then(|r| r.first())
+                .and_then(Json::as_i64)
+                .unwrap_or(0);
+            // Rows of an interrupted run are the last ones in: the run started below them.
+            max - resume.rows_in() as i64 + 1
+        }
+        None => {
+            prelude.push(plain(&crate::table::create_table_sql(&opts.table, &spec)));
+            1
+        }
+    };
+    let mut src = GeneratorSource::new(
+        opts.columns.clone(),
+        opts.rows,
+        opts.seed,
+        first_rowid,
+        opts.threads,
+    );
+    let written: Vec<String> = opts
+        .columns
+        .iter()
+        .filter(|c| c.gen != crate::generate::Gen::Rowid)
+        .map(|c| c.name.clone())
+        .collect();
+    let rejects = Mutex::new(Rejects::new(None, None)?);
+    let mut summary = Summary {
+        tables: vec![opts.table.clone()],
+        ..Summary::default()
+    };
+    drop(resume);
+    summary.rows = run_load(
+        client,
+        &mut src,
+        &opts.table,
+        &written,
+        key,
+        "<generate>".into(),
+        prelude,
+        ropts,
+        CHUNK_ROWS as usize,
+        progress,
+        &rejects,
+        &mut summary,
+    )?;
+    summary.durability = Durable::Cluster;
+    summary.engine = Some(Writer::Rqlite);
+    summary::finish(&mut summary, start);
+    Ok(summary)
+}
