@@ -111,7 +111,7 @@ fn check(
         }
     }
     ing.commit().map_err(|e| fail(&e))?;
-    let c = ing.connection();
+    let c = ing.connection().unwrap();
     if model.is_empty() {
         return Ok(());
     }
@@ -225,6 +225,7 @@ fn a_rerun_resumes_after_the_last_commit_and_bad_messages_are_counted(
     );
     let n: i64 = ing
         .connection()
+        .unwrap()
         .query_row("SELECT count(*) FROM h", [], |r| r.get(0))?;
     assert_eq!(n, 1, "only applied messages go to the history");
     Ok(())

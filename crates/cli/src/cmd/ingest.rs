@@ -67,7 +67,9 @@ Examples:
 #[derive(Args, Debug)]
 #[command(after_long_help = AFTER, after_help = "See --help for the merge semantics, commit windows and resume.")]
 pub struct IngestArgs {
-    /// The SQLite database file (created if missing).
+    /// The SQLite database file (created if missing), or an rqlite cluster:
+    /// rqlite://HOST:PORT (as for import; each window is one ?transaction request with
+    /// its resume point).
     pub db: PathBuf,
     /// A file of newline-delimited JSON objects, or `-` for stdin (the default).
     #[arg(conflicts_with = "connect")]
@@ -350,7 +352,11 @@ pub fn run(a: IngestArgs) -> Result<()> {
             from_start: a.from_start,
         },
     };
-    let mut engine = Ingest::open(&a.db, opts)?;
+    let cluster = super::rqlite::target(&a.db)?;
+    let mut engine = match &cluster {
+        Some(t) => Ingest::open_rqlite(t, &liteload::rqlite::RqliteOptions::default(), opts)?,
+        None => Ingest::open(&a.db, opts)?,
+    };
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
@@ -416,7 +422,10 @@ pub fn run(a: IngestArgs) -> Result<()> {
         eprintln!();
     }
     // An SQLite or I/O failure (a full disk) names the database.
-    let t = result.map_err(|e| e.in_file(&a.db))?;
+    let t = match &cluster {
+        Some(_) => result?,
+        None => result.map_err(|e| e.in_file(&a.db))?,
+    };
     if !a.quiet {
         let secs = start.elapsed().as_secs_f64();
         println!(

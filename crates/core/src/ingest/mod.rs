@@ -29,6 +29,7 @@
 //! on a thread of its own while the next one fills (see bench/README.md for what each
 //! step saved).
 
+mod cluster;
 pub mod connect;
 pub mod feed;
 pub mod listen;
@@ -208,7 +209,7 @@ const UNMAPPED: u32 = u32::MAX;
 /// history and its resume point are one transaction, and windows commit in order.
 pub struct Ingest {
     opts: IngestOptions,
-    writer: Arc<Mutex<Writer>>,
+    writer: Arc<Mutex<Store>>,
     in_flight: Option<JoinHandle<(Window, Result<CommitStats>)>>,
     window: Window,
     spare: Option<Window>,
@@ -224,13 +225,38 @@ pub struct Ingest {
     totals: Totals,
 }
 
+/// What windows are written to: a local database, or an rqlite cluster.
+enum Store {
+    File(Writer),
+    Cluster(cluster::ClusterWriter),
+}
+
+impl Store {
+    fn commit(&mut self, w: &Window) -> Result<CommitStats> {
+        match self {
+            Store::File(s) => s.commit(w),
+            Store::Cluster(c) => c.commit(w),
+        }
+    }
+
+    fn resume_point(&self, source: &str) -> Result<Option<writer::ResumeRow>> {
+        match self {
+            Store::File(s) => s.resume_point(source),
+            Store::Cluster(c) => c.resume_point(source),
+        }
+    }
+}
+
 /// Read access to the database between commits (see [`Ingest::connection`]).
-pub struct ConnectionGuard<'a>(MutexGuard<'a, Writer>);
+pub struct ConnectionGuard<'a>(MutexGuard<'a, Store>);
 
 impl std::ops::Deref for ConnectionGuard<'_> {
     type Target = Connection;
     fn deref(&self) -> &Connection {
-        &self.0.conn
+        match &*self.0 {
+            Store::File(w) => &w.conn,
+            Store::Cluster(_) => unreachable!("a guard is only made for a local database"),
+        }
     }
 }
 
@@ -254,8 +280,95 @@ fn kind(v: &Val) -> Option<ColumnType> {
     }
 }
 
+/// The options' own checks, before anything is opened.
+fn check_options(opts: &IngestOptions) -> Result<()> {
+    if opts.keys.is_empty() {
+        return Err(Error::plan("no key field: name at least one"));
+    }
+    if opts.table.is_empty() {
+        return Err(Error::plan("the table name is empty"));
+    }
+    for t in std::iter::once(&opts.table).chain(&opts.history) {
+        if let Some(p) = crate::schema::table_name_problem(t) {
+            return Err(Error::plan(p));
+        }
+    }
+    crate::schema::check_new_table(&opts.table, opts.keys.iter().map(String::as_str))?;
+    let names = std::iter::once(&opts.table).chain(&opts.history);
+    for (i, a) in names.clone().enumerate() {
+        if a.eq_ignore_ascii_case(STATE_TABLE) {
+            return Err(Error::plan(format!(
+                "table {}: liteload keeps the resume points there; name another table",
+                quote_ident(a)
+            )));
+        }
+        if names.clone().skip(i + 1).any(|b| a.eq_ignore_ascii_case(b)) {
+            return Err(Error::plan(format!(
+                "the history table cannot be the table itself ({})",
+                quote_ident(a)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The table's key types and non-key columns if it exists in `conn` (a local database,
+/// or a copy of a cluster's definition), checked to have a primary key or unique index
+/// on exactly the keys; and whether it exists.
+#[allow(clippy::type_complexity)]
+fn existing_table(
+    conn: &Connection,
+    opts: &IngestOptions,
+) -> Result<(
+    Option<Vec<ColumnType>>,
+    Vec<(String, Option<ColumnType>)>,
+    bool,
+)> {
+    let mut key_types = None;
+    let mut columns: Vec<(String, Option<ColumnType>)> = vec![];
+    let existing = crate::table::existing_columns(conn, &opts.table)?;
+    if let Some((_, cols)) = &existing {
+        let mut kt = vec![];
+        for k in &opts.keys {
+            let c = cols
+                .iter()
+                .find(|c| c.name.eq_ignore_ascii_case(k))
+                .ok_or_else(|| {
+                    Error::plan(format!(
+                        "table {} has no key column {k:?}",
+                        quote_ident(&opts.table)
+                    ))
+                })?;
+            kt.push(ColumnType::from_declared(&c.declared).unwrap_or(ColumnType::Text));
+        }
+        key_types = Some(kt);
+        columns = cols
+            .iter()
+            .filter(|c| !opts.keys.iter().any(|k| k.eq_ignore_ascii_case(&c.name)))
+            .map(|c| (c.name.clone(), ColumnType::from_declared(&c.declared)))
+            .collect();
+        // The upsert needs a primary key or unique index on exactly the key columns.
+        let keys: Vec<String> = opts.keys.iter().map(|k| quote_ident(k)).collect();
+        let probe = format!(
+            "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT ({}) DO NOTHING",
+            quote_ident(&opts.table),
+            keys.join(", "),
+            vec!["NULL"; keys.len()].join(", "),
+            keys.join(", ")
+        );
+        conn.prepare(&probe).map_err(|e| {
+            Error::plan(format!(
+                "table {} has no primary key or unique index on ({}): {e}",
+                quote_ident(&opts.table),
+                opts.keys.join(", ")
+            ))
+        })?;
+    }
+    Ok((key_types, columns, existing.is_some()))
+}
+
 /// Writes `w` and times it.
-fn run_commit(writer: &Mutex<Writer>, w: &mut Window) -> Result<CommitStats> {
+fn run_commit(writer: &Mutex<Store>, w: &mut Window) -> Result<CommitStats> {
     let t0 = Instant::now();
     let mut writer = writer
         .lock()
@@ -272,33 +385,7 @@ impl Ingest {
     /// Opens the database at `db` (creating it if needed). An existing table must have
     /// the key columns, under a primary key or unique index on exactly them.
     pub fn open(db: &Path, opts: IngestOptions) -> Result<Ingest> {
-        if opts.keys.is_empty() {
-            return Err(Error::plan("no key field: name at least one"));
-        }
-        if opts.table.is_empty() {
-            return Err(Error::plan("the table name is empty"));
-        }
-        for t in std::iter::once(&opts.table).chain(&opts.history) {
-            if let Some(p) = crate::schema::table_name_problem(t) {
-                return Err(Error::plan(p));
-            }
-        }
-        crate::schema::check_new_table(&opts.table, opts.keys.iter().map(String::as_str))?;
-        let names = std::iter::once(&opts.table).chain(&opts.history);
-        for (i, a) in names.clone().enumerate() {
-            if a.eq_ignore_ascii_case(STATE_TABLE) {
-                return Err(Error::plan(format!(
-                    "table {}: liteload keeps the resume points there; name another table",
-                    quote_ident(a)
-                )));
-            }
-            if names.clone().skip(i + 1).any(|b| a.eq_ignore_ascii_case(b)) {
-                return Err(Error::plan(format!(
-                    "the history table cannot be the table itself ({})",
-                    quote_ident(a)
-                )));
-            }
-        }
+        check_options(&opts)?;
         let pragmas = opts.durability.shared_pragmas()?;
         let conn = Connection::open(db)
             .map_err(|e| Error::sqlite(format!("opening {}", db.display()), e))?;
@@ -312,62 +399,65 @@ impl Ingest {
         conn.busy_timeout(Duration::from_secs(5))
             .map_err(sql_err("setting the busy timeout"))?;
         conn.set_prepared_statement_cache_capacity(64);
-        let mut key_types = None;
-        let mut columns: Vec<(String, Option<ColumnType>)> = vec![];
-        let existing = crate::table::existing_columns(&conn, &opts.table)?;
-        if let Some((_, cols)) = &existing {
-            let mut kt = vec![];
-            for k in &opts.keys {
-                let c = cols
-                    .iter()
-                    .find(|c| c.name.eq_ignore_ascii_case(k))
-                    .ok_or_else(|| {
-                        Error::plan(format!(
-                            "table {} has no key column {k:?}",
-                            quote_ident(&opts.table)
-                        ))
-                    })?;
-                kt.push(ColumnType::from_declared(&c.declared).unwrap_or(ColumnType::Text));
-            }
-            key_types = Some(kt);
-            columns = cols
-                .iter()
-                .filter(|c| !opts.keys.iter().any(|k| k.eq_ignore_ascii_case(&c.name)))
-                .map(|c| (c.name.clone(), ColumnType::from_declared(&c.declared)))
-                .collect();
-            // The upsert needs a primary key or unique index on exactly the key columns.
-            let keys: Vec<String> = opts.keys.iter().map(|k| quote_ident(k)).collect();
-            let probe = format!(
-                "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT ({}) DO NOTHING",
-                quote_ident(&opts.table),
-                keys.join(", "),
-                vec!["NULL"; keys.len()].join(", "),
-                keys.join(", ")
-            );
-            conn.prepare(&probe).map_err(|e| {
-                Error::plan(format!(
-                    "table {} has no primary key or unique index on ({}): {e}",
-                    quote_ident(&opts.table),
-                    opts.keys.join(", ")
-                ))
-            })?;
-        }
-        let by_name = columns
-            .iter()
-            .enumerate()
-            .map(|(i, (n, _))| (n.to_ascii_lowercase(), i))
-            .collect();
+        let (key_types, columns, existing) = existing_table(&conn, &opts)?;
         let writer = Writer::new(
             conn,
             opts.table.clone(),
             opts.keys.clone(),
             opts.history.clone(),
-            existing.map(|_| columns.clone()),
+            existing.then(|| columns.clone()),
         );
-        Ok(Ingest {
+        Ok(Ingest::with_store(
+            opts,
+            Store::File(writer),
+            key_types,
+            columns,
+        ))
+    }
+
+    /// Opens an engine that writes each window into the rqlite cluster at `target` (see
+    /// [`crate::rqlite`]), as one `?transaction` request with its resume point: the
+    /// merge is the same as into a file; `durability` and `cache_kib` are the
+    /// cluster's business and do not apply.
+    pub fn open_rqlite(
+        target: &crate::rqlite::RqliteTarget,
+        ropts: &crate::rqlite::RqliteOptions,
+        opts: IngestOptions,
+    ) -> Result<Ingest> {
+        check_options(&opts)?;
+        let client = crate::rqlite::connect(target, ropts)?;
+        let mirror = cluster::ClusterWriter::schema_mirror(&client, &opts.table)?;
+        let (key_types, columns, existing) = existing_table(&mirror, &opts)?;
+        let writer = cluster::ClusterWriter::new(
+            client,
+            opts.table.clone(),
+            opts.keys.clone(),
+            opts.history.clone(),
+            existing.then(|| columns.clone()),
+        );
+        Ok(Ingest::with_store(
+            opts,
+            Store::Cluster(writer),
+            key_types,
+            columns,
+        ))
+    }
+
+    fn with_store(
+        opts: IngestOptions,
+        store: Store,
+        key_types: Option<Vec<ColumnType>>,
+        columns: Vec<(String, Option<ColumnType>)>,
+    ) -> Ingest {
+        let by_name = columns
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (n.to_ascii_lowercase(), i))
+            .collect();
+        Ingest {
             scratch: Some(Messages::new(&opts.keys)),
             opts,
-            writer: Arc::new(Mutex::new(writer)),
+            writer: Arc::new(Mutex::new(store)),
             in_flight: None,
             window: Window::default(),
             spare: None,
@@ -377,10 +467,10 @@ impl Ingest {
             by_name,
             colmap: vec![],
             totals: Totals::default(),
-        })
+        }
     }
 
-    fn writer(&self) -> Result<MutexGuard<'_, Writer>> {
+    fn writer(&self) -> Result<MutexGuard<'_, Store>> {
         self.writer
             .lock()
             .map_err(|_| Error::plan("an earlier commit failed; the engine cannot go on"))
@@ -705,8 +795,17 @@ impl Ingest {
     /// The database connection, to read between commits: it shows every window whose
     /// commit has finished (a window being written in the background holds it until
     /// then).
-    pub fn connection(&self) -> ConnectionGuard<'_> {
-        ConnectionGuard(self.writer.lock().unwrap_or_else(|p| p.into_inner()))
+    ///
+    /// An engine writing to an rqlite cluster ([`Ingest::open_rqlite`]) has no local
+    /// database: that is an error.
+    pub fn connection(&self) -> Result<ConnectionGuard<'_>> {
+        let guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if matches!(*guard, Store::Cluster(_)) {
+            return Err(Error::plan(
+                "this engine writes to an rqlite cluster: it has no local database to read",
+            ));
+        }
+        Ok(ConnectionGuard(guard))
     }
 
     /// Hands the open window to what writes it: its columns and key types as of now.

@@ -35,6 +35,87 @@ pub(crate) struct Writer {
     columns: Vec<(String, Option<ColumnType>)>,
 }
 
+/// The statements that make the table fit window `w`: its `CREATE TABLE` once the key
+/// types are known (keys NOT NULL, their PRIMARY KEY, the columns so far), or `ALTER
+/// TABLE … ADD COLUMN` for the columns `columns` lacks. Updates `exists` and `columns`
+/// to what the table is once they ran, and returns them with the number of columns added.
+pub(crate) fn window_ddl(
+    table: &str,
+    keys: &[String],
+    exists: &mut bool,
+    columns: &mut Vec<(String, Option<ColumnType>)>,
+    w: &Window,
+) -> (Vec<String>, u64) {
+    let t = quote_ident(table);
+    let known = columns.len();
+    let mut ddl = vec![];
+    let mut new_columns = 0;
+    if !*exists {
+        if let Some(kt) = &w.key_types {
+            let mut defs: Vec<String> = keys
+                .iter()
+                .zip(kt)
+                .map(|(k, ty)| format!("{} {} NOT NULL", quote_ident(k), ty.sql()))
+                .collect();
+            for (name, ty) in &w.columns {
+                defs.push(
+                    format!("{} {}", quote_ident(name), ty.map_or("", |t| t.sql()))
+                        .trim_end()
+                        .to_string(),
+                );
+            }
+            let quoted: Vec<String> = keys.iter().map(|k| quote_ident(k)).collect();
+            defs.push(format!("PRIMARY KEY ({})", quoted.join(", ")));
+            ddl.push(crate::table::create_table_sql(table, &defs));
+            new_columns = w.columns.len() as u64;
+            *exists = true;
+            columns.clone_from(&w.columns);
+        }
+    } else {
+        for (name, ty) in &w.columns[known.min(w.columns.len())..] {
+            ddl.push(
+                format!(
+                    "ALTER TABLE {t} ADD COLUMN {} {}",
+                    quote_ident(name),
+                    ty.map_or("", |t| t.sql())
+                )
+                .trim_end()
+                .to_string(),
+            );
+            columns.push((name.clone(), *ty));
+            new_columns += 1;
+        }
+    }
+    (ddl, new_columns)
+}
+
+/// The key of row `i` (of `sorted`'s order), as messages show it.
+pub(crate) fn key_text(w: &Window, sorted: &Sorted, i: usize, nkeys: usize) -> String {
+    let row = &w.rows[sorted.order[i] as usize];
+    let key: Vec<String> = decode_key(w.key(row), nkeys)
+        .map(|k| match k {
+            KeyRef::Int(v) => v.to_string(),
+            KeyRef::Text(t) => format!("{:?}", String::from_utf8_lossy(t)),
+        })
+        .collect();
+    key.join(", ")
+}
+
+/// The resume table, as a new database gets it.
+pub(crate) fn state_table_sql() -> String {
+    format!("CREATE TABLE IF NOT EXISTS {STATE_TABLE} (source TEXT PRIMARY KEY, line INTEGER NOT NULL, offset INTEGER NOT NULL, file TEXT, position TEXT)")
+}
+
+/// Stores a resume point (parameters: source, line, offset, file, position).
+pub(crate) fn state_upsert_sql() -> String {
+    format!("INSERT INTO {STATE_TABLE} (source, line, offset, file, position) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (source) DO UPDATE SET line = excluded.line, offset = excluded.offset, file = excluded.file, position = excluded.position")
+}
+
+/// The history table of `name`, made if missing.
+pub(crate) fn history_table_sql(name: &str) -> String {
+    format!("CREATE TABLE IF NOT EXISTS {} (id INTEGER PRIMARY KEY, received REAL NOT NULL, message TEXT NOT NULL)", quote_ident(name))
+}
+
 fn sql_err(ctx: &str) -> impl FnOnce(rusqlite::Error) -> Error + '_ {
     move |e| Error::sqlite(ctx, e)
 }
@@ -83,44 +164,15 @@ impl Writer {
     }
 
     fn write(&mut self, w: &Window) -> Result<CommitStats> {
-        let t = quote_ident(&self.table);
-        let known = self.columns.len();
-        let mut new_columns = 0;
-        if !self.table_exists {
-            if let Some(kt) = &w.key_types {
-                let mut defs: Vec<String> = self
-                    .keys
-                    .iter()
-                    .zip(kt)
-                    .map(|(k, ty)| format!("{} {} NOT NULL", quote_ident(k), ty.sql()))
-                    .collect();
-                for (name, ty) in &w.columns {
-                    defs.push(
-                        format!("{} {}", quote_ident(name), ty.map_or("", |t| t.sql()))
-                            .trim_end()
-                            .to_string(),
-                    );
-                }
-                let keys: Vec<String> = self.keys.iter().map(|k| quote_ident(k)).collect();
-                defs.push(format!("PRIMARY KEY ({})", keys.join(", ")));
-                self.exec(&crate::table::create_table_sql(&self.table, &defs))?;
-                new_columns = w.columns.len() as u64;
-                self.table_exists = true;
-                self.columns = w.columns.clone();
-            }
-        } else {
-            for (name, ty) in &w.columns[known.min(w.columns.len())..] {
-                self.exec(
-                    format!(
-                        "ALTER TABLE {t} ADD COLUMN {} {}",
-                        quote_ident(name),
-                        ty.map_or("", |t| t.sql())
-                    )
-                    .trim_end(),
-                )?;
-                self.columns.push((name.clone(), *ty));
-                new_columns += 1;
-            }
+        let (ddl, new_columns) = window_ddl(
+            &self.table,
+            &self.keys,
+            &mut self.table_exists,
+            &mut self.columns,
+            w,
+        );
+        for sql in &ddl {
+            self.exec(sql)?;
         }
         let Written { inserted, refused } = if w.rows.is_empty() {
             Written {
@@ -131,8 +183,8 @@ impl Writer {
             self.write_rows(w)?
         };
         if let Some(h) = &self.history {
+            self.exec(&history_table_sql(h))?;
             let h = quote_ident(h);
-            self.exec(&format!("CREATE TABLE IF NOT EXISTS {h} (id INTEGER PRIMARY KEY, received REAL NOT NULL, message TEXT NOT NULL)"))?;
             let mut stmt = self
                 .conn
                 .prepare_cached(&format!(
@@ -148,9 +200,7 @@ impl Writer {
         if let Some(p) = &w.position {
             self.state_table()?;
             self.conn
-                .prepare_cached(&format!(
-                    "INSERT INTO {STATE_TABLE} (source, line, offset, file, position) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (source) DO UPDATE SET line = excluded.line, offset = excluded.offset, file = excluded.file, position = excluded.position"
-                ))
+                .prepare_cached(&state_upsert_sql())
                 .and_then(|mut s| {
                     s.execute(rusqlite::params![
                         &*p.source,
@@ -334,14 +384,10 @@ impl Writer {
         let reasons = refused
             .iter()
             .map(|(i, e)| {
-                let row = &w.rows[sorted.order[*i] as usize];
-                let key: Vec<String> = decode_key(w.key(row), nkeys)
-                    .map(|k| match k {
-                        KeyRef::Int(v) => v.to_string(),
-                        KeyRef::Text(t) => format!("{:?}", String::from_utf8_lossy(t)),
-                    })
-                    .collect();
-                format!("the row with key ({}) was not written: {e}", key.join(", "))
+                format!(
+                    "the row with key ({}) was not written: {e}",
+                    key_text(w, &sorted, *i, nkeys)
+                )
             })
             .collect();
         Ok(Written {
@@ -438,7 +484,7 @@ impl Writer {
     /// before they existed. Run in each commit that stores a position (one a window),
     /// inside its transaction, so a rolled-back window leaves nothing half made.
     fn state_table(&self) -> Result<()> {
-        self.exec(&format!("CREATE TABLE IF NOT EXISTS {STATE_TABLE} (source TEXT PRIMARY KEY, line INTEGER NOT NULL, offset INTEGER NOT NULL, file TEXT, position TEXT)"))?;
+        self.exec(&state_table_sql())?;
         for column in ["file", "position"] {
             let has: bool = self
                 .conn

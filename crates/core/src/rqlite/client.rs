@@ -175,6 +175,19 @@ impl Client {
         self.slots(&body)
     }
 
+    /// Runs `statements`, reads and writes, through `/db/request` in one transaction
+    /// (strongly consistent): each statement's rows (empty for a write). Checked as
+    /// [`Client::execute`] checks.
+    pub(crate) fn request(&self, statements: &[u8]) -> Result<Vec<Vec<Vec<Json>>>, CallError> {
+        let body = self.call_with(
+            "POST",
+            "/db/request?transaction&level=strong",
+            Some(statements),
+            false,
+        )?;
+        Ok(self.slots(&body)?.into_iter().map(|s| s.values).collect())
+    }
+
     /// Runs read-only `statements` with `strong` consistency (through the leader, after
     /// every write before it is applied).
     /// A read that the node could not pass to the leader is asked again, with backoff,
@@ -207,6 +220,15 @@ impl Client {
         let body = serde_json::to_vec(&vec![Json::Array(stmt)]).expect("JSON of JSON values");
         let mut slots = self.query(&body).map_err(Error::from)?;
         Ok(slots.pop().map(|s| s.values).unwrap_or_default())
+    }
+
+    /// Whether the database has a table named `name` (strongly consistent).
+    pub(crate) fn has_table(&self, name: &str) -> Result<bool> {
+        let rows = self.query_rows(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?",
+            &[Json::from(name)],
+        )?;
+        Ok(rows.first().and_then(|r| r.first()).and_then(Json::as_i64) == Some(1))
     }
 
     /// `POST /boot` of the SQLite file at `path`: it replaces the node's database, and

@@ -71,16 +71,7 @@ impl Resume {
 /// input and table with another input size is an error while unfinished (the input
 /// changed under an interrupted load), and is replaced when finished.
 pub(crate) fn read_resume(client: &Client, key: &LoadKey) -> Result<Resume> {
-    let exists = client.query_rows(
-        "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?",
-        &[Json::from(PROGRESS_TABLE)],
-    )?;
-    if exists
-        .first()
-        .and_then(|r| r.first())
-        .and_then(Json::as_i64)
-        != Some(1)
-    {
+    if !client.has_table(PROGRESS_TABLE)? {
         return Ok(Resume::default());
     }
     let rows = client.query_rows(

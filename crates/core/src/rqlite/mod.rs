@@ -15,8 +15,8 @@
 //! Reads that check anything use `strong` consistency. A node that is down is retried,
 //! with backoff and on to the other nodes of the cluster, for [`RqliteOptions::patience`].
 
-mod client;
-mod encode;
+pub(crate) mod client;
+pub(crate) mod encode;
 mod load;
 mod target;
 
@@ -81,7 +81,7 @@ impl Default for RqliteOptions {
     }
 }
 
-fn connect(target: &RqliteTarget, ropts: &RqliteOptions) -> Result<Client> {
+pub(crate) fn connect(target: &RqliteTarget, ropts: &RqliteOptions) -> Result<Client> {
     let mut client = Client::new(target);
     client.patience = ropts.patience;
     client.discover()?;
