@@ -603,38 +603,33 @@ fn a_refused_row_fails_the_load_with_its_position_and_leaves_the_cluster_unchang
 }
 
 #[test]
-fn generate_into_a_cluster_makes_the_rows_a_file_gets() {
-    let c = Cluster::start(3);
+fn generate_into_a_cluster_makes_the_rows_a_file_gets_across_kills_of_liteload_and_the_leader() {
+    let mut c = Cluster::start(3);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("g.db");
+    let spec = ["--rows", "200000", "--seed", "9", "--quiet"];
     let out = run(&[
-        "generate",
-        db.to_str().unwrap(),
-        "--rows",
-        "50000",
-        "--seed",
-        "9",
-        "--engine",
-        "sqlite",
-        "--quiet",
-    ]);
+        &["generate", db.to_str().unwrap()][..],
+        &spec,
+        &["--engine", "sqlite"],
+    ]
+    .concat());
     assert!(out.status.success(), "{out:?}");
     let sql = exact_sql("user", &["id", "area", "age", "active"]);
     let want = file_rows(&db, &sql);
-    let out = run(&[
-        "generate",
-        &c.url(2),
-        "--rows",
-        "50000",
-        "--seed",
-        "9",
-        "--quiet",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let run_on = |url: &str| -> Vec<String> {
+        let mut v: Vec<String> = ["generate", url, "--rqlite-request-bytes", "65536"]
+            .map(String::from)
+            .to_vec();
+        v.extend(spec.map(String::from));
+        v
+    };
+    kill_liteload_then_leader(&mut c, run_on, |c| {
+        c.local_rows(0, "SELECT count(*) FROM _liteload_progress")
+            .and_then(|r| r.first().and_then(|n| n.parse::<u64>().ok()))
+            .unwrap_or(0)
+            >= 3
+    });
     for i in 0..3 {
         c.wait_local(i, &sql, &want);
     }

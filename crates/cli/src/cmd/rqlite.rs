@@ -29,6 +29,10 @@ pub struct RqliteArgs {
     /// 4 MiB; bench/README.md shows how the size was chosen).
     #[arg(long, value_name = "BYTES", help_heading = "rqlite")]
     pub rqlite_request_bytes: Option<usize>,
+    /// DB is rqlite://…: requests sent at once (default 1). With more, requests may
+    /// commit out of order, and rows SQLite numbers get their rowids in that order.
+    #[arg(long, value_name = "N", help_heading = "rqlite")]
+    pub rqlite_in_flight: Option<usize>,
 }
 
 impl RqliteArgs {
@@ -44,12 +48,19 @@ impl RqliteArgs {
         if let Some(b) = self.rqlite_request_bytes {
             o.request_bytes = b;
         }
+        if let Some(n) = self.rqlite_in_flight {
+            o.in_flight = n.max(1);
+        }
         o
     }
 
     /// Refuses the flags when DB is a file.
     pub fn check_file(&self) -> Result<(), UsageError> {
-        if self.rqlite_boot || self.rqlite_no_boot || self.rqlite_request_bytes.is_some() {
+        if self.rqlite_boot
+            || self.rqlite_no_boot
+            || self.rqlite_request_bytes.is_some()
+            || self.rqlite_in_flight.is_some()
+        {
             return Err(UsageError(
                 "the --rqlite-* flags apply to an rqlite://HOST:PORT database".into(),
             ));

@@ -141,7 +141,9 @@ enum Stmt {
 }
 
 /// Batches into requests; see the module's documentation.
-pub(crate) struct RqliteSink {
+pub(crate) struct RqliteSink<'c> {
+    client: &'c Client,
+    source: Arc<str>,
     statements: Statements,
     key: LoadKey,
     resume: Resume,
@@ -158,11 +160,15 @@ pub(crate) struct RqliteSink {
     pub(crate) written: u64,
     tx: Option<Sender<Request>>,
     failed: Arc<Mutex<Option<Error>>>,
+    /// Whether the first request (the one with the prelude) is answered.
+    first_sent: bool,
 }
 
-impl RqliteSink {
+impl<'c> RqliteSink<'c> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
+        client: &'c Client,
+        source: Arc<str>,
         table: &str,
         columns: &[String],
         key: LoadKey,
@@ -171,8 +177,10 @@ impl RqliteSink {
         prelude: Vec<String>,
         sender: &Sender<Request>,
         failed: Arc<Mutex<Option<Error>>>,
-    ) -> RqliteSink {
+    ) -> RqliteSink<'c> {
         RqliteSink {
+            client,
+            source,
             statements: Statements::new(table, columns),
             key,
             resume,
@@ -188,6 +196,7 @@ impl RqliteSink {
             written: 0,
             tx: Some(sender.clone()),
             failed,
+            first_sent: false,
         }
     }
 
@@ -209,19 +218,16 @@ impl RqliteSink {
         }
     }
 
-    /// Sends what is gathered, with its progress row.
-    fn flush(&mut self, done: bool) -> Result<()> {
-        if self.rows == 0 && !done && self.prelude.is_empty() {
-            return Ok(());
-        }
+    /// The request of what is gathered, with its progress row (for `done`, the row
+    /// that marks the whole load finished, replacing its ranges).
+    fn build(&mut self, done: bool) -> Request {
         self.open_body();
         let progress = if done {
-            // The load is whole: its ranges become one finished row.
             let delete = progress_delete(&self.key);
             self.stmts.push(Stmt::Other);
             self.body.extend_from_slice(delete.as_bytes());
             self.body.push(b',');
-            let total = self.resume.rows_in() + self.rows_pending_total();
+            let total = self.resume.rows_in() + self.written + self.rows;
             progress_insert(&self.key, 1, self.next_row - 1, total, self.last_line, true)
         } else {
             progress_insert(
@@ -246,6 +252,21 @@ impl RqliteSink {
         self.written += req.rows;
         self.rows = 0;
         self.first = 0;
+        req
+    }
+
+    /// Sends what is gathered, with its progress row. The first request (it creates the
+    /// tables) is sent from here, and answered, before any other; the rest go to the
+    /// senders.
+    fn flush(&mut self) -> Result<()> {
+        if self.rows == 0 && self.first_sent {
+            return Ok(());
+        }
+        let req = self.build(false);
+        if !self.first_sent {
+            self.first_sent = true;
+            return send_one(self.client, &req, &self.key, &self.source);
+        }
         let tx = self.tx.as_ref().expect("the sink is not finished");
         if tx.send(req).is_err() {
             self.check_failed()?;
@@ -254,19 +275,14 @@ impl RqliteSink {
         self.check_failed()
     }
 
-    /// Rows sent or gathered in this run.
-    fn rows_pending_total(&self) -> u64 {
-        self.written + self.rows
-    }
-
-    /// Sends the rest, marks the load finished, and closes the sender's queue.
-    pub(crate) fn finish(&mut self) -> Result<()> {
+    /// Sends the rest and closes the senders' queue. Returns the request that marks the
+    /// load finished, to be sent once every request before it is answered.
+    pub(crate) fn finish(&mut self) -> Result<Request> {
         if self.rows > 0 {
-            self.flush(false)?;
+            self.flush()?;
         }
-        self.flush(true)?;
         self.tx = None;
-        Ok(())
+        Ok(self.build(true))
     }
 }
 
@@ -339,7 +355,7 @@ pub(crate) fn stale_progress_delete(key: &LoadKey) -> String {
     progress_delete(key)
 }
 
-impl Sink for RqliteSink {
+impl Sink for RqliteSink<'_> {
     fn write_batch(
         &mut self,
         batch: &Batch,
@@ -373,7 +389,7 @@ impl Sink for RqliteSink {
                 self.emit(batch, &run, run_json);
                 run.clear();
                 if self.body.len() >= self.shape.request_bytes {
-                    self.flush(false)?;
+                    self.flush()?;
                 }
             }
         }
@@ -381,7 +397,7 @@ impl Sink for RqliteSink {
             self.emit(batch, &run, run_json);
         }
         if self.body.len() >= self.shape.request_bytes {
-            self.flush(false)?;
+            self.flush()?;
         }
         Ok(added)
     }
@@ -393,7 +409,7 @@ impl Sink for RqliteSink {
     }
 }
 
-impl RqliteSink {
+impl RqliteSink<'_> {
     fn emit(&mut self, batch: &Batch, rows: &[usize], json: bool) {
         self.open_body();
         // The body is `[` alone, or statements each followed by ','.
@@ -426,8 +442,9 @@ impl RqliteSink {
     }
 }
 
-/// The sender: sends each request in order until the queue closes or one fails (the
-/// failure is left in `failed` and the rest are dropped). Returns the rows it sent.
+/// A sender: sends requests from the queue until it closes, or until one (of any
+/// sender) fails: the first failure is left in `failed`, and what is queued after it is
+/// dropped. Returns the rows it sent.
 pub(crate) fn send_all(
     client: &Client,
     rx: Receiver<Request>,
@@ -437,25 +454,34 @@ pub(crate) fn send_all(
 ) -> u64 {
     let mut sent = 0;
     for req in rx.iter() {
+        if failed.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+            // Another sender failed: the load stops; what is queued is dropped.
+            continue;
+        }
         match send_one(client, &req, key, source) {
             Ok(()) => sent += req.rows,
             Err(e) => {
-                *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                break;
+                failed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert(e);
             }
         }
     }
-    // Drain so that the sink never blocks on a full queue after a failure.
-    for _ in rx.iter() {}
     sent
 }
 
 /// Creates the queue between a sink and its sender.
-pub(crate) fn queue() -> (Sender<Request>, Receiver<Request>) {
-    bounded(1)
+pub(crate) fn queue(in_flight: usize) -> (Sender<Request>, Receiver<Request>) {
+    bounded(in_flight.max(1))
 }
 
-fn send_one(client: &Client, req: &Request, key: &LoadKey, source: &Arc<str>) -> Result<()> {
+pub(crate) fn send_one(
+    client: &Client,
+    req: &Request,
+    key: &LoadKey,
+    source: &Arc<str>,
+) -> Result<()> {
     let start = Instant::now();
     loop {
         match client.execute(&req.body, true) {

@@ -69,6 +69,14 @@ pub struct RqliteOptions {
     pub request_bytes: usize,
     /// How long a call keeps trying a cluster that does not answer or has no leader.
     pub patience: Duration,
+    /// Requests sent at once (each waits for its answer on a thread of its own). The
+    /// first request, which creates the tables, is always answered before any other is
+    /// sent, and the one that marks the load finished after every other. With more
+    /// than one, requests may commit in another order than they were made, so rows
+    /// that SQLite numbers (a rowid table without an INTEGER PRIMARY KEY in the input)
+    /// get their rowids in that order, not the input's. Default 1 (2 measured 3-8%
+    /// faster on 2 cores, within the noise).
+    pub in_flight: usize,
 }
 
 impl Default for RqliteOptions {
@@ -77,6 +85,7 @@ impl Default for RqliteOptions {
             boot: Boot::Auto,
             request_bytes: 4 << 20,
             patience: client::DEFAULT_PATIENCE,
+            in_flight: 1,
         }
     }
 }
@@ -417,8 +426,10 @@ fn run_load(
         param_rows: 256,
     };
     let failed = Arc::new(Mutex::new(None));
-    let (tx, rx) = load::queue();
+    let (tx, rx) = load::queue(ropts.in_flight);
     let mut sink = RqliteSink::new(
+        client,
+        source.clone(),
         table,
         columns,
         key.clone(),
@@ -430,7 +441,14 @@ fn run_load(
     );
     drop(tx);
     std::thread::scope(|s| {
-        let sender = s.spawn(|| load::send_all(client, rx, &failed, &key, &source));
+        let senders: Vec<_> = (0..ropts.in_flight.max(1))
+            .map(|_| {
+                let rx = rx.clone();
+                let (failed, key, source) = (&failed, &key, &source);
+                s.spawn(move || load::send_all(client, rx, failed, key, source))
+            })
+            .collect();
+        drop(rx);
         let result = pipeline::run(
             src,
             &mut sink,
@@ -445,14 +463,20 @@ fn run_load(
             progress.set_stage(Stage::Committing);
             sink.finish()
         });
+        let written = sink.written;
         drop(sink);
-        let sent = sender.join().expect("the sender does not panic");
-        let failure = failed.lock().unwrap_or_else(|p| p.into_inner()).take();
-        match (result, failure) {
-            (_, Some(e)) => Err(e),
-            (Err(e), None) => Err(e),
-            (Ok(()), None) => Ok(sent),
+        let sent: u64 = senders
+            .into_iter()
+            .map(|h| h.join().expect("a sender does not panic"))
+            .sum();
+        if let Some(e) = failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Err(e);
         }
+        // Every request is in: the load is marked finished.
+        let done = result?;
+        load::send_one(client, &done, &key, &source)?;
+        debug_assert!(sent <= written);
+        Ok(written)
     })
 }
 
