@@ -63,6 +63,9 @@ pub(crate) struct Client {
     auth: Option<String>,
     user: Option<String>,
     pub(crate) patience: Duration,
+    /// The cluster's SQLite version (`major * 1_000_000 + minor * 1_000 + patch`), read
+    /// by [`Client::discover`]; 0 when unknown.
+    sqlite: std::sync::atomic::AtomicU64,
 }
 
 impl Client {
@@ -90,6 +93,7 @@ impl Client {
             auth,
             user: target.user.clone(),
             patience: DEFAULT_PATIENCE,
+            sqlite: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -115,9 +119,33 @@ impl Client {
         self.current.store(i, Ordering::Relaxed);
     }
 
+    /// The table-valued function that walks a JSON document fastest on the cluster's
+    /// SQLite: `jsonb_each` from 3.51 on (it has none before), else `json_each`.
+    pub(crate) fn each_function(&self) -> &'static str {
+        if self.sqlite.load(Ordering::Relaxed) >= 3_051_000 {
+            "jsonb_each"
+        } else {
+            "json_each"
+        }
+    }
+
     /// Learns every node of the cluster (`GET /nodes`), so that a call can go on when
-    /// the node it asked goes down.
+    /// the node it asked goes down, and the cluster's SQLite version.
     pub(crate) fn discover(&self) -> Result<()> {
+        let version = self
+            .query_rows("SELECT sqlite_version()", &[])?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Json::as_str)
+            .map(|v| {
+                v.split('.')
+                    .map(|p| p.parse::<u64>().unwrap_or(0))
+                    .chain(std::iter::repeat(0))
+                    .take(3)
+                    .fold(0, |acc, p| acc * 1000 + p)
+            })
+            .unwrap_or(0);
+        self.sqlite.store(version, Ordering::Relaxed);
         let body = self.call("GET", "/nodes", None)?;
         let v: Json = serde_json::from_slice(&body)
             .map_err(|e| Error::cluster(self.node(), format!("GET /nodes: {e}")))?;

@@ -181,7 +181,7 @@ impl<'c> RqliteSink<'c> {
         RqliteSink {
             client,
             source,
-            statements: Statements::new(table, columns),
+            statements: Statements::new(table, columns, client.each_function()),
             key,
             resume,
             shape,
