@@ -497,9 +497,17 @@ fn kill_dash_nine_at_random_moments_loses_nothing_before_the_stored_position() -
         mid_feed.len() >= 2,
         "too few kills landed mid-feed: {mid_feed:?}"
     );
-    // A last run to the end of the feed: the uninterrupted table.
+    // A last run to the end of the feed: the uninterrupted table. (The table may be
+    // whole already; the run is stopped only once it has asked the feed.)
+    let asked_before = server.asked.lock().map_err(|_| "poisoned")?.len();
     let mut child = spawn_ingest(d.path(), &args)?;
     let (got, want) = wait_for(&db, &model(&msgs, msgs.len()), Duration::from_secs(120))?;
+    let start = std::time::Instant::now();
+    while server.asked.lock().map_err(|_| "poisoned")?.len() == asked_before
+        && start.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert!(terminate(&mut child)?, "{}", stderr_of(&mut child));
     assert_eq!(got, want);
     eprintln!("positions stored by killed runs: {mid_feed:?}");

@@ -330,6 +330,11 @@ pub(crate) fn connect(a: &IngestArgs) -> Result<Option<Connect>> {
 }
 
 pub fn run(a: IngestArgs) -> Result<()> {
+    // First of all: a SIGTERM while the engine opens or connects stops it cleanly too.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
+    }
     let (opts, feed_opts) = options(&a)?;
     let feed = match (connect(&a)?, a.listen, a.source.as_deref()) {
         (Some(client), _, _) => Feed::Connect(client),
@@ -357,10 +362,6 @@ pub fn run(a: IngestArgs) -> Result<()> {
         Some(t) => Ingest::open_rqlite(t, &liteload::rqlite::RqliteOptions::default(), opts)?,
         None => Ingest::open(&a.db, opts)?,
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
-    }
     let start = Instant::now();
     let status = !a.quiet && std::io::stderr().is_terminal();
     let mut shown = 0;
