@@ -304,6 +304,12 @@ impl Cluster {
                 .local(i, sql)
                 .map(|rows| rows.iter().map(|r| reals_as_f64(r)).collect::<Vec<_>>());
             if got.as_deref() == Some(want) {
+                // The node's file is sound, as SQLite itself sees it.
+                assert_eq!(
+                    self.local_rows(i, "PRAGMA integrity_check"),
+                    Some(vec!["\"ok\"".to_string()]),
+                    "node {i}"
+                );
                 return;
             }
             if start.elapsed() > Duration::from_secs(60) {
