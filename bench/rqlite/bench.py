@@ -211,8 +211,13 @@ def run_tool(name, csv, rows, want, tmp, profile=None):
             c.execute([["CREATE TABLE other(x)"], ["INSERT INTO other VALUES (1)"]])
     try:
         t0 = time.perf_counter()
-        if name in ("liteload", "liteload-boot"):
-            flag = ["--rqlite-no-boot"] if name == "liteload" else ["--rqlite-boot"]
+        if name.startswith("liteload"):
+            flag = ["--rqlite-boot"] if name == "liteload-boot" else ["--rqlite-no-boot"]
+            # liteload+in-flight=2+request-bytes=8388608: with --rqlite-in-flight 2
+            # --rqlite-request-bytes 8388608.
+            for opt in name.split("+")[1:]:
+                k, v = opt.split("=")
+                flag += ["--rqlite-" + k, v]
             p = subprocess.run([LITELOAD, "import", "rqlite://" + c.url(0)[7:], csv, "--quiet",
                                 "--table", "user"] + flag,
                                stderr=subprocess.PIPE)

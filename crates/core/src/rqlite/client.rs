@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::Value as Json;
 
+use super::encode::DocShape;
 use super::target::RqliteTarget;
 use crate::error::{Error, Result};
 
@@ -119,13 +120,14 @@ impl Client {
         self.current.store(i, Ordering::Relaxed);
     }
 
-    /// The table-valued function that walks a JSON document fastest on the cluster's
-    /// SQLite: `jsonb_each` from 3.51 on (it has none before), else `json_each`.
-    pub(crate) fn each_function(&self) -> &'static str {
-        if self.sqlite.load(Ordering::Relaxed) >= 3_051_000 {
-            "jsonb_each"
-        } else {
-            "json_each"
+    /// The form of a document of rows that the cluster's SQLite unpacks fastest:
+    /// `jsonb_each` over JSON text from 3.51 on (it has none before), a JSONB array of
+    /// row texts from 3.45 on (the first to read JSONB), else `json_each` over JSON text.
+    pub(crate) fn doc_shape(&self) -> DocShape {
+        match self.sqlite.load(Ordering::Relaxed) {
+            v if v >= 3_051_000 => DocShape::Text { each: "jsonb_each" },
+            v if v >= 3_045_000 => DocShape::RowTexts,
+            _ => DocShape::Text { each: "json_each" },
         }
     }
 

@@ -36,6 +36,14 @@ pub(crate) fn create_progress_sql() -> String {
     )
 }
 
+/// Statements of rows a request holds at most before it is sent, whatever its size.
+/// rqlite gzips the Raft command of a request of 50 statements or more, and that gzip
+/// took most of the leader's CPU where it happened (bench/README.md). A document
+/// statement holds up to 4,096 rows, so narrow rows would otherwise reach 50 statements
+/// before 4 MiB; one more call of `emit` adds at most 16 statements (of bound rows), and
+/// the progress rows and the first request's DDL a few more.
+const STATEMENTS_PER_REQUEST: usize = 30;
+
 /// Which load a progress row belongs to.
 #[derive(Clone, Debug)]
 pub(crate) struct LoadKey {
@@ -181,7 +189,7 @@ impl<'c> RqliteSink<'c> {
         RqliteSink {
             client,
             source,
-            statements: Statements::new(table, columns, client.each_function()),
+            statements: Statements::new(table, columns, client.doc_shape()),
             key,
             resume,
             shape,
@@ -388,7 +396,7 @@ impl Sink for RqliteSink<'_> {
             if run.len() >= 4096 {
                 self.emit(batch, &run, run_json);
                 run.clear();
-                if self.body.len() >= self.shape.request_bytes {
+                if self.full() {
                     self.flush()?;
                 }
             }
@@ -396,7 +404,7 @@ impl Sink for RqliteSink<'_> {
         if !run.is_empty() {
             self.emit(batch, &run, run_json);
         }
-        if self.body.len() >= self.shape.request_bytes {
+        if self.full() {
             self.flush()?;
         }
         Ok(added)
@@ -410,6 +418,12 @@ impl Sink for RqliteSink<'_> {
 }
 
 impl RqliteSink<'_> {
+    /// Whether the request being built is to be sent: at its size, or at
+    /// [`STATEMENTS_PER_REQUEST`] statements of rows.
+    fn full(&self) -> bool {
+        self.body.len() >= self.shape.request_bytes || self.stmts.len() >= STATEMENTS_PER_REQUEST
+    }
+
     fn emit(&mut self, batch: &Batch, rows: &[usize], json: bool) {
         self.open_body();
         // The body is `[` alone, or statements each followed by ','.
@@ -544,18 +558,11 @@ fn locate(
 ) -> Error {
     let singles: Vec<(RowOrigin, Vec<u8>)> = match req.statements.get(index) {
         Some(Stmt::Params(rows)) => rows.clone(),
-        Some(Stmt::Json(origins)) => match json_rows_of(&req.body, index) {
-            Some((sql, docs)) if docs.len() == origins.len() => origins
+        Some(Stmt::Json(origins)) => match doc_statement_of(&req.body, index) {
+            Some(doc) if doc.rows.len() == origins.len() => origins
                 .iter()
-                .zip(docs)
-                .map(|(o, d)| {
-                    let mut one = vec![b'['];
-                    encode::json_str(&mut one, &sql);
-                    one.push(b',');
-                    encode::json_str(&mut one, &format!("[{d}]"));
-                    one.push(b']');
-                    (*o, one)
-                })
+                .zip(&doc.rows)
+                .map(|(o, row)| (*o, doc.one_row(row)))
                 .collect(),
             _ => vec![],
         },
@@ -606,13 +613,8 @@ fn locate(
     }
 }
 
-/// The SQL and each row (as JSON text) of the JSON-document statement at `index` of a
-/// request body.
-fn json_rows_of(body: &[u8], index: usize) -> Option<(String, Vec<String>)> {
+/// The document statement at `index` of a request body.
+fn doc_statement_of(body: &[u8], index: usize) -> Option<encode::DocStatement> {
     let v: Json = serde_json::from_slice(body).ok()?;
-    let stmt = v.as_array()?.get(index)?.as_array()?;
-    let sql = stmt.first()?.as_str()?.to_string();
-    let doc: Json = serde_json::from_str(stmt.get(1)?.as_str()?).ok()?;
-    let rows = doc.as_array()?.iter().map(|r| r.to_string()).collect();
-    Some((sql, rows))
+    encode::DocStatement::read(v.as_array()?.get(index)?)
 }
