@@ -63,6 +63,8 @@ struct Cluster {
     _tmp: tempfile::TempDir,
     nodes: Vec<Node>,
     auth: Option<PathBuf>,
+    /// The directory of [`test_pki`]'s files, when the nodes serve HTTPS.
+    tls: Option<PathBuf>,
     agent: ureq::Agent,
     creds: Option<String>,
 }
@@ -73,6 +75,15 @@ impl Cluster {
     }
 
     fn start_with(n: usize, auth_json: Option<&str>) -> Cluster {
+        Cluster::start_opts(n, auth_json, None)
+    }
+
+    /// Nodes that serve HTTPS with `pki`'s certificate ([`test_pki`]).
+    fn start_tls(n: usize, pki: &Path) -> Cluster {
+        Cluster::start_opts(n, None, Some(pki))
+    }
+
+    fn start_opts(n: usize, auth_json: Option<&str>, tls: Option<&Path>) -> Cluster {
         let bin = rqlited();
         let _g = PORTS.lock().unwrap_or_else(|p| p.into_inner());
         let tmp = tempfile::tempdir().unwrap();
@@ -81,7 +92,19 @@ impl Cluster {
             std::fs::write(&p, j).unwrap();
             p
         });
+        let mut tls_config = ureq::tls::TlsConfig::builder();
+        if let Some(pki) = tls {
+            let pem = std::fs::read(pki.join("ca.pem")).unwrap();
+            let certs: Vec<_> = ureq::tls::parse_pem(&pem)
+                .filter_map(|i| match i.unwrap() {
+                    ureq::tls::PemItem::Certificate(c) => Some(c),
+                    _ => None,
+                })
+                .collect();
+            tls_config = tls_config.root_certs(ureq::tls::RootCerts::new_with_certs(&certs));
+        }
         let agent: ureq::Agent = ureq::Agent::config_builder()
+            .tls_config(tls_config.build())
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(20)))
             .build()
@@ -89,6 +112,7 @@ impl Cluster {
         let mut c = Cluster {
             nodes: vec![],
             auth,
+            tls: tls.map(Path::to_path_buf),
             agent,
             creds: auth_json.map(|_| format!("Basic {}", base64_of("admin:right-pass"))),
             _tmp: tmp,
@@ -133,6 +157,12 @@ impl Cluster {
         if let Some(a) = &self.auth {
             cmd.arg("-auth").arg(a).arg("-join-as").arg("admin");
         }
+        if let Some(pki) = &self.tls {
+            cmd.arg("-http-cert")
+                .arg(pki.join("node.pem"))
+                .arg("-http-key")
+                .arg(pki.join("node.key"));
+        }
         if let Some(j) = join {
             cmd.arg("-join").arg(j);
         }
@@ -147,13 +177,22 @@ impl Cluster {
     }
 
     fn url(&self, i: usize) -> String {
-        format!("rqlite://127.0.0.1:{}", self.nodes[i].http)
+        let scheme = if self.tls.is_some() {
+            "rqlite+https"
+        } else {
+            "rqlite"
+        };
+        format!("{scheme}://127.0.0.1:{}", self.nodes[i].http)
+    }
+
+    /// The node's HTTP API, for the test's own requests.
+    fn api(&self, i: usize) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.nodes[i].http)
     }
 
     fn get(&self, i: usize, path: &str) -> Option<Json> {
-        let mut r = self
-            .agent
-            .get(format!("http://127.0.0.1:{}{path}", self.nodes[i].http));
+        let mut r = self.agent.get(format!("{}{path}", self.api(i)));
         if let Some(c) = &self.creds {
             r = r.header("Authorization", c);
         }
@@ -246,10 +285,7 @@ impl Cluster {
     fn local(&self, i: usize, sql: &str) -> Option<Vec<Vec<Json>>> {
         let mut r = self
             .agent
-            .post(format!(
-                "http://127.0.0.1:{}/db/query?level=none",
-                self.nodes[i].http
-            ))
+            .post(format!("{}/db/query?level=none", self.api(i)))
             .header("Content-Type", "application/json");
         if let Some(c) = &self.creds {
             r = r.header("Authorization", c);
@@ -811,4 +847,103 @@ fn ingest_into_a_cluster_merges_as_into_a_file_across_kills_of_liteload_and_the_
     for i in 0..3 {
         c.wait_local(i, &sql, &want);
     }
+}
+
+/// A CA and a certificate for 127.0.0.1 it signed: `ca.pem`, `node.pem` and `node.key`
+/// in `dir`, and an unrelated CA's certificate in `other-ca.pem`.
+fn test_pki(dir: &Path) {
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "liteload test CA");
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+    let node_key = rcgen::KeyPair::generate().unwrap();
+    let node = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&node_key, &ca, &ca_key)
+        .unwrap();
+    std::fs::write(dir.join("node.pem"), node.pem()).unwrap();
+    std::fs::write(dir.join("node.key"), node_key.serialize_pem()).unwrap();
+    let other = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    std::fs::write(dir.join("other-ca.pem"), other.cert.pem()).unwrap();
+}
+
+#[test]
+fn https_to_a_cluster_a_private_ca_signed_needs_that_ca_and_loads_with_it() {
+    let pki = tempfile::tempdir().unwrap();
+    test_pki(pki.path());
+    let ca = pki.path().join("ca.pem");
+    let other = pki.path().join("other-ca.pem");
+    let mut c = Cluster::start_tls(1, pki.path());
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("people.csv");
+    std::fs::write(&csv, "name,age\nAda,36\n\"x'00'\",7\n").unwrap();
+    let csv_s = csv.to_str().unwrap();
+    let url = c.url(0);
+    // Not trusted: the built-in web roots, or another CA. A clear error at once (no
+    // minute of retries), and nothing written.
+    for extra in [vec![], vec!["--rqlite-ca", other.to_str().unwrap()]] {
+        let t0 = Instant::now();
+        let mut args = vec!["import", &url, csv_s];
+        args.extend(extra);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(3), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("TLS") && err.contains("certificate"), "{err}");
+        assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    }
+    assert_eq!(
+        c.local_rows(0, "SELECT count(*) FROM sqlite_schema")
+            .unwrap(),
+        ["0"]
+    );
+    // Trusted: an empty single node is booted over HTTPS, then a second table goes in
+    // as inserts, and an ingest merges into a third.
+    let ca_s = ca.to_str().unwrap();
+    let out = run(&["import", &url, csv_s, "--rqlite-ca", ca_s]);
+    assert!(out.status.success(), "{out:?}");
+    let out = run(&[
+        "import",
+        &url,
+        csv_s,
+        "--table",
+        "again",
+        "--rqlite-ca",
+        ca_s,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    for t in ["people", "again"] {
+        assert_eq!(
+            c.local_rows(0, &format!("SELECT name, typeof(name), age FROM {t}"))
+                .unwrap(),
+            ["[\"Ada\",\"text\",36]", "[\"x'00'\",\"text\",7]"],
+            "{t}"
+        );
+    }
+    let feed = dir.path().join("feed.jsonl");
+    std::fs::write(&feed, "{\"id\":1,\"a\":\"x\"}\n{\"id\":1,\"b\":2}\n").unwrap();
+    let out = run(&[
+        "ingest",
+        &url,
+        "--table",
+        "state",
+        "--key",
+        "id",
+        feed.to_str().unwrap(),
+        "--rqlite-ca",
+        ca_s,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        c.local_rows(0, "SELECT id, a, b FROM state").unwrap(),
+        ["[1,\"x\",2]"]
+    );
+    // The option belongs to an rqlite+https:// database only.
+    let db = dir.path().join("file.db");
+    let out = run(&["import", db.to_str().unwrap(), csv_s, "--rqlite-ca", ca_s]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    c.kill(0);
 }

@@ -174,6 +174,8 @@ pub struct IngestArgs {
         help_heading = "Feed client"
     )]
     pub connect: Option<String>,
+    #[command(flatten)]
+    pub rqlite_ca: super::rqlite::RqliteCa,
     /// Trust the CA certificates in this PEM file instead of the system's roots.
     #[arg(
         long,
@@ -359,8 +361,15 @@ pub fn run(a: IngestArgs) -> Result<()> {
     };
     let cluster = super::rqlite::target(&a.db)?;
     let mut engine = match &cluster {
-        Some(t) => Ingest::open_rqlite(t, &liteload::rqlite::RqliteOptions::default(), opts)?,
-        None => Ingest::open(&a.db, opts)?,
+        Some(t) => {
+            let mut ropts = liteload::rqlite::RqliteOptions::default();
+            ropts.ca = a.rqlite_ca.rqlite_ca.clone();
+            Ingest::open_rqlite(t, &ropts, opts)?
+        }
+        None => {
+            a.rqlite_ca.check_file()?;
+            Ingest::open(&a.db, opts)?
+        }
     };
     let start = Instant::now();
     let status = !a.quiet && std::io::stderr().is_terminal();

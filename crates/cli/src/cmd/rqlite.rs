@@ -1,6 +1,6 @@
 //! The `rqlite://` database argument, shared by the commands that write rows.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use liteload::rqlite::{Boot, RqliteOptions, RqliteTarget};
@@ -33,6 +33,29 @@ pub struct RqliteArgs {
     /// commit out of order, and rows SQLite numbers get their rowids in that order.
     #[arg(long, value_name = "N", help_heading = "rqlite")]
     pub rqlite_in_flight: Option<usize>,
+    #[command(flatten)]
+    pub ca: RqliteCa,
+}
+
+/// The certificates an `rqlite+https://` client trusts.
+#[derive(Args, Debug, Clone, Default)]
+pub struct RqliteCa {
+    /// DB is rqlite+https://…: trust the CA certificates in this PEM file (a cluster
+    /// whose certificates a private CA signed) instead of the built-in web roots.
+    #[arg(long, value_name = "FILE", help_heading = "rqlite")]
+    pub rqlite_ca: Option<PathBuf>,
+}
+
+impl RqliteCa {
+    /// Refuses the flag when DB is a file.
+    pub fn check_file(&self) -> Result<(), UsageError> {
+        if self.rqlite_ca.is_some() {
+            return Err(UsageError(
+                "--rqlite-ca applies to an rqlite+https://HOST:PORT database".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl RqliteArgs {
@@ -51,6 +74,7 @@ impl RqliteArgs {
         if let Some(n) = self.rqlite_in_flight {
             o.in_flight = n.max(1);
         }
+        o.ca = self.ca.rqlite_ca.clone();
         o
     }
 
@@ -65,7 +89,7 @@ impl RqliteArgs {
                 "the --rqlite-* flags apply to an rqlite://HOST:PORT database".into(),
             ));
         }
-        Ok(())
+        self.ca.check_file()
     }
 }
 

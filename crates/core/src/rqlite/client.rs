@@ -8,6 +8,7 @@
 //! (retried); `401`/`403` for credentials (an error at once, never retried).
 
 use std::io::Read;
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -69,10 +70,41 @@ pub(crate) struct Client {
     sqlite: std::sync::atomic::AtomicU64,
 }
 
+/// The certificates of the PEM file `path`: at least one, or an error naming the file.
+fn read_ca(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>> {
+    let pem = std::fs::read(path).map_err(|e| Error::io(Some(path.to_path_buf()), e))?;
+    let mut certs = vec![];
+    for item in ureq::tls::parse_pem(&pem) {
+        match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => certs.push(c),
+            Ok(_) => {}
+            Err(e) => {
+                return Err(Error::plan(format!(
+                    "{}: not a PEM certificate file: {e}",
+                    path.display()
+                )))
+            }
+        }
+    }
+    if certs.is_empty() {
+        return Err(Error::plan(format!(
+            "{}: no certificate in it",
+            path.display()
+        )));
+    }
+    Ok(certs)
+}
+
 impl Client {
-    /// A client for `target`; nothing is sent yet.
-    pub(crate) fn new(target: &RqliteTarget) -> Client {
+    /// A client for `target`, trusting the certificates in the PEM file `ca` for
+    /// HTTPS where one is given; nothing is sent yet.
+    pub(crate) fn new(target: &RqliteTarget, ca: Option<&Path>) -> Result<Client> {
+        let mut tls = ureq::tls::TlsConfig::builder();
+        if let Some(ca) = ca {
+            tls = tls.root_certs(ureq::tls::RootCerts::new_with_certs(&read_ca(ca)?));
+        }
         let agent: ureq::Agent = ureq::Agent::config_builder()
+            .tls_config(tls.build())
             .http_status_as_error(false)
             .max_redirects(0)
             .timeout_connect(Some(Duration::from_secs(5)))
@@ -86,7 +118,7 @@ impl Client {
                 base64::engine::general_purpose::STANDARD.encode(pair)
             )
         });
-        Client {
+        Ok(Client {
             agent,
             scheme: if target.https { "https" } else { "http" },
             nodes: Mutex::new(target.nodes.clone()),
@@ -95,7 +127,7 @@ impl Client {
             user: target.user.clone(),
             patience: DEFAULT_PATIENCE,
             sqlite: std::sync::atomic::AtomicU64::new(0),
-        }
+        })
     }
 
     /// The node asked last.
@@ -421,6 +453,14 @@ impl Client {
                         }
                     }
                 }
+                Err(e) if tls_failure(&e) => {
+                    // Refused in the handshake, before the request: nothing was sent, and
+                    // asking again would get the same answer.
+                    return Err(CallError::Cluster(Error::cluster(
+                        &node,
+                        format!("the TLS connection failed: {e} (a cluster whose certificates a private CA signed is trusted only with that CA's certificate)"),
+                    )));
+                }
                 Err(e) => {
                     if !resend && !unsent(&e) {
                         return Err(CallError::Uncertain(Error::cluster(&node, e.to_string())));
@@ -441,6 +481,17 @@ impl Client {
             std::thread::sleep(backoff);
             backoff = (backoff * 2).min(Duration::from_secs(2));
         }
+    }
+}
+
+/// Whether a call failed in the TLS handshake (an untrusted certificate, say).
+fn tls_failure(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::Rustls(_) | ureq::Error::Tls(_) | ureq::Error::TlsRequired => true,
+        ureq::Error::Io(io) => io
+            .get_ref()
+            .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some()),
+        _ => false,
     }
 }
 

@@ -74,9 +74,13 @@ pub struct RqliteOptions {
     /// sent, and the one that marks the load finished after every other. With more
     /// than one, requests may commit in another order than they were made, so rows
     /// that SQLite numbers (a rowid table without an INTEGER PRIMARY KEY in the input)
-    /// get their rowids in that order, not the input's. Default 1 (2 measured 3-8%
-    /// faster on 2 cores, within the noise).
+    /// get their rowids in that order, not the input's. Default 1 (2 measured 11%
+    /// faster on 2 cores: bench/README.md).
     pub in_flight: usize,
+    /// For `rqlite+https://`: a PEM file of the certificates to trust, in place of the
+    /// built-in web roots (a cluster whose certificates a private CA signed). `None`
+    /// trusts the web roots only.
+    pub ca: Option<std::path::PathBuf>,
 }
 
 impl Default for RqliteOptions {
@@ -86,12 +90,13 @@ impl Default for RqliteOptions {
             request_bytes: 4 << 20,
             patience: client::DEFAULT_PATIENCE,
             in_flight: 1,
+            ca: None,
         }
     }
 }
 
 pub(crate) fn connect(target: &RqliteTarget, ropts: &RqliteOptions) -> Result<Client> {
-    let mut client = Client::new(target);
+    let mut client = Client::new(target, ropts.ca.as_deref())?;
     client.patience = ropts.patience;
     client.discover()?;
     Ok(client)
