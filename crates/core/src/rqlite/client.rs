@@ -295,9 +295,11 @@ impl Client {
 
     /// `POST /boot` of the SQLite file at `path`: it replaces the node's database, and
     /// only a single-node cluster takes it.
-    pub(crate) fn boot(&self, path: &std::path::Path) -> Result<()> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io(Some(path.to_path_buf()), e))?;
-        self.call("POST", "/boot", Some(&bytes)).map(|_| ())
+    pub(crate) fn boot(&self, path: &Path) -> Result<()> {
+        // Streamed from the file, which may be far larger than memory.
+        self.call_payload("POST", "/boot", Some(Payload::File(path)), true)
+            .map(|_| ())
+            .map_err(Error::from)
     }
 
     fn slots(&self, body: &[u8]) -> Result<Vec<Slot>, CallError> {
@@ -359,6 +361,16 @@ impl Client {
         body: Option<&[u8]>,
         resend: bool,
     ) -> Result<Vec<u8>, CallError> {
+        self.call_payload(method, path, body.map(Payload::Bytes), resend)
+    }
+
+    fn call_payload(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Payload<'_>>,
+        resend: bool,
+    ) -> Result<Vec<u8>, CallError> {
         let start = Instant::now();
         let mut backoff = Duration::from_millis(100);
         let mut redirects = 0;
@@ -381,7 +393,16 @@ impl Client {
                     if let Some(a) = &self.auth {
                         r = r.header("Authorization", a);
                     }
-                    r.send(b.unwrap_or(&[]))
+                    match b {
+                        None => r.send(&[][..]),
+                        Some(Payload::Bytes(b)) => r.send(b),
+                        Some(Payload::File(p)) => match std::fs::File::open(p) {
+                            Ok(f) => r.send(f),
+                            Err(e) => {
+                                return Err(CallError::Cluster(Error::io(Some(p.to_path_buf()), e)))
+                            }
+                        },
+                    }
                 }
             };
             let retry_why = match sent {
@@ -482,6 +503,13 @@ impl Client {
             backoff = (backoff * 2).min(Duration::from_secs(2));
         }
     }
+}
+
+/// A request body: bytes in memory, or a file read as it is sent (again on a retry).
+#[derive(Clone, Copy)]
+enum Payload<'a> {
+    Bytes(&'a [u8]),
+    File(&'a Path),
 }
 
 /// Whether a call failed in the TLS handshake (an untrusted certificate, say).
