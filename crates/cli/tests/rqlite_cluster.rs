@@ -947,3 +947,113 @@ fn https_to_a_cluster_a_private_ca_signed_needs_that_ca_and_loads_with_it() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     c.kill(0);
 }
+
+/// A proxy in front of one node: it passes each request on (one per connection) and
+/// the answer back, except the answer to POST /db/request number `drop_at` (from 1),
+/// which it reads from the node and then drops with the connection, as a network does
+/// when it breaks after a request arrived. Returns its port.
+fn dropping_proxy(upstream: u16, drop_at: usize) -> u16 {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { continue };
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                // The request: headers, then Content-Length bytes of body.
+                let mut req = vec![];
+                let mut buf = [0u8; 65536];
+                let head_end = loop {
+                    if let Some(i) = req.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                    match client.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => req.extend_from_slice(&buf[..n]),
+                    }
+                };
+                let head = String::from_utf8_lossy(&req[..head_end]).to_string();
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse().ok())?
+                    })
+                    .unwrap_or(0);
+                while req.len() < head_end + len {
+                    match client.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => req.extend_from_slice(&buf[..n]),
+                    }
+                }
+                // One request per connection: the node closes after answering.
+                let mut out = String::new();
+                for l in head.trim_end().lines() {
+                    if !l.to_ascii_lowercase().starts_with("connection:") {
+                        out.push_str(l);
+                        out.push_str("\r\n");
+                    }
+                }
+                out.push_str("Connection: close\r\n\r\n");
+                let Ok(mut node) = std::net::TcpStream::connect(("127.0.0.1", upstream)) else {
+                    return;
+                };
+                node.write_all(out.as_bytes()).unwrap();
+                node.write_all(&req[head_end..]).unwrap();
+                let mut answer = vec![];
+                let _ = node.read_to_end(&mut answer);
+                if head.starts_with("POST /db/request")
+                    && seen.fetch_add(1, Ordering::SeqCst) + 1 == drop_at
+                {
+                    return; // dropped: the client's connection closes unanswered
+                }
+                let _ = client.write_all(&answer);
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn an_ingest_window_whose_answer_is_lost_is_found_applied_and_counted_right() {
+    let c = Cluster::start(1);
+    let dir = tempfile::tempdir().unwrap();
+    let feed = dir.path().join("feed.jsonl");
+    // 6 windows of 50 messages over 30 keys: new keys and updates in each.
+    let mut text = String::new();
+    for i in 0..300 {
+        text.push_str(&format!(
+            "{{\"id\": {}, \"v{}\": {i}}}\n",
+            (i * 7) % 30 + i / 100 * 30,
+            i % 4
+        ));
+    }
+    std::fs::write(&feed, text).unwrap();
+    let feed_s = feed.to_str().unwrap();
+    let args = ["--table", "t", "--key", "id", "--commit-rows", "50"];
+    let local = dir.path().join("local.db");
+    let want = run(&[&["ingest", local.to_str().unwrap(), feed_s][..], &args[..]].concat());
+    assert!(want.status.success(), "{want:?}");
+    let proxy = dropping_proxy(c.nodes[0].http, 3);
+    let url = format!("rqlite://127.0.0.1:{proxy}");
+    let got = run(&[&["ingest", &url, feed_s][..], &args[..]].concat());
+    assert!(got.status.success(), "{got:?}");
+    // The same counts as into a file: "N inserted, M updated".
+    let counts = |o: &std::process::Output| {
+        let e = String::from_utf8_lossy(&o.stdout).to_string();
+        let at = e.find(" inserted, ").unwrap_or_else(|| panic!("{e}"));
+        let from = e[..at].rfind(": ").unwrap() + 2;
+        let to = e[at..].find(" updated").unwrap() + at;
+        e[from..to].to_string()
+    };
+    assert_eq!(counts(&got), counts(&want));
+    let cols = file_columns(&local, "t");
+    let cols: Vec<&str> = cols.iter().map(String::as_str).collect();
+    let sql = exact_sql_by("t", &cols, "id");
+    c.wait_local(0, &sql, &file_rows(&local, &sql));
+}

@@ -41,6 +41,9 @@ pub(crate) struct ClusterWriter {
     history: Option<String>,
     table_exists: bool,
     columns: Vec<(String, Option<ColumnType>)>,
+    /// The table's row count after the last window (0 before it exists; `None` until
+    /// known): the count before a window whose answer was lost.
+    last_count: Option<u64>,
 }
 
 /// One statement of a window's request, as JSON text, and the rows (window row
@@ -63,9 +66,23 @@ impl ClusterWriter {
             table,
             keys,
             history,
+            last_count: existing.is_none().then_some(0),
             table_exists: existing.is_some(),
             columns: existing.unwrap_or_default(),
         }
+    }
+
+    /// The table's row count, read with strong consistency.
+    fn count_now(&self) -> Result<u64> {
+        let rows = self.client.query_rows(
+            &format!("SELECT count(*) FROM {}", quote_ident(&self.table)),
+            &[],
+        )?;
+        Ok(rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Json::as_u64)
+            .unwrap_or(0))
     }
 
     /// The table's definition and its indexes, from the cluster, in a connection of
@@ -109,6 +126,10 @@ impl ClusterWriter {
     /// Writes `w` in one request; on error nothing of it is written (or, if the cluster
     /// could not say whether it was, the error says so).
     pub(crate) fn commit(&mut self, w: &Window) -> Result<CommitStats> {
+        if self.last_count.is_none() {
+            // Read once, so that a window whose answer is lost still counts right.
+            self.last_count = Some(self.count_now()?);
+        }
         let (exists, columns) = (self.table_exists, self.columns.clone());
         let (ddl, new_columns) = window_ddl(
             &self.table,
@@ -122,13 +143,16 @@ impl ClusterWriter {
             // Nothing of the window is in: neither are its columns.
             (self.table_exists, self.columns) = (exists, columns);
         }
-        let (inserted, refused) = result?;
+        let (before, after, refused) = result?;
+        let before = before.or(self.last_count).unwrap_or(after);
+        self.last_count = Some(after);
         let keys = w.rows.len() as u64;
+        let inserted = after.saturating_sub(before).min(keys);
         Ok(CommitStats {
             messages: w.messages,
             keys,
             inserted,
-            updated: keys - inserted - refused.len() as u64,
+            updated: keys.saturating_sub(inserted + refused.len() as u64),
             rejects: w.rejects + refused.len() as u64,
             refused,
             new_columns,
@@ -137,9 +161,10 @@ impl ClusterWriter {
         })
     }
 
-    /// Sends the window, leaving out rows the table refuses. Returns rows inserted and
-    /// the reasons of those refused.
-    fn send_window(&self, w: &Window, ddl: &[String]) -> Result<(u64, Vec<String>)> {
+    /// Sends the window, leaving out rows the table refuses. Returns the table's row
+    /// count before (`None` when the answer was lost and the window found applied) and
+    /// after it, and the reasons of the rows refused.
+    fn send_window(&self, w: &Window, ddl: &[String]) -> Result<(Option<u64>, u64, Vec<String>)> {
         let sorted = w.sorted();
         let t = quote_ident(&self.table);
         let mut head: Vec<String> = ddl.iter().map(|s| plain(s)).collect();
@@ -193,7 +218,11 @@ impl ClusterWriter {
         loop {
             let body = assemble(&head, &rows, &tail);
             match self.request(&body, w) {
-                Ok(results) => {
+                Ok(None) => {
+                    // Applied, its answer lost: the count now is the count after it.
+                    return Ok((None, self.count_now()?, refused));
+                }
+                Ok(Some(results)) => {
                     let count = |i: usize| {
                         results
                             .get(i)
@@ -204,7 +233,7 @@ impl ClusterWriter {
                     };
                     let before = count(head.len() - 1);
                     let after = count(head.len() + rows.len());
-                    return Ok((after.saturating_sub(before), refused));
+                    return Ok((Some(before), after, refused));
                 }
                 Err(CallError::Statement { index, message })
                     if (head.len()..head.len() + rows.len()).contains(&index) =>
@@ -235,15 +264,15 @@ impl ClusterWriter {
         }
     }
 
-    /// Sends one window's request. When the cluster cannot say whether it applied it,
-    /// the resume point tells: a window whose position is stored was applied (the rest
-    /// is sent again; the merge is idempotent, the history rows are not, hence the
-    /// check).
+    /// Sends one window's request, and returns its results, or `None` when the
+    /// cluster could not say whether it applied it and the resume point says it did
+    /// (a window whose position is stored was applied; the rest is sent again: the
+    /// merge is idempotent, the history rows are not, hence the check).
     fn request(
         &self,
         body: &[u8],
         w: &Window,
-    ) -> std::result::Result<Vec<Vec<Vec<Json>>>, CallError> {
+    ) -> std::result::Result<Option<Vec<Vec<Vec<Json>>>>, CallError> {
         let start = Instant::now();
         loop {
             match self.client.request(body) {
@@ -258,14 +287,13 @@ impl ClusterWriter {
                         if stored.is_some_and(|(line, offset, _, _)| {
                             line == p.line && offset == p.offset
                         }) {
-                            // Applied; the counts are not known, the rows are in.
-                            return Ok(vec![]);
+                            return Ok(None);
                         }
                     } else if self.history.is_some() {
                         return Err(CallError::Cluster(e));
                     }
                 }
-                other => return other,
+                other => return other.map(Some),
             }
         }
     }
