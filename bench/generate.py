@@ -43,6 +43,10 @@ def tools(db, rows):
     return {
         "liteload generate --engine direct": ([LITELOAD, "generate", "-q", db, "--rows", str(rows), "--engine", "direct"], True),
         "liteload generate": ([LITELOAD, "generate", "-q", db, "--rows", str(rows), "--engine", "sqlite"], True),
+        "liteload generate --engine direct --threads 1": ([LITELOAD, "generate", "-q", db, "--rows", str(rows), "--engine", "direct", "--threads", "1"], True),
+        "liteload generate --engine direct --threads 2": ([LITELOAD, "generate", "-q", db, "--rows", str(rows), "--engine", "direct", "--threads", "2"], True),
+        "liteload generate --threads 1": ([LITELOAD, "generate", "-q", db, "--rows", str(rows), "--engine", "sqlite", "--threads", "1"], True),
+        "liteload generate --threads 2": ([LITELOAD, "generate", "-q", db, "--rows", str(rows), "--engine", "sqlite", "--threads", "2"], True),
         # The disk's floor: the direct file's bytes, written and synced, through the page
         # cache and around it (O_DIRECT, as the direct writer does where it can).
         "dd conv=fdatasync (same bytes)": (["dd", "if=/dev/zero", f"of={db}", "bs=1M",

@@ -33,6 +33,8 @@ def tools(src, db):
         "liteload --engine direct": ([LITELOAD, "import", "-q", "--engine", "direct", db, src, "--table", "transit"], True),
         "liteload --index Stop": ([LITELOAD, "import", "-q", "--index", "Stop", db, src, "--table", "transit"], True),
         "liteload --engine direct --index Stop": ([LITELOAD, "import", "-q", "--engine", "direct", "--index", "Stop", db, src, "--table", "transit"], True),
+        "liteload --parse-threads 1": ([LITELOAD, "import", "-q", "--parse-threads", "1", db, src, "--table", "transit"], True),
+        "liteload --parse-threads 2": ([LITELOAD, "import", "-q", "--parse-threads", "2", db, src, "--table", "transit"], True),
         "liteload --engine direct --parse-threads 1": ([LITELOAD, "import", "-q", "--engine", "direct", "--parse-threads", "1", db, src, "--table", "transit"], True),
         "liteload parse-only": ([LITELOAD, "import", "-q", "--parse-only", db, src, "--table", "transit"], False),
         "liteload parse-only --parse-threads 1": ([LITELOAD, "import", "-q", "--parse-only", "--parse-threads", "1", db, src, "--table", "transit"], False),
