@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Side-by-side ingest benchmark on a flight-feed-like stream (bench/gen_feed.py):
 liteload ingest (1 s windows, balanced) vs write-up 002's best approach in Python
-(bench/upsert_python.py) vs sqlite-utils upsert --nl --pk id. Each final table is
+(bench/upsert_python.py) vs the strongest plain-Python way we know (the same script
+with --coalesce: a dict merge per 1 s window, then one executemany of INSERT … ON
+CONFLICT DO UPDATE SET c = COALESCE(excluded.c, t.c) over every column in one BEGIN
+IMMEDIATE transaction) vs sqlite-utils upsert --nl --pk id. Each final table is
 compared with a reference merge computed here (present fields overwrite, absent ones
-stay, null sets NULL); a tool whose table differs is reported as not matching, and its
-time is still shown, marked.
+stay, null sets NULL; for the COALESCE program and `liteload ingest --null keep`, an
+explicit null keeps the value); a tool whose table differs is reported as not matching,
+and its time is still shown, marked.
 
     python3 bench/ingest.py [--messages 1000000] [--keys 300000] [--runs 3] [--sqlite-utils-runs 1] [--workdir DIR]
                             [--kills 10] [--send-rate 50000]
@@ -30,13 +34,20 @@ import sys
 from benchlib import LITELOAD, ROOT, clean, print_message_medians, rotations, run_once
 
 
-def model_of(path):
+def model_of(path, null_keeps=False):
+    """The reference merge: present fields overwrite, absent ones stay; an explicit null
+    sets NULL, or, with null_keeps, never overwrites a value."""
     model = {}
     with open(path) as f:
         for line in f:
             m = json.loads(line)
             row = model.setdefault(m.pop("id"), {})
-            row.update(m)
+            if null_keeps:
+                for k, v in m.items():
+                    if v is not None or k not in row:
+                        row[k] = v
+            else:
+                row.update(m)
     return model
 
 
@@ -149,11 +160,14 @@ def main():
     feed = os.path.join(a.workdir, f"feed_{a.messages}_{a.keys}.jsonl")
     if not os.path.exists(feed):
         subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_feed.py"), str(a.messages), str(a.keys), feed], check=True)
-    model = model_of(feed)
+    models = {False: model_of(feed), True: model_of(feed, null_keeps=True)}
     db = os.path.join(a.workdir, "ingest.db")
     tools = {
         "liteload ingest (1 s windows)": [LITELOAD, "ingest", "-q", db, feed, "--table", "flights", "--key", "id"],
+        "liteload ingest --null keep (1 s windows)": [LITELOAD, "ingest", "-q", db, feed, "--table", "flights", "--key", "id",
+                                                      "--null", "keep"],
         "Python: coalesce 1 s + executemany upsert": ["sh", "-c", f'"{sys.executable}" "{ROOT}/bench/upsert_python.py" "{db}" flights < "{feed}"'],
+        "Python: dict merge 1 s + one executemany, COALESCE": ["sh", "-c", f'"{sys.executable}" "{ROOT}/bench/upsert_python.py" --coalesce "{db}" flights < "{feed}"'],
     }
     if shutil.which("sqlite-utils"):
         tools["sqlite-utils upsert --nl --pk id"] = ["sqlite-utils", "upsert", db, "flights", feed, "--nl", "--pk", "id", "--alter"]
@@ -164,7 +178,8 @@ def main():
                 continue
             clean(db)
             code, err, wall, cpu = run_once(tools[name])
-            ok, detail = check(db, "flights", model) if code == 0 else (False, f"exit {code}: {err.strip()[:200]}")
+            keeps = "COALESCE" in name or "--null keep" in name
+            ok, detail = check(db, "flights", models[keeps]) if code == 0 else (False, f"exit {code}: {err.strip()[:200]}")
             rec = {"tool": name, "run": r, "ok": ok, "detail": detail, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
                    "messages_per_s": round(a.messages / wall)}
             print(json.dumps(rec), flush=True)
