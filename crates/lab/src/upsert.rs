@@ -482,6 +482,12 @@ fn coalesced(db: &Path, lines: &[String], upsert: bool, want: &State) -> Result<
             window = Instant::now();
         }
     }
+    windowed_done(conn, db, want, start)
+}
+
+/// The end of a step that commits a window a second: its time, its settings and its
+/// table checked, its file removed.
+fn windowed_done(conn: Connection, db: &Path, want: &State, start: Instant) -> Result<Run, String> {
     let seconds = start.elapsed().as_secs_f64();
     Settings::from_pragmas(NORMAL, Commits::Batches).confirm(&conn)?;
     verify(&conn, want)?;
@@ -591,12 +597,7 @@ fn coalesce_every_column(db: &Path, lines: &[String], want: &State) -> Result<Ru
             started = Instant::now();
         }
     }
-    let seconds = start.elapsed().as_secs_f64();
-    Settings::from_pragmas(NORMAL, Commits::Batches).confirm(&conn)?;
-    verify(&conn, want)?;
-    drop(conn);
-    remove_db(db);
-    Ok(Run::timed(seconds))
+    windowed_done(conn, db, want, start)
 }
 
 /// `liteload ingest`'s engine with its defaults: balanced durability, 1-second windows.
