@@ -118,7 +118,9 @@ impl IndexEntries {
                 ))
             })
             .collect::<Option<_>>()?;
-        keys.sort_unstable_by_key(|k| k.0);
+        // On every core: 10% of the CPU of a 10M-row import with an integer index when
+        // it ran on one thread.
+        rayon::slice::ParallelSliceMut::par_sort_unstable_by_key(&mut keys[..], |k| k.0);
         Some(keys.iter().map(|&(_, i)| v[i as usize]).collect())
     }
 }
