@@ -92,7 +92,7 @@ fn jsonb_read_header(doc: &[u8], at: usize) -> Option<(u8, usize, usize)> {
 /// The row texts of a [`DocShape::RowTexts`] document, or `None` if it is not one.
 fn jsonb_row_texts(doc: &[u8]) -> Option<Vec<String>> {
     let (kind, h, size) = jsonb_read_header(doc, 0)?;
-    if kind != JSONB_ARRAY || h + size != doc.len() {
+    if kind != JSONB_ARRAY || h.checked_add(size)? != doc.len() {
         return None;
     }
     let mut at = h;
@@ -102,9 +102,9 @@ fn jsonb_row_texts(doc: &[u8]) -> Option<Vec<String>> {
         if kind != JSONB_TEXTRAW {
             return None;
         }
-        let text = doc.get(at + h..at + h + size)?;
-        rows.push(String::from_utf8(text.to_vec()).ok()?);
-        at += h + size;
+        let end = at.checked_add(h)?.checked_add(size)?;
+        rows.push(String::from_utf8(doc.get(at + h..end)?.to_vec()).ok()?);
+        at = end;
     }
     Some(rows)
 }
@@ -529,7 +529,10 @@ mod tests {
                             && matches!(t.as_bytes()[0], b'x' | b'X')
                             && t.as_bytes()[1] == b'\''
                             && t.ends_with('\'');
-                        match hex.then(|| decode_hex(&t[2..t.len() - 1])).flatten() {
+                        match hex
+                            .then(|| hex_decode(&t.as_bytes()[2..t.len() - 1]))
+                            .flatten()
+                        {
                             Some(bytes) => V::Blob(bytes),
                             None => V::Text(s.clone()),
                         }
@@ -540,16 +543,6 @@ mod tests {
             conn.execute(a[0].as_str().unwrap(), rusqlite::params_from_iter(params))
                 .unwrap();
         }
-    }
-
-    fn decode_hex(h: &str) -> Option<Vec<u8>> {
-        if h.len() % 2 != 0 {
-            return None;
-        }
-        (0..h.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
-            .collect()
     }
 
     fn table(conn: &rusqlite::Connection) -> Vec<Vec<rusqlite::types::Value>> {
