@@ -54,26 +54,31 @@ impl std::fmt::Debug for Transport {
     }
 }
 
+/// The certificates of the PEM file `ca`: at least one, or an error naming the file.
+pub(crate) fn ca_certificates(
+    ca: &Path,
+) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let certs = CertificateDer::pem_file_iter(ca)
+        .and_then(|it| it.collect::<std::result::Result<Vec<_>, _>>())
+        .map_err(|e| Error::plan(format!("{}: not a PEM certificate file: {e}", ca.display())))?;
+    if certs.is_empty() {
+        return Err(Error::plan(format!(
+            "{}: no certificate in it",
+            ca.display()
+        )));
+    }
+    Ok(certs)
+}
+
 /// A TLS client configuration that trusts the CA certificates in the PEM file `ca`, or,
 /// without one, the system's trusted roots.
 pub fn tls_config(ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::CertificateDer;
     let mut roots = rustls::RootCertStore::empty();
     match ca {
         Some(ca) => {
-            let certs = CertificateDer::pem_file_iter(ca)
-                .and_then(|it| it.collect::<std::result::Result<Vec<_>, _>>())
-                .map_err(|e| {
-                    Error::plan(format!("{}: not a PEM certificate file: {e}", ca.display()))
-                })?;
-            if certs.is_empty() {
-                return Err(Error::plan(format!(
-                    "{}: no certificate in it",
-                    ca.display()
-                )));
-            }
-            for c in certs {
+            for c in ca_certificates(ca)? {
                 roots.add(c).map_err(|e| {
                     Error::plan(format!(
                         "{}: a certificate is not usable: {e}",

@@ -70,29 +70,12 @@ pub(crate) struct Client {
     sqlite: std::sync::atomic::AtomicU64,
 }
 
-/// The certificates of the PEM file `path`: at least one, or an error naming the file.
+/// The certificates of the PEM file `path`, as the HTTP client takes them.
 fn read_ca(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>> {
-    let pem = std::fs::read(path).map_err(|e| Error::io(Some(path.to_path_buf()), e))?;
-    let mut certs = vec![];
-    for item in ureq::tls::parse_pem(&pem) {
-        match item {
-            Ok(ureq::tls::PemItem::Certificate(c)) => certs.push(c),
-            Ok(_) => {}
-            Err(e) => {
-                return Err(Error::plan(format!(
-                    "{}: not a PEM certificate file: {e}",
-                    path.display()
-                )))
-            }
-        }
-    }
-    if certs.is_empty() {
-        return Err(Error::plan(format!(
-            "{}: no certificate in it",
-            path.display()
-        )));
-    }
-    Ok(certs)
+    Ok(crate::ingest::connect::ca_certificates(path)?
+        .iter()
+        .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
+        .collect())
 }
 
 impl Client {
