@@ -168,7 +168,16 @@ impl<'a> Iterator for Fields<'a> {
             7 => {
                 let mut b = [0u8; 8];
                 b.copy_from_slice(&self.rec[at..at + 8]);
-                (Field::Real(f64::from_bits(u64::from_be_bytes(b))), 8)
+                let f = f64::from_bits(u64::from_be_bytes(b));
+                // SQLite reads a stored NaN as NULL (vdbeaux.c, serialGet).
+                (
+                    if f.is_nan() {
+                        Field::Null
+                    } else {
+                        Field::Real(f)
+                    },
+                    8,
+                )
             }
             8 => (Field::Int(0), 0),
             9 => (Field::Int(1), 0),
@@ -212,6 +221,49 @@ pub fn int_pair(rec: &[u8]) -> Option<(i64, i64)> {
         (Some(Field::Int(a)), Some(Field::Int(b)), None) => Some((a, b)),
         _ => None,
     }
+}
+
+/// A 64-bit prefix of an index entry's place in [`compare`] order, for sorting many
+/// entries without decoding them each time two meet: where `a`'s prefix is less than
+/// `b`'s, `compare(a, b)` is `Less`. The flag says the prefix holds the whole key: when
+/// both entries' flags are set and their prefixes are equal, their keys are equal too
+/// and only the rowids (their last fields) decide. `keys` is the number of key fields
+/// (all but the rowid); only a one-field key can be held whole.
+///
+/// Layout: the first field's class (NULL, number, text, blob) in the top byte, then
+/// - a number: the top 56 bits of its value as an order-preserving f64 (rounding an
+///   integer to the nearest f64 keeps order, ties left to [`compare`]; whole when the
+///   value is a real or an integer within ±2^53 and the dropped bits are zero);
+/// - text or a blob: its first 6 bytes, zero-padded, then its length capped at 7 (so a
+///   value that is a prefix of another sorts first; whole when at most 6 bytes).
+pub fn sort_prefix(rec: &[u8], keys: usize) -> (u64, bool) {
+    let mut fields = Fields::new(rec);
+    let one = keys == 1;
+    let number = |f: f64| {
+        // -0.0 equals 0.0 in SQLite; the map below would put it first.
+        let b = if f == 0.0 { 0 } else { f.to_bits() };
+        let ordered = if b >> 63 == 1 { !b } else { b | (1 << 63) };
+        ((1u64 << 56) | (ordered >> 8), ordered & 0xff == 0)
+    };
+    let bytes = |class: u64, b: &[u8]| {
+        let mut p = [0u8; 8];
+        p[0] = class as u8;
+        let n = b.len().min(6);
+        p[1..1 + n].copy_from_slice(&b[..n]);
+        p[7] = b.len().min(7) as u8;
+        (u64::from_be_bytes(p), b.len() <= 6)
+    };
+    let (prefix, whole) = match fields.next() {
+        None | Some(Field::Null) => (0, true),
+        Some(Field::Int(i)) => {
+            let (p, w) = number(i as f64);
+            (p, w && i.unsigned_abs() <= 1 << 53)
+        }
+        Some(Field::Real(f)) => number(f),
+        Some(Field::Text(t)) => bytes(2, t),
+        Some(Field::Blob(b)) => bytes(3, b),
+    };
+    (prefix, whole && one)
 }
 
 /// Whether two index entries have the same key: their first `keys` fields equal and none

@@ -137,32 +137,136 @@ impl<W: Write + Seek> DbWriter<W> {
         // neighbour pair took 18% of the CPU of a 10M-row import with an integer index
         // when it ran on one thread. The first bad entry is the one reported.
         use rayon::prelude::*;
-        if let Some(bad) = entries
-            .par_iter()
-            .position_first(|e| Record::parse(e).is_err())
-        {
-            Record::parse(entries[bad])?;
+        let bad = |e: &[u8]| Record::parse(e).is_err();
+        if entries.len() == 1 && bad(entries[0]) {
+            Record::parse(entries[0])?;
         }
-        if let Some(i) = entries
-            .par_windows(2)
-            .position_first(|w| index::compare(w[0], w[1]) != std::cmp::Ordering::Less)
-        {
+        // One pass: an entry is parsed before it is compared (a bad one must not be
+        // decoded), so each is parsed twice, the second time from the cache.
+        if let Some(i) = entries.par_windows(2).position_first(|w| {
+            bad(w[0]) || bad(w[1]) || index::compare(w[0], w[1]) != std::cmp::Ordering::Less
+        }) {
+            Record::parse(entries[i])?;
+            Record::parse(entries[i + 1])?;
             return Err(Error::IndexOrder { at: i + 1 });
         }
-        let u = self.page_size;
-        let pages = index::plan(entries.len(), u - 8, |i| {
-            index::cell_cost(u, entries[i].len(), false)
+        let root = self.index_levels(
+            entries.len(),
+            |i| entries[i].len(),
+            |i, out| out.extend_from_slice(entries[i]),
+        )?;
+        self.add_index(name, table, sql, root);
+        Ok(root)
+    }
+
+    /// Writes index `name` on `table` (its `CREATE INDEX` text is `sql`) over one
+    /// integer column from `pairs` of (key, rowid) in strictly increasing order (which is
+    /// [`index::compare`] order for such entries; checked). The records are encoded
+    /// here, so nothing but the pairs is held per entry. Returns the root page.
+    pub fn index_int_pairs(
+        &mut self,
+        name: &str,
+        table: &str,
+        sql: &str,
+        pairs: &[(i64, i64)],
+    ) -> Result<u32, Error> {
+        use rayon::prelude::*;
+        if let Some(i) = pairs.par_windows(2).position_first(|w| w[0] >= w[1]) {
+            return Err(Error::IndexOrder { at: i + 1 });
+        }
+        let values = |i: usize| [Value::Integer(pairs[i].0), Value::Integer(pairs[i].1)];
+        let root = self.index_levels(
+            pairs.len(),
+            |i| crate::record::size(&values(i)),
+            |i, out| crate::record::encode(&values(i), out),
+        )?;
+        self.add_index(name, table, sql, root);
+        Ok(root)
+    }
+
+    fn add_index(&mut self, name: &str, table: &str, sql: &str, root: u32) {
+        self.schema.push(SchemaRow {
+            kind: "index",
+            name: name.to_string(),
+            table: table.to_string(),
+            sql: sql.to_string(),
+            root,
         });
+    }
+
+    /// Writes the pages of an index over `n` entries already in order: entry `i` is
+    /// `size(i)` bytes, which `put(i, out)` appends to `out`. Leaves first, then each
+    /// interior level over the dividers; returns the root page.
+    fn index_levels(
+        &mut self,
+        n: usize,
+        size: impl Fn(usize) -> usize + Sync,
+        put: impl Fn(usize, &mut Vec<u8>) + Sync,
+    ) -> Result<u32, Error> {
+        use rayon::prelude::*;
+        let u = self.page_size;
+        let pages = index::plan(n, u - 8, |i| index::cell_cost(u, size(i), false));
         let mut children = Vec::with_capacity(pages.len());
-        let mut dividers: Vec<&[u8]> = Vec::with_capacity(pages.len());
         let last = pages.len() - 1;
-        for (k, &(start, end)) in pages.iter().enumerate() {
-            let cells: Vec<(u32, &[u8])> = entries[start..end].iter().map(|e| (0, *e)).collect();
-            children.push(self.index_page(&cells, None)?);
-            if k < last {
-                dividers.push(entries[end]);
+        // The image of leaf `start..end`, built from its entries one after another.
+        let leaf = |start: usize, end: usize, overflow: &dyn Fn(usize) -> Option<u32>| {
+            let mut arena: Vec<u8> = Vec::with_capacity(u);
+            let mut ends: Vec<usize> = Vec::with_capacity(end - start);
+            for i in start..end {
+                put(i, &mut arena);
+                ends.push(arena.len());
+            }
+            let cells: Vec<(u32, &[u8])> = ends
+                .iter()
+                .scan(0, |from, &to| {
+                    let cell = &arena[*from..to];
+                    *from = to;
+                    Some((0, cell))
+                })
+                .collect();
+            index_page_image(u, &cells, overflow, None)
+        };
+        let max = (0..n).into_par_iter().map(&size).max().unwrap_or(0);
+        if index::local_payload(u, max) == max {
+            // No entry overflows, so no page is written between two leaves: the leaves
+            // are built on every core (their encoding was most of an integer index's
+            // writing time on one thread), a run at a time, and written in order.
+            for run in pages.chunks(1024) {
+                let images: Vec<Vec<u8>> = run
+                    .par_iter()
+                    .map(|&(start, end)| leaf(start, end, &|_| None))
+                    .collect();
+                for image in images {
+                    children.push(self.write_page(&image)?);
+                }
+            }
+        } else {
+            for &(start, end) in &pages {
+                // Overflow pages first, then the leaf that points at them.
+                let mut first = Vec::with_capacity(end - start);
+                let mut entry = vec![];
+                for i in start..end {
+                    let local = index::local_payload(u, size(i));
+                    first.push(if local < size(i) {
+                        entry.clear();
+                        put(i, &mut entry);
+                        Some(self.write_overflow(&entry[local..])?)
+                    } else {
+                        None
+                    });
+                }
+                let image = leaf(start, end, &|k| first[k]);
+                children.push(self.write_page(&image)?);
             }
         }
+        let mut dividers: Vec<Vec<u8>> = pages[..last]
+            .iter()
+            .map(|&(_, end)| {
+                let mut divider = Vec::with_capacity(size(end));
+                put(end, &mut divider);
+                divider
+            })
+            .collect();
         while children.len() > 1 {
             debug_assert_eq!(dividers.len() + 1, children.len());
             let pages = index::plan(dividers.len(), u - 12, |i| {
@@ -172,25 +276,18 @@ impl<W: Write + Seek> DbWriter<W> {
             let mut up_children = Vec::with_capacity(pages.len());
             let mut up_dividers = Vec::with_capacity(pages.len());
             for (k, &(start, end)) in pages.iter().enumerate() {
-                let cells: Vec<(u32, &[u8])> =
-                    (start..end).map(|i| (children[i], dividers[i])).collect();
+                let cells: Vec<(u32, &[u8])> = (start..end)
+                    .map(|i| (children[i], dividers[i].as_slice()))
+                    .collect();
                 up_children.push(self.index_page(&cells, Some(children[end]))?);
                 if k < last {
-                    up_dividers.push(dividers[end]);
+                    up_dividers.push(std::mem::take(&mut dividers[end]));
                 }
             }
             children = up_children;
             dividers = up_dividers;
         }
-        let root = children[0];
-        self.schema.push(SchemaRow {
-            kind: "index",
-            name: name.to_string(),
-            table: table.to_string(),
-            sql: sql.to_string(),
-            root,
-        });
-        Ok(root)
+        Ok(children[0])
     }
 
     /// Writes one index page holding `cells` (child, entry) in order: a leaf when `right`
@@ -198,40 +295,16 @@ impl<W: Write + Seek> DbWriter<W> {
     /// `right`. Overflow pages of its cells are written first. Returns its number.
     fn index_page(&mut self, cells: &[(u32, &[u8])], right: Option<u32>) -> io::Result<u32> {
         let u = self.page_size;
-        let hdr = if right.is_some() { 12 } else { 8 };
-        let mut page = vec![0u8; u];
-        let mut top = u;
-        let mut cell = Vec::with_capacity(64);
-        for (i, &(child, entry)) in cells.iter().enumerate() {
+        let mut first = Vec::with_capacity(cells.len());
+        for &(_, entry) in cells {
             let local = index::local_payload(u, entry.len());
-            cell.clear();
-            if right.is_some() {
-                cell.extend_from_slice(&child.to_be_bytes());
-            }
-            let mut head = [0u8; 9];
-            let n = varint::put(&mut head, entry.len() as u64);
-            cell.extend_from_slice(&head[..n]);
-            cell.extend_from_slice(&entry[..local]);
-            if local < entry.len() {
-                let first = self.write_overflow(&entry[local..])?;
-                cell.extend_from_slice(&first.to_be_bytes());
-            }
-            top -= cell.len();
-            page[top..top + cell.len()].copy_from_slice(&cell);
-            let ptr = hdr + 2 * i;
-            page[ptr..ptr + 2].copy_from_slice(&(top as u16).to_be_bytes());
+            first.push(if local < entry.len() {
+                Some(self.write_overflow(&entry[local..])?)
+            } else {
+                None
+            });
         }
-        debug_assert!(hdr + 2 * cells.len() <= top, "cells overlap their pointers");
-        page[0] = if right.is_some() {
-            index::INTERIOR_INDEX
-        } else {
-            index::LEAF_INDEX
-        };
-        page[3..5].copy_from_slice(&(cells.len() as u16).to_be_bytes());
-        page[5..7].copy_from_slice(&content_start(top));
-        if let Some(r) = right {
-            page[8..12].copy_from_slice(&r.to_be_bytes());
-        }
+        let page = index_page_image(u, cells, &|i| first[i], right);
         self.write_page(&page)
     }
 
@@ -547,6 +620,52 @@ impl<W: Write + Seek> TableWriter<'_, W> {
         });
         Ok(root)
     }
+}
+
+/// The image of an index page of `u` bytes holding `cells` (child, entry) in order: a
+/// leaf when `right` is `None` (children ignored), else an interior page whose
+/// right-most child is `right`. `overflow(i)` is the first overflow page of cell `i`,
+/// which must be `Some` exactly when its entry does not fit in the cell.
+fn index_page_image(
+    u: usize,
+    cells: &[(u32, &[u8])],
+    overflow: &dyn Fn(usize) -> Option<u32>,
+    right: Option<u32>,
+) -> Vec<u8> {
+    let hdr = if right.is_some() { 12 } else { 8 };
+    let mut page = vec![0u8; u];
+    let mut top = u;
+    for (i, &(child, entry)) in cells.iter().enumerate() {
+        let local = index::local_payload(u, entry.len());
+        let first = overflow(i);
+        debug_assert_eq!(first.is_some(), local < entry.len());
+        let mut head = [0u8; 9];
+        let n = varint::put(&mut head, entry.len() as u64);
+        let child_len = if right.is_some() { 4 } else { 0 };
+        let len = child_len + n + local + if first.is_some() { 4 } else { 0 };
+        top -= len;
+        let cell = &mut page[top..top + len];
+        cell[..child_len].copy_from_slice(&child.to_be_bytes()[..child_len]);
+        cell[child_len..child_len + n].copy_from_slice(&head[..n]);
+        cell[child_len + n..child_len + n + local].copy_from_slice(&entry[..local]);
+        if let Some(f) = first {
+            cell[len - 4..].copy_from_slice(&f.to_be_bytes());
+        }
+        let ptr = hdr + 2 * i;
+        page[ptr..ptr + 2].copy_from_slice(&(top as u16).to_be_bytes());
+    }
+    debug_assert!(hdr + 2 * cells.len() <= top, "cells overlap their pointers");
+    page[0] = if right.is_some() {
+        index::INTERIOR_INDEX
+    } else {
+        index::LEAF_INDEX
+    };
+    page[3..5].copy_from_slice(&(cells.len() as u16).to_be_bytes());
+    page[5..7].copy_from_slice(&content_start(top));
+    if let Some(r) = right {
+        page[8..12].copy_from_slice(&r.to_be_bytes());
+    }
+    page
 }
 
 #[cfg(test)]

@@ -289,8 +289,16 @@ fn a_large_schema_moves_off_page_one() -> R {
 /// The table and an index on its first `keys` columns, written directly (entries sorted
 /// by `index::compare`) and by SQLite (`CREATE INDEX` after the rows); both files must
 /// pass `integrity_check` (which checks every index entry against its row) and give the
-/// same rows and schema, and the same order when read through the index.
-fn index_same_as_sqlite(page: u32, cols: usize, keys: usize, rows: &[(i64, Vec<V>)]) -> R {
+/// same rows and schema, and the same order when read through the index. With
+/// `int_pairs` and one key column of only integers, the entries go in as (key, rowid)
+/// pairs instead of records.
+fn index_same_as_sqlite(
+    page: u32,
+    cols: usize,
+    keys: usize,
+    rows: &[(i64, Vec<V>)],
+    int_pairs: bool,
+) -> R {
     use liteload_btree::index;
     let d = tempfile::tempdir()?;
     let (a, b) = (d.path().join("direct.db"), d.path().join("sqlite.db"));
@@ -310,9 +318,22 @@ fn index_same_as_sqlite(page: u32, cols: usize, keys: usize, rows: &[(i64, Vec<V
         entries.push(rec);
     }
     t.finish()?;
-    entries.sort_by(|x, y| index::compare(x, y));
-    let refs: Vec<&[u8]> = entries.iter().map(|e| e.as_slice()).collect();
-    db.index("i", "t", &index_sql, &refs)?;
+    let ints: Option<Vec<(i64, i64)>> = rows
+        .iter()
+        .map(|(rowid, row)| match row[0] {
+            V::Int(k) if keys == 1 => Some((k, *rowid)),
+            _ => None,
+        })
+        .collect();
+    if let Some(mut pairs) = ints.filter(|_| int_pairs) {
+        // One integer key: the writer encodes the entries from (key, rowid) pairs.
+        pairs.sort();
+        db.index_int_pairs("i", "t", &index_sql, &pairs)?;
+    } else {
+        entries.sort_by(|x, y| index::compare(x, y));
+        let refs: Vec<&[u8]> = entries.iter().map(|e| e.as_slice()).collect();
+        db.index("i", "t", &index_sql, &refs)?;
+    }
     db.finish()?.sync_all()?;
     // SQLite.
     write_sqlite(&b, page, cols, rows)?;
@@ -356,12 +377,27 @@ fn indexed_table() -> impl Strategy<Value = (u32, usize, Vec<(i64, Vec<V>)>)> {
         .prop_map(|(page, keys, rows)| (page, keys, with_gaps(-100, rows)))
 }
 
+/// Rows whose first column is an integer (few distinct values, so the rowid decides
+/// often, and the width boundaries), for an index written from (key, rowid) pairs.
+fn int_keyed_table() -> impl Strategy<Value = (u32, Vec<(i64, Vec<V>)>)> {
+    let page = prop::sample::select(vec![512u32, 1024, 4096, 65536]);
+    let key = prop_oneof![(-2i64..3), any::<i64>(), Just(i64::MIN), Just(i64::MAX)];
+    let row = (key, value()).prop_map(|(k, v)| vec![V::Int(k), v]);
+    (page, prop::collection::vec((1i64..50, row), 0..2000))
+        .prop_map(|(page, rows)| (page, with_gaps(-100, rows)))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     #[test]
     fn indexes_equal_sqlites_own((page, keys, rows) in indexed_table()) {
-        index_same_as_sqlite(page, 3, keys, &rows).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        index_same_as_sqlite(page, 3, keys, &rows, false).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+
+    #[test]
+    fn integer_pair_indexes_equal_sqlites_own((page, rows) in int_keyed_table()) {
+        index_same_as_sqlite(page, 2, 1, &rows, true).map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
 }
 
@@ -384,8 +420,9 @@ fn a_large_index_has_several_levels_and_long_keys_overflow() -> R {
             )
         })
         .collect();
-    index_same_as_sqlite(512, 3, 2, &rows)?;
-    index_same_as_sqlite(4096, 3, 1, &rows)
+    index_same_as_sqlite(512, 3, 2, &rows, false)?;
+    index_same_as_sqlite(4096, 3, 1, &rows, false)?;
+    index_same_as_sqlite(512, 3, 1, &rows, true)
 }
 
 /// Rowids must rise across pushed and appended rows alike.
@@ -449,6 +486,24 @@ fn unsorted_entries_and_bytes_that_are_no_record_are_refused() -> R {
         "index entry 1 does not sort after the one before it: entries must come sorted and distinct"
     );
     assert!(matches!(Record::parse(&[2, 1]), Err(Error::NotARecord(_))));
+    // A bad first entry is reported as such, never decoded to be compared.
+    let mut db = DbWriter::create(&d.path().join("z.db"), 4096)?;
+    let e = db.index(
+        "i",
+        "t",
+        "CREATE INDEX \"i\" ON \"t\"(\"k\")",
+        &[&[3, 1, 1, 7], &a, &b],
+    );
+    assert!(matches!(e, Err(Error::NotARecord(_))), "{e:?}");
+    // Pairs must rise strictly.
+    for (pairs, at) in [(vec![(1, 1), (1, 1)], 1), (vec![(1, 2), (2, 1), (1, 3)], 2)] {
+        let mut db = DbWriter::create(&d.path().join("p.db"), 4096)?;
+        let e = db.index_int_pairs("i", "t", "CREATE INDEX \"i\" ON \"t\"(\"k\")", &pairs);
+        assert!(
+            matches!(e, Err(Error::IndexOrder { at: a }) if a == at),
+            "{e:?}"
+        );
+    }
     assert!(matches!(
         Record::parse(&[2, 13, b'x', b'y']),
         Err(Error::NotARecord(_))

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use rusqlite::Connection;
 
-use crate::direct::{self as direct_engine, DirectSink, Engine, IndexEntries};
+use crate::direct::{self as direct_engine, DirectSink, Engine, IndexEntries, SortedEntries};
 use crate::durability::{Durability, FileSettings};
 use crate::error::{Error, Hint, Result};
 use crate::pipeline::{self, Rejects};
@@ -374,21 +374,12 @@ fn import_direct(
     let gather: Vec<IndexEntries> = opts
         .indexes
         .iter()
-        .map(|ix| {
-            let cols: Vec<usize> = ix.columns.iter().map(position).collect();
-            // Only a single INTEGER key is written directly (see
-            // `IndexEntries::sorted_int_keys`); SQLite builds the others.
-            let mut e = IndexEntries::new(cols);
-            e.given_up = !matches!(e.columns[..], [c] if types[c] == ColumnType::Integer);
-            e
-        })
+        .map(|ix| IndexEntries::new(ix.columns.iter().map(position).collect()))
         .collect();
     src.set_types(types.clone());
-    if gather.iter().all(|e| e.given_up) {
-        // No index entries to gather from cells: the parser encodes the records itself,
-        // on its threads, instead of the writer (10M-row TSV: see bench/README.md).
-        src.make_records();
-    }
+    // The parser encodes the records on its threads instead of the writer (10M-row TSV:
+    // see bench/README.md); index keys are read back from them.
+    src.make_records();
     let page_size = opts
         .file
         .page_size
@@ -423,33 +414,29 @@ fn import_direct(
         |w, (_, gathered)| {
             progress.set_stage(Stage::Indexing);
             let mut by_sqlite = vec![];
-            for (ix, entries) in opts.indexes.iter().zip(std::mem::take(gathered)) {
+            for (ix, mut entries) in opts.indexes.iter().zip(std::mem::take(gathered)) {
                 progress.check()?;
-                let sorted = match entries.sorted_int_keys() {
-                    Some(sorted) if !entries.given_up => sorted,
-                    _ => {
+                let sorted = match entries.sorted() {
+                    Some(sorted) => sorted,
+                    None => {
                         by_sqlite.push(ix.sql(&table_name));
                         continue;
                     }
                 };
-                let keys = ix.columns.len();
-                if ix.unique
-                    && sorted
-                        .windows(2)
-                        .any(|p| liteload_btree::index::same_key(p[0], p[1], keys))
-                {
+                if ix.unique && sorted.has_equal_keys(ix.columns.len()) {
                     return Err(Error::plan(format!(
                         "the index on {} ({}): two rows have the same key (UNIQUE constraint failed)",
                         quote_ident(&table_name),
                         ix.columns.join(", ")
                     )));
                 }
-                w.index(
-                    &ix.name(&table_name),
-                    &table_name,
-                    &ix.stored_sql(&table_name),
-                    &sorted,
-                )
+                let (name, sql) = (ix.name(&table_name), ix.stored_sql(&table_name));
+                match &sorted {
+                    SortedEntries::IntPairs(pairs) => {
+                        w.index_int_pairs(&name, &table_name, &sql, pairs)
+                    }
+                    SortedEntries::Records(records) => w.index(&name, &table_name, &sql, records),
+                }
                 .map_err(|e| Error::plan(format!("writing the index: {e}")))?;
             }
             Ok(by_sqlite)
