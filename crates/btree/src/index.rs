@@ -266,6 +266,24 @@ pub fn sort_prefix(rec: &[u8], keys: usize) -> (u64, bool) {
     (prefix, whole && one)
 }
 
+/// The entry of a one-field key whose [`sort_prefix`] is `prefix` (said whole) and of
+/// row `rowid`, appended to `out`; `false` (nothing appended) when the prefix is not of a
+/// NULL, text or a blob: a number's prefix does not tell an integer from a real. Lets a
+/// caller that knows each entry's rowid write sorted entries without reading them again.
+pub fn entry_from_prefix(prefix: u64, rowid: i64, out: &mut Vec<u8>) -> bool {
+    use crate::record::{encode, Value};
+    let p = prefix.to_be_bytes();
+    let len = usize::from(p[7]).min(6);
+    let key = match p[0] {
+        0 => Value::Null,
+        2 => Value::Text(&p[1..1 + len]),
+        3 => Value::Blob(&p[1..1 + len]),
+        _ => return false,
+    };
+    encode(&[key, Value::Integer(rowid)], out);
+    true
+}
+
 /// Whether two index entries have the same key: their first `keys` fields equal and none
 /// of them NULL (what a UNIQUE index forbids; NULLs are distinct in SQLite).
 pub fn same_key(a: &[u8], b: &[u8], keys: usize) -> bool {
@@ -325,6 +343,54 @@ mod tests {
         assert_eq!(int_pair(&order[1]), Some((-3, 1)));
         assert_eq!(int_pair(&order[2]), None);
         assert!(!same_key(&order[0], &order[0], 1), "NULLs are distinct");
+    }
+
+    #[test]
+    fn prefixes_keep_the_order_and_rebuild_whole_entries() {
+        use Value::*;
+        let order = [
+            rec(&[Null, Integer(5)]),
+            rec(&[Integer(i64::MIN), Integer(1)]),
+            rec(&[Integer(-(1 << 53) - 1), Integer(1)]),
+            rec(&[Real(-2.5), Integer(1)]),
+            rec(&[Real(-0.0), Integer(1)]),
+            rec(&[Integer(0), Integer(2)]),
+            rec(&[Real(0.0), Integer(3)]),
+            rec(&[Integer(1 << 53), Integer(1)]),
+            rec(&[Real(9_007_199_254_740_992.0), Integer(2)]),
+            rec(&[Integer((1 << 53) + 1), Integer(1)]),
+            rec(&[Integer(i64::MAX), Integer(1)]),
+            rec(&[Text(b""), Integer(1)]),
+            rec(&[Text(b"a"), Integer(1)]),
+            rec(&[Text(b"a\0"), Integer(1)]),
+            rec(&[Text(b"abcdef"), Integer(1)]),
+            rec(&[Text(b"abcdef\0"), Integer(1)]),
+            rec(&[Text(b"abcdefg"), Integer(1)]),
+            rec(&[Text(b"b"), Integer(1)]),
+            rec(&[Blob(b""), Integer(1)]),
+            rec(&[Blob(b"\xff"), Integer(1)]),
+        ];
+        for (i, a) in order.iter().enumerate() {
+            assert_eq!(compare(a, a), Ordering::Equal);
+            for b in &order[i + 1..] {
+                assert_eq!(compare(a, b), Ordering::Less);
+                let (pa, wa) = sort_prefix(a, 1);
+                let (pb, wb) = sort_prefix(b, 1);
+                assert!(pa <= pb, "{a:?} {b:?}");
+                if pa == pb && wa && wb {
+                    assert!(same_key(a, b, 1), "{a:?} {b:?}");
+                }
+            }
+            let (p, whole) = sort_prefix(a, 1);
+            let mut out = vec![];
+            let Some(Field::Int(r)) = Fields::new(a).nth(1) else {
+                panic!("{a:?}")
+            };
+            if whole && entry_from_prefix(p, r, &mut out) {
+                assert_eq!(&out, a, "rebuilt from its prefix");
+            }
+            assert!(!sort_prefix(a, 2).1, "a two-field key is never whole");
+        }
     }
 
     #[test]

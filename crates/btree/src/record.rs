@@ -106,6 +106,18 @@ impl<'a> Record<'a> {
     /// exist (not 10 or 11) ending exactly at that size, then exactly the body bytes
     /// those types call for.
     pub fn parse(bytes: &'a [u8]) -> Result<Record<'a>, Error> {
+        let record = Record::parse_prefix(bytes)?;
+        if record.0.len() != bytes.len() {
+            return Err(Error::NotARecord(
+                "the body's length is not what the serial types call for",
+            ));
+        }
+        Ok(record)
+    }
+
+    /// The record at the start of `bytes`, which may go on past its end: as
+    /// [`Record::parse`], but the body may be followed by other bytes.
+    pub fn parse_prefix(bytes: &'a [u8]) -> Result<Record<'a>, Error> {
         let bad = |why: &'static str| Err(Error::NotARecord(why));
         let Some((head, mut at)) = get_varint(bytes) else {
             return bad("the header size is cut off");
@@ -120,19 +132,19 @@ impl<'a> Record<'a> {
                 return bad("a serial type runs past the header");
             };
             at += n;
-            body += match t {
+            body = body.saturating_add(match t {
                 0 | 8 | 9 => 0,
                 1..=4 => t,
                 5 => 6,
                 6 | 7 => 8,
                 10 | 11 => return bad("serial types 10 and 11 are reserved"),
                 _ => (t - 12) / 2,
-            };
+            });
         }
-        if head as u64 + body != bytes.len() as u64 {
+        if body > (bytes.len() - head) as u64 {
             return bad("the body's length is not what the serial types call for");
         }
-        Ok(Record(bytes))
+        Ok(Record(&bytes[..head + body as usize]))
     }
 
     /// `bytes`, which this crate's own [`encode`] made.
