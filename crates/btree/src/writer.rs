@@ -205,7 +205,14 @@ impl<W: Write + Seek> DbWriter<W> {
     ) -> Result<u32, Error> {
         use rayon::prelude::*;
         let u = self.page_size;
-        let pages = index::plan(n, u - 8, |i| index::cell_cost(u, size(i), false));
+        // The cells' sizes on every core first: the plan is a walk over them in order,
+        // which with the sizes computed inside took 0.2 s for 10M integer entries.
+        let costs: Vec<u32> = (0..n)
+            .into_par_iter()
+            .map(|i| index::cell_cost(u, size(i), false) as u32)
+            .collect();
+        let pages = index::plan(n, u - 8, |i| costs[i] as usize);
+        drop(costs);
         let mut children = Vec::with_capacity(pages.len());
         let last = pages.len() - 1;
         // The image of leaf `start..end`, built from its entries one after another.

@@ -125,11 +125,13 @@ impl IndexEntries {
         }
     }
 
-    /// Bytes held.
+    /// The most bytes these entries will take, sorting included: pairs sort in place;
+    /// records need their arena and offsets, a 16-byte sort key each, a sorted copy
+    /// with its offsets, and a slice each for the page writer.
     pub fn bytes(&self) -> usize {
         self.pairs.len() * std::mem::size_of::<(i64, i64)>()
-            + self.data.len()
-            + self.ends.len() * std::mem::size_of::<usize>()
+            + 2 * self.data.len()
+            + self.ends.len() * (2 * std::mem::size_of::<usize>() + 16 + 16)
     }
 
     /// Adds the entry of row `rowid` whose key columns hold `key`. Rows come in rising

@@ -100,8 +100,9 @@ pub struct ImportOptions {
     /// Direct engine: SQLite checks the file (`integrity_check`) before it is put in place.
     pub verify: bool,
     /// Direct engine: index entries are gathered and sorted in memory up to this many
-    /// bytes (all indexes together); beyond it SQLite's `CREATE INDEX` builds them on the
-    /// finished file instead.
+    /// bytes (all indexes together, the sort's own room counted: see
+    /// [`IndexEntries::bytes`]); beyond it SQLite's `CREATE INDEX` builds them on the
+    /// finished file instead, sorting on disk.
     pub index_memory: usize,
     /// What to do when the table exists already (and liteload did not create it in this
     /// load).
