@@ -6,9 +6,11 @@ The write-up's table, user(id, area, age, active), at each size, made by:
   - liteload generate --engine sqlite (SQLite's insert path, atomic-new);
   - dd of as many bytes as the direct file, conv=fdatasync: the disk's floor;
   - liteload generate --generate-only (values made, nothing written: the floor);
-  - bench/writeup004, a Rust rebuild of the write-up's best approach (the five PRAGMAs,
-    a prepared 50-row INSERT, one producer thread feeding one writer), linked with the
-    same bundled SQLite;
+  - bench/writeup004, a Rust rebuild of the write-up's best single-thread approach (the
+    five PRAGMAs, a prepared 50-row INSERT whose parameters each row's values are bound
+    to as they are drawn from a xorshift RNG), linked with the same bundled SQLite; and
+    the same with one producer thread feeding the writer over a channel (the shape of
+    the write-up's threaded version);
   - Debian's sqlite3 running one INSERT … SELECT over a WITH RECURSIVE counter.
 Interleaved rounds, medians. Every database is verified before its run counts:
 PRAGMA integrity_check is ok, the row count is right, every age is 5/10/15, every
@@ -55,6 +57,7 @@ def tools(db, rows):
                                           f"count={direct_bytes(rows) // 2**23 + 1}", "conv=fdatasync"], False),
         "liteload generate --generate-only": ([LITELOAD, "generate", "-q", db, "--rows", str(rows), "--generate-only"], False),
         "write-up 004 approach (Rust)": ([WRITEUP, db, str(rows)], True),
+        "write-up 004 approach (Rust, producer thread)": ([WRITEUP, db, str(rows), "--producer-thread"], True),
         "sqlite3 WITH RECURSIVE": (["sqlite3", db, sql], True),
     }
 
@@ -91,6 +94,8 @@ def main():
     ap.add_argument("--json", help="append one JSON line per run to this file")
     ap.add_argument("--only", nargs="+", metavar="TEXT",
                     help="run only the tools whose name contains one of these (e.g. direct dd)")
+    ap.add_argument("--exact", action="store_true",
+                    help="--only gives whole tool names, not parts of them")
     a = ap.parse_args()
     for exe in (LITELOAD, WRITEUP):
         if not os.path.exists(exe):
@@ -109,7 +114,7 @@ def main():
     db = os.path.join(a.workdir, "gen.db")
     for rows in a.rows:
         chosen = {name: t for name, t in tools(db, rows).items()
-                  if not a.only or any(o in name for o in a.only)}
+                  if not a.only or any(o == name if a.exact else o in name for o in a.only)}
         run_rounds(chosen, rows, a.runs, db, verify, results, out, nothing_written="nothing written")
     print()
     base = "liteload generate --engine direct"
