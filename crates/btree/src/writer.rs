@@ -184,6 +184,27 @@ impl<W: Write + Seek> DbWriter<W> {
         Ok(root)
     }
 
+    /// Starts index `name` on `table` (its `CREATE INDEX` text is `sql`) whose entries
+    /// are pushed one at a time, in [`index::compare`] order (checked), by
+    /// [`IndexBuilder::push`]: for entries that do not fit in memory together (merged
+    /// from sorted runs on disk). Memory held: one page of entries and one divider per
+    /// leaf.
+    pub fn index_builder(&mut self, name: &str, table: &str, sql: &str) -> IndexBuilder<'_, W> {
+        IndexBuilder {
+            db: self,
+            name: name.to_string(),
+            table: table.to_string(),
+            sql: sql.to_string(),
+            count: 0,
+            last: None,
+            leaf: vec![],
+            used: 0,
+            full: None,
+            children: vec![],
+            dividers: vec![],
+        }
+    }
+
     fn add_index(&mut self, name: &str, table: &str, sql: &str, root: u32) {
         self.schema.push(SchemaRow {
             kind: "index",
@@ -266,7 +287,7 @@ impl<W: Write + Seek> DbWriter<W> {
                 children.push(self.write_page(&image)?);
             }
         }
-        let mut dividers: Vec<Vec<u8>> = pages[..last]
+        let dividers: Vec<Vec<u8>> = pages[..last]
             .iter()
             .map(|&(_, end)| {
                 let mut divider = Vec::with_capacity(size(end));
@@ -274,6 +295,17 @@ impl<W: Write + Seek> DbWriter<W> {
                 divider
             })
             .collect();
+        self.index_interior_levels(children, dividers)
+    }
+
+    /// Writes an index's interior levels over `children` (pages of one level, in order)
+    /// and the `dividers` between them, up to one root; returns it.
+    fn index_interior_levels(
+        &mut self,
+        mut children: Vec<u32>,
+        mut dividers: Vec<Vec<u8>>,
+    ) -> Result<u32, Error> {
+        let u = self.page_size;
         while children.len() > 1 {
             debug_assert_eq!(dividers.len() + 1, children.len());
             let pages = index::plan(dividers.len(), u - 12, |i| {
@@ -625,6 +657,89 @@ impl<W: Write + Seek> TableWriter<'_, W> {
             sql: std::mem::take(&mut self.sql),
             root,
         });
+        Ok(root)
+    }
+}
+
+/// An index written from entries pushed one at a time (see [`DbWriter::index_builder`]).
+/// Leaves are planned as [`DbWriter::index`] plans them: a page takes entries while they
+/// fit, the next one goes up as the divider; a full leaf is written only once the next
+/// one has an entry, so that at the end it can give up its last entry to be the divider
+/// instead of leaving an empty last page.
+pub struct IndexBuilder<'d, W: Write + Seek> {
+    db: &'d mut DbWriter<W>,
+    name: String,
+    table: String,
+    sql: String,
+    count: usize,
+    /// The entry pushed last, for the order check.
+    last: Option<Vec<u8>>,
+    /// The open leaf's entries and the bytes their cells take.
+    leaf: Vec<Vec<u8>>,
+    used: usize,
+    /// A full leaf not written yet, and the divider after it.
+    full: Option<(Vec<Vec<u8>>, Vec<u8>)>,
+    children: Vec<u32>,
+    dividers: Vec<Vec<u8>>,
+}
+
+impl<W: Write + Seek> IndexBuilder<'_, W> {
+    /// Adds the next entry: a record of the key columns then the rowid, after the one
+    /// pushed before it in [`index::compare`] order (else [`Error::IndexOrder`], `at`
+    /// counting the entries pushed).
+    pub fn push(&mut self, entry: &[u8]) -> Result<(), Error> {
+        Record::parse(entry)?;
+        if let Some(last) = &self.last {
+            if index::compare(last, entry) != std::cmp::Ordering::Less {
+                return Err(Error::IndexOrder { at: self.count });
+            }
+        }
+        self.count += 1;
+        let u = self.db.page_size;
+        let cost = index::cell_cost(u, entry.len(), false);
+        if self.leaf.is_empty() || self.used + cost <= u - 8 {
+            if self.leaf.is_empty() {
+                if let Some((cells, divider)) = self.full.take() {
+                    self.write_leaf(&cells)?;
+                    self.dividers.push(divider);
+                }
+            }
+            self.leaf.push(entry.to_vec());
+            self.used += cost;
+        } else {
+            self.full = Some((std::mem::take(&mut self.leaf), entry.to_vec()));
+            self.used = 0;
+        }
+        self.last = Some(entry.to_vec());
+        Ok(())
+    }
+
+    fn write_leaf(&mut self, entries: &[Vec<u8>]) -> Result<(), Error> {
+        let cells: Vec<(u32, &[u8])> = entries.iter().map(|e| (0, e.as_slice())).collect();
+        let page = self.db.index_page(&cells, None)?;
+        self.children.push(page);
+        Ok(())
+    }
+
+    /// Writes the last leaf and the interior levels; returns the root page.
+    pub fn finish(mut self) -> Result<u32, Error> {
+        if let Some((mut cells, divider)) = self.full.take() {
+            // The divider would leave the last leaf empty: the full leaf gives up its
+            // last entry to be the divider, and the divider is the last leaf's entry.
+            debug_assert!(self.leaf.is_empty() && cells.len() >= 2);
+            let up = cells.pop().expect("a full leaf holds entries");
+            self.write_leaf(&cells)?;
+            self.dividers.push(up);
+            self.leaf = vec![divider];
+        }
+        let leaf = std::mem::take(&mut self.leaf);
+        self.write_leaf(&leaf)?;
+        let (children, dividers) = (
+            std::mem::take(&mut self.children),
+            std::mem::take(&mut self.dividers),
+        );
+        let root = self.db.index_interior_levels(children, dividers)?;
+        self.db.add_index(&self.name, &self.table, &self.sql, root);
         Ok(root)
     }
 }

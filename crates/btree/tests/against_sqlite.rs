@@ -511,3 +511,101 @@ fn unsorted_entries_and_bytes_that_are_no_record_are_refused() -> R {
     assert!(Record::parse(&[2, 17, b'x', b'y']).is_ok());
     Ok(())
 }
+
+/// An index pushed one entry at a time (`IndexBuilder`) is the same file, byte for byte,
+/// as the one written from all its entries at once, and SQLite finds it sound.
+fn builder_writes_what_index_writes(page: u32, rows: &[(i64, Vec<V>)]) -> R {
+    use liteload_btree::index;
+    let d = tempfile::tempdir()?;
+    let index_sql = "CREATE INDEX \"i\" ON \"t\" (\"c0\")";
+    let mut entries: Vec<Vec<u8>> = rows
+        .iter()
+        .map(|(rowid, row)| {
+            let mut rec = vec![];
+            liteload_btree::record::encode(&[row[0].direct(), Value::Integer(*rowid)], &mut rec);
+            rec
+        })
+        .collect();
+    entries.sort_by(|x, y| index::compare(x, y));
+    let write = |path: &Path, streamed: bool| -> R {
+        let mut db = DbWriter::create(path, page)?;
+        let mut t = db.table("t", &create_sql(3));
+        for (rowid, row) in rows {
+            let vals: Vec<Value> = row.iter().map(V::direct).collect();
+            t.push(*rowid, &vals)?;
+        }
+        t.finish()?;
+        if streamed {
+            let mut b = db.index_builder("i", "t", index_sql);
+            for e in &entries {
+                b.push(e)?;
+            }
+            b.finish()?;
+        } else {
+            let refs: Vec<&[u8]> = entries.iter().map(|e| e.as_slice()).collect();
+            db.index("i", "t", index_sql, &refs)?;
+        }
+        db.finish()?.sync_all()?;
+        Ok(())
+    };
+    let (a, b) = (d.path().join("all.db"), d.path().join("streamed.db"));
+    write(&a, false)?;
+    write(&b, true)?;
+    if std::fs::read(&a)? != std::fs::read(&b)? {
+        return Err(format!("files differ (page {page}, {} rows)", rows.len()).into());
+    }
+    let ok: String = Connection::open(&b)?.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    if ok != "ok" {
+        return Err(ok.into());
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn an_index_pushed_entry_by_entry_is_the_same_file((page, _, rows) in indexed_table()) {
+        builder_writes_what_index_writes(page, &rows).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+}
+
+#[test]
+fn a_large_index_pushed_entry_by_entry_is_the_same_file_and_refuses_disorder() -> R {
+    let rows: Vec<(i64, Vec<V>)> = (1..=20_000)
+        .map(|i| {
+            let long = if i % 97 == 0 {
+                "k".repeat(3000)
+            } else {
+                String::new()
+            };
+            (
+                i,
+                vec![V::Text(format!("{long}{}", i % 13)), V::Int(i), V::Null],
+            )
+        })
+        .collect();
+    builder_writes_what_index_writes(512, &rows)?;
+    builder_writes_what_index_writes(4096, &rows)?;
+    let d = tempfile::tempdir()?;
+    let mut db = DbWriter::create(&d.path().join("o.db"), 4096)?;
+    let mut b = db.index_builder("i", "t", "CREATE INDEX \"i\" ON \"t\"(\"k\")");
+    let entry = |k: i64, rowid: i64| {
+        let mut rec = vec![];
+        liteload_btree::record::encode(&[Value::Integer(k), Value::Integer(rowid)], &mut rec);
+        rec
+    };
+    b.push(&entry(1, 1))?;
+    b.push(&entry(2, 1))?;
+    let e = b.push(&entry(2, 1));
+    assert!(
+        matches!(e, Err(liteload_btree::Error::IndexOrder { at: 2 })),
+        "{e:?}"
+    );
+    let e = b.push(&[3, 1, 1, 7]);
+    assert!(
+        matches!(e, Err(liteload_btree::Error::NotARecord(_))),
+        "{e:?}"
+    );
+    Ok(())
+}
