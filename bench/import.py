@@ -33,6 +33,8 @@ def tools(src, db):
         "liteload --engine direct": ([LITELOAD, "import", "-q", "--engine", "direct", db, src, "--table", "transit"], True),
         "liteload --index Stop": ([LITELOAD, "import", "-q", "--index", "Stop", db, src, "--table", "transit"], True),
         "liteload --index Branch_Code": ([LITELOAD, "import", "-q", "--index", "Branch_Code", db, src, "--table", "transit"], True),
+        "liteload --index Stop --index-memory 64MiB": ([LITELOAD, "import", "-q", "--index", "Stop", "--index-memory", str(64 << 20), db, src, "--table", "transit"], True),
+        "liteload --index Branch_Code --index-memory 64MiB": ([LITELOAD, "import", "-q", "--index", "Branch_Code", "--index-memory", str(64 << 20), db, src, "--table", "transit"], True),
         "liteload --engine sqlite --index Stop": ([LITELOAD, "import", "-q", "--engine", "sqlite", "--index", "Stop", db, src, "--table", "transit"], True),
         "liteload --engine sqlite --index Branch_Code": ([LITELOAD, "import", "-q", "--engine", "sqlite", "--index", "Branch_Code", db, src, "--table", "transit"], True),
         "liteload --engine direct --index Stop": ([LITELOAD, "import", "-q", "--engine", "direct", "--index", "Stop", db, src, "--table", "transit"], True),

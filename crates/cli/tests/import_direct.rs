@@ -251,7 +251,8 @@ fn indexes_written_directly_equal_sqlites_and_the_memory_cap_falls_back() -> R {
     let mut runs: Vec<(&str, Vec<&str>)> = vec![
         ("s.db", vec!["--engine", "sqlite"]),
         ("d.db", vec!["--engine", "direct", "--verify"]),
-        // 1,000 bytes of entries: every index goes to SQLite's CREATE INDEX instead.
+        // 1,000 bytes of entries: every batch's entries go to a sorted run on disk, and
+        // the runs are merged into the page writer.
         ("c.db", vec!["--engine", "direct", "--index-memory", "1000"]),
     ];
     for (db, extra) in runs.iter_mut() {
@@ -302,5 +303,34 @@ fn indexes_written_directly_equal_sqlites_and_the_memory_cap_falls_back() -> R {
     .failure()
     .stderr(predicate::str::contains("UNIQUE"));
     assert!(!d.path().join("dup.db").exists());
+    // The same through runs on disk: the duplicate meets its twin in the merge.
+    let mut dup = String::from("k,v\n");
+    for i in 0..50_000 {
+        let _ = writeln!(dup, "{},x", if i == 49_999 { 7 } else { i });
+    }
+    std::fs::write(d.path().join("dup2.csv"), dup)?;
+    import(
+        d.path(),
+        &[
+            "dup2.db",
+            "dup2.csv",
+            "--unique-index",
+            "k",
+            "--engine",
+            "direct",
+            "--index-memory",
+            "1000",
+        ],
+    )
+    .assert()
+    .failure()
+    .stderr(predicate::str::contains("UNIQUE"));
+    assert!(!d.path().join("dup2.db").exists());
+    let left: Vec<_> = std::fs::read_dir(d.path())?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().starts_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
     Ok(())
 }

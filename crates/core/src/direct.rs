@@ -7,7 +7,9 @@
 //! `PRAGMA integrity_check` must say ok), and only then linked into place. An error or a
 //! kill leaves no file at the target.
 
-use std::path::Path;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, Write};
+use std::path::{Path, PathBuf};
 
 use liteload_btree::{DbWriter, RecordBuilder, SeqFile, TableWriter, Value as Cell};
 
@@ -58,6 +60,9 @@ pub struct DirectSink<'t, 'd> {
     indexes: Vec<IndexEntries>,
     /// The most bytes of index entries kept in memory (all indexes together).
     index_memory: usize,
+    /// Where sorted runs of index entries go past `index_memory`; without it the
+    /// entries are given up instead.
+    spill_dir: Option<PathBuf>,
     record: RecordBuilder,
 }
 
@@ -78,6 +83,10 @@ pub struct IndexEntries {
     ends: Vec<usize>,
     /// The records once sorted: runs of them in order, each ending at its offsets.
     sorted: Vec<(Vec<u8>, Vec<usize>)>,
+    /// Sorted runs written to disk when the entries outgrew their memory, each a
+    /// sequence of records in index order, each record its length (8 bytes,
+    /// little-endian) then its bytes. The entries held in memory come after them.
+    spills: Vec<File>,
     /// The first entry's rowid, while every later one has the next rowid (so entry `i`
     /// has rowid `first + i`, and a sorted entry can be rebuilt from its prefix).
     consecutive: Option<i64>,
@@ -120,6 +129,7 @@ impl IndexEntries {
             data: vec![],
             ends: vec![],
             sorted: vec![],
+            spills: vec![],
             consecutive: None,
             given_up: false,
         }
@@ -168,6 +178,120 @@ impl IndexEntries {
     fn push_record(&mut self, entry: &[Cell<'_>]) {
         liteload_btree::record::encode(entry, &mut self.data);
         self.ends.push(self.data.len());
+    }
+
+    /// Whether sorted runs were written to disk (see [`IndexEntries::merge`]).
+    pub fn spilled(&self) -> bool {
+        !self.spills.is_empty()
+    }
+
+    /// Sorts the entries held and writes them as a run to a temporary file in `dir`
+    /// (removed when closed), then holds none.
+    pub fn spill(&mut self, dir: &Path) -> Result<()> {
+        let io = |e| Error::io(Some(dir.to_path_buf()), e);
+        let mut file = tempfile::tempfile_in(dir).map_err(io)?;
+        {
+            let mut out = BufWriter::with_capacity(1 << 20, &mut file);
+            let mut put = |rec: &[u8]| -> std::io::Result<()> {
+                out.write_all(&(rec.len() as u64).to_le_bytes())?;
+                out.write_all(rec)
+            };
+            match self.sorted() {
+                Some(SortedEntries::IntPairs(pairs)) => {
+                    let mut rec = vec![];
+                    for (k, r) in pairs {
+                        rec.clear();
+                        liteload_btree::record::encode(
+                            &[Cell::Integer(k), Cell::Integer(r)],
+                            &mut rec,
+                        );
+                        put(&rec).map_err(io)?;
+                    }
+                }
+                Some(SortedEntries::Records(records)) => {
+                    for rec in records {
+                        put(rec).map_err(io)?;
+                    }
+                }
+                None => return Err(Error::plan("index entries given up cannot be spilled")),
+            }
+            out.flush().map_err(io)?;
+        }
+        file.rewind().map_err(io)?;
+        self.spills.push(file);
+        self.pairs = vec![];
+        self.data = vec![];
+        self.ends = vec![];
+        self.sorted = vec![];
+        self.consecutive = None;
+        Ok(())
+    }
+
+    /// Every entry, spilled runs and those held alike, in SQLite's index order, one at a
+    /// time to `each`: the held entries are spilled to `dir` too, then the runs are
+    /// merged (memory: one entry and a read buffer per run).
+    pub fn merge(&mut self, dir: &Path, mut each: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        use std::cmp::Ordering;
+        use std::collections::BinaryHeap;
+        if !self.pairs.is_empty() || !self.ends.is_empty() {
+            self.spill(dir)?;
+        }
+        let io = |e| Error::io(Some(dir.to_path_buf()), e);
+        let mut runs: Vec<BufReader<File>> = std::mem::take(&mut self.spills)
+            .into_iter()
+            .map(|f| BufReader::with_capacity(1 << 16, f))
+            .collect();
+        let read = |run: &mut BufReader<File>| -> std::io::Result<Option<Vec<u8>>> {
+            let mut len = [0u8; 8];
+            match run.read_exact(&mut len) {
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+                r => r?,
+            }
+            let len = u64::from_le_bytes(len);
+            if len > 1 << 32 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "a spilled index run is damaged",
+                ));
+            }
+            let mut rec = vec![0; len as usize];
+            run.read_exact(&mut rec)?;
+            Ok(Some(rec))
+        };
+        /// A run's next entry; the heap's greatest is the entry first in index order.
+        struct Head {
+            rec: Vec<u8>,
+            run: usize,
+        }
+        impl Ord for Head {
+            fn cmp(&self, other: &Self) -> Ordering {
+                liteload_btree::index::compare(&other.rec, &self.rec)
+            }
+        }
+        impl PartialOrd for Head {
+            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+        impl PartialEq for Head {
+            fn eq(&self, other: &Self) -> bool {
+                self.cmp(other) == Ordering::Equal
+            }
+        }
+        impl Eq for Head {}
+        let mut heap = BinaryHeap::with_capacity(runs.len());
+        for (run, r) in runs.iter_mut().enumerate() {
+            if let Some(rec) = read(r).map_err(io)? {
+                heap.push(Head { rec, run });
+            }
+        }
+        while let Some(Head { rec, run }) = heap.pop() {
+            each(&rec)?;
+            if let Some(next) = read(&mut runs[run]).map_err(io)? {
+                heap.push(Head { rec: next, run });
+            }
+        }
+        Ok(())
     }
 
     /// The entries in SQLite's index order (key columns, then rowid), sorted on every
@@ -289,15 +413,24 @@ impl<'t, 'd> DirectSink<'t, 'd> {
             layout,
             indexes: vec![],
             index_memory: usize::MAX,
+            spill_dir: None,
             record: RecordBuilder::new(),
         }
     }
 
     /// Also gathers the entries of these indexes (see [`DirectSink::into_indexes`]).
-    /// Entries beyond `memory` bytes in all are given up (see [`IndexEntries::given_up`]).
-    pub fn with_indexes(mut self, indexes: Vec<IndexEntries>, memory: usize) -> Self {
+    /// Past `memory` bytes in all (see [`IndexEntries::bytes`]) they are spilled to
+    /// sorted runs in `spill_dir` (see [`IndexEntries::merge`]), or without one given up
+    /// (see [`IndexEntries::given_up`]).
+    pub fn with_indexes(
+        mut self,
+        indexes: Vec<IndexEntries>,
+        memory: usize,
+        spill_dir: Option<PathBuf>,
+    ) -> Self {
         self.indexes = indexes;
         self.index_memory = memory;
+        self.spill_dir = spill_dir;
         self
     }
 
@@ -306,17 +439,25 @@ impl<'t, 'd> DirectSink<'t, 'd> {
         self.indexes
     }
 
-    /// Gives up every index's entries once they hold more than the memory allowed.
-    fn check_index_memory(&mut self) {
+    /// Spills (or gives up) every index's entries once they hold more than the memory
+    /// allowed.
+    fn check_index_memory(&mut self) -> Result<()> {
         let held: usize = self.indexes.iter().map(IndexEntries::bytes).sum();
-        if held > self.index_memory {
-            for ix in &mut self.indexes {
-                *ix = IndexEntries {
-                    given_up: true,
-                    ..IndexEntries::new(std::mem::take(&mut ix.columns))
-                };
+        if held <= self.index_memory {
+            return Ok(());
+        }
+        for ix in &mut self.indexes {
+            match &self.spill_dir {
+                Some(dir) if !ix.given_up => ix.spill(dir)?,
+                _ => {
+                    *ix = IndexEntries {
+                        given_up: true,
+                        ..IndexEntries::new(std::mem::take(&mut ix.columns))
+                    }
+                }
             }
         }
+        Ok(())
     }
 }
 
@@ -347,7 +488,7 @@ impl Sink for DirectSink<'_, '_> {
                 }
                 self.next_rowid += 1;
             }
-            self.check_index_memory();
+            self.check_index_memory()?;
             return Ok(batch.rows() as u64);
         }
         let mut cells: Vec<Cell<'_>> = Vec::with_capacity(self.layout.len());
@@ -389,7 +530,7 @@ impl Sink for DirectSink<'_, '_> {
             }
             self.next_rowid += 1;
         }
-        self.check_index_memory();
+        self.check_index_memory()?;
         Ok(batch.rows() as u64)
     }
 
@@ -594,8 +735,53 @@ mod tests {
         Ok(())
     }
 
+    /// The entries of `keys` (rowids 1, 2, …) spilled to a run every `every` entries,
+    /// then merged, against the same entries sorted by `compare`.
+    fn merges_as_compare(keys: &[Val], every: usize) -> Result<(), TestCaseError> {
+        let d = tempfile::tempdir().expect("a temporary directory");
+        let mut ix = IndexEntries::new(vec![0]);
+        let mut want: Vec<Vec<u8>> = vec![];
+        for (i, key) in keys.iter().enumerate() {
+            let rowid = i as i64 + 1;
+            ix.push(&[key.cell()], rowid);
+            let mut rec = vec![];
+            liteload_btree::record::encode(&[key.cell(), Cell::Integer(rowid)], &mut rec);
+            want.push(rec);
+            if (i + 1) % every == 0 {
+                ix.spill(d.path()).expect("spilled");
+            }
+        }
+        want.sort_by(|a, b| compare(a, b));
+        let mut got: Vec<Vec<u8>> = vec![];
+        ix.merge(d.path(), |rec| {
+            got.push(rec.to_vec());
+            Ok(())
+        })
+        .expect("merged");
+        prop_assert_eq!(got, want);
+        prop_assert!(!ix.spilled());
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn spilled_runs_merge_into_sqlites_order(
+            keys in prop::collection::vec(value(), 0..300),
+            every in 1usize..80,
+        ) {
+            merges_as_compare(&keys, every)?;
+        }
+
+        #[test]
+        fn spilled_integer_runs_merge_into_sqlites_order(
+            keys in prop::collection::vec(-5i64..5, 0..300),
+            every in 1usize..80,
+        ) {
+            let keys: Vec<Val> = keys.into_iter().map(Val::Int).collect();
+            merges_as_compare(&keys, every)?;
+        }
 
         #[test]
         fn one_column_keys_sort_as_sqlite_orders_them(

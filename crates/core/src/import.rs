@@ -101,8 +101,8 @@ pub struct ImportOptions {
     pub verify: bool,
     /// Direct engine: index entries are gathered and sorted in memory up to this many
     /// bytes (all indexes together, the sort's own room counted: see
-    /// [`IndexEntries::bytes`]); beyond it SQLite's `CREATE INDEX` builds them on the
-    /// finished file instead, sorting on disk.
+    /// [`IndexEntries::bytes`]); beyond it they go to sorted runs in temporary files in
+    /// the database's directory, merged when the indexes are written.
     pub index_memory: usize,
     /// What to do when the table exists already (and liteload did not create it in this
     /// load).
@@ -386,6 +386,12 @@ fn import_direct(
         .page_size
         .unwrap_or(direct_engine::DEFAULT_PAGE_SIZE);
     let layout: Vec<Option<usize>> = (0..columns.len()).map(Some).collect();
+    // Index entries past `index_memory` go to sorted runs beside the database.
+    let spill_dir = db
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
     let table_name = name.clone();
     let ((rows, _), notes) = direct_engine::build_new(
         db,
@@ -395,7 +401,11 @@ fn import_direct(
         opts.verify,
         progress,
         |t| {
-            let mut sink = DirectSink::new(t, 1, layout).with_indexes(gather, opts.index_memory);
+            let mut sink = DirectSink::new(t, 1, layout).with_indexes(
+                gather,
+                opts.index_memory,
+                Some(spill_dir.clone()),
+            );
             let rows = pipeline::run(
                 src.as_mut(),
                 &mut sink,
@@ -417,6 +427,36 @@ fn import_direct(
             let mut by_sqlite = vec![];
             for (ix, mut entries) in opts.indexes.iter().zip(std::mem::take(gathered)) {
                 progress.check()?;
+                let (name, sql) = (ix.name(&table_name), ix.stored_sql(&table_name));
+                let unique_error = || {
+                    Error::plan(format!(
+                        "the index on {} ({}): two rows have the same key (UNIQUE constraint failed)",
+                        quote_ident(&table_name),
+                        ix.columns.join(", ")
+                    ))
+                };
+                if entries.spilled() {
+                    // Runs on disk, merged into the page writer one entry at a time.
+                    let keys = ix.columns.len();
+                    let mut b = w.index_builder(&name, &table_name, &sql);
+                    let mut last: Option<Vec<u8>> = None;
+                    entries.merge(&spill_dir, |rec| {
+                        if ix.unique {
+                            if last
+                                .as_deref()
+                                .is_some_and(|l| liteload_btree::index::same_key(l, rec, keys))
+                            {
+                                return Err(unique_error());
+                            }
+                            last = Some(rec.to_vec());
+                        }
+                        b.push(rec)
+                            .map_err(|e| Error::plan(format!("writing the index: {e}")))
+                    })?;
+                    b.finish()
+                        .map_err(|e| Error::plan(format!("writing the index: {e}")))?;
+                    continue;
+                }
                 let sorted = match entries.sorted() {
                     Some(sorted) => sorted,
                     None => {
@@ -425,13 +465,8 @@ fn import_direct(
                     }
                 };
                 if ix.unique && sorted.has_equal_keys(ix.columns.len()) {
-                    return Err(Error::plan(format!(
-                        "the index on {} ({}): two rows have the same key (UNIQUE constraint failed)",
-                        quote_ident(&table_name),
-                        ix.columns.join(", ")
-                    )));
+                    return Err(unique_error());
                 }
-                let (name, sql) = (ix.name(&table_name), ix.stored_sql(&table_name));
                 match &sorted {
                     SortedEntries::IntPairs(pairs) => {
                         w.index_int_pairs(&name, &table_name, &sql, pairs)

@@ -291,8 +291,8 @@ pub struct ImportArgs {
     #[arg(long, help_heading = "Durability and speed")]
     pub verify: bool,
     /// With the page writer: index entries are gathered and sorted in memory up to this
-    /// many bytes (all indexes together, the sort's own room counted); beyond it SQLite's
-    /// CREATE INDEX builds the indexes on the finished file, sorting on disk.
+    /// many bytes (all indexes together, the sort's own room counted); beyond it they are
+    /// written as sorted runs to temporary files beside the database and merged.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 30, hide_short_help = true, help_heading = "Durability and speed")]
     pub index_memory: usize,
 
