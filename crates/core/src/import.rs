@@ -100,9 +100,9 @@ pub struct ImportOptions {
     /// Direct engine: SQLite checks the file (`integrity_check`) before it is put in place.
     pub verify: bool,
     /// Direct engine: index entries are gathered and sorted in memory up to this many
-    /// bytes (all indexes together, the sort's own room counted: see
-    /// [`IndexEntries::bytes`]); beyond it they go to sorted runs in temporary files in
-    /// the database's directory, merged when the indexes are written.
+    /// bytes (all indexes together, the sort's own room counted); beyond it they go to
+    /// sorted runs in temporary files in the database's directory, merged when the
+    /// indexes are written.
     pub index_memory: usize,
     /// What to do when the table exists already (and liteload did not create it in this
     /// load).
@@ -440,7 +440,13 @@ fn import_direct(
                     let keys = ix.columns.len();
                     let mut b = w.index_builder(&name, &table_name, &sql);
                     let mut last: Option<Vec<u8>> = None;
+                    let mut merged = 0u64;
                     entries.merge(&spill_dir, |rec| {
+                        merged += 1;
+                        if merged % (1 << 20) == 0 {
+                            // A long merge stays cancellable.
+                            progress.check()?;
+                        }
                         if ix.unique {
                             if last
                                 .as_deref()
