@@ -78,12 +78,25 @@ pub(crate) fn plan(n: usize, room: usize, cost: impl Fn(usize) -> usize) -> Vec<
 
 /// One field of a record, decoded for comparison.
 #[derive(Clone, Copy, Debug)]
-enum Field<'a> {
+pub(crate) enum Field<'a> {
     Null,
     Int(i64),
     Real(f64),
     Text(&'a [u8]),
     Blob(&'a [u8]),
+}
+
+impl<'a> From<Field<'a>> for crate::record::Value<'a> {
+    fn from(f: Field<'a>) -> Self {
+        use crate::record::Value;
+        match f {
+            Field::Null => Value::Null,
+            Field::Int(i) => Value::Integer(i),
+            Field::Real(r) => Value::Real(r),
+            Field::Text(t) => Value::Text(t),
+            Field::Blob(b) => Value::Blob(b),
+        }
+    }
 }
 
 impl Field<'_> {
@@ -123,7 +136,7 @@ fn field_cmp(a: Field<'_>, b: Field<'_>) -> Ordering {
 }
 
 /// The fields of a well-formed record (as written by [`crate::record::encode`]).
-struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     rec: &'a [u8],
     head: usize,
     head_end: usize,
@@ -131,7 +144,7 @@ struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
-    fn new(rec: &'a [u8]) -> Fields<'a> {
+    pub(crate) fn new(rec: &'a [u8]) -> Fields<'a> {
         let (h, n) = varint::get(rec);
         Fields {
             rec,

@@ -161,52 +161,7 @@ impl<'a> Record<'a> {
     /// Field `i` (from 0), or `None` past the last. A stored NaN reads as NULL, as SQLite
     /// reads it. Never panics: the header and body agree (see [`Record::parse`]).
     pub fn column(self, i: usize) -> Option<Value<'a>> {
-        let b = self.0;
-        let (head, mut at) = varint::get(b);
-        let mut body = head as usize;
-        let mut k = 0;
-        while at < head as usize {
-            let (t, n) = varint::get(&b[at..]);
-            at += n;
-            let len = match t {
-                0 | 8 | 9 => 0,
-                1..=4 => t as usize,
-                5 => 6,
-                6 | 7 => 8,
-                _ => ((t - 12) / 2) as usize,
-            };
-            if k == i {
-                let v = &b[body..body + len];
-                let int = || {
-                    let mut x = if v[0] & 0x80 != 0 { -1i64 } else { 0 };
-                    for &c in v {
-                        x = (x << 8) | i64::from(c);
-                    }
-                    x
-                };
-                return Some(match t {
-                    0 => Value::Null,
-                    8 => Value::Integer(0),
-                    9 => Value::Integer(1),
-                    1..=6 => Value::Integer(int()),
-                    7 => {
-                        let mut x = [0u8; 8];
-                        x.copy_from_slice(v);
-                        let f = f64::from_bits(u64::from_be_bytes(x));
-                        if f.is_nan() {
-                            Value::Null
-                        } else {
-                            Value::Real(f)
-                        }
-                    }
-                    t if t % 2 == 1 => Value::Text(v),
-                    _ => Value::Blob(v),
-                });
-            }
-            body += len;
-            k += 1;
-        }
-        None
+        crate::index::Fields::new(self.0).nth(i).map(Value::from)
     }
 }
 

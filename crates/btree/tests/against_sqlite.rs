@@ -452,12 +452,7 @@ fn rowids_out_of_order_are_refused_across_push_and_append() -> R {
 fn unsorted_entries_and_bytes_that_are_no_record_are_refused() -> R {
     use liteload_btree::{Error, Record};
     let d = tempfile::tempdir()?;
-    let entry = |k: i64, rowid: i64| {
-        let mut rec = vec![];
-        liteload_btree::record::encode(&[Value::Integer(k), Value::Integer(rowid)], &mut rec);
-        rec
-    };
-    let (a, b, c) = (entry(1, 1), entry(2, 2), entry(2, 3));
+    let (a, b, c) = (int_entry(1, 1), int_entry(2, 2), int_entry(2, 3));
     let cases: [(Vec<&[u8]>, &str); 4] = [
         (vec![&b, &a], "IndexOrder { at: 1 }"),
         (vec![&a, &b, &b], "IndexOrder { at: 2 }"),
@@ -590,14 +585,9 @@ fn a_large_index_pushed_entry_by_entry_is_the_same_file_and_refuses_disorder() -
     let d = tempfile::tempdir()?;
     let mut db = DbWriter::create(&d.path().join("o.db"), 4096)?;
     let mut b = db.index_builder("i", "t", "CREATE INDEX \"i\" ON \"t\"(\"k\")");
-    let entry = |k: i64, rowid: i64| {
-        let mut rec = vec![];
-        liteload_btree::record::encode(&[Value::Integer(k), Value::Integer(rowid)], &mut rec);
-        rec
-    };
-    b.push(&entry(1, 1))?;
-    b.push(&entry(2, 1))?;
-    let e = b.push(&entry(2, 1));
+    b.push(&int_entry(1, 1))?;
+    b.push(&int_entry(2, 1))?;
+    let e = b.push(&int_entry(2, 1));
     assert!(
         matches!(e, Err(liteload_btree::Error::IndexOrder { at: 2 })),
         "{e:?}"
@@ -608,4 +598,11 @@ fn a_large_index_pushed_entry_by_entry_is_the_same_file_and_refuses_disorder() -
         "{e:?}"
     );
     Ok(())
+}
+
+/// The index entry of integer key `k` in row `rowid`.
+fn int_entry(k: i64, rowid: i64) -> Vec<u8> {
+    let mut rec = vec![];
+    liteload_btree::record::encode(&[Value::Integer(k), Value::Integer(rowid)], &mut rec);
+    rec
 }
