@@ -132,8 +132,19 @@ fn writer(
 impl SeqFile {
     /// Creates (or truncates) the file at `path`.
     pub fn create(path: &Path) -> io::Result<SeqFile> {
+        Self::open(path, true)
+    }
+
+    /// Creates (or truncates) the file at `path`, written through the page cache: for a
+    /// file read back at once and then removed (it may never reach the disk), where
+    /// `O_DIRECT` would make the reader fetch every block from the disk again.
+    pub fn create_buffered(path: &Path) -> io::Result<SeqFile> {
+        Self::open(path, false)
+    }
+
+    fn open(path: &Path, direct_io: bool) -> io::Result<SeqFile> {
         let file = File::create(path)?;
-        let direct = open_direct(path);
+        let direct = if direct_io { open_direct(path) } else { None };
         let plain = file.try_clone()?;
         let (to_writer, jobs) = crossbeam_channel::bounded(DEPTH);
         let (done, from_writer) = crossbeam_channel::unbounded();

@@ -55,6 +55,11 @@ impl DbWriter<SeqFile> {
     pub fn create(path: &Path, page_size: u32) -> Result<Self, Error> {
         DbWriter::new(SeqFile::create(path)?, page_size)
     }
+
+    /// As [`DbWriter::create`], through the page cache ([`SeqFile::create_buffered`]).
+    pub fn create_buffered(path: &Path, page_size: u32) -> Result<Self, Error> {
+        DbWriter::new(SeqFile::create_buffered(path)?, page_size)
+    }
 }
 
 impl<W: Write + Seek> DbWriter<W> {

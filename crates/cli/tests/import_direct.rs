@@ -40,8 +40,13 @@ fn dump(db: &Path, table: &str) -> rusqlite::Result<Dump> {
 /// quoted text with commas and newlines, long text past the overflow threshold, unicode,
 /// and a column whose type guess is wrong further down (stored as text, as SQLite would).
 fn mixed_csv(rows: usize) -> String {
+    mixed_csv_from(0, rows)
+}
+
+/// [`mixed_csv`] with `n` (and the row's other cells) counted from `start`.
+fn mixed_csv_from(start: usize, rows: usize) -> String {
     let mut s = String::from("n,big,price,note,when,mixed\n");
-    for i in 0..rows {
+    for i in start..start + rows {
         let big = match i % 5 {
             0 => i64::MAX.to_string(),
             1 => i64::MIN.to_string(),
@@ -57,7 +62,7 @@ fn mixed_csv(rows: usize) -> String {
             4 => "héllo wörld ✓".into(),
             _ => format!("note {i}"),
         };
-        let mixed = if i == rows - 3 {
+        let mixed = if i == start + rows - 3 {
             "oops".to_string()
         } else {
             i.to_string()
@@ -196,7 +201,7 @@ fn what_the_page_writer_cannot_do_is_refused_and_leaves_no_file() -> R {
     .assert()
     .failure()
     .stderr(predicate::str::contains(
-        "loads one input (or typed inputs of one schema) into a new file",
+        "loads one input (or typed inputs of one schema) into one table",
     ));
     import(
         d.path(),
@@ -219,16 +224,21 @@ fn what_the_page_writer_cannot_do_is_refused_and_leaves_no_file() -> R {
     for f in ["two.db", "pk.db", "late.db", "late.db.liteload-tmp"] {
         assert!(!d.path().join(f).exists(), "{f} was left behind");
     }
-    // An existing file is refused and kept as it was.
-    import(d.path(), &["kept.db", "a.csv", "-q"])
+    // An existing table the transfer cannot take (it has an index) is refused, and the
+    // file kept as it was, byte for byte.
+    import(d.path(), &["kept.db", "a.csv", "-q", "--index", "x"])
         .assert()
         .success();
     let before = std::fs::read(d.path().join("kept.db"))?;
-    import(d.path(), &["kept.db", "b.csv", "--engine", "direct"])
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("builds a new file"));
+    import(
+        d.path(),
+        &["kept.db", "b.csv", "--table", "a", "--engine", "direct"],
+    )
+    .assert()
+    .failure()
+    .stderr(predicate::str::contains("appends to a new table"));
     assert_eq!(std::fs::read(d.path().join("kept.db"))?, before);
+    assert!(!d.path().join("kept.db-wal").exists());
     Ok(())
 }
 
@@ -332,5 +342,164 @@ fn indexes_written_directly_equal_sqlites_and_the_memory_cap_falls_back() -> R {
         .filter(|n| n.to_string_lossy().starts_with(".tmp"))
         .collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
+    Ok(())
+}
+
+/// Everything in the file: integrity_check, the schema, and every table's rows with
+/// their rowids, in rowid order.
+fn dump_all(db: &Path) -> rusqlite::Result<(String, Vec<String>, Vec<Vec<Value>>)> {
+    let c = rusqlite::Connection::open(db)?;
+    let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    let mut st = c.prepare("SELECT type, name, sql FROM sqlite_schema ORDER BY name")?;
+    let mut schema = vec![];
+    let mut tables = vec![];
+    for row in st.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+        ))
+    })? {
+        let (kind, name, sql) = row?;
+        if kind == "table" {
+            tables.push(name);
+        }
+        schema.push(sql);
+    }
+    let mut rows = vec![];
+    for t in tables {
+        let mut st = c.prepare(&format!("SELECT rowid, * FROM \"{t}\" ORDER BY rowid"))?;
+        let n = st.column_count();
+        for r in st.query_map([], |r| (0..n).map(|i| r.get(i)).collect())? {
+            rows.push(r?);
+        }
+    }
+    Ok((ok, schema, rows))
+}
+
+/// An existing database with a table of its own, in WAL mode as a balanced load
+/// leaves it.
+fn existing_db(path: &Path) -> rusqlite::Result<()> {
+    let c = rusqlite::Connection::open(path)?;
+    c.execute_batch(
+        "PRAGMA journal_mode=WAL; CREATE TABLE other (a INTEGER, b TEXT);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)
+         INSERT INTO other SELECT i, printf('row %d é', i) FROM n;",
+    )
+}
+
+/// Runs `import` with `args` on a copy of `base` named `name` and returns the output.
+fn import_into_copy(
+    dir: &Path,
+    base: &str,
+    name: &str,
+    args: &[&str],
+) -> Result<String, Box<dyn std::error::Error>> {
+    std::fs::copy(dir.join(base), dir.join(name))?;
+    let out = import(dir, &[&[name][..], args].concat()).output()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{name} {args:?}: {text}");
+    Ok(text)
+}
+
+/// Into an existing database the page writer builds a side file that SQLite copies in
+/// without decoding it: a new table (with indexes), and an existing plain table, under
+/// every profile, hold exactly what SQLite's insert path writes: schema, rowids,
+/// values and types; the rest of the file is untouched; the file is left in the
+/// journal mode SQLite's path leaves it; no side file stays.
+#[test]
+fn appends_through_a_side_file_equal_sqlites_path() -> R {
+    let d = tempfile::tempdir()?;
+    let p = d.path();
+    std::fs::write(p.join("mixed.csv"), mixed_csv(8_000))?;
+    existing_db(&p.join("base.db"))?;
+    // The same columns again, for the append to an existing table.
+    std::fs::write(p.join("more.csv"), mixed_csv_from(8_000, 3_000))?;
+
+    let cases: [&[&str]; 5] = [
+        &[],
+        &[
+            "--index",
+            "note,big",
+            "--unique-index",
+            "n",
+            "--index",
+            "price",
+        ],
+        &["--durability", "durable"],
+        &["--durability", "unsafe"],
+        &["--index", "mixed"],
+    ];
+    for (i, extra) in cases.iter().enumerate() {
+        let (s, a) = (format!("s{i}.db"), format!("a{i}.db"));
+        let mut args = vec!["mixed.csv"];
+        args.extend(*extra);
+        let sqlite_args: Vec<&str> = args.iter().copied().chain(["--engine", "sqlite"]).collect();
+        import_into_copy(p, "base.db", &s, &sqlite_args)?;
+        let out = import_into_copy(p, "base.db", &a, &args)?;
+        assert!(out.contains("direct page writer"), "{extra:?}: {out}");
+        assert!(out.contains("without decoding them"), "{extra:?}: {out}");
+        // Then more rows into the table just made (indexed ones take SQLite's path).
+        for db in [&s, &a] {
+            import(p, &[db, "more.csv", "--table", "mixed", "-q"])
+                .assert()
+                .success();
+        }
+        let want = dump_all(&p.join(&s))?;
+        assert_eq!(want.0, "ok");
+        assert_eq!(want.2.len(), 5_000 + 8_000 + 3_000, "{extra:?}");
+        assert_eq!(dump_all(&p.join(&a))?, want, "{extra:?}");
+        let mode: String =
+            rusqlite::Connection::open(p.join(&a))?
+                .query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+        let sqlite_mode: String =
+            rusqlite::Connection::open(p.join(&s))?
+                .query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+        assert_eq!(mode, sqlite_mode, "{extra:?}");
+        assert!(!p.join(format!("{a}.liteload-append")).exists());
+    }
+    // The append to the existing plain table went through the side file too.
+    std::fs::copy(p.join("base.db"), p.join("e.db"))?;
+    import(p, &["e.db", "mixed.csv", "-q"]).assert().success();
+    let out = import_into_copy(p, "e.db", "e2.db", &["more.csv", "--table", "mixed"])?;
+    assert!(out.contains("without decoding them"), "{out}");
+    Ok(())
+}
+
+/// Where SQLite would not copy records (an existing table with an index, a trigger or
+/// a constraint, or columns in another order), the default engine takes SQLite's path
+/// with the same result, and `--engine direct` refuses, leaving the file as it was.
+#[test]
+fn appends_the_transfer_cannot_take_go_to_sqlite() -> R {
+    let d = tempfile::tempdir()?;
+    let p = d.path();
+    std::fs::write(p.join("t.csv"), "a,b\n1,x\n2,y\n")?;
+    std::fs::write(p.join("swapped.csv"), "b,a\nz,3\n")?;
+    existing_db(&p.join("base.db"))?;
+    for (setup, input) in [
+        ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (a);", "t.csv"),
+        ("CREATE TABLE t (a INTEGER, b TEXT CHECK (b <> ''));", "t.csv"),
+        ("CREATE TABLE t (a INTEGER, b TEXT); CREATE TRIGGER tg AFTER INSERT ON t BEGIN SELECT 1; END;", "t.csv"),
+        ("CREATE TABLE t (a INTEGER, b TEXT);", "swapped.csv"),
+    ] {
+        rusqlite::Connection::open(p.join("base.db"))?
+            .execute_batch(&format!("DROP TABLE IF EXISTS t; {setup}"))?;
+        let s = import_into_copy(p, "base.db", "s.db", &[input, "--table", "t", "--engine", "sqlite"])?;
+        let a = import_into_copy(p, "base.db", "a.db", &[input, "--table", "t"])?;
+        assert!(!a.contains("direct page writer") && !s.contains("direct page writer"), "{setup}: {a}");
+        assert_eq!(dump_all(&p.join("a.db"))?, dump_all(&p.join("s.db"))?, "{setup}");
+        std::fs::copy(p.join("base.db"), p.join("r.db"))?;
+        let before = dump_all(&p.join("r.db"))?;
+        import(p, &["r.db", input, "--table", "t", "--engine", "direct"])
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains("--engine sqlite"));
+        assert_eq!(dump_all(&p.join("r.db"))?, before, "{setup}");
+        assert!(!p.join("r.db.liteload-append").exists());
+    }
     Ok(())
 }

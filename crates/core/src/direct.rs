@@ -574,9 +574,38 @@ pub fn build_new<T>(
     refuse_existing(db)?;
     let tmp = durability::temp_path(db);
     let notes: Vec<String> = durability::clear_stale(&tmp)?.into_iter().collect();
+    let out = build_at(
+        &tmp, false, page_size, table, create_sql, verify, progress, fill, indexes,
+    )?;
+    durability::publish(&tmp, db)?;
+    Ok((out, notes))
+}
+
+/// Builds a database file at `tmp` as [`build_new`] does, but leaves it there, neither
+/// synced nor published: for a file that is read once and removed (an append's side
+/// file), written through the page cache when `buffered`. `tmp` must not exist; on
+/// error it is removed.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn build_at<T>(
+    tmp: &Path,
+    buffered: bool,
+    page_size: u32,
+    table: &str,
+    create_sql: &str,
+    verify: bool,
+    progress: &crate::summary::Progress,
+    fill: impl FnOnce(&mut TableWriter<'_, SeqFile>) -> Result<T>,
+    indexes: impl FnOnce(&mut DbWriter<SeqFile>, &mut T) -> Result<Vec<String>>,
+) -> Result<T> {
+    let tmp = tmp.to_path_buf();
     let result = (|| -> Result<T> {
         let err = |e| from_btree(e, Some(&tmp));
-        let mut w = DbWriter::create(&tmp, page_size).map_err(&err)?;
+        let mut w = if buffered {
+            DbWriter::create_buffered(&tmp, page_size)
+        } else {
+            DbWriter::create(&tmp, page_size)
+        }
+        .map_err(&err)?;
         let mut t = w.table(table, create_sql);
         let mut out = fill(&mut t)?;
         t.finish().map_err(&err)?;
@@ -620,16 +649,10 @@ pub fn build_new<T>(
         progress.check()?;
         Ok(out)
     })();
-    match result {
-        Ok(out) => {
-            durability::publish(&tmp, db)?;
-            Ok((out, notes))
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
+    result
 }
 
 #[cfg(test)]

@@ -8,6 +8,12 @@
 //! | `durable`    | WAL, synchronous=FULL, one transaction                | every commit that returned         |
 //! | `unsafe`     | journal OFF, synchronous OFF, in place                | possibly a corrupt DB              |
 //!
+//! An append through the page writer's side file (`crate::append`) runs its one
+//! transaction with a rollback journal under `balanced` and `durable` (synchronous FULL
+//! and EXTRA), which promises the same after a crash; pages new to the file are then
+//! written once instead of to the WAL and again at checkpoint. The file is back in WAL
+//! mode after the commit.
+//!
 //! `atomic-new` keeps the rollback journal in memory rather than OFF: pages that did not
 //! exist when the transaction began are never journaled, so for a new file the journal
 //! stays tiny, and a statement that fails half way (a duplicate key in a multi-row

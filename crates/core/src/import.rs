@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use rusqlite::Connection;
 
+use crate::append;
 use crate::direct::{self as direct_engine, DirectSink, Engine, IndexEntries, SortedEntries};
 use crate::durability::{Durability, FileSettings};
 use crate::error::{Error, Hint, Result};
@@ -290,6 +291,11 @@ fn import_with(
     }) {
         return import_direct(db, inputs, opts, progress, start);
     }
+    if opts.engine == Engine::Auto && db.exists() && direct_fits(inputs, opts) {
+        if let Some(summary) = import_append(db, inputs, opts, progress, start)? {
+            return Ok(summary);
+        }
+    }
     run::through_sqlite(
         db,
         opts.durability,
@@ -305,10 +311,10 @@ fn import_with(
 }
 
 /// `import` through the direct page writer: one input into a new file, the table
-/// created from the sample's columns and types, rows written page by page; indexes are
-/// then built by SQLite on the finished file, before it is put in place. Anything the
-/// page writer cannot do (a second input, an existing file, --pk, --alter, a column that
-/// appears after the sample) is refused with a pointer to `--engine sqlite`.
+/// created from the sample's columns and types, rows written page by page, then its
+/// indexes. Anything the page writer cannot do (a second input, an existing file that
+/// the transfer cannot take, --pk, --alter, a column that appears after the sample) is
+/// refused with a pointer to `--engine sqlite`.
 fn import_direct(
     db: &Path,
     inputs: &[Input],
@@ -316,39 +322,239 @@ fn import_direct(
     progress: &Progress,
     start: Instant,
 ) -> Result<Summary> {
-    let refuse = |why: &str| {
-        Err(Error::plan(format!("the direct engine {why}")).with_hint(Hint::SqliteEngine))
-    };
     let groups = input_groups(inputs, opts);
-    if groups.len() != 1 {
-        return refuse("loads one input (or typed inputs of one schema) into a new file");
+    if let Some(why) = direct_refusal(&groups, opts) {
+        return Err(Error::plan(format!("the direct engine {why}")).with_hint(Hint::SqliteEngine));
     }
-    if !matches!(opts.durability, None | Some(Durability::AtomicNew)) {
-        return refuse("writes a new file (durability atomic-new)");
-    }
-    if !opts.pk.is_empty() {
-        return refuse("cannot order rows by a primary key");
-    }
-    if opts.alter {
-        return refuse("writes a new table, to which no column is added");
+    if db.exists() && opts.durability != Some(Durability::AtomicNew) {
+        return match import_append(db, inputs, opts, progress, start)? {
+            Some(summary) => Ok(summary),
+            None => Err(Error::plan(format!(
+                "{}: the direct engine appends to a new table, or to one without index, \
+                 trigger or constraint whose columns the input has in order; this one is not",
+                db.display()
+            ))
+            .with_hint(Hint::SqliteEngine)),
+        };
     }
     // Before anything is read or a rejects file made.
     direct_engine::refuse_existing(db)?;
-    let mut summary = Summary {
-        rows_per_statement: 0,
-        ..Summary::default()
+    if !matches!(opts.durability, None | Some(Durability::AtomicNew)) {
+        return Err(
+            Error::plan("the direct engine writes a new file with durability atomic-new")
+                .with_hint(Hint::SqliteEngine),
+        );
+    }
+    let mut summary = Summary::default();
+    let opened = open_input(groups[0], opts, progress, &mut summary)?;
+    let (name, types) = (opened.table.clone(), opened.types.clone());
+    let written = write_direct(
+        DirectOut::New(db),
+        opened,
+        &name,
+        types,
+        opts,
+        progress,
+        &mut summary,
+    )?;
+    Ok(run::finish_direct(
+        summary,
+        db,
+        opts.verify,
+        written.notes,
+        start,
+    ))
+}
+
+/// Why the page writer cannot take these inputs with these options (`None`: it can).
+fn direct_refusal(groups: &[&[Input]], opts: &ImportOptions) -> Option<&'static str> {
+    if groups.len() != 1 {
+        return Some("loads one input (or typed inputs of one schema) into one table");
+    }
+    if !opts.pk.is_empty() {
+        return Some("cannot order rows by a primary key");
+    }
+    if opts.alter {
+        return Some("writes a new table, to which no column is added");
+    }
+    None
+}
+
+/// `import` of one input into an existing database through the page writer: the rows
+/// go to a side file, which SQLite's transfer optimization copies into the table (see
+/// [`crate::append`]). `None`, before the input is read (or, for an existing table, read
+/// again from the start), when that cannot apply: the caller takes SQLite's path.
+fn import_append(
+    db: &Path,
+    inputs: &[Input],
+    opts: &ImportOptions,
+    progress: &Progress,
+    start: Instant,
+) -> Result<Option<Summary>> {
+    let groups = input_groups(inputs, opts);
+    if direct_refusal(&groups, opts).is_some() {
+        return Ok(None);
+    }
+    let durability = match opts.durability {
+        None => Durability::Balanced,
+        Some(Durability::AtomicNew) => return Ok(None),
+        Some(d) => d,
     };
+    let input = &groups[0][0];
+    let Some(table_name) = opts.table.clone().or_else(|| default_table_name(input)) else {
+        return Ok(None);
+    };
+    let target = append::Target::open(db, durability)?;
+    let abort = |target: append::Target, e: Error| {
+        target.abort();
+        Err(e)
+    };
+    let dest = match target.destination(&table_name, opts.if_exists == IfExists::Append) {
+        Ok(d) => d,
+        Err(e) => return abort(target, e),
+    };
+    let existing = match dest {
+        None => {
+            target.abort();
+            return Ok(None);
+        }
+        Some(append::Destination::New) => None,
+        // Only an input that can be read again may be sampled here and handed back.
+        Some(append::Destination::Plain { .. })
+            if !matches!(input, Input::Path(_) | Input::Bytes { .. }) || !opts.types.is_empty() =>
+        {
+            target.abort();
+            return Ok(None);
+        }
+        Some(append::Destination::Plain { name, columns }) => Some((name, columns)),
+    };
+    let mut summary = Summary::default();
+    let opened = match open_input(groups[0], opts, progress, &mut summary) {
+        Ok(o) => o,
+        Err(e) => return abort(target, e),
+    };
+    let (name, types) = match &existing {
+        None => (opened.table.clone(), opened.types.clone()),
+        Some((name, columns)) => {
+            let same = columns.len() == opened.columns.len()
+                && columns
+                    .iter()
+                    .zip(&opened.columns)
+                    .all(|((c, _), i)| c.eq_ignore_ascii_case(i));
+            if !same {
+                target.abort();
+                return Ok(None);
+            }
+            (name.clone(), columns.iter().map(|(_, t)| *t).collect())
+        }
+    };
+    let side = append::side_path(db);
+    let mut notes = match append::clear_stale(&side) {
+        Ok(n) => n.into_iter().collect::<Vec<_>>(),
+        Err(e) => return abort(target, e),
+    };
+    let moved = (|| -> Result<append::Moved> {
+        let written = write_direct(
+            DirectOut::Side(&side),
+            opened,
+            &name,
+            types,
+            opts,
+            progress,
+            &mut summary,
+        )?;
+        progress.check()?;
+        progress.set_stage(Stage::Committing);
+        let index_sql: Vec<String> = opts.indexes.iter().map(|ix| ix.sql(&name)).collect();
+        let create = existing.is_none().then_some(written.create.as_str());
+        let moved = if existing.is_some() {
+            // An existing table gets its indexes as on SQLite's path: after the rows.
+            let moved = target.transfer(&side, &name, None, &[])?;
+            for (ix, sql) in opts.indexes.iter().zip(&index_sql) {
+                progress.check()?;
+                target.run(sql).map_err(|e| ix.build_error(&name, e))?;
+            }
+            moved
+        } else {
+            target.transfer(&side, &name, create, &index_sql)?
+        };
+        progress.check()?;
+        Ok(moved)
+    })();
+    let moved = match moved {
+        Ok(m) => m,
+        Err(e) => {
+            target.abort();
+            let _ = std::fs::remove_file(&side);
+            return Err(e);
+        }
+    };
+    let durability = target.durability();
+    let committed = target.commit();
+    let _ = std::fs::remove_file(&side);
+    notes.extend(committed?);
+    notes.push(if moved.copies_records {
+        format!(
+            "appended through a side file: SQLite copied its {} records into {} without decoding them",
+            moved.rows,
+            quote_ident(&name)
+        )
+    } else {
+        format!(
+            "appended through a side file, but SQLite decoded its {} rows (its transfer \
+             optimization did not apply to {})",
+            moved.rows,
+            quote_ident(&name)
+        )
+    });
+    summary.rows = moved.rows;
+    summary.rows_per_statement = 0;
+    summary.durability = Durable::Profile(durability);
+    summary.engine = Some(Writer::Direct);
+    summary.verified = opts.verify;
+    summary.notes.extend(notes);
+    summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
+    summary::finish(&mut summary, start);
+    Ok(Some(summary))
+}
+
+/// Where the page writer's file goes.
+enum DirectOut<'a> {
+    /// A new database at this path, built beside it and moved into place.
+    New(&'a Path),
+    /// An append's side file at this path, left there for the transfer.
+    Side(&'a Path),
+}
+
+/// What [`write_direct`] wrote.
+struct Written {
+    /// Notes of the page writer (a stale temp file removed, …).
+    notes: Vec<String>,
+    /// The table's CREATE TABLE.
+    create: String,
+}
+
+/// Writes the rows of `opened` (with these column `types`) to table `name` of a file
+/// the page writer builds, with the indexes of `opts`; fills in `summary` (rows, table,
+/// rejects).
+fn write_direct(
+    out: DirectOut<'_>,
+    opened: Opened,
+    name: &str,
+    types: Vec<ColumnType>,
+    opts: &ImportOptions,
+    progress: &Progress,
+    summary: &mut Summary,
+) -> Result<Written> {
+    summary.rows_per_statement = 0;
     let rejects = Mutex::new(Rejects::new(opts.rejects.as_deref(), opts.max_errors)?);
     let Opened {
-        mut src,
-        table: name,
-        columns,
-        types,
-    } = open_input(groups[0], opts, progress, &mut summary)?;
+        mut src, columns, ..
+    } = opened;
     if columns.is_empty() {
         return Err(Error::plan(format!(
             "no columns for the new table {}: the input has no records to name them",
-            quote_ident(&name)
+            quote_ident(name)
         )));
     }
     for ix in &opts.indexes {
@@ -356,7 +562,7 @@ fn import_direct(
             if !columns.iter().any(|k| k.eq_ignore_ascii_case(c)) {
                 return Err(Error::plan(format!(
                     "index column {c:?}: table {} has no such column (columns: {})",
-                    quote_ident(&name),
+                    quote_ident(name),
                     columns.join(", ")
                 )));
             }
@@ -364,8 +570,8 @@ fn import_direct(
     }
     let cols: Vec<(String, ColumnType)> =
         columns.iter().cloned().zip(types.iter().copied()).collect();
-    crate::schema::check_new_table(&name, columns.iter().map(String::as_str))?;
-    let create = table::create_sql(&name, &cols, &[]);
+    crate::schema::check_new_table(name, columns.iter().map(String::as_str))?;
+    let create = table::create_sql(name, &cols, &[]);
     let position = |c: &String| {
         columns
             .iter()
@@ -387,112 +593,133 @@ fn import_direct(
         .unwrap_or(direct_engine::DEFAULT_PAGE_SIZE);
     let layout: Vec<Option<usize>> = (0..columns.len()).map(Some).collect();
     // Index entries past `index_memory` go to sorted runs beside the database.
-    let spill_dir = db
+    let file = match out {
+        DirectOut::New(p) | DirectOut::Side(p) => p,
+    };
+    let spill_dir = file
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
         .to_path_buf();
-    let table_name = name.clone();
-    let ((rows, _), notes) = direct_engine::build_new(
-        db,
-        page_size,
-        &name,
-        &create,
-        opts.verify,
-        progress,
-        |t| {
-            let mut sink = DirectSink::new(t, 1, layout).with_indexes(
-                gather,
-                opts.index_memory,
-                Some(spill_dir.clone()),
-            );
-            let rows = pipeline::run(
-                src.as_mut(),
-                &mut sink,
-                opts.batch_rows,
-                progress,
-                &rejects,
-                &mut |_| {
-                    Err(Error::plan(
+    let table_name = name.to_string();
+    let fill = |t: &mut liteload_btree::TableWriter<'_, liteload_btree::SeqFile>| {
+        let mut sink = DirectSink::new(t, 1, layout).with_indexes(
+            gather,
+            opts.index_memory,
+            Some(spill_dir.clone()),
+        );
+        let rows = pipeline::run(
+            src.as_mut(),
+            &mut sink,
+            opts.batch_rows,
+            progress,
+            &rejects,
+            &mut |_| {
+                Err(Error::plan(
                         "a column appeared after the sample; the direct engine writes the columns it saw first",
                     )
                     .with_hint(Hint::SqliteEngine))
-                },
-                &mut summary,
-            )?;
-            Ok((rows, sink.into_indexes()))
-        },
-        |w, (_, gathered)| {
-            progress.set_stage(Stage::Indexing);
-            let mut by_sqlite = vec![];
-            for (ix, mut entries) in opts.indexes.iter().zip(std::mem::take(gathered)) {
-                progress.check()?;
-                let (name, sql) = (ix.name(&table_name), ix.stored_sql(&table_name));
-                let unique_error = || {
-                    Error::plan(format!(
-                        "the index on {} ({}): two rows have the same key (UNIQUE constraint failed)",
-                        quote_ident(&table_name),
-                        ix.columns.join(", ")
-                    ))
-                };
-                if entries.spilled() {
-                    // Runs on disk, merged into the page writer one entry at a time.
-                    let keys = ix.columns.len();
-                    let mut b = w.index_builder(&name, &table_name, &sql);
-                    let mut last: Option<Vec<u8>> = None;
-                    let mut merged = 0u64;
-                    entries.merge(&spill_dir, |rec| {
-                        merged += 1;
-                        if merged % (1 << 20) == 0 {
-                            // A long merge stays cancellable.
-                            progress.check()?;
+            },
+            summary,
+        )?;
+        Ok((rows, sink.into_indexes()))
+    };
+    let indexes = |w: &mut liteload_btree::DbWriter<liteload_btree::SeqFile>,
+                   (_, gathered): &mut (u64, Vec<IndexEntries>)| {
+        progress.set_stage(Stage::Indexing);
+        let mut by_sqlite = vec![];
+        for (ix, mut entries) in opts.indexes.iter().zip(std::mem::take(gathered)) {
+            progress.check()?;
+            let (name, sql) = (ix.name(&table_name), ix.stored_sql(&table_name));
+            let unique_error = || {
+                Error::plan(format!(
+                    "the index on {} ({}): two rows have the same key (UNIQUE constraint failed)",
+                    quote_ident(&table_name),
+                    ix.columns.join(", ")
+                ))
+            };
+            if entries.spilled() {
+                // Runs on disk, merged into the page writer one entry at a time.
+                let keys = ix.columns.len();
+                let mut b = w.index_builder(&name, &table_name, &sql);
+                let mut last: Option<Vec<u8>> = None;
+                let mut merged = 0u64;
+                entries.merge(&spill_dir, |rec| {
+                    merged += 1;
+                    if merged % (1 << 20) == 0 {
+                        // A long merge stays cancellable.
+                        progress.check()?;
+                    }
+                    if ix.unique {
+                        if last
+                            .as_deref()
+                            .is_some_and(|l| liteload_btree::index::same_key(l, rec, keys))
+                        {
+                            return Err(unique_error());
                         }
-                        if ix.unique {
-                            if last
-                                .as_deref()
-                                .is_some_and(|l| liteload_btree::index::same_key(l, rec, keys))
-                            {
-                                return Err(unique_error());
-                            }
-                            last = Some(rec.to_vec());
-                        }
-                        b.push(rec)
-                            .map_err(|e| Error::plan(format!("writing the index: {e}")))
-                    })?;
-                    b.finish()
-                        .map_err(|e| Error::plan(format!("writing the index: {e}")))?;
+                        last = Some(rec.to_vec());
+                    }
+                    b.push(rec)
+                        .map_err(|e| Error::plan(format!("writing the index: {e}")))
+                })?;
+                b.finish()
+                    .map_err(|e| Error::plan(format!("writing the index: {e}")))?;
+                continue;
+            }
+            let sorted = match entries.sorted() {
+                Some(sorted) => sorted,
+                None => {
+                    by_sqlite.push(ix.sql(&table_name));
                     continue;
                 }
-                let sorted = match entries.sorted() {
-                    Some(sorted) => sorted,
-                    None => {
-                        by_sqlite.push(ix.sql(&table_name));
-                        continue;
-                    }
-                };
-                if ix.unique && sorted.has_equal_keys(ix.columns.len()) {
-                    return Err(unique_error());
-                }
-                match &sorted {
-                    SortedEntries::IntPairs(pairs) => {
-                        w.index_int_pairs(&name, &table_name, &sql, pairs)
-                    }
-                    SortedEntries::Records(records) => w.index(&name, &table_name, &sql, records),
-                }
-                .map_err(|e| Error::plan(format!("writing the index: {e}")))?;
+            };
+            if ix.unique && sorted.has_equal_keys(ix.columns.len()) {
+                return Err(unique_error());
             }
-            Ok(by_sqlite)
-        },
+            match &sorted {
+                SortedEntries::IntPairs(pairs) => {
+                    w.index_int_pairs(&name, &table_name, &sql, pairs)
+                }
+                SortedEntries::Records(records) => w.index(&name, &table_name, &sql, records),
+            }
+            .map_err(|e| Error::plan(format!("writing the index: {e}")))?;
+        }
+        Ok(by_sqlite)
+    };
+    // A new file is built beside its name and moved into place; a side file stays.
+    let (path, notes) = match out {
+        DirectOut::New(db) => {
+            direct_engine::refuse_existing(db)?;
+            let tmp = crate::durability::temp_path(db);
+            let notes = crate::durability::clear_stale(&tmp)?;
+            (tmp, notes.into_iter().collect())
+        }
+        DirectOut::Side(side) => (side.to_path_buf(), vec![]),
+    };
+    let buffered = matches!(out, DirectOut::Side(_));
+    let (rows, _) = direct_engine::build_at(
+        &path,
+        buffered,
+        page_size,
+        name,
+        &create,
+        opts.verify,
+        progress,
+        fill,
+        indexes,
     )?;
+    if let DirectOut::New(db) = out {
+        crate::durability::publish(&path, db)?;
+    }
     let (count, samples) = rejects
         .into_inner()
         .unwrap_or_else(|p| p.into_inner())
         .finish()?;
     summary.rows = rows;
-    summary.tables = vec![name];
+    summary.tables = vec![name.to_string()];
     summary.rejects = count;
     summary.reject_samples = samples;
-    Ok(run::finish_direct(summary, db, opts.verify, notes, start))
+    Ok(Written { notes, create })
 }
 
 pub(crate) fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result<()> {

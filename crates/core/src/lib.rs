@@ -28,6 +28,7 @@
 // errors, inputs and readers (`source`), and the SQLite build (`sqlite_info`). The
 // machinery (pipeline, sinks, the page-writer sink, affinity, schema checks) is private.
 mod affinity;
+mod append;
 mod batch;
 mod direct;
 pub mod durability;

@@ -47,8 +47,11 @@ Durability (--durability):
   atomic-new  default for a new DB: built as DB.liteload-tmp with no journal syncs, then
               synced and moved into place. A crash leaves no DB or the complete DB.
   balanced    default for an existing DB: WAL, synchronous=NORMAL, one transaction. A
-              crash leaves the DB as before the load. (The file stays in WAL mode.)
-  durable     like balanced with synchronous=FULL.
+              crash leaves the DB as before the load. (The file stays in WAL mode.) An
+              append through the page writer's side file runs with a rollback journal
+              and synchronous=FULL instead (new pages are then written once), and the
+              file goes back to WAL mode after it.
+  durable     like balanced with synchronous=FULL (EXTRA for a side-file append).
   unsafe      journal and syncs off, in place: a crash can corrupt the DB.
 
 Exit codes: 0 done; 1 bad input; 2 bad usage; 3 I/O or SQLite failure.";
@@ -279,15 +282,16 @@ pub struct ImportArgs {
     #[arg(long, value_name = "N", default_value_t = liteload::DEFAULT_ROWS_PER_STATEMENT, hide_short_help = true, help_heading = "Durability and speed")]
     pub rows_per_statement: usize,
     /// How rows are written: `sqlite` (SQLite's insert path, any target), `direct` (the
-    /// page writer: one input, or Parquet/Arrow files of one schema, into a new file,
-    /// indexes built by SQLite afterwards), or
-    /// `auto`: `direct` for one CSV/TSV input (or Parquet/Arrow inputs of one schema)
-    /// into a new file with the default durability and no --pk or --alter, else `sqlite`.
+    /// page writer: one input, or Parquet/Arrow files of one schema, into a new file, or
+    /// into an existing one through a side file that SQLite copies in without decoding
+    /// it: a new table, or one without index, trigger or constraint whose columns the
+    /// input has in order), or `auto`: `direct` for one CSV/TSV input (or Parquet/Arrow
+    /// inputs of one schema) where it applies and no --pk or --alter, else `sqlite`.
     #[arg(long, value_enum, default_value_t = super::generate::Engine::Auto, help_heading = "Durability and speed")]
     pub engine: super::generate::Engine,
     /// With the page writer (--engine direct, or auto where it picks it): SQLite runs
-    /// `PRAGMA integrity_check` on the written file
-    /// before it is put in place; a failure leaves no file.
+    /// `PRAGMA integrity_check` on the written file (an append's side file) before it
+    /// is put in place (copied in); a failure leaves no file (the database as it was).
     #[arg(long, help_heading = "Durability and speed")]
     pub verify: bool,
     /// With the page writer: index entries are gathered and sorted in memory up to this

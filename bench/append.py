@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Appends: the transit table (TSV, gen_transit.py) loaded as a new table into an
+existing database of about 1 GB (a 50M-row `liteload generate` table, in WAL mode as
+balanced loads leave a file), by liteload's default engine (the page writer's side file,
+moved in by SQLite's transfer optimization), by liteload's SQLite path, and by the
+sqlite3 CLI's .import, interleaved. Each run starts from a fresh copy of the database
+(copied and synced before the clock starts). Every run is verified: integrity_check, the
+new table's row count and sum(Stop), and the old table's row count.
+
+    python3 bench/append.py [--runs 5] [--rows 10000000] [--base-rows 50000000]
+                            [--workdir DIR] [--only TOOL ...] [--json results.jsonl]
+
+Needs a release build of liteload (cargo build --release) and Debian's sqlite3.
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+from benchlib import LITELOAD, ROOT, clean, print_table, rotations, run_once
+
+
+def tools(src, db):
+    """name -> argv."""
+    return {
+        "liteload": [LITELOAD, "import", "-q", db, src, "--table", "transit"],
+        "liteload --durability durable": [LITELOAD, "import", "-q", "--durability", "durable", db, src, "--table", "transit"],
+        "liteload --durability unsafe": [LITELOAD, "import", "-q", "--durability", "unsafe", db, src, "--table", "transit"],
+        "liteload --engine sqlite": [LITELOAD, "import", "-q", "--engine", "sqlite", db, src, "--table", "transit"],
+        "sqlite3 .import": ["sqlite3", db, "-cmd", ".mode tabs", f".import {src} transit"],
+    }
+
+
+def verify(db, rows, stop_sum, base_rows):
+    try:
+        c = sqlite3.connect(db)
+        ok = c.execute("PRAGMA integrity_check").fetchone()[0]
+        n, s = c.execute("SELECT count(*), sum(Stop) FROM transit").fetchone()
+        old = c.execute("SELECT count(*) FROM user").fetchone()[0]
+        mode = c.execute("PRAGMA journal_mode").fetchone()[0]
+        c.close()
+    except sqlite3.Error as e:
+        return False, f"sqlite error: {e}"
+    if ok != "ok":
+        return False, f"integrity_check: {ok}"
+    if (n, s, old) != (rows, stop_sum, base_rows):
+        return False, f"{n} rows, sum {s}, {old} old rows; expected {rows}, {stop_sum}, {base_rows}"
+    return True, f"journal_mode {mode}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--base-rows", type=int, default=50_000_000)
+    ap.add_argument("--workdir", default=os.environ.get("TMPDIR", "/tmp") + "/liteload-bench")
+    ap.add_argument("--only", nargs="*", help="run only these tools")
+    ap.add_argument("--json", help="append one JSON line per run to this file")
+    a = ap.parse_args()
+    if not os.path.exists(LITELOAD):
+        sys.exit("build liteload first: cargo build --release")
+    os.makedirs(a.workdir, exist_ok=True)
+    out = open(a.json, "a") if a.json else None
+
+    src = os.path.join(a.workdir, f"transit_{a.rows}.tsv")
+    if not os.path.exists(src):
+        print(f"generating {src} …", flush=True)
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_transit.py"), str(a.rows), src], check=True)
+    stop_sum = 0
+    with open(src) as f:
+        header = next(f).rstrip("\n").split("\t")
+        k = header.index("Stop")
+        for line in f:
+            stop_sum += int(line.split("\t")[k])
+    base = os.path.join(a.workdir, f"base_{a.base_rows}.db")
+    if not os.path.exists(base):
+        print(f"generating {base} …", flush=True)
+        subprocess.run([LITELOAD, "generate", "-q", "--rows", str(a.base_rows), base], check=True)
+        c = sqlite3.connect(base)
+        c.execute("PRAGMA journal_mode=WAL")
+        c.close()
+    info = json.loads(subprocess.run([LITELOAD, "info", "--json"], capture_output=True, text=True).stdout)
+    sqlite3_cli = subprocess.run(["sqlite3", "--version"], capture_output=True, text=True).stdout.split()[0]
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}")
+    print(f"liteload {info['liteload']} (bundled SQLite {info['sqlite']}); sqlite3 CLI {sqlite3_cli}")
+    print(f"{a.rows:,} rows ({os.path.getsize(src) / 1e6:.0f} MB TSV) into {base} "
+          f"({os.path.getsize(base) / 1e9:.2f} GB, {a.base_rows:,} rows)")
+
+    db = os.path.join(a.workdir, "append.db")
+    all_tools = tools(src, db)
+    names = [n for n in all_tools if (not a.only or n in a.only) and shutil.which(all_tools[n][0])]
+    results = {}
+    for r, order in rotations(names, a.runs):
+        for name in order:
+            clean(db)
+            shutil.copyfile(base, db)
+            os.sync()
+            code, err, wall, cpu = run_once(all_tools[name])
+            if code != 0:
+                ok, detail = False, f"exit {code}: {err.strip()[:200]}"
+            else:
+                ok, detail = verify(db, a.rows, stop_sum, a.base_rows)
+            rec = {"rows": a.rows, "tool": name, "run": r, "ok": ok, "detail": detail,
+                   "wall_s": round(wall, 4), "cpu_s": round(cpu, 4), "db_bytes": os.path.getsize(db)}
+            print(json.dumps(rec), flush=True)
+            if out:
+                out.write(json.dumps(rec) + "\n")
+            results.setdefault((a.rows, name), [])
+            if ok:
+                results[(a.rows, name)].append((wall, cpu, rec["db_bytes"], detail))
+            clean(db)
+            for extra in (".liteload-append",):
+                if os.path.exists(db + extra):
+                    os.remove(db + extra)
+    print()
+    print_table(results, [a.rows], base="liteload")
+
+
+if __name__ == "__main__":
+    main()
