@@ -143,7 +143,27 @@ impl SeqFile {
     }
 
     fn open(path: &Path, direct_io: bool) -> io::Result<SeqFile> {
-        let file = File::create(path)?;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        // An exclusive advisory lock (flock) for as long as this writer lives, taken
+        // before the file is emptied: another process that finds the file (a second
+        // run, or one clearing what a killed run left) sees it in use instead of
+        // removing or truncating it. Where the file system has no such locks, none.
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!("{}: another process is writing this file", path.display()),
+                ))
+            }
+            Err(std::fs::TryLockError::Error(_)) => {}
+        }
+        file.set_len(0)?;
         let direct = if direct_io { open_direct(path) } else { None };
         let plain = file.try_clone()?;
         let (to_writer, jobs) = crossbeam_channel::bounded(DEPTH);

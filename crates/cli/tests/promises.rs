@@ -579,7 +579,7 @@ fn invalid_utf8_around_separators_in_a_file_parsed_in_parts() -> R {
         let fields: Vec<(Vec<usize>, u8)> = (0..2)
             .map(|k| {
                 let r = (x >> (20 + 16 * k)) as usize;
-                let pieces = if r % 97 == 0 {
+                let pieces = if r.is_multiple_of(97) {
                     vec![r % PIECES.len(), (r / 7) % PIECES.len()]
                 } else {
                     vec![0, 2, 3]

@@ -251,21 +251,26 @@ pub(crate) fn clear_stale(tmp: &Path) -> Result<Option<String>> {
 }
 
 fn remove_stale(tmp: &Path) -> Result<()> {
-    let busy = (|| -> rusqlite::Result<bool> {
-        let c = Connection::open_with_flags(tmp, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
-        c.busy_timeout(std::time::Duration::ZERO)?;
-        match c.execute_batch("BEGIN EXCLUSIVE; ROLLBACK;") {
-            Ok(()) => Ok(false),
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if e.code == rusqlite::ErrorCode::DatabaseBusy =>
-            {
-                Ok(true)
+    // The page writer holds an advisory lock on the file it builds (SeqFile); SQLite
+    // holds its own locks while it finishes one.
+    let writing = File::open(tmp)
+        .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)));
+    let busy = writing
+        || (|| -> rusqlite::Result<bool> {
+            let c = Connection::open_with_flags(tmp, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+            c.busy_timeout(std::time::Duration::ZERO)?;
+            match c.execute_batch("BEGIN EXCLUSIVE; ROLLBACK;") {
+                Ok(()) => Ok(false),
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::DatabaseBusy =>
+                {
+                    Ok(true)
+                }
+                // Not a database at all (killed before the header was written): stale.
+                Err(_) => Ok(false),
             }
-            // Not a database at all (killed before the header was written): stale.
-            Err(_) => Ok(false),
-        }
-    })()
-    .unwrap_or(false);
+        })()
+        .unwrap_or(false);
     if busy {
         return Err(Error::plan(format!(
             "{} is locked: another liteload run is building this database now",
@@ -339,6 +344,25 @@ pub fn checkpoint_now(conn: &rusqlite::Connection) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file the page writer is building is never taken for a killed run's leftover:
+    /// a second run is told the database is being built, and the file stays whole.
+    #[test]
+    fn a_temp_file_being_written_is_not_removed() -> Result<()> {
+        let d = tempfile::tempdir().map_err(|e| Error::io(None, e))?;
+        let tmp = temp_path(&d.path().join("t.db"));
+        let mut w = liteload_btree::SeqFile::create(&tmp).map_err(|e| Error::io(None, e))?;
+        std::io::Write::write_all(&mut w, b"pages").map_err(|e| Error::io(None, e))?;
+        let err = clear_stale(&tmp).unwrap_err();
+        assert!(err.to_string().contains("another liteload run"), "{err}");
+        assert!(tmp.exists());
+        // A second writer of the same file is refused before it empties it.
+        assert!(liteload_btree::SeqFile::create(&tmp).is_err());
+        drop(w);
+        assert!(clear_stale(&tmp)?.is_some());
+        assert!(!tmp.exists());
+        Ok(())
+    }
 
     #[test]
     fn shared_databases_never_take_an_exclusive_lock() {

@@ -646,7 +646,7 @@ fn write_direct(
                 let mut merged = 0u64;
                 entries.merge(&spill_dir, |rec| {
                     merged += 1;
-                    if merged % (1 << 20) == 0 {
+                    if merged.is_multiple_of(1 << 20) {
                         // A long merge stays cancellable.
                         progress.check()?;
                     }

@@ -305,7 +305,7 @@ fn column(
         )
             .prop_map(move |(v, dict_keys)| {
                 // a struct column and a dictionary column, alternately by row count parity
-                if rows % 2 == 0 {
+                if rows.is_multiple_of(2) {
                     let a: Vec<Option<i64>> = v.iter().map(|x| x.as_ref().map(|p| p.0)).collect();
                     let s: Vec<Option<String>> =
                         v.iter().map(|x| x.as_ref().map(|p| p.1.clone())).collect();

@@ -93,7 +93,7 @@ fn written_tables_read_back_as_the_reference_reads_them() {
                         .collect();
                     let needs =
                         f.contains([delim, quote, '\n', '\r']) || (width == 1 && f.is_empty());
-                    if needs || rng.next() % 5 == 0 {
+                    if needs || rng.next().is_multiple_of(5) {
                         let q = quote.to_string();
                         format!("{quote}{}{quote}", f.replace(&q, &(q.clone() + &q)))
                     } else {

@@ -272,7 +272,7 @@ pub fn workload(
         let mut ops = 0u64;
         // Whole rounds of 64 operations, at least one: a configuration whose setup
         // outlasts the time still does (and is timed on) some work.
-        while ops == 0 || ops % 64 != 0 || Instant::now() < deadline {
+        while ops == 0 || !ops.is_multiple_of(64) || Instant::now() < deadline {
             if cfg.per_transaction > 0 && in_tx == 0 {
                 if let Err(err) = conn.execute_batch("BEGIN") {
                     fail(&mut n, err.to_string());

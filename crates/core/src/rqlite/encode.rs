@@ -120,7 +120,7 @@ fn hex_into(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 fn hex_decode(h: &[u8]) -> Option<Vec<u8>> {
-    if h.len() % 2 != 0 {
+    if !h.len().is_multiple_of(2) {
         return None;
     }
     h.chunks(2)
