@@ -503,3 +503,65 @@ fn appends_the_transfer_cannot_take_go_to_sqlite() -> R {
     }
     Ok(())
 }
+
+/// The side file follows the database it goes into: another page size and auto-vacuum
+/// are kept (and the records still copied); a UTF-16 database, which SQLite cannot
+/// attach a UTF-8 file to, takes SQLite's path; a WAL database that another connection
+/// holds open is appended through the WAL. Each equals SQLite's path.
+#[test]
+fn appends_follow_the_databases_own_format() -> R {
+    let d = tempfile::tempdir()?;
+    let p = d.path();
+    std::fs::write(p.join("mixed.csv"), mixed_csv(4_000))?;
+    let formats = [
+        ("PRAGMA page_size=1024; PRAGMA auto_vacuum=FULL;", true),
+        ("PRAGMA encoding='UTF-16le';", false),
+    ];
+    for (pragmas, side) in formats {
+        let _ = std::fs::remove_file(p.join("base.db"));
+        let c = rusqlite::Connection::open(p.join("base.db"))?;
+        c.execute_batch(pragmas)?;
+        c.execute_batch("CREATE TABLE other (a); INSERT INTO other VALUES ('é');")?;
+        drop(c);
+        let s = import_into_copy(p, "base.db", "s.db", &["mixed.csv", "--engine", "sqlite"])?;
+        let a = import_into_copy(p, "base.db", "a.db", &["mixed.csv"])?;
+        assert!(!s.contains("direct page writer"));
+        assert_eq!(a.contains("without decoding them"), side, "{pragmas}: {a}");
+        assert_eq!(
+            dump_all(&p.join("a.db"))?,
+            dump_all(&p.join("s.db"))?,
+            "{pragmas}"
+        );
+        let c = rusqlite::Connection::open(p.join("a.db"))?;
+        let format: (i64, i64, String) = c.query_row(
+            "SELECT (SELECT page_size FROM pragma_page_size), (SELECT auto_vacuum FROM pragma_auto_vacuum), (SELECT encoding FROM pragma_encoding)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        let want: (i64, i64, String) = rusqlite::Connection::open(p.join("base.db"))?.query_row(
+            "SELECT (SELECT page_size FROM pragma_page_size), (SELECT auto_vacuum FROM pragma_auto_vacuum), (SELECT encoding FROM pragma_encoding)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        assert_eq!(format, want, "{pragmas}");
+    }
+    // A reader holds the WAL database open: its journal mode cannot change.
+    existing_db(&p.join("w.db"))?;
+    std::fs::copy(p.join("w.db"), p.join("ws.db"))?;
+    let reader = rusqlite::Connection::open(p.join("w.db"))?;
+    let n: i64 = reader.query_row("SELECT count(*) FROM other", [], |r| r.get(0))?;
+    assert_eq!(n, 5_000);
+    let out = import(p, &["w.db", "mixed.csv"]).output()?;
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("through the WAL") && text.contains("without decoding them"),
+        "{text}"
+    );
+    import(p, &["ws.db", "mixed.csv", "--engine", "sqlite", "-q"])
+        .assert()
+        .success();
+    drop(reader);
+    assert_eq!(dump_all(&p.join("w.db"))?, dump_all(&p.join("ws.db"))?);
+    Ok(())
+}

@@ -141,6 +141,15 @@ impl Target {
     /// What `table` is in the database: absent, a table this path can append to, or
     /// `None` when the transfer cannot apply to it (or `replace` asks for a new one).
     pub(crate) fn destination(&self, table: &str, append: bool) -> Result<Option<Destination>> {
+        // SQLite attaches only files of the main file's text encoding; the page writer
+        // writes UTF-8.
+        let encoding: String = self
+            .conn
+            .query_row("PRAGMA encoding", [], |r| r.get(0))
+            .map_err(|e| Error::sqlite("reading the database's text encoding", e))?;
+        if encoding != "UTF-8" {
+            return Ok(None);
+        }
         let Some((name, columns)) = table::existing_columns(&self.conn, table)? else {
             return Ok(Some(Destination::New));
         };
@@ -149,6 +158,14 @@ impl Target {
         }
         Ok(plain_columns(&self.conn, &name, &columns)?
             .map(|columns| Destination::Plain { name, columns }))
+    }
+
+    /// The database's page size: the side file's too, so that SQLite copies each cell
+    /// as it is.
+    pub(crate) fn page_size(&self) -> Result<u32> {
+        self.conn
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .map_err(|e| Error::sqlite("reading the database's page size", e))
     }
 
     /// Moves table `table` of the side file at `side` (built by the page writer with
@@ -168,9 +185,13 @@ impl Target {
                 .execute_batch(sql)
                 .map_err(|e| Error::sqlite(format!("running {sql}"), e))
         };
-        let side_name = side.to_string_lossy();
+        // An absolute path: a name that starts with `file:` would be read as a URI.
+        let side_name = std::path::absolute(side).unwrap_or_else(|_| side.to_path_buf());
         self.conn
-            .execute("ATTACH ?1 AS liteload_side", [side_name.as_ref()])
+            .execute(
+                "ATTACH ?1 AS liteload_side",
+                [side_name.to_string_lossy().as_ref()],
+            )
             .map_err(|e| Error::sqlite(format!("attaching {}", side.display()), e))?;
         // The side file is read once, front to back: mapped, its pages cost no read()
         // each (half the transfer's system calls; the other half writes the new pages).

@@ -455,7 +455,7 @@ fn import_append(
     };
     let moved = (|| -> Result<append::Moved> {
         let written = write_direct(
-            DirectOut::Side(&side),
+            DirectOut::Side(&side, target.page_size()?),
             opened,
             &name,
             types,
@@ -522,8 +522,9 @@ fn import_append(
 enum DirectOut<'a> {
     /// A new database at this path, built beside it and moved into place.
     New(&'a Path),
-    /// An append's side file at this path, left there for the transfer.
-    Side(&'a Path),
+    /// An append's side file at this path, with pages of this size, left there for
+    /// the transfer.
+    Side(&'a Path, u32),
 }
 
 /// What [`write_direct`] wrote.
@@ -587,14 +588,17 @@ fn write_direct(
     // The parser encodes the records on its threads instead of the writer (10M-row TSV:
     // see bench/README.md); index keys are read back from them.
     src.make_records();
-    let page_size = opts
-        .file
-        .page_size
-        .unwrap_or(direct_engine::DEFAULT_PAGE_SIZE);
+    let page_size = match out {
+        DirectOut::Side(_, page_size) => page_size,
+        DirectOut::New(_) => opts
+            .file
+            .page_size
+            .unwrap_or(direct_engine::DEFAULT_PAGE_SIZE),
+    };
     let layout: Vec<Option<usize>> = (0..columns.len()).map(Some).collect();
     // Index entries past `index_memory` go to sorted runs beside the database.
     let file = match out {
-        DirectOut::New(p) | DirectOut::Side(p) => p,
+        DirectOut::New(p) | DirectOut::Side(p, _) => p,
     };
     let spill_dir = file
         .parent()
@@ -694,9 +698,9 @@ fn write_direct(
             let notes = crate::durability::clear_stale(&tmp)?;
             (tmp, notes.into_iter().collect())
         }
-        DirectOut::Side(side) => (side.to_path_buf(), vec![]),
+        DirectOut::Side(side, _) => (side.to_path_buf(), vec![]),
     };
-    let buffered = matches!(out, DirectOut::Side(_));
+    let buffered = matches!(out, DirectOut::Side(..));
     let (rows, _) = direct_engine::build_at(
         &path,
         buffered,
