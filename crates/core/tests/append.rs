@@ -1,0 +1,187 @@
+//! Appends into an existing database through the page writer's side file (SQLite's
+//! transfer optimization) hold exactly what SQLite's own insert path writes, for
+//! arbitrary hostile CSV: the whole file is compared, schema and every row with its
+//! rowid, values and storage classes, after `integrity_check`.
+
+use std::path::Path;
+
+use liteload::{import, Engine, ImportOptions, IndexSpec, Input, Progress, Writer};
+use proptest::prelude::*;
+use rusqlite::types::Value;
+
+type Dump = (String, Vec<String>, Vec<Vec<Value>>);
+
+fn dump(db: &Path) -> rusqlite::Result<Dump> {
+    let c = rusqlite::Connection::open(db)?;
+    let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    let mut st = c.prepare("SELECT type, name, sql FROM sqlite_schema ORDER BY name")?;
+    let entries = st
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut rows = vec![];
+    for (kind, name, _) in &entries {
+        if kind != "table" {
+            continue;
+        }
+        let sql = format!(
+            "SELECT rowid, *, typeof(rowid) FROM {} ORDER BY rowid",
+            liteload::quote_ident(name)
+        );
+        let mut st = c.prepare(&sql)?;
+        let n = st.column_count();
+        for r in st.query_map([], |r| (0..n).map(|i| r.get(i)).collect())? {
+            rows.push(r?);
+        }
+        // Storage classes too: a value SQLite would keep as TEXT must not become a number.
+        let types = format!(
+            "SELECT {} FROM {} ORDER BY rowid",
+            (0..n - 2)
+                .map(|i| format!("typeof(\"c{i}\")"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            liteload::quote_ident(name)
+        );
+        if name == "t" {
+            let mut st = c.prepare(&types)?;
+            let m = st.column_count();
+            for r in st.query_map([], |r| (0..m).map(|i| r.get(i)).collect())? {
+                rows.push(r?);
+            }
+        }
+    }
+    Ok((ok, entries.into_iter().map(|e| e.2).collect(), rows))
+}
+
+/// One CSV field of a column of `kind` (0 integers, 1 reals, 2 text, 3 anything), now
+/// and then one of another kind: numbers at the edges of their types, text that looks
+/// like numbers, quotes, separators, newlines, non-ASCII, long text past the overflow
+/// threshold, empty.
+fn field(kind: u8) -> BoxedStrategy<String> {
+    let ints = prop_oneof![
+        any::<i64>().prop_map(|i| i.to_string()),
+        (-300i64..300).prop_map(|i| i.to_string()),
+        Just(i64::MAX.to_string()),
+        Just(i64::MIN.to_string()),
+    ];
+    let reals = prop_oneof![
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| f.to_string()),
+        (-1000i32..1000).prop_map(|i| format!("{}.5", i)),
+    ];
+    let text = prop_oneof![
+        "[a-zé✓\"\n, ]{0,12}".prop_map(|s| format!("\"{}\"", s.replace('"', "\"\""))),
+        (1000usize..6000).prop_map(|n| "ü".repeat(n)),
+    ];
+    let odd = prop_oneof![
+        Just("9223372036854775808".to_string()),
+        Just("007".to_string()),
+        Just("1e999".to_string()),
+        Just(" 12 ".to_string()),
+        Just(String::new()),
+        Just("abc".to_string()),
+    ];
+    let main = match kind {
+        0 => ints.boxed(),
+        1 => reals.boxed(),
+        2 => text.boxed(),
+        _ => prop_oneof![ints, reals, text].boxed(),
+    };
+    prop_oneof![12 => main, 1 => odd].boxed()
+}
+
+/// Rows of `width` columns, each column of its own kind.
+fn rows(kinds: Vec<u8>, max: usize) -> impl Strategy<Value = Vec<Vec<String>>> {
+    let row: Vec<BoxedStrategy<String>> = kinds.into_iter().map(field).collect();
+    prop::collection::vec(row, 0..max)
+}
+
+fn csv(rows: &[Vec<String>], width: usize) -> String {
+    let mut s = (0..width)
+        .map(|i| format!("c{i}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    s.push('\n');
+    for r in rows {
+        s.push_str(&r.join(","));
+        s.push('\n');
+    }
+    s
+}
+
+fn existing(path: &Path) -> rusqlite::Result<()> {
+    let c = rusqlite::Connection::open(path)?;
+    c.execute_batch(
+        "PRAGMA journal_mode=WAL; CREATE TABLE other (x, y TEXT);
+         INSERT INTO other VALUES (1, 'one'), (NULL, 'é'), (2.5, NULL);",
+    )
+}
+
+fn load(db: &Path, csv: &Path, engine: Engine, index: bool) -> Result<Writer, liteload::Error> {
+    let mut opts = ImportOptions::default();
+    opts.table = Some("t".into());
+    opts.engine = engine;
+    if index {
+        opts.indexes = vec![IndexSpec {
+            columns: vec!["c0".into(), "c1".into()],
+            unique: false,
+        }];
+    }
+    let s = import(
+        db,
+        &[Input::Path(csv.to_path_buf())],
+        &opts,
+        &Progress::default(),
+    )?;
+    Ok(s.engine.expect("a load names its writer"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// A new table (with and without an index), then a second load into it (the existing
+    /// plain table; with the index it stays on SQLite's path), against SQLite's path.
+    #[test]
+    fn appends_equal_sqlites_insert_path(
+        // The second file's columns are of the table's kinds, or each of another kind.
+        (first, second) in (prop::collection::vec(0u8..4, 2..6), any::<bool>())
+            .prop_flat_map(|(kinds, retype)| {
+                let again = kinds.iter().map(|k| if retype { (k + 1) % 4 } else { *k }).collect();
+                (rows(kinds, 40), rows(again, 40))
+            }),
+        index in any::<bool>(),
+    ) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        let width = first.first().or(second.first()).map_or(0, Vec::len);
+        prop_assume!(width > 0 && !first.is_empty());
+        std::fs::write(p.join("a.csv"), csv(&first, width)).unwrap();
+        std::fs::write(p.join("b.csv"), csv(&second, width)).unwrap();
+        existing(&p.join("s.db")).unwrap();
+        existing(&p.join("d.db")).unwrap();
+        for f in ["a.csv", "b.csv"] {
+            let want = load(&p.join("s.db"), &p.join(f), Engine::Sqlite, index);
+            let got = load(&p.join("d.db"), &p.join(f), Engine::Auto, index);
+            match (&want, &got) {
+                (Ok(_), Ok(_)) => {}
+                (Err(a), Err(b)) => prop_assert_eq!(format!("{:?}", a.kind()), format!("{:?}", b.kind())),
+                _ => prop_assert!(false, "{f}: SQLite's path {want:?}, the default {got:?}"),
+            }
+            if f == "a.csv" {
+                if let Ok(w) = got {
+                    prop_assert_eq!(w, Writer::Direct, "a new table goes through the side file");
+                }
+            }
+        }
+        let want = dump(&p.join("s.db")).unwrap();
+        prop_assert_eq!(&want.0, "ok");
+        prop_assert_eq!(dump(&p.join("d.db")).unwrap(), want);
+        prop_assert!(!p.join("d.db.liteload-append").exists());
+    }
+}
