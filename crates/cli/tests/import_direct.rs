@@ -470,9 +470,10 @@ fn appends_through_a_side_file_equal_sqlites_path() -> R {
     Ok(())
 }
 
-/// Where SQLite would not copy records (an existing table with an index, a trigger or
-/// a constraint, or columns in another order), the default engine takes SQLite's path
-/// with the same result, and `--engine direct` refuses, leaving the file as it was.
+/// Where SQLite would not copy records (an existing table with rows and an index, an
+/// index the page writer does not write, a trigger or a constraint, or columns in
+/// another order), the default engine takes SQLite's path with the same result, and
+/// `--engine direct` refuses, leaving the file as it was.
 #[test]
 fn appends_the_transfer_cannot_take_go_to_sqlite() -> R {
     let d = tempfile::tempdir()?;
@@ -481,7 +482,12 @@ fn appends_the_transfer_cannot_take_go_to_sqlite() -> R {
     std::fs::write(p.join("swapped.csv"), "b,a\nz,3\n")?;
     existing_db(&p.join("base.db"))?;
     for (setup, input) in [
-        ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (a);", "t.csv"),
+        ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (a); INSERT INTO t VALUES (0, 's');", "t.csv"),
+        ("CREATE TABLE t (a INTEGER, b TEXT); CREATE UNIQUE INDEX ti ON t (a);", "t.csv"),
+        ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (a DESC);", "t.csv"),
+        ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (b COLLATE NOCASE);", "t.csv"),
+        ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (a) WHERE a > 0;", "t.csv"),
+        ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (a + 1);", "t.csv"),
         ("CREATE TABLE t (a INTEGER, b TEXT CHECK (b <> ''));", "t.csv"),
         ("CREATE TABLE t (a INTEGER, b TEXT); CREATE TRIGGER tg AFTER INSERT ON t BEGIN SELECT 1; END;", "t.csv"),
         ("CREATE TABLE t (a INTEGER, b TEXT);", "swapped.csv"),
@@ -563,5 +569,50 @@ fn appends_follow_the_databases_own_format() -> R {
         .success();
     drop(reader);
     assert_eq!(dump_all(&p.join("w.db"))?, dump_all(&p.join("ws.db"))?);
+    Ok(())
+}
+
+/// An existing empty table with indexes, written by hand beforehand (as schemas often
+/// are; its own declared types): the side file holds the same indexes, and SQLite copies
+/// rows and entries into it; with `--index` on top, and a key indexed twice. The same
+/// as SQLite's path.
+#[test]
+fn appends_into_an_empty_indexed_table_copy_its_indexes_too() -> R {
+    let d = tempfile::tempdir()?;
+    let p = d.path();
+    std::fs::write(p.join("mixed.csv"), mixed_csv(5_000))?;
+    existing_db(&p.join("base.db"))?;
+    rusqlite::Connection::open(p.join("base.db"))?.execute_batch(
+        "CREATE TABLE mixed (n int, big BIGINT, price DOUBLE, note VARCHAR(100), \"when\" TEXT, mixed INTEGER);
+         CREATE INDEX m_note_big ON mixed (note, big);
+         CREATE INDEX m_price ON mixed (price);
+         CREATE INDEX m_price_again ON mixed (price);",
+    )?;
+    for extra in [&[][..], &["--index", "n"][..]] {
+        let args: Vec<&str> = ["mixed.csv"]
+            .iter()
+            .copied()
+            .chain(extra.iter().copied())
+            .collect();
+        let sqlite_args: Vec<&str> = args.iter().copied().chain(["--engine", "sqlite"]).collect();
+        import_into_copy(p, "base.db", "s.db", &sqlite_args)?;
+        let out = import_into_copy(p, "base.db", "a.db", &args)?;
+        assert!(out.contains("without decoding them"), "{extra:?}: {out}");
+        let want = dump_all(&p.join("s.db"))?;
+        assert_eq!(want.0, "ok");
+        assert_eq!(dump_all(&p.join("a.db"))?, want, "{extra:?}");
+        // Each index reads the rows in the same order in both files.
+        for (index, cols) in [("m_note_big", "note, big"), ("m_price_again", "price")] {
+            let order = |db: &str| -> rusqlite::Result<Vec<i64>> {
+                let c = rusqlite::Connection::open(p.join(db))?;
+                let sql =
+                    format!("SELECT rowid FROM mixed INDEXED BY {index} ORDER BY {cols}, rowid");
+                let mut st = c.prepare(&sql)?;
+                let rows = st.query_map([], |r| r.get(0))?.collect();
+                rows
+            };
+            assert_eq!(order("a.db")?, order("s.db")?, "{index}");
+        }
+    }
     Ok(())
 }

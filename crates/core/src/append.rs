@@ -13,9 +13,11 @@
 //!   back to its row-by-row path when it is not).
 //!
 //! So two cases qualify: a table created by this load (its indexes are written into the
-//! side file too, and created empty in the destination), and an existing table that reads
-//! exactly as liteload would create it (no constraint, no index, no trigger) into which
-//! the input's columns go in the table's order. Anything else stays on SQLite's insert
+//! side file too, and created empty in the destination), and an existing table whose
+//! columns the side file's match in affinity with no constraint, default, collation or
+//! trigger ([`plain_columns`]), into which the input's columns go in the table's order;
+//! if it has indexes, only plain ones ([`plain_indexes`]) and only while it is empty
+//! (the side file then gets the same indexes). Anything else stays on SQLite's insert
 //! path. Before the statement runs, its `EXPLAIN` is read: a program without
 //! `RowData` or `RowCell` would decode the rows, and the summary says so.
 //!
@@ -53,11 +55,13 @@ const SIDE: &str = "liteload_side";
 pub(crate) enum Destination {
     /// No table by that name: this load creates it.
     New,
-    /// A table that reads as liteload creates them, without index or trigger: its
-    /// actual name, columns and their types.
+    /// A table that reads as liteload creates them, without trigger: its actual name,
+    /// columns and their types, and its indexes (key columns; only while it is empty,
+    /// since SQLite copies index entries only into an empty table).
     Plain {
         name: String,
         columns: Vec<(String, ColumnType)>,
+        indexes: Vec<Vec<String>>,
     },
 }
 
@@ -156,8 +160,27 @@ impl Target {
         if !append {
             return Ok(None);
         }
-        Ok(plain_columns(&self.conn, &name, &columns)?
-            .map(|columns| Destination::Plain { name, columns }))
+        let Some(columns) = plain_columns(&self.conn, &name, &columns)? else {
+            return Ok(None);
+        };
+        let Some(indexes) = plain_indexes(&self.conn, &name)? else {
+            return Ok(None);
+        };
+        if !indexes.is_empty() {
+            let sql = format!("SELECT NOT EXISTS (SELECT 1 FROM {})", quote_ident(&name));
+            let empty: bool = self
+                .conn
+                .query_row(&sql, [], |r| r.get(0))
+                .map_err(|e| Error::sqlite(format!("running {sql}"), e))?;
+            if !empty {
+                return Ok(None);
+            }
+        }
+        Ok(Some(Destination::Plain {
+            name,
+            columns,
+            indexes,
+        }))
     }
 
     /// The database's page size: the side file's too, so that SQLite copies each cell
@@ -306,10 +329,12 @@ fn copies_records(conn: &Connection, sql: &str) -> rusqlite::Result<bool> {
     Ok(false)
 }
 
-/// The columns of table `name` with their types, when the table reads exactly as
-/// liteload's own CREATE TABLE of those columns would (no constraint, default, collation
-/// or STRICT, every declared type one liteload writes) and has no index or trigger: the
-/// tables the side file can copy into. `None` otherwise.
+/// The columns of table `name` with the types the side file gives them, when SQLite's
+/// transfer takes the side file's table (liteload's own CREATE TABLE of those columns)
+/// as the same (insert.c, `xferOptimization`): every column's affinity INTEGER, REAL or
+/// TEXT, and none NOT NULL, with a DEFAULT, a collation, part of a PRIMARY KEY, hidden or
+/// generated; no CHECK, no foreign key, no trigger; neither STRICT nor WITHOUT ROWID.
+/// `None` otherwise. Indexes are [`plain_indexes`]' to judge.
 fn plain_columns(
     conn: &Connection,
     name: &str,
@@ -319,36 +344,103 @@ fn plain_columns(
     let mut typed = vec![];
     for c in columns {
         match ColumnType::from_declared(&c.declared) {
-            Some(t) if t.sql() == c.declared => typed.push((c.name.clone(), t)),
-            _ => return Ok(None),
+            Some(t) => typed.push((c.name.clone(), t)),
+            None => return Ok(None),
         }
     }
-    let (sql, others): (Option<String>, i64) = conn
-        .query_row(
-            "SELECT (SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1), \
-             (SELECT count(*) FROM sqlite_schema WHERE type IN ('index', 'trigger') AND tbl_name = ?1)",
-            [name],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+    let mut st = conn
+        .prepare(
+            "SELECT count(*) FROM pragma_table_xinfo(?1) \
+             WHERE \"notnull\" != 0 OR dflt_value IS NOT NULL OR pk != 0 OR hidden != 0",
         )
         .map_err(ctx)?;
-    if others != 0 {
+    let constrained: i64 = st.query_row([name], |r| r.get(0)).map_err(ctx)?;
+    let (sql, triggers, keys): (String, i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1), \
+             (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ?1), \
+             (SELECT count(*) FROM pragma_foreign_key_list(?1))",
+            [name],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .map_err(ctx)?;
+    // STRICT and WITHOUT ROWID (SQLite 3.37 on; an older library cannot tell: no).
+    let special: i64 = conn
+        .query_row(
+            "SELECT strict OR wr FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
+            [name],
+            |r| r.get(0),
+        )
+        .unwrap_or(1);
+    // No pragma shows a CHECK constraint or a column's collation: the table's text must
+    // not name either (a column called `checked` merely sends the load to SQLite's path).
+    let text = sql.to_ascii_uppercase();
+    if constrained != 0
+        || triggers != 0
+        || keys != 0
+        || special != 0
+        || text.contains("CHECK")
+        || text.contains("COLLATE")
+    {
         return Ok(None);
     }
-    // SQLite keeps the text of CREATE TABLE from the table's name on; liteload's own
-    // statement, stored the same way, must read the same.
-    let ours = stored_create_sql(&table::create_sql(name, &typed, &[])).map_err(ctx)?;
-    Ok((sql == Some(ours)).then_some(typed))
+    Ok(Some(typed))
 }
 
-/// The text SQLite stores in `sqlite_schema` for `create` (a CREATE TABLE).
-fn stored_create_sql(create: &str) -> rusqlite::Result<String> {
-    let c = Connection::open_in_memory()?;
-    c.execute_batch(create)?;
-    c.query_row(
-        "SELECT sql FROM sqlite_schema WHERE type = 'table'",
-        [],
-        |r| r.get(0),
-    )
+/// The key columns of each index on table `name`, when every one is an index the page
+/// writer writes and SQLite's transfer takes as the same (insert.c,
+/// `xferCompatibleIndex`): made by CREATE INDEX, on table columns in ascending order
+/// with the BINARY collation, not partial, and not UNIQUE (into a table with such an
+/// index SQLite's path turns a duplicate into a bad record, where the page writer would
+/// fail the load). `None` otherwise.
+fn plain_indexes(conn: &Connection, name: &str) -> Result<Option<Vec<Vec<String>>>> {
+    let ctx = |e| Error::sqlite(format!("reading the indexes of {}", quote_ident(name)), e);
+    let mut list = conn
+        .prepare("SELECT name, \"unique\", origin, partial FROM pragma_index_list(?1)")
+        .map_err(ctx)?;
+    let found = list
+        .query_map([name], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        })
+        .map_err(ctx)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(ctx)?;
+    let mut keys = conn
+        .prepare(
+            "SELECT name, \"desc\", coll FROM pragma_index_xinfo(?1) WHERE key = 1 ORDER BY seqno",
+        )
+        .map_err(ctx)?;
+    let mut indexes = vec![];
+    for (index, unique, origin, partial) in found {
+        if unique != 0 || origin != "c" || partial != 0 {
+            return Ok(None);
+        }
+        let cols = keys
+            .query_map([&index], |r| {
+                Ok((
+                    r.get::<_, Option<String>>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                ))
+            })
+            .map_err(ctx)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(ctx)?;
+        let mut key = vec![];
+        for (col, desc, coll) in cols {
+            match col {
+                Some(c) if desc == 0 && coll.as_deref() == Some("BINARY") => key.push(c),
+                _ => return Ok(None),
+            }
+        }
+        indexes.push(key);
+    }
+    Ok(Some(indexes))
 }
 
 /// Removes a side file left by a killed append (the caller holds the database's write
@@ -469,41 +561,52 @@ mod tests {
         Ok(())
     }
 
-    #[test]
-    fn stored_sql_drops_if_not_exists_as_sqlite_does() -> rusqlite::Result<()> {
-        let sql = table::create_sql("t", &[("a".into(), ColumnType::Integer)], &[]);
-        let stored = stored_create_sql(&sql)?;
-        assert!(stored.starts_with("CREATE TABLE "), "{stored}");
-        assert!(!stored.contains("IF NOT EXISTS"), "{stored}");
-        Ok(())
-    }
-
     fn with_check(create: &str) -> String {
         let end = create.rfind(')').expect("a CREATE TABLE ends with )");
         format!("{}, CHECK (c0 > 0))", &create[..end])
     }
 
-    /// Only tables that read as liteload makes them, without index or trigger, qualify.
+    /// Tables whose columns SQLite's transfer takes as the side file's qualify, however
+    /// they are written; any constraint, default, collation, trigger or foreign key, and
+    /// any index but plain ascending BINARY ones, disqualifies.
     #[test]
     fn plain_tables_qualify_and_others_do_not() -> rusqlite::Result<()> {
         let c = Connection::open_in_memory()?;
         let cases = [
             (plain_create("t"), true),
+            (
+                "CREATE TABLE t (a int, b VARCHAR(10), c DOUBLE, \"d e\" text)".into(),
+                true,
+            ),
+            ("CREATE TABLE t (a INTEGER, b TEXT UNIQUE)".into(), true),
             (plain_create("t").replace("TEXT", "TEXT NOT NULL"), false),
             (plain_create("t").replace("REAL", "REAL DEFAULT 1"), false),
             (
                 plain_create("t").replace("TEXT", "TEXT COLLATE NOCASE"),
                 false,
             ),
-            (plain_create("t").replace("INTEGER", "INT"), false),
             (format!("{} STRICT", plain_create("t")), false),
             (with_check(&plain_create("t")), false),
             ("CREATE TABLE t (a)".to_string(), false),
+            ("CREATE TABLE t (a NUMERIC)".to_string(), false),
             (
                 "CREATE TABLE t (a INTEGER PRIMARY KEY, b TEXT)".to_string(),
                 false,
             ),
+            (
+                "CREATE TABLE t (a TEXT PRIMARY KEY, b TEXT) WITHOUT ROWID".to_string(),
+                false,
+            ),
+            (
+                "CREATE TABLE t (a INTEGER REFERENCES other (x))".to_string(),
+                false,
+            ),
+            (
+                "CREATE TABLE t (a INTEGER, b INTEGER AS (a + 1))".to_string(),
+                false,
+            ),
         ];
+        c.execute_batch("CREATE TABLE other (x INTEGER PRIMARY KEY)")?;
         for (create, plain) in cases {
             c.execute_batch(&format!("DROP TABLE IF EXISTS t; {create}"))
                 .unwrap_or_else(|e| panic!("{create}: {e}"));
@@ -511,19 +614,27 @@ mod tests {
             let got = plain_columns(&c, &name, &cols).unwrap().is_some();
             assert_eq!(got, plain, "{create}");
         }
+        // A UNIQUE constraint is an index the page writer would judge otherwise.
+        assert!(plain_indexes(&c, "t").unwrap().is_some());
+        c.execute_batch("DROP TABLE t; CREATE TABLE t (a INTEGER, b TEXT UNIQUE)")?;
+        assert!(plain_indexes(&c, "t").unwrap().is_none());
         c.execute_batch(&format!("DROP TABLE t; {}", plain_create("t")))?;
-        for extra in [
-            "CREATE INDEX i ON t (c0)",
-            "CREATE TRIGGER g AFTER INSERT ON t BEGIN SELECT 1; END",
+        for (extra, plain) in [
+            ("CREATE INDEX i ON t (c0, c1)", true),
+            ("CREATE UNIQUE INDEX i ON t (c0)", false),
+            ("CREATE INDEX i ON t (c0 DESC)", false),
+            ("CREATE INDEX i ON t (c1 COLLATE NOCASE)", false),
+            ("CREATE INDEX i ON t (c0) WHERE c0 > 0", false),
+            ("CREATE INDEX i ON t (c0 + 1)", false),
         ] {
             c.execute_batch(extra)?;
-            let (name, cols) = table::existing_columns(&c, "t").unwrap().unwrap();
-            assert!(
-                plain_columns(&c, &name, &cols).unwrap().is_none(),
-                "{extra}"
-            );
-            c.execute_batch("DROP INDEX IF EXISTS i; DROP TRIGGER IF EXISTS g")?;
+            let got = plain_indexes(&c, "t").unwrap().is_some();
+            assert_eq!(got, plain, "{extra}");
+            c.execute_batch("DROP INDEX i")?;
         }
+        c.execute_batch("CREATE TRIGGER g AFTER INSERT ON t BEGIN SELECT 1; END")?;
+        let (name, cols) = table::existing_columns(&c, "t").unwrap().unwrap();
+        assert!(plain_columns(&c, &name, &cols).unwrap().is_none());
         Ok(())
     }
 }

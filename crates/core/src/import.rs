@@ -330,8 +330,9 @@ fn import_direct(
         return match import_append(db, inputs, opts, progress, start)? {
             Some(summary) => Ok(summary),
             None => Err(Error::plan(format!(
-                "{}: the direct engine appends to a new table, or to one without index, \
-                 trigger or constraint whose columns the input has in order; this one is not",
+                "{}: the direct engine appends to a new table, or to one without \
+                 constraint or trigger (and without rows if it has indexes) whose columns \
+                 the input has in order; this one is not",
                 db.display()
             ))
             .with_hint(Hint::SqliteEngine)),
@@ -426,7 +427,11 @@ fn import_append(
             target.abort();
             return Ok(None);
         }
-        Some(append::Destination::Plain { name, columns }) => Some((name, columns)),
+        Some(append::Destination::Plain {
+            name,
+            columns,
+            indexes,
+        }) => Some((name, columns, indexes)),
     };
     let mut summary = Summary::default();
     let opened = match open_input(groups[0], opts, progress, &mut summary) {
@@ -435,7 +440,7 @@ fn import_append(
     };
     let (name, types) = match &existing {
         None => (opened.table.clone(), opened.types.clone()),
-        Some((name, columns)) => {
+        Some((name, columns, _)) => {
             let same = columns.len() == opened.columns.len()
                 && columns
                     .iter()
@@ -453,13 +458,38 @@ fn import_append(
         Ok(n) => n.into_iter().collect::<Vec<_>>(),
         Err(e) => return abort(target, e),
     };
+    // The side file holds the indexes asked for, and those of an existing (then empty)
+    // table: SQLite copies entries only into indexes the source has too.
+    let held: Vec<Vec<String>> = existing
+        .as_ref()
+        .map(|(_, _, indexes)| indexes.clone())
+        .unwrap_or_default();
+    let mut side_opts = opts.clone();
+    for columns in &held {
+        // One side index per key (its name comes from the key): a key indexed twice,
+        // or also asked for, is one index there, which each index here copies from.
+        let same = |ix: &IndexSpec| {
+            ix.columns.len() == columns.len()
+                && ix
+                    .columns
+                    .iter()
+                    .zip(columns)
+                    .all(|(a, b)| a.eq_ignore_ascii_case(b))
+        };
+        if !side_opts.indexes.iter().any(same) {
+            side_opts.indexes.push(IndexSpec {
+                columns: columns.clone(),
+                unique: false,
+            });
+        }
+    }
     let moved = (|| -> Result<append::Moved> {
         let written = write_direct(
             DirectOut::Side(&side, target.page_size()?),
             opened,
             &name,
             types,
-            opts,
+            &side_opts,
             progress,
             &mut summary,
         )?;
@@ -467,8 +497,10 @@ fn import_append(
         progress.set_stage(Stage::Committing);
         let index_sql: Vec<String> = opts.indexes.iter().map(|ix| ix.sql(&name)).collect();
         let create = existing.is_none().then_some(written.create.as_str());
-        let moved = if existing.is_some() {
-            // An existing table gets its indexes as on SQLite's path: after the rows.
+        let moved = if existing.is_some() && held.is_empty() {
+            // An existing table without index may hold rows: SQLite copies into it only
+            // while it has no index, so the indexes come after the rows, as on SQLite's
+            // path.
             let moved = target.transfer(&side, &name, None, &[])?;
             for (ix, sql) in opts.indexes.iter().zip(&index_sql) {
                 progress.check()?;
@@ -476,6 +508,13 @@ fn import_append(
             }
             moved
         } else {
+            // A new table, or an empty one with indexes: every index first, then the
+            // rows and their entries copied.
+            if existing.is_some() {
+                for (ix, sql) in opts.indexes.iter().zip(&index_sql) {
+                    target.run(sql).map_err(|e| ix.build_error(&name, e))?;
+                }
+            }
             target.transfer(&side, &name, create, &index_sql)?
         };
         progress.check()?;

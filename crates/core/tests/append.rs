@@ -115,12 +115,39 @@ fn csv(rows: &[Vec<String>], width: usize) -> String {
     s
 }
 
-fn existing(path: &Path) -> rusqlite::Result<()> {
+/// Declared types a hand-written table may have, of INTEGER, REAL and TEXT affinity.
+const DECLARED: [&str; 9] = [
+    "int",
+    "INTEGER",
+    "BIGINT",
+    "REAL",
+    "DOUBLE",
+    "float",
+    "TEXT",
+    "VARCHAR(5)",
+    "CLOB",
+];
+
+/// An existing database; with `declared`, it holds table `t` written by hand with those
+/// declared types (indexes from `DECLARED`) and an index on its first column.
+fn existing(path: &Path, declared: Option<&[usize]>) -> rusqlite::Result<()> {
     let c = rusqlite::Connection::open(path)?;
     c.execute_batch(
         "PRAGMA journal_mode=WAL; CREATE TABLE other (x, y TEXT);
          INSERT INTO other VALUES (1, 'one'), (NULL, 'é'), (2.5, NULL);",
-    )
+    )?;
+    if let Some(types) = declared {
+        let cols: Vec<String> = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("c{i} {}", DECLARED[*t]))
+            .collect();
+        c.execute_batch(&format!(
+            "CREATE TABLE t ({}); CREATE INDEX t_first ON t (c0);",
+            cols.join(", ")
+        ))?;
+    }
+    Ok(())
 }
 
 fn load(db: &Path, csv: &Path, engine: Engine, index: bool) -> Result<Writer, liteload::Error> {
@@ -145,8 +172,9 @@ fn load(db: &Path, csv: &Path, engine: Engine, index: bool) -> Result<Writer, li
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// A new table (with and without an index), then a second load into it (the existing
-    /// plain table; with the index it stays on SQLite's path), against SQLite's path.
+    /// A new table (with and without an index), or an empty one written by hand with
+    /// declared types of each affinity and an index, then a second load into it (with an
+    /// index, now that it has rows, on SQLite's path), against SQLite's path.
     #[test]
     fn appends_equal_sqlites_insert_path(
         // The second file's columns are of the table's kinds, or each of another kind.
@@ -156,6 +184,7 @@ proptest! {
                 (rows(kinds, 40), rows(again, 40))
             }),
         index in any::<bool>(),
+        declared in prop::option::of(prop::collection::vec(0..DECLARED.len(), 6)),
     ) {
         let d = tempfile::tempdir().unwrap();
         let p = d.path();
@@ -163,8 +192,9 @@ proptest! {
         prop_assume!(width > 0 && !first.is_empty());
         std::fs::write(p.join("a.csv"), csv(&first, width)).unwrap();
         std::fs::write(p.join("b.csv"), csv(&second, width)).unwrap();
-        existing(&p.join("s.db")).unwrap();
-        existing(&p.join("d.db")).unwrap();
+        let declared = declared.as_ref().map(|d| &d[..width]);
+        existing(&p.join("s.db"), declared).unwrap();
+        existing(&p.join("d.db"), declared).unwrap();
         for f in ["a.csv", "b.csv"] {
             let want = load(&p.join("s.db"), &p.join(f), Engine::Sqlite, index);
             let got = load(&p.join("d.db"), &p.join(f), Engine::Auto, index);
@@ -175,7 +205,8 @@ proptest! {
             }
             if f == "a.csv" {
                 if let Ok(w) = got {
-                    prop_assert_eq!(w, Writer::Direct, "a new table goes through the side file");
+                    // A new table, or the empty hand-written one: through the side file.
+                    prop_assert_eq!(w, Writer::Direct);
                 }
             }
         }
