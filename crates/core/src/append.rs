@@ -443,12 +443,6 @@ fn plain_indexes(conn: &Connection, name: &str) -> Result<Option<Vec<Vec<String>
     Ok(Some(indexes))
 }
 
-/// Removes a side file left by a killed append (the caller holds the database's write
-/// lock, so no other append to it is building one).
-pub(crate) fn clear_stale(side: &Path) -> Result<Option<String>> {
-    durability::clear_stale(side)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

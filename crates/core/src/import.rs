@@ -454,7 +454,9 @@ fn import_append(
         }
     };
     let side = append::side_path(db);
-    let mut notes = match append::clear_stale(&side) {
+    // A side file a killed append left (this run holds the database's write lock, so no
+    // other append to it is building one).
+    let mut notes = match crate::durability::clear_stale(&side) {
         Ok(n) => n.into_iter().collect::<Vec<_>>(),
         Err(e) => return abort(target, e),
     };
