@@ -616,3 +616,49 @@ fn appends_into_an_empty_indexed_table_copy_its_indexes_too() -> R {
     }
     Ok(())
 }
+
+/// `--if-exists replace` drops the old table (rows, index, trigger) in the load's
+/// transaction and copies the new one in: the same as SQLite's path; a load that fails
+/// leaves the old table.
+#[test]
+fn replacing_a_table_goes_through_the_side_file() -> R {
+    let d = tempfile::tempdir()?;
+    let p = d.path();
+    std::fs::write(p.join("mixed.csv"), mixed_csv(3_000))?;
+    existing_db(&p.join("base.db"))?;
+    rusqlite::Connection::open(p.join("base.db"))?.execute_batch(
+        "CREATE TABLE mixed (x TEXT NOT NULL, y); INSERT INTO mixed VALUES ('old', 1);
+         CREATE INDEX mx ON mixed (y);
+         CREATE TRIGGER mt AFTER INSERT ON mixed BEGIN SELECT 1; END;",
+    )?;
+    let args = ["mixed.csv", "--if-exists", "replace", "--index", "note"];
+    let sqlite_args: Vec<&str> = args.iter().copied().chain(["--engine", "sqlite"]).collect();
+    import_into_copy(p, "base.db", "s.db", &sqlite_args)?;
+    let out = import_into_copy(p, "base.db", "a.db", &args)?;
+    assert!(out.contains("without decoding them"), "{out}");
+    let want = dump_all(&p.join("s.db"))?;
+    assert_eq!(want.0, "ok");
+    assert_eq!(dump_all(&p.join("a.db"))?, want);
+    // A duplicate under --unique-index fails the load; the old table stays.
+    std::fs::copy(p.join("base.db"), p.join("f.db"))?;
+    let before = dump_all(&p.join("f.db"))?;
+    std::fs::write(p.join("dup.csv"), "k\n1\n1\n")?;
+    import(
+        p,
+        &[
+            "f.db",
+            "dup.csv",
+            "--table",
+            "mixed",
+            "--if-exists",
+            "replace",
+            "--unique-index",
+            "k",
+        ],
+    )
+    .assert()
+    .failure()
+    .stderr(predicate::str::contains("UNIQUE"));
+    assert_eq!(dump_all(&p.join("f.db"))?, before);
+    Ok(())
+}

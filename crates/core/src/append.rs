@@ -13,7 +13,8 @@
 //!   back to its row-by-row path when it is not).
 //!
 //! So two cases qualify: a table created by this load (its indexes are written into the
-//! side file too, and created empty in the destination), and an existing table whose
+//! side file too, and created empty in the destination; also one that replaces a table
+//! dropped in the same transaction), and an existing table whose
 //! columns the side file's match in affinity with no constraint, default, collation or
 //! trigger ([`plain_columns`]), into which the input's columns go in the table's order;
 //! if it has indexes, only plain ones ([`plain_indexes`]) and only while it is empty
@@ -37,6 +38,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::durability::{self, Durability};
 use crate::error::{Error, Result};
+use crate::import::IfExists;
 use crate::schema::quote_ident;
 use crate::table::{self, TableColumn};
 use crate::types::ColumnType;
@@ -55,6 +57,8 @@ const SIDE: &str = "liteload_side";
 pub(crate) enum Destination {
     /// No table by that name: this load creates it.
     New,
+    /// A table (its actual name) to drop in the load's transaction and create anew.
+    Replace { name: String },
     /// A table that reads as liteload creates them, without trigger: its actual name,
     /// columns and their types, and its indexes (key columns; only while it is empty,
     /// since SQLite copies index entries only into an empty table).
@@ -142,9 +146,14 @@ impl Target {
         })
     }
 
-    /// What `table` is in the database: absent, a table this path can append to, or
-    /// `None` when the transfer cannot apply to it (or `replace` asks for a new one).
-    pub(crate) fn destination(&self, table: &str, append: bool) -> Result<Option<Destination>> {
+    /// What `table` is in the database under `if_exists`: absent, a table to replace, a
+    /// table this path can append to, or `None` when the transfer cannot apply to it
+    /// (or `fail` refuses it, which SQLite's path reports).
+    pub(crate) fn destination(
+        &self,
+        table: &str,
+        if_exists: IfExists,
+    ) -> Result<Option<Destination>> {
         // SQLite attaches only files of the main file's text encoding; the page writer
         // writes UTF-8.
         let encoding: String = self
@@ -157,8 +166,10 @@ impl Target {
         let Some((name, columns)) = table::existing_columns(&self.conn, table)? else {
             return Ok(Some(Destination::New));
         };
-        if !append {
-            return Ok(None);
+        match if_exists {
+            IfExists::Append => {}
+            IfExists::Replace => return Ok(Some(Destination::Replace { name })),
+            IfExists::Fail => return Ok(None),
         }
         let Some(columns) = plain_columns(&self.conn, &name, &columns)? else {
             return Ok(None);

@@ -410,7 +410,7 @@ fn import_append(
         target.abort();
         Err(e)
     };
-    let dest = match target.destination(&table_name, opts.if_exists == IfExists::Append) {
+    let dest = match target.destination(&table_name, opts.if_exists) {
         Ok(d) => d,
         Err(e) => return abort(target, e),
     };
@@ -420,6 +420,17 @@ fn import_append(
             return Ok(None);
         }
         Some(append::Destination::New) => None,
+        Some(append::Destination::Replace { name }) => {
+            // Dropped in this transaction, before anything is read: if the load fails,
+            // the old table is still there.
+            if let Err(e) = target.run(&format!("DROP TABLE {}", quote_ident(&name))) {
+                return abort(
+                    target,
+                    Error::sqlite(format!("dropping {}", quote_ident(&name)), e),
+                );
+            }
+            None
+        }
         // Only an input that can be read again may be sampled here and handed back.
         Some(append::Destination::Plain { .. })
             if !matches!(input, Input::Path(_) | Input::Bytes { .. }) || !opts.types.is_empty() =>
