@@ -552,6 +552,15 @@ impl<W: Write + Seek> TableWriter<'_, W> {
         self.pushed()
     }
 
+    /// Replaces the table's `CREATE TABLE` text (stored as given), for a table that
+    /// gained columns while its rows were written. Rows pushed before hold fewer
+    /// columns than the new text names, which SQLite reads as NULL (as after `ALTER
+    /// TABLE ... ADD COLUMN`); the text must name at least as many columns as any row
+    /// holds, and add no default or constraint that such a row would break.
+    pub fn set_sql(&mut self, sql: &str) {
+        self.sql = sql.to_string();
+    }
+
     /// Appends a row whose record is already encoded.
     pub fn push_record(&mut self, rowid: i64, record: Record<'_>) -> Result<(), Error> {
         self.leaves.push_record(rowid, record)?;

@@ -28,11 +28,11 @@ pub enum Engine {
     /// The page writer (a new file, `atomic-new`).
     Direct,
     /// The page writer where it surely applies, else SQLite's insert path: `Direct` for a
-    /// new file with the default durability (`atomic-new`) and, for `import`, one CSV/TSV
-    /// input or typed inputs (Parquet, Arrow) of one schema, without a primary key or
-    /// added columns (JSON may grow columns after the sample, which the page writer
-    /// refuses). Both make the same table; the page writer is faster
-    /// (bench/README.md).
+    /// new file with the default durability (`atomic-new`) and, for `import`, one CSV,
+    /// TSV, NDJSON or JSON input or typed inputs (Parquet, Arrow) of one schema, without
+    /// a primary key or `alter`. A JSON key first seen after the sample adds a column at
+    /// the table's end as the rows are written (rows written before read NULL there).
+    /// Both make the same table; the page writer is faster (bench/README.md).
     Auto,
 }
 
@@ -64,6 +64,9 @@ pub struct DirectSink<'t, 'd> {
     /// entries are given up instead.
     spill_dir: Option<PathBuf>,
     record: RecordBuilder,
+    /// For a table that may gain columns as the rows arrive (JSON keys first seen after
+    /// the sample): its name and columns so far (see [`DirectSink::growing`]).
+    growth: Option<(String, Vec<(String, ColumnType)>)>,
 }
 
 /// One index's entries, gathered while its table is written (in rising rowid order),
@@ -415,7 +418,23 @@ impl<'t, 'd> DirectSink<'t, 'd> {
             index_memory: usize::MAX,
             spill_dir: None,
             record: RecordBuilder::new(),
+            growth: None,
         }
+    }
+
+    /// Lets the table `name`, whose columns are `columns` (the layout's, in order),
+    /// gain columns at its end (see [`Sink::add_columns`]): rows written before hold
+    /// fewer columns, which SQLite reads as NULL, as after `ALTER TABLE ... ADD COLUMN`.
+    /// The table's text is rewritten to name them all.
+    pub fn growing(mut self, name: &str, columns: Vec<(String, ColumnType)>) -> Self {
+        debug_assert_eq!(columns.len(), self.layout.len());
+        self.growth = Some((name.to_string(), columns));
+        self
+    }
+
+    /// The table's columns, those it gained included (`None` unless [`DirectSink::growing`]).
+    pub fn columns(&self) -> Option<&[(String, ColumnType)]> {
+        self.growth.as_ref().map(|(_, c)| c.as_slice())
     }
 
     /// Also gathers the entries of these indexes (see [`DirectSink::into_indexes`]).
@@ -534,11 +553,29 @@ impl Sink for DirectSink<'_, '_> {
         Ok(batch.rows() as u64)
     }
 
-    fn add_columns(&mut self, _columns: &[(String, ColumnType)]) -> Result<()> {
-        Err(
-            Error::plan("the direct engine writes a fixed set of columns")
-                .with_hint(Hint::SqliteEngine),
-        )
+    fn add_columns(&mut self, columns: &[(String, ColumnType)]) -> Result<()> {
+        let Some((name, cols)) = &mut self.growth else {
+            return Err(
+                Error::plan("the direct engine writes a fixed set of columns")
+                    .with_hint(Hint::SqliteEngine),
+            );
+        };
+        if cols.len() + columns.len() > crate::schema::MAX_COLUMNS {
+            return Err(Error::plan(format!(
+                "table {} would have {} columns, more than SQLite's limit of {}",
+                crate::schema::quote_ident(name),
+                cols.len() + columns.len(),
+                crate::schema::MAX_COLUMNS
+            )));
+        }
+        cols.extend_from_slice(columns);
+        crate::schema::check_new_table(name, cols.iter().map(|(c, _)| c.as_str()))?;
+        // The batch columns stay in table order: the new ones come last in both.
+        let first = self.layout.iter().flatten().count();
+        self.layout.extend((first..first + columns.len()).map(Some));
+        self.table
+            .set_sql(&crate::table::create_sql(name, cols, &[]));
+        Ok(())
     }
 }
 

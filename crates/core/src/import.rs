@@ -432,8 +432,12 @@ fn import_append(
             None
         }
         // Only an input that can be read again may be sampled here and handed back.
+        // JSON may name a column after the sample, which such a table does not have.
         Some(append::Destination::Plain { .. })
-            if !matches!(input, Input::Path(_) | Input::Bytes { .. }) || !opts.types.is_empty() =>
+            if !matches!(input, Input::Path(_) | Input::Bytes { .. })
+                || !opts.types.is_empty()
+                || read_options_for(input, opts)
+                    .is_ok_and(|ro| matches!(ro.format, Format::Json | Format::Ndjson)) =>
         {
             target.abort();
             return Ok(None);
@@ -601,6 +605,7 @@ fn write_direct(
 ) -> Result<Written> {
     summary.rows_per_statement = 0;
     let rejects = Mutex::new(Rejects::new(opts.rejects.as_deref(), opts.max_errors)?);
+    let grows = matches!(opened.format, Format::Json | Format::Ndjson);
     let Opened {
         mut src, columns, ..
     } = opened;
@@ -664,6 +669,9 @@ fn write_direct(
             opts.index_memory,
             Some(spill_dir.clone()),
         );
+        if grows {
+            sink = sink.growing(name, cols.clone());
+        }
         let rows = pipeline::run(
             src.as_mut(),
             &mut sink,
@@ -671,17 +679,23 @@ fn write_direct(
             progress,
             &rejects,
             &mut |_| {
-                Err(Error::plan(
+                if grows {
+                    Ok(())
+                } else {
+                    Err(Error::plan(
                         "a column appeared after the sample; the direct engine writes the columns it saw first",
                     )
                     .with_hint(Hint::SqliteEngine))
+                }
             },
             summary,
         )?;
-        Ok((rows, sink.into_indexes()))
+        let final_columns = sink.columns().map_or_else(|| cols.clone(), <[_]>::to_vec);
+        Ok((rows, sink.into_indexes(), final_columns))
     };
+    type Built = (u64, Vec<IndexEntries>, Vec<(String, ColumnType)>);
     let indexes = |w: &mut liteload_btree::DbWriter<liteload_btree::SeqFile>,
-                   (_, gathered): &mut (u64, Vec<IndexEntries>)| {
+                   (_, gathered, _): &mut Built| {
         progress.set_stage(Stage::Indexing);
         let mut by_sqlite = vec![];
         for (ix, mut entries) in opts.indexes.iter().zip(std::mem::take(gathered)) {
@@ -753,7 +767,7 @@ fn write_direct(
         DirectOut::Side(side, _) => (side.to_path_buf(), vec![]),
     };
     let buffered = matches!(out, DirectOut::Side(..));
-    let (rows, _) = direct_engine::build_at(
+    let (rows, _, final_columns) = direct_engine::build_at(
         &path,
         buffered,
         page_size,
@@ -775,6 +789,12 @@ fn write_direct(
     summary.tables = vec![name.to_string()];
     summary.rejects = count;
     summary.reject_samples = samples;
+    // The table's text, with the columns it gained (the page writer stored the same).
+    let create = if final_columns.len() == cols.len() {
+        create
+    } else {
+        table::create_sql(name, &final_columns, &[])
+    };
     Ok(Written { notes, create })
 }
 
@@ -829,7 +849,10 @@ fn direct_fits(inputs: &[Input], opts: &ImportOptions) -> bool {
         && !opts.alter
         && (group[0].fixed_format() == Some(Format::Arrow)
             || read_options_for(&group[0], opts).is_ok_and(|ro| {
-                matches!(ro.format, Format::Csv | Format::Tsv) || ro.format.is_typed()
+                matches!(
+                    ro.format,
+                    Format::Csv | Format::Tsv | Format::Ndjson | Format::Json
+                ) || ro.format.is_typed()
             }))
 }
 
@@ -1057,6 +1080,7 @@ fn import_into(
             table,
             columns,
             types: inferred,
+            ..
         } = open_input(group, opts, progress, &mut summary)?;
         let sample_columns = columns;
         let plan = match conn {
@@ -1136,6 +1160,8 @@ pub(crate) struct Opened {
     pub(crate) table: String,
     pub(crate) columns: Vec<String>,
     pub(crate) types: Vec<ColumnType>,
+    /// The input's format.
+    pub(crate) format: Format,
 }
 
 pub(crate) fn open_input(
@@ -1232,6 +1258,7 @@ pub(crate) fn open_input(
         table,
         columns: sample.columns,
         types: inferred,
+        format: ro.format,
     })
 }
 

@@ -286,6 +286,7 @@ fn import_rows(
             table,
             columns,
             types,
+            ..
         } = imp::open_input(group, opts, progress, &mut summary)?;
         // The table is planned against a copy of the cluster's schema of it, in memory:
         // the same checks as a load into a file, and the statements that made the
