@@ -186,6 +186,30 @@ impl Batch {
         self.lines.push(origin);
     }
 
+    /// Makes every row `ncols` wide (no narrower than now) by adding NULLs at its end:
+    /// rows read before their input named the columns added since. Cells keep their
+    /// spans (the arena is unchanged). A batch of records is left as it is: a record
+    /// shorter than its table reads as NULL in the missing columns.
+    pub fn widen(&mut self, ncols: usize) {
+        assert!(ncols >= self.ncols, "a batch is widened, never narrowed");
+        if ncols == self.ncols || !self.records.is_empty() {
+            self.ncols = ncols;
+            return;
+        }
+        let old = std::mem::take(&mut self.cells);
+        self.cells.reserve(self.lines.len() * ncols);
+        if self.ncols > 0 {
+            for row in old.chunks(self.ncols) {
+                self.cells.extend_from_slice(row);
+                self.cells
+                    .resize(self.cells.len() + ncols - self.ncols, Cell::Null);
+            }
+        } else {
+            self.cells.resize(self.lines.len() * ncols, Cell::Null);
+        }
+        self.ncols = ncols;
+    }
+
     /// Drops the cells of an unfinished row (after a conversion error in the middle of it).
     pub fn abandon_row(&mut self) {
         self.cells.truncate(self.lines.len() * self.ncols);
@@ -284,5 +308,32 @@ mod tests {
         b.clear(2);
         assert!(b.is_empty());
         assert_eq!(b.ncols(), 2);
+    }
+
+    #[test]
+    fn a_widened_batch_has_nulls_at_the_end_of_each_row() {
+        let mut b = Batch::new(2);
+        b.push_text("a");
+        b.push(Cell::Integer(1));
+        b.finish_row(RowOrigin { line: 1, record: 1 });
+        b.push(Cell::Null);
+        b.push_text("é");
+        b.finish_row(RowOrigin { line: 2, record: 2 });
+        b.widen(4);
+        assert_eq!(b.ncols(), 4);
+        let rows: Vec<Vec<Value>> = (0..2).map(|r| b.row(r).collect()).collect();
+        assert_eq!(
+            rows,
+            vec![
+                vec![
+                    Value::Text("a"),
+                    Value::Integer(1),
+                    Value::Null,
+                    Value::Null
+                ],
+                vec![Value::Null, Value::Text("é"), Value::Null, Value::Null],
+            ]
+        );
+        assert_eq!(b.origin(1), RowOrigin { line: 2, record: 2 });
     }
 }

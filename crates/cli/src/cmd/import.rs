@@ -243,8 +243,9 @@ pub struct ImportArgs {
     /// A record (or JSON line) longer than this many bytes is bad, before memory runs out.
     #[arg(long, value_name = "N", default_value_t = 64 << 20, help_heading = "Bad input")]
     pub max_record_bytes: usize,
-    /// Threads that parse a CSV/TSV file of 8 MiB or more (uncompressed, UTF-8) at once,
-    /// each a part of the file; rows, errors and line numbers are those of one reader.
+    /// Threads that parse a CSV, TSV, NDJSON or JSON file of 8 MiB or more (uncompressed,
+    /// UTF-8) at once, each a part of the file; rows, errors and line numbers are those of
+    /// one reader.
     /// Default: the number of cores. 1 parses on one thread.
     #[arg(long, value_name = "N", help_heading = "Durability and speed")]
     pub parse_threads: Option<usize>,

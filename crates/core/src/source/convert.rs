@@ -171,7 +171,7 @@ impl Scalar<'_> {
 /// An empty text is NULL outside a TEXT column, or everywhere with `empty_null`.
 /// `scratch` is reused to format numbers. Returns `true` on a type mismatch.
 pub fn push_scalar(
-    batch: &mut Batch,
+    batch: &mut impl Values,
     v: Scalar<'_>,
     ty: ColumnType,
     empty_null: bool,
@@ -182,25 +182,25 @@ pub fn push_scalar(
     let aff = ty.affinity();
     match v {
         Scalar::Null => {
-            batch.push(Cell::Null);
+            batch.null();
             false
         }
         Scalar::Text(s) => {
             if s.is_empty() && (empty_null || ty != ColumnType::Text) {
-                batch.push(Cell::Null);
+                batch.null();
                 return false;
             }
             push_stored(batch, aff.text(s));
             ty != ColumnType::Text
         }
         Scalar::Bool(b) if ty == ColumnType::Text => {
-            batch.push_text(if b { "1" } else { "0" });
+            batch.text(if b { "1" } else { "0" });
             false
         }
         Scalar::Integer(i) if ty == ColumnType::Text => {
             scratch.clear();
             let _ = write!(scratch, "{i}");
-            batch.push_text(scratch);
+            batch.text(scratch);
             false
         }
         Scalar::Real(r) if ty == ColumnType::Text => {
@@ -209,7 +209,7 @@ pub fn push_scalar(
                 Some(n) => scratch.push_str(&n.to_string()),
                 None => scratch.push_str("null"),
             }
-            batch.push_text(scratch);
+            batch.text(scratch);
             false
         }
         Scalar::Bool(b) => {
@@ -230,7 +230,7 @@ pub fn push_scalar(
 /// Pushes JSON value `v` as a value of column type `ty` ([`push_scalar`]). Nested
 /// values become JSON text. Returns `true` on a type mismatch.
 pub fn push_json_value(
-    batch: &mut Batch,
+    batch: &mut impl Values,
     v: &serde_json::Value,
     ty: ColumnType,
     empty_null: bool,

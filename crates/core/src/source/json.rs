@@ -15,7 +15,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::convert::{json_lexeme, push_json_value, Mismatches};
+use super::convert::{json_lexeme, push_json_value, push_scalar, Mismatches, Scalar, Values};
+use super::json_chunks::{Chunks, Handed};
 use super::keys::KeyColumns;
 use super::{BadRecord, Fill, ReadOptions, Sample, Source};
 use crate::batch::{Batch, Cell, RowOrigin};
@@ -121,6 +122,33 @@ impl ObjectStream {
             started: false,
             first: true,
             done: false,
+            segment: false,
+        })
+    }
+
+    /// The elements of a part of a top-level array that starts just after an element,
+    /// at line `line`, byte column `column` and decoded byte `byte` of the input. With
+    /// `segment`, `r` ends just after an element too, and its end ends the stream
+    /// there; without, `r` runs to the end of the input (the array's `]` included).
+    pub fn array_part(
+        r: Box<dyn BufRead + Send>,
+        max_element: usize,
+        (line, column, byte): (u64, u64, u64),
+        segment: bool,
+    ) -> Self {
+        ObjectStream::Array(ArrayObjects {
+            r: Tracked {
+                inner: r,
+                line,
+                col: column,
+                byte,
+                budget: u64::MAX,
+            },
+            max_element: max_element as u64,
+            started: true,
+            first: false,
+            done: false,
+            segment,
         })
     }
 
@@ -256,6 +284,12 @@ impl LineObjects {
         self.resume
     }
 
+    /// The line and byte offset just past the last line read, whether or not it ended
+    /// in `\n` (with [`LineObjects::holding_partial_lines`], one held back is not read).
+    pub fn read_to(&self) -> (u64, u64) {
+        (self.line, self.byte)
+    }
+
     /// The next non-blank line, trimmed, or `None` at the end; a line over the limit is
     /// skipped without being held in memory and comes back as `Err` of the bad item.
     /// An outer `Err` is an I/O failure: (line, column, message).
@@ -335,13 +369,19 @@ impl LineObjects {
     /// The next object, a bad line, or `None` at the end. An `Err` is an I/O failure:
     /// (line, column, message).
     pub fn next_item(&mut self) -> std::result::Result<Option<Item>, (u64, u64, String)> {
-        let raw = match self.next_line()? {
-            None => return Ok(None),
-            Some(Err(bad)) => return Ok(Some(Item::Bad(bad))),
-            Some(Ok(raw)) => raw,
-        };
+        Ok(match self.next_line()? {
+            None => None,
+            Some(Err(bad)) => Some(Item::Bad(bad)),
+            Some(Ok(raw)) => Some(line_item(&raw)),
+        })
+    }
+}
+
+/// What a line of newline-delimited JSON holds: an object, or a bad line.
+fn line_item(raw: &RawLine<'_>) -> Item {
+    {
         let (line, column, byte) = (raw.line, raw.column, raw.byte);
-        Ok(Some(match parse_lossless(raw.text) {
+        match parse_lossless(raw.text) {
             Ok(Value::Object(map)) => Item::Obj(Obj {
                 map,
                 line,
@@ -363,7 +403,7 @@ impl LineObjects {
                     raw,
                 })
             }
-        }))
+        }
     }
 }
 
@@ -477,9 +517,22 @@ pub struct ArrayObjects {
     started: bool,
     first: bool,
     done: bool,
+    /// The input is a part of the array that ends just after an element (see
+    /// [`ObjectStream::array_part`]).
+    segment: bool,
 }
 
 impl ArrayObjects {
+    /// Where the next element's `,` (or the array's `]`) is looked for: line, byte
+    /// column and decoded byte. `None` before the `[` is read, or after the `]`.
+    pub fn position(&self) -> Option<(u64, u64, u64)> {
+        (self.started && !self.done && !self.first).then_some((
+            self.r.line,
+            self.r.col,
+            self.r.byte,
+        ))
+    }
+
     fn next(&mut self) -> std::result::Result<Option<Item>, Fatal> {
         if self.done {
             return Ok(None);
@@ -522,6 +575,10 @@ impl ArrayObjects {
             };
         }
         if !self.first {
+            if b.is_none() && self.segment {
+                self.done = true;
+                return Ok(None);
+            }
             if b != Some(b',') {
                 return Err(Fatal::new(
                     self.r.line,
@@ -586,6 +643,16 @@ impl ArrayObjects {
     }
 }
 
+/// What [`JsonSource::next_fast`] did.
+enum Next {
+    /// A record for the slow path.
+    Record(Sampled),
+    /// A row went into the batch.
+    Pushed,
+    /// The end of the input.
+    Done,
+}
+
 enum Sampled {
     Obj(u64, Obj),
     Bad(u64, BadObj),
@@ -603,6 +670,17 @@ pub struct JsonSource {
     records: u64,
     mismatches: Mismatches,
     scratch: String,
+    /// After the sample, the rest of the file read by several threads (NDJSON in a
+    /// regular file; see [`json_chunks`](super::json_chunks)).
+    chunks: Option<Chunks>,
+    /// Whether `stream` is a chunk being read again in order.
+    rereading: bool,
+    /// Whether lines after the sample may take the fast path (tests compare without).
+    fast: bool,
+    /// Whether rows go into batches as encoded records (see [`Source::make_records`]).
+    encode: bool,
+    /// Reused to encode rows when `encode` is set.
+    record: liteload_btree::RecordBuilder,
 }
 
 impl JsonSource {
@@ -619,15 +697,102 @@ impl JsonSource {
             records: 0,
             mismatches: Mismatches::default(),
             scratch: String::new(),
+            chunks: None,
+            rereading: false,
+            fast: true,
+            encode: false,
+            record: liteload_btree::RecordBuilder::new(),
+        }
+    }
+
+    /// Reads every line as a map first, as before the fast path: the reference the fast
+    /// path is tested against.
+    #[cfg(test)]
+    pub(super) fn slow_only(mut self) -> Self {
+        self.fast = false;
+        self
+    }
+
+    /// Reads what follows the sample in `chunks`, on their threads. For a source over
+    /// the file that `chunks` cuts, from its start, in the layout `chunks` expects.
+    pub(super) fn with_chunks(mut self, chunks: Chunks) -> Self {
+        self.chunks = Some(chunks);
+        self
+    }
+
+    /// The next chunk after the sample: its rows into `batch` (which must be empty), or
+    /// the chunk as `stream`, to be read in order. `false` at the end.
+    fn next_chunk(&mut self, batch: &mut Batch) -> Result<bool> {
+        // Where the head stopped, before the first chunk (later `stream` may be a chunk
+        // read again).
+        let started = self.chunks.as_ref().is_some_and(Chunks::started);
+        let head = match &self.stream {
+            _ if started => Some((0, 0, 0)),
+            ObjectStream::Lines(lines) => {
+                let (line, byte) = lines.read_to();
+                Some((line, 1, byte))
+            }
+            ObjectStream::Array(a) => a.position(),
+        };
+        let Some(head) = head else {
+            // The head read the whole array (or none of it): it reads on alone.
+            self.chunks = None;
+            return Ok(true);
+        };
+        let chunks = self.chunks.as_mut().expect("reading chunks");
+        match chunks.next(head, self.records)? {
+            Handed::Batch {
+                batch: mut got,
+                records,
+                mismatches,
+                first,
+            } => {
+                // Read before columns were added: their rows have none of the new keys.
+                got.widen(self.keys.columns.len());
+                std::mem::swap(batch, &mut got);
+                got.clear(0);
+                chunks.give_back(got);
+                self.records += records;
+                self.mismatches.count += mismatches;
+                if self.mismatches.first.is_none() {
+                    self.mismatches.first = first;
+                }
+                Ok(true)
+            }
+            Handed::Again(stream) => {
+                self.stream = stream;
+                self.rereading = true;
+                Ok(true)
+            }
+            Handed::Done => Ok(false),
         }
     }
 
     fn read(&mut self) -> Result<Option<Sampled>> {
         match self.stream.next() {
             Ok(None) => Ok(None),
-            Ok(Some(item)) => {
+            Ok(Some(item)) => Ok(Some(self.classify(item))),
+            Err(f) => Err(self.fatal(f)),
+        }
+    }
+
+    fn fatal(&self, f: Fatal) -> Error {
+        let pos = Position {
+            path: self.name.clone(),
+            line: f.line,
+            column: f.column,
+            record: self.records + 1,
+            byte: 0,
+        };
+        Error::input(pos, None, f.message).with_hint(f.hint)
+    }
+
+    /// Numbers `item` as the next record, and refuses an object with a key no column can have.
+    fn classify(&mut self, item: Item) -> Sampled {
+        {
+            {
                 self.records += 1;
-                Ok(Some(match item {
+                match item {
                     Item::Obj(o) => match o.map.keys().find(|k| k.contains('\0')) {
                         // SQLite's SQL text ends at a NUL: no column can have this name.
                         Some(k) => Sampled::Bad(
@@ -646,19 +811,76 @@ impl JsonSource {
                         None => Sampled::Obj(self.records, o),
                     },
                     Item::Bad(b) => Sampled::Bad(self.records, b),
-                }))
-            }
-            Err(f) => {
-                let pos = Position {
-                    path: self.name.clone(),
-                    line: f.line,
-                    column: f.column,
-                    record: self.records + 1,
-                    byte: 0,
-                };
-                Err(Error::input(pos, None, f.message).with_hint(f.hint))
+                }
             }
         }
+    }
+
+    /// The next record of newline-delimited JSON after the sample: an object whose keys
+    /// all have columns goes straight into `batch` without being built as a map
+    /// ([`fast_row`]: about 3x less work a line); anything else comes back as the slow
+    /// path's record. Other layouts read as [`JsonSource::read`] does.
+    fn next_fast(&mut self, batch: &mut Batch, slots: &mut FastRow<'static>) -> Result<Next> {
+        if !self.fast || !matches!(self.stream, ObjectStream::Lines(_)) {
+            return Ok(match self.read()? {
+                Some(s) => Next::Record(s),
+                None => Next::Done,
+            });
+        }
+        let ObjectStream::Lines(lines) = &mut self.stream else {
+            unreachable!("checked above")
+        };
+        let raw = match lines.next_line() {
+            Err((line, column, m)) => return Err(self.fatal(Fatal::new(line, column, m))),
+            Ok(None) => return Ok(Next::Done),
+            Ok(Some(Err(bad))) => return Ok(Next::Record(self.classify(Item::Bad(bad)))),
+            Ok(Some(Ok(raw))) => raw,
+        };
+        // The row's allocations are reused line after line: emptied, they take any
+        // lifetime (collecting an empty vector in place keeps its allocation).
+        let mut row: FastRow<'_> = std::mem::take(slots).recycle();
+        if !fast_row(raw.text, &self.keys, &mut row) {
+            let item = line_item(&raw);
+            *slots = row.recycle();
+            return Ok(Next::Record(self.classify(item)));
+        }
+        self.records += 1;
+        let no = self.records;
+        let (m, bad) = if self.encode {
+            let mut record = std::mem::take(&mut self.record);
+            record.clear();
+            let r = push_fast(
+                &mut record,
+                &row,
+                &self.types,
+                self.opts.empty_null,
+                &mut self.scratch,
+            );
+            batch.push_record(&record);
+            self.record = record;
+            r
+        } else {
+            push_fast(
+                batch,
+                &row,
+                &self.types,
+                self.opts.empty_null,
+                &mut self.scratch,
+            )
+        };
+        self.mismatches.count += m;
+        if let (None, Some((i, v))) = (&self.mismatches.first, bad) {
+            self.mismatches.first = Some(format!(
+                "{}:{}:{}: {} in {} column {:?}",
+                self.name, raw.line, raw.column, v, self.types[i], self.keys.columns[i]
+            ));
+        }
+        batch.finish_row(RowOrigin {
+            line: raw.line,
+            record: no,
+        });
+        *slots = row.recycle();
+        Ok(Next::Pushed)
     }
 
     fn pos(&self, line: u64, column: u64, record: u64, byte: u64) -> Position {
@@ -731,6 +953,9 @@ impl Source for JsonSource {
 
     fn set_types(&mut self, types: Vec<ColumnType>) {
         self.types = types;
+        if let Some(c) = &self.chunks {
+            c.publish(&self.keys, &self.types);
+        }
     }
 
     fn fill(
@@ -741,15 +966,46 @@ impl Source for JsonSource {
         bad: &mut dyn FnMut(BadRecord) -> Result<()>,
     ) -> Result<Fill> {
         let mut slots: Vec<Option<Value>> = Vec::new();
+        let mut fast_slots = FastRow::default();
         while batch.rows() < max_rows && batch.text_bytes() < max_text {
+            if self.pending.is_none()
+                && self.sampled.is_empty()
+                && self.chunks.is_some()
+                && !self.rereading
+            {
+                // A chunk's batch is handed out whole, in a batch of its own.
+                if !batch.is_empty() {
+                    return Ok(Fill::Full);
+                }
+                if !self.next_chunk(batch)? {
+                    return Ok(Fill::Done);
+                }
+                if !batch.is_empty() {
+                    return Ok(Fill::Full);
+                }
+                continue;
+            }
             let (no, obj) = if let Some(p) = self.pending.take() {
                 p
             } else {
                 let item = match self.sampled.pop_front() {
                     Some(s) => s,
-                    None => match self.read()? {
-                        Some(s) => s,
-                        None => return Ok(Fill::Done),
+                    None => match self.next_fast(batch, &mut fast_slots)? {
+                        Next::Record(s) => s,
+                        Next::Pushed => continue,
+                        Next::Done if self.rereading => {
+                            // (An array's chunks carry their own lines.)
+                            let line = match &self.stream {
+                                ObjectStream::Lines(lines) => lines.read_to().0,
+                                ObjectStream::Array(_) => 0,
+                            };
+                            self.rereading = false;
+                            if let Some(c) = &mut self.chunks {
+                                c.reread(line);
+                            }
+                            continue;
+                        }
+                        Next::Done => return Ok(Fill::Done),
                     },
                 };
                 match item {
@@ -783,6 +1039,9 @@ impl Source for JsonSource {
                     added.push((self.keys.columns[i].clone(), ty));
                 }
                 self.pending = Some((no, obj));
+                if let Some(c) = &self.chunks {
+                    c.publish(&self.keys, &self.types);
+                }
                 return Ok(Fill::NewColumns(added));
             }
             slots.clear();
@@ -792,32 +1051,47 @@ impl Source for JsonSource {
                     slots[i] = Some(v);
                 }
             }
+            let mut record = std::mem::take(&mut self.record);
+            record.clear();
+            let mut first = None;
             for (i, slot) in slots.iter().enumerate() {
-                match slot {
-                    None => batch.push(Cell::Null),
+                let mismatch = match slot {
+                    None if self.encode => {
+                        record.null();
+                        false
+                    }
+                    None => {
+                        batch.push(Cell::Null);
+                        false
+                    }
                     Some(v) => {
-                        if push_json_value(
-                            batch,
-                            v,
-                            self.types[i],
-                            self.opts.empty_null,
-                            &mut self.scratch,
-                        ) {
-                            self.mismatches.count += 1;
-                            if self.mismatches.first.is_none() {
-                                self.mismatches.first = Some(format!(
-                                    "{}:{}:{}: {} in {} column {:?}",
-                                    self.name,
-                                    obj.line,
-                                    obj.column,
-                                    v,
-                                    self.types[i],
-                                    self.keys.columns[i]
-                                ));
-                            }
+                        let (ty, empty_null) = (self.types[i], self.opts.empty_null);
+                        if self.encode {
+                            push_json_value(&mut record, v, ty, empty_null, &mut self.scratch)
+                        } else {
+                            push_json_value(batch, v, ty, empty_null, &mut self.scratch)
                         }
                     }
+                };
+                if mismatch {
+                    self.mismatches.count += 1;
+                    first = first.or(Some(i));
                 }
+            }
+            if self.encode {
+                batch.push_record(&record);
+            }
+            self.record = record;
+            if let (None, Some(i)) = (&self.mismatches.first, first) {
+                self.mismatches.first = Some(format!(
+                    "{}:{}:{}: {} in {} column {:?}",
+                    self.name,
+                    obj.line,
+                    obj.column,
+                    slots[i].as_ref().expect("a mismatch has a value"),
+                    self.types[i],
+                    self.keys.columns[i]
+                ));
             }
             batch.finish_row(RowOrigin {
                 line: obj.line,
@@ -831,7 +1105,282 @@ impl Source for JsonSource {
         self.keys.columns.len()
     }
 
+    /// Before the first `fill` only (the reading threads take it when they start).
+    fn make_records(&mut self) -> bool {
+        if self.chunks.as_ref().is_some_and(Chunks::started) {
+            return false;
+        }
+        if let Some(c) = &mut self.chunks {
+            c.encode();
+        }
+        self.encode = true;
+        true
+    }
+
     fn mismatches(&self) -> &Mismatches {
         &self.mismatches
     }
+}
+
+/// The fast path of an NDJSON line (see [`fast_row`]): one value of an object.
+pub(super) enum FastValue<'a> {
+    Null,
+    Bool(bool),
+    Integer(i64),
+    /// An integer past i64 (below 2^64), stored as its digits.
+    Unsigned(u64),
+    Real(f64),
+    Text(std::borrow::Cow<'a, str>),
+    /// An array or object, stored as its JSON text.
+    Nested(Value),
+    /// A real that may be an integer literal serde_json rounded ([`maybe_rounded`]):
+    /// only the slow path keeps its digits.
+    Rounded,
+}
+
+impl FastValue<'_> {
+    /// The value as serde_json gives it (for the message of a type mismatch).
+    fn to_json(&self) -> Value {
+        match self {
+            FastValue::Null | FastValue::Rounded => Value::Null,
+            FastValue::Bool(b) => Value::Bool(*b),
+            FastValue::Integer(i) => Value::from(*i),
+            FastValue::Unsigned(u) => Value::from(*u),
+            FastValue::Real(r) => {
+                serde_json::Number::from_f64(*r).map_or(Value::Null, Value::Number)
+            }
+            FastValue::Text(s) => Value::String(s.to_string()),
+            FastValue::Nested(v) => v.clone(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FastValue<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = FastValue<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
+                Ok(FastValue::Null)
+            }
+            fn visit_none<E>(self) -> std::result::Result<Self::Value, E> {
+                Ok(FastValue::Null)
+            }
+            fn visit_bool<E>(self, b: bool) -> std::result::Result<Self::Value, E> {
+                Ok(FastValue::Bool(b))
+            }
+            fn visit_i64<E>(self, i: i64) -> std::result::Result<Self::Value, E> {
+                Ok(FastValue::Integer(i))
+            }
+            fn visit_u64<E>(self, u: u64) -> std::result::Result<Self::Value, E> {
+                Ok(match i64::try_from(u) {
+                    Ok(i) => FastValue::Integer(i),
+                    Err(_) => FastValue::Unsigned(u),
+                })
+            }
+            fn visit_f64<E>(self, r: f64) -> std::result::Result<Self::Value, E> {
+                // As `maybe_rounded` judges a real.
+                Ok(if r.abs() >= 9.2e18 && r.fract() == 0.0 {
+                    FastValue::Rounded
+                } else {
+                    FastValue::Real(r)
+                })
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> std::result::Result<Self::Value, E> {
+                Ok(FastValue::Text(std::borrow::Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> std::result::Result<Self::Value, E> {
+                Ok(FastValue::Text(std::borrow::Cow::Owned(s.to_string())))
+            }
+            fn visit_string<E>(self, s: String) -> std::result::Result<Self::Value, E> {
+                Ok(FastValue::Text(std::borrow::Cow::Owned(s)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                let v = Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(if maybe_rounded(&v) {
+                    FastValue::Rounded
+                } else {
+                    FastValue::Nested(v)
+                })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                let v = Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(if maybe_rounded(&v) {
+                    FastValue::Rounded
+                } else {
+                    FastValue::Nested(v)
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A key of the fast path, borrowed from the line unless it has escapes.
+struct FastKey<'a>(std::borrow::Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for FastKey<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct K;
+        impl<'de> serde::de::Visitor<'de> for K {
+            type Value = FastKey<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> std::result::Result<Self::Value, E> {
+                Ok(FastKey(std::borrow::Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> std::result::Result<Self::Value, E> {
+                Ok(FastKey(std::borrow::Cow::Owned(s.to_string())))
+            }
+        }
+        d.deserialize_str(K)
+    }
+}
+
+/// The values of one line read by [`fast_row`]: `(column, value)` in the order the
+/// keys came, and for each column the place of its value plus one (0: none). Between
+/// lines `at` is all 0 (see [`FastRow::reset`]).
+#[derive(Default)]
+pub(super) struct FastRow<'a> {
+    values: Vec<(usize, FastValue<'a>)>,
+    at: Vec<u32>,
+}
+
+impl<'a> FastRow<'a> {
+    /// Empties the row for a line of `width` columns.
+    fn reset(&mut self, width: usize) {
+        for (c, _) in &self.values {
+            self.at[*c] = 0;
+        }
+        self.values.clear();
+        self.at.resize(width, 0);
+    }
+
+    /// The value of column `c`, if the line has one.
+    fn get(&self, c: usize) -> Option<&FastValue<'a>> {
+        match self.at[c] {
+            0 => None,
+            i => Some(&self.values[i as usize - 1].1),
+        }
+    }
+
+    /// The row, emptied, for a line of another lifetime (its allocations kept:
+    /// collecting an empty vector in place reuses it).
+    fn recycle<'b>(mut self) -> FastRow<'b> {
+        let width = self.at.len();
+        self.reset(width);
+        FastRow {
+            values: self.values.into_iter().map(|_| unreachable!()).collect(),
+            at: self.at,
+        }
+    }
+}
+
+/// Reads one NDJSON line (trimmed) as an object whose keys all have columns, into
+/// `row` (a repeated key's last value wins, as in [`parse_lossless`]). `false`, with
+/// `row` in any state, when the line needs the slow path: it is no object or no valid
+/// JSON, it has a key without a column, or a number whose digits only the slow path
+/// keeps. On `true` the values are exactly what [`parse_lossless`] would give.
+pub(super) fn fast_row<'a>(text: &'a [u8], keys: &KeyColumns, row: &mut FastRow<'a>) -> bool {
+    struct Row<'k, 's, 'a> {
+        keys: &'k KeyColumns,
+        row: &'s mut FastRow<'a>,
+    }
+    impl<'de> serde::de::Visitor<'de> for Row<'_, '_, 'de> {
+        type Value = bool;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> std::result::Result<bool, A::Error> {
+            let mut ok = true;
+            while let Some(FastKey(k)) = map.next_key()? {
+                match self.keys.get(&k) {
+                    Some(c) if ok => {
+                        let v: FastValue<'de> = map.next_value()?;
+                        if matches!(v, FastValue::Rounded) {
+                            ok = false;
+                        }
+                        match self.row.at[c] {
+                            0 => {
+                                self.row.values.push((c, v));
+                                self.row.at[c] = self.row.values.len() as u32;
+                            }
+                            i => self.row.values[i as usize - 1].1 = v,
+                        }
+                    }
+                    _ => {
+                        ok = false;
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(ok)
+        }
+    }
+    row.reset(keys.columns.len());
+    // The text checked as UTF-8 at once: serde_json then checks no string by itself
+    // (3% of reading a feed's lines went to checking its many short strings one by one).
+    let Ok(text) = std::str::from_utf8(text) else {
+        return false;
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    let ok = serde::Deserializer::deserialize_map(&mut de, Row { keys, row });
+    matches!(ok, Ok(true)) && de.end().is_ok()
+}
+
+/// Pushes the values of `row` as one row of cells of columns `types` (NULL where the
+/// line has no value), as [`push_json_value`] would push the slow path's values.
+/// Returns how many values were not of their column's type, and the first of them (its
+/// column, and the value as JSON for the message).
+pub(super) fn push_fast(
+    batch: &mut impl Values,
+    row: &FastRow<'_>,
+    types: &[ColumnType],
+    empty_null: bool,
+    scratch: &mut String,
+) -> (u64, Option<(usize, Value)>) {
+    let mut mismatches = 0;
+    let mut first = None;
+    for (i, &ty) in types.iter().enumerate() {
+        let Some(v) = row.get(i) else {
+            batch.null();
+            continue;
+        };
+        let text;
+        let scalar = match v {
+            FastValue::Null | FastValue::Rounded => Scalar::Null,
+            FastValue::Bool(b) => Scalar::Bool(*b),
+            FastValue::Integer(n) => Scalar::Integer(*n),
+            FastValue::Unsigned(u) => {
+                text = u.to_string();
+                Scalar::Text(&text)
+            }
+            FastValue::Real(r) => Scalar::Real(*r),
+            FastValue::Text(t) => Scalar::Text(t),
+            FastValue::Nested(n) => {
+                text = n.to_string();
+                Scalar::Text(&text)
+            }
+        };
+        if push_scalar(batch, scalar, ty, empty_null, scratch) {
+            mismatches += 1;
+            if first.is_none() {
+                first = Some((i, v.to_json()));
+            }
+        }
+    }
+    (mismatches, first)
 }

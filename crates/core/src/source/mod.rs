@@ -11,8 +11,11 @@ pub(crate) mod convert;
 pub(crate) mod delimited;
 pub mod input;
 pub(crate) mod json;
+mod json_chunks;
 mod keys;
 pub mod locale;
+#[cfg(test)]
+mod outcome;
 pub mod parallel;
 mod serialized;
 pub mod sniff;
@@ -259,16 +262,22 @@ pub fn open_source(
         )));
     }
     let name: Arc<str> = input.display_name().into();
-    if let Input::Path(path) = input {
-        let big = std::fs::metadata(path)
-            .is_ok_and(|m| m.is_file() && m.len() >= 4 * parallel::CHUNK_BYTES);
-        if matches!(opts.format, Format::Csv | Format::Tsv)
-            && opts.parse_threads > 1
-            && opts.encoding == Encoding::Utf8
-            && !input.is_gzip()
-            && big
-            && input::file_compression(path).is_none()
+    // A large, plain UTF-8 file is read in parts on several threads.
+    let parts = match input {
+        Input::Path(path)
+            if opts.parse_threads > 1
+                && opts.encoding == Encoding::Utf8
+                && !input.is_gzip()
+                && input::file_compression(path).is_none()
+                && std::fs::metadata(path)
+                    .is_ok_and(|m| m.is_file() && m.len() >= 4 * parallel::CHUNK_BYTES) =>
         {
+            Some(path)
+        }
+        _ => None,
+    };
+    if let Some(path) = parts {
+        if matches!(opts.format, Format::Csv | Format::Tsv) {
             return Ok(Box::new(parallel::ParallelDelimited::new(
                 path,
                 name,
@@ -276,6 +285,33 @@ pub fn open_source(
                 opts.parse_threads,
                 bytes_read,
             )?));
+        }
+        let layout = match opts.format {
+            Format::Ndjson => json_chunks::Layout::Lines,
+            _ => json_chunks::Layout::Array,
+        };
+        if matches!(opts.format, Format::Ndjson | Format::Json) {
+            let chunks = json_chunks::Chunks::new(
+                path.clone(),
+                name.clone(),
+                layout,
+                opts.parse_threads,
+                opts.max_record_bytes,
+                opts.empty_null,
+                bytes_read.clone(),
+            )?;
+            let reader = input::open(input, opts.encoding, bytes_read)?;
+            let stream = match layout {
+                json_chunks::Layout::Lines => {
+                    json::ObjectStream::lines(reader, opts.max_record_bytes)
+                }
+                json_chunks::Layout::Array => {
+                    json::ObjectStream::array(reader, opts.max_record_bytes)
+                }
+            };
+            return Ok(Box::new(
+                json::JsonSource::new(stream, name, opts.clone()).with_chunks(chunks),
+            ));
         }
     }
     let reader = input::open(input, opts.encoding, bytes_read)?;

@@ -42,9 +42,9 @@ type Reader = Box<dyn Read + Send>;
 
 /// A chunk of the decoded input: bytes `start..end`.
 #[derive(Clone, Copy, Debug)]
-struct Chunk {
-    start: u64,
-    end: u64,
+pub(super) struct Chunk {
+    pub(super) start: u64,
+    pub(super) end: u64,
 }
 
 /// What a worker made of a chunk.
@@ -97,14 +97,14 @@ pub struct ParallelDelimited {
 }
 
 /// The file `path` from decoded offset `from` (file offset `from + base`), `len` bytes.
-fn range(path: &Path, base: u64, from: u64, len: u64) -> io::Result<Reader> {
+pub(super) fn range(path: &Path, base: u64, from: u64, len: u64) -> io::Result<Reader> {
     let mut f = File::open(path)?;
     f.seek(SeekFrom::Start(base + from))?;
     Ok(Box::new(f.take(len)))
 }
 
 /// Whether the file starts with a UTF-8 byte-order mark (which the head's reader skips).
-fn bom_len(path: &Path) -> io::Result<u64> {
+pub(super) fn bom_len(path: &Path) -> io::Result<u64> {
     let mut head = [0u8; 3];
     let mut f = File::open(path)?;
     let mut got = 0;
@@ -123,7 +123,13 @@ fn bom_len(path: &Path) -> io::Result<u64> {
 
 /// Cuts decoded bytes `from..len` into chunks of about `size`, each ending after a `\n`
 /// (the last at the end of the file).
-fn plan(path: &Path, base: u64, from: u64, len: u64, size: u64) -> io::Result<Vec<Chunk>> {
+pub(super) fn plan(
+    path: &Path,
+    base: u64,
+    from: u64,
+    len: u64,
+    size: u64,
+) -> io::Result<Vec<Chunk>> {
     let mut f = File::open(path)?;
     let mut chunks = vec![];
     let mut start = from;
@@ -501,78 +507,10 @@ impl Drop for ParallelDelimited {
 
 #[cfg(test)]
 mod tests {
+    use super::super::outcome::{drain, Outcome};
     use super::*;
-    use crate::batch::Value;
     use crate::source::Ragged;
     use proptest::prelude::*;
-
-    /// Everything a source hands out: rows with their origins, bad records, the
-    /// mismatches, and the error that stopped it (as text).
-    #[derive(Debug, PartialEq)]
-    struct Outcome {
-        columns: Vec<String>,
-        rows: Vec<(String, u64, u64)>,
-        bad: Vec<String>,
-        mismatches: (u64, Option<String>),
-        error: Option<String>,
-    }
-
-    fn drain(src: &mut dyn Source, max_errors: usize) -> Outcome {
-        let mut out = Outcome {
-            columns: vec![],
-            rows: vec![],
-            bad: vec![],
-            mismatches: (0, None),
-            error: None,
-        };
-        let sample = match src.sample() {
-            Ok(s) => s,
-            Err(e) => {
-                out.error = Some(e.to_string());
-                return out;
-            }
-        };
-        out.columns = sample.columns.clone();
-        src.set_types(sample.guesses.iter().map(|g| g.resolve()).collect());
-        let mut bad_seen = vec![];
-        loop {
-            let mut batch = Batch::new(src.width());
-            let mut bad = |b: BadRecord| {
-                bad_seen.push(b.error.to_string());
-                if bad_seen.len() > max_errors {
-                    return Err(Error::plan("too many bad records"));
-                }
-                Ok(())
-            };
-            let f = src.fill(&mut batch, 7, usize::MAX, &mut bad);
-            for r in 0..batch.rows() {
-                let cells: Vec<String> = batch
-                    .row(r)
-                    .map(|v| match v {
-                        Value::Null => "NULL".into(),
-                        Value::Integer(i) => format!("i{i}"),
-                        Value::Real(f) => format!("r{f}"),
-                        Value::Text(t) => format!("t{t:?}"),
-                        Value::Blob(b) => format!("b{b:?}"),
-                    })
-                    .collect();
-                let o = batch.origin(r);
-                out.rows.push((cells.join("|"), o.line, o.record));
-            }
-            match f {
-                Ok(Fill::Done) => break,
-                Ok(_) => {}
-                Err(e) => {
-                    out.error = Some(e.to_string());
-                    break;
-                }
-            }
-        }
-        out.bad = bad_seen;
-        let m = src.mismatches();
-        out.mismatches = (m.count, m.first.clone());
-        out
-    }
 
     fn both(text: &[u8], chunk: u64, threads: usize, opts: &ReadOptions) -> (Outcome, Outcome) {
         let d = tempfile::tempdir().unwrap();

@@ -1,0 +1,976 @@
+//! JSON read by several threads at once, handing out exactly the rows, bad records,
+//! mismatches and numbering that [`JsonSource`](super::json::JsonSource) alone would.
+//!
+//! The source reads the sample itself (the head). The rest of the file is cut into
+//! chunks of about [`CHUNK_BYTES`], each ending at a record boundary:
+//! - newline-delimited JSON just after a `\n` (a line is a record);
+//! - one JSON array just before a `,` between two elements, found by a planning thread
+//!   that scans the file once, tracking strings (and their escapes) and nesting, and
+//!   notes where each element starts (line, byte column) and ends.
+//!
+//! Chunk `j` is read by thread `j % threads`, record by record through the fast path
+//! (see [`FastRow`]), against the columns known when the thread started the chunk;
+//! chunks are handed out in order.
+//!
+//! A chunk whose every record takes the fast path comes back as a batch, its records
+//! numbered from 1 and renumbered when it is handed out (lines too for NDJSON; an
+//! array's elements carry the planner's lines). A chunk with a record that does not (a
+//! bad record, a key without a column, a record over the limit, a number whose digits
+//! only the slow path keeps), or one the planner could not cut (a syntax error, a value
+//! that is no object), comes back to be read again, in order, by the source's own
+//! sequential reader, which numbers, reports and adds columns exactly; after an array's
+//! syntax error that reader stops the load, as it would have alone. Columns added then
+//! are published to the threads for the chunks they start next; a batch read before is
+//! narrower, and is widened with NULLs when handed out (its records had none of the new
+//! keys, or they would have gone back too).
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+
+use super::json::{fast_row, push_fast, FastRow, LineObjects, ObjectStream};
+use super::keys::KeyColumns;
+use super::parallel::{plan, range, Chunk, CHUNK_BYTES};
+use crate::batch::{Batch, RowOrigin};
+use crate::error::{Error, Result};
+use crate::types::ColumnType;
+
+/// The columns the threads read against: replaced whole when columns are added.
+pub(super) struct Known {
+    pub(super) keys: KeyColumns,
+    pub(super) types: Vec<ColumnType>,
+}
+
+/// How the file holds its records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Layout {
+    /// One object per line.
+    Lines,
+    /// One top-level array of objects.
+    Array,
+}
+
+/// An array element found by the planner: its bytes within its chunk, and the line and
+/// byte column it starts at.
+#[derive(Clone, Copy, Debug)]
+struct Element {
+    from: usize,
+    to: usize,
+    line: u64,
+    column: u64,
+}
+
+/// A chunk as planned.
+#[derive(Debug)]
+struct Planned {
+    chunk: Chunk,
+    /// The line and byte column the chunk starts at (arrays; lines are counted by the
+    /// thread).
+    line: u64,
+    column: u64,
+    /// An array chunk's elements.
+    elements: Vec<Element>,
+    /// Whether the chunk runs to the end of the file.
+    last: bool,
+    /// Whether only the sequential reader can read it (the planner met something it
+    /// cannot cut, or a value that is no object).
+    sequential: bool,
+}
+
+/// What a thread made of a chunk.
+enum Parsed {
+    /// Every record took the fast path. Records are numbered from 1, lines from 1 for
+    /// NDJSON (an array's are the planner's).
+    Clean {
+        batch: Batch,
+        lines: u64,
+        records: u64,
+        mismatches: u64,
+        /// The first mismatch: its line, its column, and the message after them.
+        first: Option<(u64, u64, String)>,
+    },
+    /// To be read again, in order, by the sequential reader.
+    Again,
+}
+
+/// What [`Chunks::next`] hands out.
+pub(super) enum Handed {
+    /// The next chunk's rows, numbered; the line and column of the first mismatch are in
+    /// its message.
+    Batch {
+        batch: Batch,
+        records: u64,
+        mismatches: u64,
+        first: Option<String>,
+    },
+    /// The next chunk, to be read by the sequential reader (then [`Chunks::reread`]).
+    Again(ObjectStream),
+    /// No more chunks.
+    Done,
+}
+
+/// A thread's chunks as read, and the way back for its batches.
+type Lane = (Receiver<(Planned, Parsed)>, Sender<Batch>);
+
+enum State {
+    NotStarted,
+    Running {
+        next: usize,
+        lanes: Vec<Lane>,
+        /// How many chunks there are, once the planner is done (else `usize::MAX`).
+        total: Arc<AtomicUsize>,
+    },
+    Done,
+}
+
+/// The chunks of one file after its head (see the module comment).
+pub(super) struct Chunks {
+    path: PathBuf,
+    name: Arc<str>,
+    layout: Layout,
+    /// Bytes of the file before the decoded input (a UTF-8 byte-order mark).
+    base: u64,
+    threads: usize,
+    chunk_bytes: u64,
+    max_record: usize,
+    empty_null: bool,
+    bytes_read: Arc<AtomicU64>,
+    known: Arc<RwLock<Arc<Known>>>,
+    /// The line the next NDJSON chunk starts on.
+    line: u64,
+    /// Whether rows go into batches as encoded records.
+    encode: bool,
+    state: State,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl Chunks {
+    /// Chunks of the regular, uncompressed UTF-8 file `path` (named `name` in messages)
+    /// holding JSON as `layout`, read by `threads` threads; a record over `max_record`
+    /// bytes goes to the sequential reader.
+    pub(super) fn new(
+        path: PathBuf,
+        name: Arc<str>,
+        layout: Layout,
+        threads: usize,
+        max_record: usize,
+        empty_null: bool,
+        bytes_read: Arc<AtomicU64>,
+    ) -> Result<Chunks> {
+        let base = super::parallel::bom_len(&path).map_err(|e| Error::io(Some(path.clone()), e))?;
+        Ok(Chunks {
+            path,
+            name,
+            layout,
+            base,
+            threads: threads.max(1),
+            chunk_bytes: CHUNK_BYTES,
+            max_record,
+            empty_null,
+            bytes_read,
+            known: Arc::new(RwLock::new(Arc::new(Known {
+                keys: KeyColumns::default(),
+                types: vec![],
+            }))),
+            line: 1,
+            encode: false,
+            state: State::NotStarted,
+            workers: vec![],
+        })
+    }
+
+    /// Chunks of about `bytes` instead of [`CHUNK_BYTES`] (tests use tiny ones).
+    #[cfg(test)]
+    pub(super) fn with_chunk_bytes(mut self, bytes: u64) -> Self {
+        self.chunk_bytes = bytes.max(1);
+        self
+    }
+
+    /// Makes the threads encode rows as SQLite records (see
+    /// [`Source::make_records`](super::Source::make_records)); before they start.
+    pub(super) fn encode(&mut self) {
+        self.encode = true;
+    }
+
+    /// Whether the chunks are being handed out (the head is no longer read).
+    pub(super) fn started(&self) -> bool {
+        !matches!(self.state, State::NotStarted)
+    }
+
+    /// Makes `keys` and `types` the columns the threads read against from their next chunk.
+    pub(super) fn publish(&self, keys: &KeyColumns, types: &[ColumnType]) {
+        let known = Arc::new(Known {
+            keys: keys.clone(),
+            types: types.to_vec(),
+        });
+        *self.known.write().unwrap_or_else(|p| p.into_inner()) = known;
+    }
+
+    /// Starts the planner and the threads from `head`: the line, byte column and
+    /// decoded byte where the head stopped.
+    fn start(&mut self, head: (u64, u64, u64)) -> Result<()> {
+        let io = |e| Error::io(Some(self.path.clone()), e);
+        let len = std::fs::metadata(&self.path).map_err(io)?.len() - self.base;
+        self.line = head.0;
+        let threads = self.threads;
+        let total = Arc::new(AtomicUsize::new(usize::MAX));
+        let mut lanes = vec![];
+        let mut jobs = vec![];
+        for _ in 0..threads {
+            let (job_tx, job_rx) = bounded::<Planned>(4);
+            let (tx, rx) = bounded::<(Planned, Parsed)>(2);
+            // Batches handed out come back emptied, so a thread reuses their memory.
+            let (back, back_rx) = unbounded::<Batch>();
+            lanes.push((rx, back));
+            jobs.push(job_tx);
+            let job = Job {
+                path: self.path.clone(),
+                layout: self.layout,
+                encode: self.encode,
+                base: self.base,
+                max_record: self.max_record,
+                empty_null: self.empty_null,
+                known: self.known.clone(),
+            };
+            let handle = std::thread::Builder::new()
+                .name("liteload-json".into())
+                .spawn(move || {
+                    for planned in job_rx {
+                        let batch = back_rx.try_recv().unwrap_or_default();
+                        let parsed = job.parse(&planned, batch);
+                        if tx.send((planned, parsed)).is_err() {
+                            return; // the reader stopped
+                        }
+                    }
+                })
+                .map_err(|e| Error::io(None, e))?;
+            self.workers.push(handle);
+        }
+        let (path, base, size, layout) =
+            (self.path.clone(), self.base, self.chunk_bytes, self.layout);
+        let count = total.clone();
+        let planner = std::thread::Builder::new()
+            .name("liteload-json-plan".into())
+            .spawn(move || {
+                let mut j = 0;
+                let mut send = |p: Planned| {
+                    let ok = jobs[j % jobs.len()].send(p).is_ok();
+                    j += 1;
+                    ok
+                };
+                match layout {
+                    Layout::Lines => {
+                        let chunks = plan(&path, base, head.2, len, size).unwrap_or_else(|_| {
+                            // The sequential reader meets the error and reports it.
+                            vec![Chunk {
+                                start: head.2,
+                                end: len,
+                            }]
+                        });
+                        let n = chunks.len();
+                        for (k, chunk) in chunks.into_iter().enumerate() {
+                            let p = Planned {
+                                chunk,
+                                line: 0,
+                                column: 0,
+                                elements: vec![],
+                                last: k + 1 == n,
+                                sequential: false,
+                            };
+                            if !send(p) {
+                                return;
+                            }
+                        }
+                    }
+                    Layout::Array => plan_array(&path, base, head, len, size, &mut send),
+                }
+                count.store(j, Ordering::Release);
+            })
+            .map_err(|e| Error::io(None, e))?;
+        self.workers.push(planner);
+        self.state = State::Running {
+            next: 0,
+            lanes,
+            total,
+        };
+        Ok(())
+    }
+
+    /// The next chunk, its rows numbered after `records` records; `head` (line, byte
+    /// column, decoded byte) is where the head stopped (used on the first call only).
+    pub(super) fn next(&mut self, head: (u64, u64, u64), records: u64) -> Result<Handed> {
+        if matches!(self.state, State::NotStarted) {
+            self.start(head)?;
+        }
+        let State::Running { next, lanes, total } = &mut self.state else {
+            return Ok(Handed::Done);
+        };
+        let (lane, _) = &lanes[*next % lanes.len()];
+        let (planned, parsed) = match lane.recv() {
+            Ok(got) => got,
+            Err(_) if total.load(Ordering::Acquire) == *next => {
+                self.stop();
+                return Ok(Handed::Done);
+            }
+            Err(_) => return Err(Error::plan("a JSON reading thread stopped early")),
+        };
+        let chunk = planned.chunk;
+        match parsed {
+            Parsed::Clean {
+                mut batch,
+                lines,
+                records: n,
+                mismatches,
+                first,
+            } => {
+                let line0 = match self.layout {
+                    Layout::Lines => self.line - 1,
+                    Layout::Array => 0,
+                };
+                batch.shift_origins(line0, records);
+                self.line += lines;
+                *next += 1;
+                self.bytes_read
+                    .store(self.base + chunk.end, Ordering::Relaxed);
+                Ok(Handed::Batch {
+                    batch,
+                    records: n,
+                    mismatches,
+                    first: first.map(|(line, column, rest)| {
+                        format!("{}:{}:{column}: {rest}", self.name, line0 + line)
+                    }),
+                })
+            }
+            Parsed::Again => {
+                let to = if planned.last { u64::MAX } else { chunk.end };
+                let rdr = range(&self.path, self.base, chunk.start, to - chunk.start)
+                    .map_err(|e| Error::io(Some(self.path.clone()), e))?;
+                let rdr = Box::new(BufReader::with_capacity(1 << 16, rdr));
+                Ok(Handed::Again(match self.layout {
+                    Layout::Lines => ObjectStream::Lines(LineObjects::new(
+                        rdr,
+                        self.max_record,
+                        self.line,
+                        chunk.start,
+                    )),
+                    Layout::Array => ObjectStream::array_part(
+                        rdr,
+                        self.max_record,
+                        (planned.line, planned.column, chunk.start),
+                        !planned.last,
+                    ),
+                }))
+            }
+        }
+    }
+
+    /// The chunk handed out as [`Handed::Again`] has been read; the sequential reader
+    /// stopped on line `line` (where the next NDJSON chunk starts).
+    pub(super) fn reread(&mut self, line: u64) {
+        if let State::Running { next, .. } = &mut self.state {
+            *next += 1;
+        }
+        self.line = line;
+    }
+
+    /// Hands a batch back for a thread to reuse.
+    pub(super) fn give_back(&self, batch: Batch) {
+        if let State::Running { lanes, next, .. } = &self.state {
+            let _ = lanes[*next % lanes.len()].1.send(batch);
+        }
+    }
+
+    fn stop(&mut self) {
+        // Closing the lanes stops the threads at their next send.
+        self.state = State::Done;
+        for h in self.workers.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Chunks {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The bytes that matter to [`plan_array`] inside an element, outside its strings.
+static STRUCTURAL: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'"' as usize] = true;
+    t[b'{' as usize] = true;
+    t[b'}' as usize] = true;
+    t[b'[' as usize] = true;
+    t[b']' as usize] = true;
+    t[b'\n' as usize] = true;
+    t
+};
+
+/// Cuts the rest of a top-level array, from `head` (line, byte column, decoded byte:
+/// just after an element), into chunks of about `size` bytes, each ending before a
+/// `,` between elements, and hands them to `send` in order (stopping when it says
+/// `false`). Between elements only whitespace, one `,` and the final `]` are followed;
+/// inside an element only strings (with escapes) and nesting, the thread's parse of the
+/// element checking the rest. Anything else (a syntax error, a value that is no object
+/// or array, an I/O error) makes the rest one chunk for the sequential reader, which
+/// reports it exactly.
+fn plan_array(
+    path: &std::path::Path,
+    base: u64,
+    head: (u64, u64, u64),
+    len: u64,
+    size: u64,
+    send: &mut dyn FnMut(Planned) -> bool,
+) {
+    let (mut line, mut column, mut at) = head;
+    let mut start = (head.2, head.0, head.1);
+    let mut elements: Vec<Element> = vec![];
+    // Nesting: 1 between the array's elements, 0 after its `]`.
+    let mut depth = 1u32;
+    // Between elements: after a `,`, so an element must come next.
+    let mut want_element = false;
+    let (mut in_string, mut escaped) = (false, false);
+    let mut element = (0u64, 0u64, 0u64);
+    let mut sequential = false;
+    let opened = File::open(path).and_then(|mut f| {
+        f.seek(SeekFrom::Start(base + at))?;
+        Ok(f)
+    });
+    let mut buf = vec![0u8; 1 << 20];
+    match opened {
+        Err(_) => sequential = true,
+        Ok(mut file) => {
+            'read: while at < len {
+                let n = match file.read(&mut buf) {
+                    Ok(0) | Err(_) => {
+                        sequential = true;
+                        break;
+                    }
+                    Ok(n) => n,
+                };
+                let mut i = 0;
+                while i < n {
+                    if in_string && !escaped {
+                        // Straight to the string's next quote or backslash (the scan's
+                        // hot spot: most of a feed's bytes are keys and text). A raw line
+                        // end inside a string is not counted: it is invalid JSON, which the
+                        // element's parse refuses and the sequential reader reports, at a
+                        // place before it, stopping the load.
+                        let skip = memchr::memchr2(b'"', b'\\', &buf[i..n]).unwrap_or(n - i);
+                        i += skip;
+                        at += skip as u64;
+                        column += skip as u64;
+                        if i == n {
+                            break;
+                        }
+                    } else if depth >= 2 && !in_string {
+                        // Inside an element, only quotes, brackets and line ends matter.
+                        let skip = buf[i..n]
+                            .iter()
+                            .position(|&b| STRUCTURAL[b as usize])
+                            .unwrap_or(n - i);
+                        i += skip;
+                        at += skip as u64;
+                        column += skip as u64;
+                        if i == n {
+                            break;
+                        }
+                    }
+                    let b = buf[i];
+                    i += 1;
+                    if in_string {
+                        if escaped {
+                            escaped = false;
+                        } else if b == b'\\' {
+                            escaped = true;
+                        } else if b == b'"' {
+                            in_string = false;
+                        }
+                    } else if depth >= 2 {
+                        match b {
+                            b'"' => in_string = true,
+                            b'{' | b'[' => depth += 1,
+                            b'}' | b']' => {
+                                depth -= 1;
+                                if depth == 1 {
+                                    elements.push(Element {
+                                        from: (element.0 - start.0) as usize,
+                                        to: (at + 1 - start.0) as usize,
+                                        line: element.1,
+                                        column: element.2,
+                                    });
+                                }
+                            }
+                            _ => {}
+                        }
+                    } else if !b.is_ascii_whitespace() {
+                        match (depth, b) {
+                            (1, b',') if !want_element => {
+                                if at - start.0 >= size {
+                                    let chunk = Planned {
+                                        chunk: Chunk {
+                                            start: start.0,
+                                            end: at,
+                                        },
+                                        line: start.1,
+                                        column: start.2,
+                                        elements: std::mem::take(&mut elements),
+                                        last: false,
+                                        sequential: false,
+                                    };
+                                    if !send(chunk) {
+                                        return;
+                                    }
+                                    start = (at, line, column);
+                                }
+                                want_element = true;
+                            }
+                            (1, b'{' | b'[') if want_element => {
+                                element = (at, line, column);
+                                depth = 2;
+                                want_element = false;
+                            }
+                            (1, b']') if !want_element => depth = 0,
+                            _ => sequential = true,
+                        }
+                    }
+                    if b == b'\n' {
+                        line += 1;
+                        column = 1;
+                    } else {
+                        column += 1;
+                    }
+                    at += 1;
+                    if sequential {
+                        break 'read;
+                    }
+                }
+            }
+        }
+    }
+    let last = Planned {
+        chunk: Chunk {
+            start: start.0,
+            end: len,
+        },
+        line: start.1,
+        column: start.2,
+        elements,
+        last: true,
+        // The array must have ended, with nothing after it.
+        sequential: sequential || depth != 0,
+    };
+    send(last);
+}
+
+/// What a thread needs to read chunks on its own.
+struct Job {
+    path: PathBuf,
+    layout: Layout,
+    encode: bool,
+    base: u64,
+    max_record: usize,
+    empty_null: bool,
+    known: Arc<RwLock<Arc<Known>>>,
+}
+
+impl Job {
+    fn parse(&self, planned: &Planned, mut batch: Batch) -> Parsed {
+        if planned.sequential {
+            return Parsed::Again;
+        }
+        let known = self.known.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let chunk = planned.chunk;
+        let mut buf = vec![0u8; (chunk.end - chunk.start) as usize];
+        let read = File::open(&self.path).and_then(|mut f| {
+            f.seek(SeekFrom::Start(self.base + chunk.start))?;
+            f.read_exact(&mut buf)
+        });
+        if read.is_err() {
+            // The sequential reader meets the same error and reports it where it is.
+            return Parsed::Again;
+        }
+        batch.clear(known.keys.columns.len());
+        let mut row = FastRow::default();
+        let mut scratch = String::new();
+        let mut encoded = liteload_btree::RecordBuilder::new();
+        let (mut lines, mut records, mut mismatches) = (0u64, 0u64, 0u64);
+        let mut first = None;
+        let buf = &buf[..];
+        let mut record =
+            |span: std::ops::Range<usize>, line: u64, column: u64, batch: &mut Batch| -> bool {
+                let text = &buf[span];
+                if text.len() > self.max_record || !fast_row(text, &known.keys, &mut row) {
+                    return false;
+                }
+                records += 1;
+                let (m, bad) = if self.encode {
+                    encoded.clear();
+                    let r = push_fast(
+                        &mut encoded,
+                        &row,
+                        &known.types,
+                        self.empty_null,
+                        &mut scratch,
+                    );
+                    batch.push_record(&encoded);
+                    r
+                } else {
+                    push_fast(batch, &row, &known.types, self.empty_null, &mut scratch)
+                };
+                if m > 0 {
+                    mismatches += m;
+                    if first.is_none() {
+                        first = bad.map(|(c, v)| {
+                            (
+                                line,
+                                column,
+                                format!(
+                                    "{v} in {} column {:?}",
+                                    known.types[c], known.keys.columns[c]
+                                ),
+                            )
+                        });
+                    }
+                }
+                batch.finish_row(RowOrigin {
+                    line,
+                    record: records,
+                });
+                true
+            };
+        if self.layout == Layout::Lines {
+            let mut offset = 0;
+            for line in buf.split_inclusive(|&b| b == b'\n') {
+                let from = offset;
+                offset += line.len();
+                lines += 1;
+                let content = line.strip_suffix(b"\n").unwrap_or(line);
+                if content.len() > self.max_record {
+                    return Parsed::Again;
+                }
+                let text = content.trim_ascii();
+                if text.is_empty() {
+                    continue;
+                }
+                let lead = content.len() - content.trim_ascii_start().len();
+                let span = from + lead..from + lead + text.len();
+                if !record(span, lines, lead as u64 + 1, &mut batch) {
+                    return Parsed::Again;
+                }
+            }
+        } else {
+            for e in &planned.elements {
+                if !record(e.from..e.to, e.line, e.column, &mut batch) {
+                    return Parsed::Again;
+                }
+            }
+        }
+        Parsed::Clean {
+            batch,
+            lines,
+            records,
+            mismatches,
+            first,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::json::{JsonSource, ObjectStream};
+    use super::super::outcome::{drain, Outcome};
+    use super::super::{ReadOptions, Source};
+    use super::*;
+    use proptest::prelude::*;
+
+    fn opts(layout: Layout, sample: usize, max_line: usize) -> ReadOptions {
+        ReadOptions {
+            format: match layout {
+                Layout::Lines => super::super::Format::Ndjson,
+                Layout::Array => super::super::Format::Json,
+            },
+            sample_rows: sample,
+            max_record_bytes: max_line,
+            ..ReadOptions::default()
+        }
+    }
+
+    /// The slow path alone on one thread, the fast path on one thread, and the fast
+    /// path in chunks of about `chunk` bytes on `threads` threads.
+    fn three(
+        text: &[u8],
+        layout: Layout,
+        chunk: u64,
+        threads: usize,
+        o: &ReadOptions,
+    ) -> [Outcome; 3] {
+        let [slow, fast, par, _] = four(text, layout, chunk, threads, o);
+        [slow, fast, par]
+    }
+
+    /// [`three`], and the chunks again making encoded records.
+    fn four(
+        text: &[u8],
+        layout: Layout,
+        chunk: u64,
+        threads: usize,
+        o: &ReadOptions,
+    ) -> [Outcome; 4] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.jsonl");
+        std::fs::write(&path, text).unwrap();
+        let name: Arc<str> = "in.jsonl".into();
+        let open = || {
+            let f = std::io::BufReader::new(File::open(&path).unwrap());
+            let mut r: Box<dyn std::io::BufRead + Send> = Box::new(f);
+            // A UTF-8 byte-order mark is not part of the decoded input.
+            if text.starts_with(b"\xEF\xBB\xBF") {
+                let mut bom = [0u8; 3];
+                r.read_exact(&mut bom).unwrap();
+            }
+            let stream = match layout {
+                Layout::Lines => ObjectStream::lines(r, o.max_record_bytes),
+                Layout::Array => ObjectStream::array(r, o.max_record_bytes),
+            };
+            JsonSource::new(stream, name.clone(), o.clone())
+        };
+        let slow = drain(&mut open().slow_only(), 3);
+        let fast = drain(&mut open(), 3);
+        let chunks = || {
+            Chunks::new(
+                path.clone(),
+                name.clone(),
+                layout,
+                threads,
+                o.max_record_bytes,
+                o.empty_null,
+                Arc::new(AtomicU64::new(0)),
+            )
+            .unwrap()
+            .with_chunk_bytes(chunk)
+        };
+        let par = drain(&mut open().with_chunks(chunks()), 3);
+        let mut encoding = open().with_chunks(chunks());
+        assert!(encoding.make_records());
+        let encoded = drain(&mut encoding, 3);
+        [slow, fast, par, encoded]
+    }
+
+    /// One line of input: objects with keys the sample may not have seen, values of
+    /// every kind and of the wrong kind, numbers past 64 bits, escapes, non-ASCII,
+    /// repeated keys, and lines that are no object or no JSON.
+    fn line() -> impl Strategy<Value = String> {
+        let key = prop_oneof![
+            4 => Just("a".to_string()),
+            3 => Just("b".to_string()),
+            2 => Just("c".to_string()),
+            1 => Just("A".to_string()),
+            1 => Just("d\\u00e9".to_string()),
+            1 => Just("é".to_string()),
+            1 => Just(String::new()),
+            1 => Just("late".to_string()),
+            1 => Just("nul\\u0000".to_string()),
+        ];
+        let value = prop_oneof![
+            4 => (-5i64..100).prop_map(|i| i.to_string()),
+            2 => "[a-z ]{0,5}".prop_map(|s| format!("\"{s}\"")),
+            1 => Just("\"\"".to_string()),
+            1 => Just("null".to_string()),
+            1 => Just("true".to_string()),
+            1 => Just("2.5".to_string()),
+            1 => Just("-0".to_string()),
+            1 => Just("1e3".to_string()),
+            1 => Just("9223372036854775807".to_string()),
+            1 => Just("9223372036854775808".to_string()),
+            1 => Just("18446744073709551616".to_string()),
+            1 => Just("-9223372036854775809".to_string()),
+            1 => Just("\"tab\\there \\\"q\\\" \\u00e9 \\ud83d\\ude00\"".to_string()),
+            1 => Just("\"007\"".to_string()),
+            1 => Just("[1, {\"x\": 2.50}]".to_string()),
+            1 => Just("{\"n\": 12345678901234567890123}".to_string()),
+        ];
+        let object = prop::collection::vec((key, value), 0..5).prop_map(|kv| {
+            let fields: Vec<String> = kv.iter().map(|(k, v)| format!("\"{k}\": {v}")).collect();
+            format!("{{{}}}", fields.join(", "))
+        });
+        prop_oneof![
+            12 => object,
+            1 => Just(String::new()),
+            1 => Just("   ".to_string()),
+            1 => Just("[1, 2]".to_string()),
+            1 => Just("42".to_string()),
+            1 => Just("{\"a\": 1".to_string()),
+            1 => Just("{\"a\": 1} {\"b\": 2}".to_string()),
+            1 => Just("  {\"b\": \"x\"}  ".to_string()),
+            1 => Just("{\"a\": \"y".repeat(12)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+        #[test]
+        fn the_fast_path_and_chunks_read_as_the_slow_path_reads(
+            lines in prop::collection::vec(line(), 0..50),
+            crlf in any::<bool>(),
+            bom in any::<bool>(),
+            last_eol in any::<bool>(),
+            chunk in 1u64..300,
+            threads in 1usize..4,
+            sample in 1usize..12,
+            max_line in prop_oneof![Just(64usize << 20), Just(40usize)],
+        ) {
+            let eol = if crlf { "\r\n" } else { "\n" };
+            let mut text = String::new();
+            if bom {
+                text.push('\u{feff}');
+            }
+            text.push_str(&lines.join(eol));
+            if last_eol && !lines.is_empty() {
+                text.push_str(eol);
+            }
+            let o = opts(Layout::Lines, sample, max_line);
+            let [slow, fast, par, encoded] = four(text.as_bytes(), Layout::Lines, chunk, threads, &o);
+            prop_assert_eq!(&fast, &slow);
+            prop_assert_eq!(&par, &slow);
+            prop_assert_eq!(&encoded, &slow);
+        }
+
+        #[test]
+        fn an_array_in_chunks_reads_as_the_slow_path_reads(
+            elements in prop::collection::vec(element(), 0..50),
+            seps in prop::collection::vec(sep(), 51),
+            bom in any::<bool>(),
+            tail in prop_oneof![
+                6 => Just("]".to_string()),
+                1 => Just("]\n  \n".to_string()),
+                1 => Just(String::new()),
+                1 => Just("] x".to_string()),
+                1 => Just(",]".to_string()),
+                1 => Just("] {}".to_string()),
+            ],
+            chunk in 1u64..300,
+            threads in 1usize..4,
+            sample in 1usize..12,
+            max_element in prop_oneof![Just(64usize << 20), Just(40usize)],
+        ) {
+            let mut text = String::new();
+            if bom {
+                text.push('\u{feff}');
+            }
+            text.push_str(&seps[0]);
+            text.push('[');
+            for (i, e) in elements.iter().enumerate() {
+                if i > 0 {
+                    text.push(',');
+                }
+                text.push_str(&seps[i + 1]);
+                text.push_str(e);
+                text.push_str(&seps[50 - i]);
+            }
+            text.push_str(&tail);
+            let o = opts(Layout::Array, sample, max_element);
+            let [slow, fast, par, encoded] = four(text.as_bytes(), Layout::Array, chunk, threads, &o);
+            prop_assert_eq!(&fast, &slow);
+            prop_assert_eq!(&par, &slow);
+            prop_assert_eq!(&encoded, &slow);
+        }
+    }
+
+    /// Whitespace around an array's elements, line ends included.
+    fn sep() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => Just(String::new()),
+            2 => Just("\n".to_string()),
+            1 => Just(" \t".to_string()),
+            1 => Just("\r\n  ".to_string()),
+        ]
+    }
+
+    /// One array element: mostly objects (one per line of `line()`'s objects), now and
+    /// then a value that is no object, a syntax error, or strings with brackets, commas
+    /// and escaped quotes that a careless cut would split.
+    fn element() -> impl Strategy<Value = String> {
+        prop_oneof![
+            14 => line().prop_filter("an object", |l| {
+                serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| v.is_object())
+            }),
+            2 => Just("{\"a\": \"],[{\\\"}\", \"b\": [1, {\"c\": \"x,y\"}]}".to_string()),
+            1 => Just("{\"a\": \"\\\\\"}".to_string()),
+            1 => Just("[1, 2]".to_string()),
+            1 => Just("\"text\"".to_string()),
+            1 => Just("42".to_string()),
+            1 => Just("{\"a\": 1".to_string()),
+            1 => Just("{\"a\": 1]".to_string()),
+            1 => Just("{\"a\" 1}".to_string()),
+            1 => Just("{\"a\": \"y".repeat(12) + "\"}"),
+        ]
+    }
+
+    #[test]
+    fn a_column_first_seen_in_a_later_chunk_widens_the_chunks_read_before() {
+        let mut text = String::new();
+        for i in 0..400 {
+            text.push_str(&format!("{{\"a\": {i}, \"b\": \"x{i}\"}}\n"));
+        }
+        text.push_str("{\"a\": 1, \"new\": 2.5}\n");
+        for i in 0..400 {
+            text.push_str(&format!("{{\"b\": \"y{i}\", \"a\": {i}}}\n"));
+        }
+        let o = opts(Layout::Lines, 5, 1 << 20);
+        let [slow, fast, par] = three(text.as_bytes(), Layout::Lines, 64, 3, &o);
+        assert_eq!(slow.columns.len(), 3);
+        assert_eq!(slow.rows.len(), 801);
+        assert_eq!(fast, slow);
+        assert_eq!(par, slow);
+    }
+
+    /// The planner's cuts: wrong ones would only send chunks to the sequential reader
+    /// (the outcome tests cannot see that), so they are checked here.
+    #[test]
+    fn the_planner_cuts_between_elements_past_brackets_and_escapes_in_strings() {
+        let text = concat!(
+            "[{}, {\"a\": \"],[{\\\"}\\\\\", \"b\": [1, {\"c\": \"x,y\"}]},\n",
+            "  {\"b\": \"x\"}  ,{}]\n"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.json");
+        std::fs::write(&path, text).unwrap();
+        let mut got = vec![];
+        let mut send = |p: Planned| {
+            got.push(p);
+            true
+        };
+        // The head read `[{}`.
+        plan_array(&path, 0, (1, 4, 3), text.len() as u64, 1, &mut send);
+        let texts: Vec<Vec<&str>> = got
+            .iter()
+            .map(|p| {
+                let chunk = &text[p.chunk.start as usize..p.chunk.end as usize];
+                p.elements.iter().map(|e| &chunk[e.from..e.to]).collect()
+            })
+            .collect();
+        assert_eq!(
+            texts,
+            vec![
+                vec![r#"{"a": "],[{\"}\\", "b": [1, {"c": "x,y"}]}"#],
+                vec![r#"{"b": "x"}"#],
+                vec!["{}"],
+            ]
+        );
+        assert!(got.iter().all(|p| !p.sequential));
+        assert!(got[2].last);
+        let starts: Vec<(u64, u64)> = got
+            .iter()
+            .flat_map(|p| p.elements.iter().map(|e| (e.line, e.column)))
+            .collect();
+        assert_eq!(starts, vec![(1, 6), (2, 3), (2, 16)]);
+    }
+}
