@@ -21,6 +21,19 @@ def run_once(argv):
     return p.returncode, p.stderr.decode(errors="replace"), wall, cpu
 
 
+def run_rss(argv):
+    """(exit code, stderr, wall s, CPU s, peak RSS MB) of one process, measured by GNU
+    time (a child forked from this Python would start with its RSS)."""
+    rss_file = os.path.join(os.environ.get("TMPDIR", "/tmp"), "liteload-bench-rss.txt")
+    t0 = time.perf_counter()
+    p = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", "-o", rss_file] + argv,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = time.perf_counter() - t0
+    fields = open(rss_file).read().split()[-3:]
+    rss_kb, user, system = int(fields[0]), float(fields[1]), float(fields[2])
+    return p.returncode, p.stderr.decode(errors="replace"), wall, user + system, rss_kb / 1024
+
+
 def clean(db):
     for suffix in ("", "-wal", "-shm", "-journal", ".liteload-tmp"):
         if os.path.exists(db + suffix):

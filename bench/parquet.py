@@ -30,9 +30,8 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import time
 
-from benchlib import LITELOAD, ROOT, clean, rotations, transit_parquet
+from benchlib import LITELOAD, ROOT, clean, rotations, run_rss as run, transit_parquet
 
 DUCKDB = """
 import glob, os, sys, duckdb, duckdb_extension_sqlite_scanner as ext
@@ -70,19 +69,6 @@ def tools(py, parquet, tsv, db):
         "pandas": [py, "-c", PANDAS, parquet, db],
         "polars + adbc": [py, "-c", POLARS, parquet, db],
     }
-
-
-def run(argv):
-    """(exit code, stderr, wall s, CPU s, peak RSS MB) of one process, measured by GNU
-    time (a child forked from this Python would start with its RSS)."""
-    rss_file = os.path.join(os.environ.get("TMPDIR", "/tmp"), "liteload-bench-rss.txt")
-    t0 = time.perf_counter()
-    p = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", "-o", rss_file] + argv,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    wall = time.perf_counter() - t0
-    fields = open(rss_file).read().split()[-3:]
-    rss_kb, user, system = int(fields[0]), float(fields[1]), float(fields[2])
-    return p.returncode, p.stderr.decode(errors="replace"), wall, user + system, rss_kb / 1024
 
 
 def verify(db, rows, stop_sum):
