@@ -789,6 +789,28 @@ fn json_through_the_page_writer_equals_sqlites_path() -> R {
             read_table(&d.path().join("s.db"), "t")?,
             "{file}"
         );
+        // As a new table of an existing file: through the side file, same table.
+        for db in ["d.db", "s.db"] {
+            let _ = std::fs::remove_file(d.path().join(db));
+            let c = rusqlite::Connection::open(d.path().join(db))?;
+            c.execute_batch("CREATE TABLE other(x); INSERT INTO other VALUES (1);")?;
+        }
+        let appended = import(d.path(), &["d.db", file, "--table", "t"]).output()?;
+        let said = String::from_utf8_lossy(&appended.stdout).to_string()
+            + &String::from_utf8_lossy(&appended.stderr);
+        assert!(appended.status.success(), "{said}");
+        assert!(said.contains("appended through a side file"), "{said}");
+        import(
+            d.path(),
+            &["s.db", file, "--table", "t", "--engine", "sqlite", "-q"],
+        )
+        .assert()
+        .success();
+        assert_eq!(
+            read_table(&d.path().join("d.db"), "t")?,
+            read_table(&d.path().join("s.db"), "t")?,
+            "{file} appended"
+        );
     }
     Ok(())
 }

@@ -286,9 +286,10 @@ pub struct ImportArgs {
     /// page writer: one input, or Parquet/Arrow files of one schema, into a new file, or
     /// into an existing one through a side file that SQLite copies in without decoding
     /// it: a new table, or one without constraint or trigger, and without rows if it has
-    /// indexes, whose columns the input has in order), or `auto`: `direct` for one
-    /// CSV/TSV input (or Parquet/Arrow inputs of one schema) where it applies and no
-    /// --pk or --alter, else `sqlite`.
+    /// indexes, whose columns the input has in order; NDJSON/JSON only into a new
+    /// table), or `auto`: `direct` for one CSV, TSV, NDJSON or JSON input (or
+    /// Parquet/Arrow inputs of one schema) where it applies and no --pk or --alter, else
+    /// `sqlite`.
     #[arg(long, value_enum, default_value_t = super::generate::Engine::Auto, help_heading = "Durability and speed")]
     pub engine: super::generate::Engine,
     /// With the page writer (--engine direct, or auto where it picks it): SQLite runs
