@@ -1132,7 +1132,7 @@ pub(super) enum FastValue<'a> {
     Real(f64),
     Text(std::borrow::Cow<'a, str>),
     /// An array or object, stored as its JSON text.
-    Nested(Value),
+    Nested(Box<Value>),
     /// A real that may be an integer literal serde_json rounded ([`maybe_rounded`]):
     /// only the slow path keeps its digits.
     Rounded,
@@ -1150,7 +1150,7 @@ impl FastValue<'_> {
                 serde_json::Number::from_f64(*r).map_or(Value::Null, Value::Number)
             }
             FastValue::Text(s) => Value::String(s.to_string()),
-            FastValue::Nested(v) => v.clone(),
+            FastValue::Nested(v) => (**v).clone(),
         }
     }
 }
@@ -1206,7 +1206,7 @@ impl<'de> Deserialize<'de> for FastValue<'de> {
                 Ok(if maybe_rounded(&v) {
                     FastValue::Rounded
                 } else {
-                    FastValue::Nested(v)
+                    FastValue::Nested(Box::new(v))
                 })
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
@@ -1217,7 +1217,7 @@ impl<'de> Deserialize<'de> for FastValue<'de> {
                 Ok(if maybe_rounded(&v) {
                     FastValue::Rounded
                 } else {
-                    FastValue::Nested(v)
+                    FastValue::Nested(Box::new(v))
                 })
             }
         }
