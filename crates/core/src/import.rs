@@ -332,7 +332,8 @@ fn import_direct(
             None => Err(Error::plan(format!(
                 "{}: the direct engine appends to a new table, or to one without \
                  constraint or trigger (and without rows if it has indexes) whose columns \
-                 the input has in order; this one is not",
+                 the input has in order (NDJSON and JSON: to a new table only); this one \
+                 is not",
                 db.display()
             ))
             .with_hint(Hint::SqliteEngine)),
