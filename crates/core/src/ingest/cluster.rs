@@ -170,7 +170,7 @@ impl ClusterWriter {
         let mut head: Vec<String> = ddl.iter().map(|s| plain(s)).collect();
         head.push(plain(&format!("SELECT count(*) FROM {t}")));
         let mut rows = if self.table_exists {
-            self.row_statements(w, &sorted)?
+            self.row_statements(&sorted)?
         } else {
             vec![]
         };
@@ -240,19 +240,18 @@ impl ClusterWriter {
                 {
                     // One of this statement's rows is refused: find it, leave it out.
                     let k = index - head.len();
-                    let Some(bad) = self.find_refused(&head, &rows[..k], &rows[k], w, &sorted)
-                    else {
+                    let Some(bad) = self.find_refused(&head, &rows[..k], &rows[k], &sorted) else {
                         return Err(Error::plan(format!(
                             "the cluster refused a write into {t}: {message}"
                         )));
                     };
                     refused.push(format!(
                         "the row with key ({}) was not written: {message}",
-                        key_text(w, &sorted, bad, self.keys.len())
+                        key_text(&sorted, bad, self.keys.len())
                     ));
                     let keep: Vec<usize> =
                         rows[k].rows.iter().copied().filter(|&r| r != bad).collect();
-                    rows.splice(k..=k, self.statements_for(w, &sorted, &keep)?);
+                    rows.splice(k..=k, self.statements_for(&sorted, &keep)?);
                 }
                 Err(CallError::Statement { message, .. }) => {
                     return Err(Error::plan(format!(
@@ -299,22 +298,14 @@ impl ClusterWriter {
     }
 
     /// The upsert statements of rows `which` (positions in `sorted.order`).
-    fn statements_for(
-        &self,
-        w: &Window,
-        sorted: &super::window::Sorted,
-        which: &[usize],
-    ) -> Result<Vec<Stmt>> {
+    fn statements_for(&self, sorted: &super::window::Sorted, which: &[usize]) -> Result<Vec<Stmt>> {
         let nkeys = self.keys.len();
         let ncols = self.columns.len();
         // Rows grouped by their set of present columns, each group in key order.
         let mut groups: HashMap<Vec<u32>, Vec<usize>> = HashMap::new();
         let mut order: Vec<Vec<u32>> = vec![];
         for &i in which {
-            let mut present: Vec<u32> = sorted.fields[sorted.starts[i]..sorted.starts[i + 1]]
-                .iter()
-                .map(|&(c, _)| c)
-                .collect();
+            let mut present: Vec<u32> = sorted.fields(i).map(|(c, _)| c).collect();
             present.sort_unstable();
             present.dedup();
             let g = groups.entry(present.clone()).or_default();
@@ -350,8 +341,7 @@ impl ClusterWriter {
                 let mut tuples = vec![];
                 for &i in chunk {
                     let mut ph: Vec<&str> = vec![];
-                    let row = &w.rows[sorted.order[i] as usize];
-                    for part in decode_key(w.key(row), nkeys) {
+                    for part in decode_key(sorted.key(i), nkeys) {
                         params.push(b',');
                         match part {
                             KeyRef::Int(v) => params.extend_from_slice(v.to_string().as_bytes()),
@@ -366,7 +356,7 @@ impl ClusterWriter {
                     }
                     // The last value of each column wins.
                     let mut vals: Vec<Option<Val>> = vec![None; ncols];
-                    for &(c, v) in &sorted.fields[sorted.starts[i]..sorted.starts[i + 1]] {
+                    for (c, v) in sorted.fields(i) {
                         vals[c as usize] = Some(v);
                     }
                     for v in vals {
@@ -395,7 +385,7 @@ impl ClusterWriter {
                                 }
                             }
                             Some(Val::Text { at, len }) => {
-                                let s = std::str::from_utf8(&w.text[at..at + len])
+                                let s = std::str::from_utf8(sorted.text(at, len))
                                     .map_err(|_| Error::plan("a text value is not UTF-8"))?;
                                 encode::text_param(&mut params, s)
                             }
@@ -424,9 +414,9 @@ impl ClusterWriter {
         Ok(out)
     }
 
-    fn row_statements(&self, w: &Window, sorted: &super::window::Sorted) -> Result<Vec<Stmt>> {
+    fn row_statements(&self, sorted: &super::window::Sorted) -> Result<Vec<Stmt>> {
         let all: Vec<usize> = (0..sorted.order.len()).collect();
-        self.statements_for(w, sorted, &all)
+        self.statements_for(sorted, &all)
     }
 
     /// The first row of `refused` that the table refuses, found by sending the window's
@@ -437,13 +427,12 @@ impl ClusterWriter {
         head: &[String],
         before: &[Stmt],
         refused: &Stmt,
-        w: &Window,
         sorted: &super::window::Sorted,
     ) -> Option<usize> {
         let singles: Vec<Stmt> = refused
             .rows
             .iter()
-            .filter_map(|&r| self.statements_for(w, sorted, &[r]).ok()?.pop())
+            .filter_map(|&r| self.statements_for(sorted, &[r]).ok()?.pop())
             .collect();
         let probe = [plain("SELECT * FROM \"_liteload_probe_has_no_table_\"")];
         let mut all: Vec<&Stmt> = before.iter().collect();

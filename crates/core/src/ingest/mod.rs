@@ -193,8 +193,8 @@ pub struct Pushed {
     pub stopped: bool,
 }
 
-/// A window closes once it holds this many field values (2 GiB of entries), whatever
-/// `commit_rows` says.
+/// A window closes once it holds this many field values (1 GiB of entries) or keys,
+/// whatever `commit_rows` says.
 const MAX_WINDOW_ENTRIES: usize = 1 << 26;
 
 const UNMAPPED: u32 = u32::MAX;
@@ -584,6 +584,7 @@ impl Ingest {
     fn full(&self) -> bool {
         self.pending() as usize >= self.opts.commit_rows
             || self.window.entries.len() >= MAX_WINDOW_ENTRIES
+            || self.window.rows.len() >= MAX_WINDOW_ENTRIES
     }
 
     fn apply(&mut self, batch: &Messages, m: &Message) -> std::result::Result<(), String> {

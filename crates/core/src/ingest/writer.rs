@@ -90,9 +90,8 @@ pub(crate) fn window_ddl(
 }
 
 /// The key of row `i` (of `sorted`'s order), as messages show it.
-pub(crate) fn key_text(w: &Window, sorted: &Sorted, i: usize, nkeys: usize) -> String {
-    let row = &w.rows[sorted.order[i] as usize];
-    let key: Vec<String> = decode_key(w.key(row), nkeys)
+pub(crate) fn key_text(sorted: &Sorted, i: usize, nkeys: usize) -> String {
+    let key: Vec<String> = decode_key(sorted.key(i), nkeys)
         .map(|k| match k {
             KeyRef::Int(v) => v.to_string(),
             KeyRef::Text(t) => format!("{:?}", String::from_utf8_lossy(t)),
@@ -252,7 +251,7 @@ impl Writer {
         let many = (max_params / width.max(1)).clamp(1, INSERT_ROWS);
         if ncols == 0 {
             return Ok(Written {
-                inserted: self.insert_keys(w, &sorted)?,
+                inserted: self.insert_keys(&sorted)?,
                 refused: vec![],
             });
         }
@@ -278,17 +277,16 @@ impl Writer {
         let bind_err = sql_err("binding a row");
         let mut new_rows: Vec<usize> = Vec::with_capacity(many);
         let mut inserted = 0u64;
-        // SAFETY (every bind_text below): the text is in `w`, borrowed until the end of
-        // this function, and every statement's bindings are cleared before it returns.
+        // SAFETY (every bind_text below): the text is in `sorted`, owned until the end
+        // of this function, and every statement's bindings are cleared before it returns.
         let bind_row = |stmt: &mut RawStatement, i: usize, base: usize, flags: bool| {
-            let row = &w.rows[sorted.order[i] as usize];
-            for (k, part) in decode_key(w.key(row), nkeys).enumerate() {
+            for (k, part) in decode_key(sorted.key(i), nkeys).enumerate() {
                 match part {
                     KeyRef::Int(v) => stmt.bind_int(base + k + 1, v)?,
                     KeyRef::Text(t) => unsafe { stmt.bind_text(base + k + 1, t)? },
                 }
             }
-            for &(c, val) in &sorted.fields[sorted.starts[i]..sorted.starts[i + 1]] {
+            for (c, val) in sorted.fields(i) {
                 let idx = base + nkeys + c as usize + 1;
                 // Bound in arrival order: a column set twice ends with its last value
                 // (and a later null must unbind an earlier value).
@@ -296,7 +294,7 @@ impl Writer {
                     Val::Null => stmt.bind_null(idx)?,
                     Val::Int(v) => stmt.bind_int(idx, v)?,
                     Val::Real(v) => stmt.bind_real(idx, v)?,
-                    Val::Text { at, len } => unsafe { stmt.bind_text(idx, &w.text[at..at + len])? },
+                    Val::Text { at, len } => unsafe { stmt.bind_text(idx, sorted.text(at, len))? },
                 }
                 if flags {
                     stmt.bind_int(idx + ncols, 1)?;
@@ -386,7 +384,7 @@ impl Writer {
             .map(|(i, e)| {
                 format!(
                     "the row with key ({}) was not written: {e}",
-                    key_text(w, &sorted, *i, nkeys)
+                    key_text(&sorted, *i, nkeys)
                 )
             })
             .collect();
@@ -398,7 +396,7 @@ impl Writer {
 
     /// The rows of a table that has no columns but its keys: each key is inserted unless
     /// it is there. Returns the number inserted.
-    fn insert_keys(&self, w: &Window, sorted: &Sorted) -> Result<u64> {
+    fn insert_keys(&self, sorted: &Sorted) -> Result<u64> {
         let keys: Vec<String> = self.keys.iter().map(|k| quote_ident(k)).collect();
         let sql = format!(
             "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING",
@@ -410,8 +408,8 @@ impl Writer {
             .map_err(|e| Error::sqlite(format!("preparing {sql}"), e))?;
         let mut inserted = 0;
         let result = (|| -> rusqlite::Result<()> {
-            for &r in &sorted.order {
-                for (k, part) in decode_key(w.key(&w.rows[r as usize]), keys.len()).enumerate() {
+            for i in 0..sorted.order.len() {
+                for (k, part) in decode_key(sorted.key(i), keys.len()).enumerate() {
                     match part {
                         KeyRef::Int(v) => stmt.bind_int(k + 1, v)?,
                         // SAFETY: the text is in `w`, borrowed until the bindings are
