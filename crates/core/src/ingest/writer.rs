@@ -444,33 +444,14 @@ impl Writer {
     /// parameters are the keys, then the columns' values, then one presence flag per
     /// column.
     fn update_sql(&self) -> String {
-        let nkeys = self.keys.len();
-        let ncols = self.columns.len();
-        let sets: Vec<String> = self
-            .columns
-            .iter()
-            .enumerate()
-            .map(|(c, (n, _))| {
-                let n = quote_ident(n);
-                format!(
-                    "{n} = CASE WHEN ?{} THEN ?{} ELSE {n} END",
-                    nkeys + ncols + c + 1,
-                    nkeys + c + 1
-                )
-            })
-            .collect();
-        let wheres: Vec<String> = self
-            .keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| format!("{} = ?{}", quote_ident(k), i + 1))
-            .collect();
-        format!(
-            "UPDATE {} SET {} WHERE {}",
-            quote_ident(&self.table),
-            sets.join(", "),
-            wheres.join(" AND ")
-        )
+        let (nkeys, ncols) = (self.keys.len(), self.columns.len());
+        self.update_by_key(|c, n| {
+            format!(
+                "{n} = CASE WHEN ?{} THEN ?{} ELSE {n} END",
+                nkeys + ncols + c + 1,
+                nkeys + c + 1
+            )
+        })
     }
 
     /// `UPDATE t SET c = coalesce(?v, c), … WHERE k = ?k AND …`, for a row that sets no
@@ -479,14 +460,16 @@ impl Writer {
     /// the steps of a CASE.
     fn update_kept_sql(&self) -> String {
         let nkeys = self.keys.len();
+        self.update_by_key(|c, n| format!("{n} = coalesce(?{}, {n})", nkeys + c + 1))
+    }
+
+    /// `UPDATE t SET <set(c, quoted name) for each column> WHERE k = ?1 AND …`.
+    fn update_by_key(&self, set: impl Fn(usize, &str) -> String) -> String {
         let sets: Vec<String> = self
             .columns
             .iter()
             .enumerate()
-            .map(|(c, (n, _))| {
-                let n = quote_ident(n);
-                format!("{n} = coalesce(?{}, {n})", nkeys + c + 1)
-            })
+            .map(|(c, (n, _))| set(c, &quote_ident(n)))
             .collect();
         let wheres: Vec<String> = self
             .keys
