@@ -12,6 +12,7 @@ pub(crate) mod delimited;
 pub mod input;
 pub(crate) mod json;
 mod json_chunks;
+mod json_scan;
 mod keys;
 pub mod locale;
 #[cfg(test)]
