@@ -485,10 +485,16 @@ fn plan_array(
             for block_at in (0..whole).step_by(64) {
                 let n = (whole - block_at).min(64);
                 // A short last block is padded with whitespace, which changes nothing.
-                let mut b = [b' '; 64];
-                b[..n].copy_from_slice(&buf[block_at..block_at + n]);
+                let mut short = [b' '; 64];
+                let b: &[u8; 64] = match buf[block_at..].first_chunk::<64>() {
+                    Some(b) if n == 64 => b,
+                    _ => {
+                        short[..n].copy_from_slice(&buf[block_at..block_at + n]);
+                        &short
+                    }
+                };
                 let blk = at + block_at as u64;
-                let m = json_scan::classify(&b);
+                let m = json_scan::classify(b);
                 let quotes = m.quote & !json_scan::escaped(m.backslash, &mut escaping);
                 let outside = !json_scan::in_strings(quotes, &mut in_string);
                 let solid = !m.space;

@@ -78,8 +78,10 @@ fn classify_sse2(b: &[u8; 64]) -> Masks {
         m.quote |= bits(eq(v, b'"')) << shift;
         m.backslash |= bits(eq(v, b'\\')) << shift;
         m.newline |= bits(newline) << shift;
-        m.open |= bits(_mm_or_si128(eq(v, b'{'), eq(v, b'['))) << shift;
-        m.close |= bits(_mm_or_si128(eq(v, b'}'), eq(v, b']'))) << shift;
+        // `[` and `]` are `{` and `}` less 0x20, and no other byte ORed with 0x20 is.
+        let folded = _mm_or_si128(v, _mm_set1_epi8(0x20));
+        m.open |= bits(eq(folded, b'{')) << shift;
+        m.close |= bits(eq(folded, b'}')) << shift;
         m.comma |= bits(eq(v, b',')) << shift;
         let blank = _mm_or_si128(eq(v, b' '), eq(v, b'\t'));
         m.space |= bits(_mm_or_si128(_mm_or_si128(blank, eq(v, b'\r')), newline)) << shift;
