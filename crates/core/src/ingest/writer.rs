@@ -228,9 +228,8 @@ impl Writer {
     /// front to back; per-key order is unaffected: one row per key). Each row is first an
     /// UPDATE by its key of only its present columns (`coalesce` for a row that sets no
     /// column to NULL, else a CASE on each column's presence flag); a row that changed
-    /// nothing is new
-    /// and goes to a multi-row INSERT, which then needs no per-column logic at all. Into
-    /// an empty table the UPDATEs are skipped.
+    /// nothing is new and goes to a multi-row INSERT, which then needs no per-column
+    /// logic at all. Into an empty table the UPDATEs are skipped.
     /// Returns the number of rows inserted.
     ///
     /// Binding: each execution starts from cleared bindings (every parameter NULL), and
