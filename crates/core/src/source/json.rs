@@ -162,7 +162,32 @@ impl ObjectStream {
             ObjectStream::Array(a) => a.next(),
         }
     }
+
+    /// As [`next`](Self::next), with the text the value was read from when it was read
+    /// whole (a line, trimmed, or an array element).
+    fn next_with_text(&mut self) -> std::result::Result<Option<WithText>, Fatal> {
+        Ok(match self {
+            ObjectStream::Lines(l) => match l
+                .next_line()
+                .map_err(|(line, column, m)| Fatal::new(line, column, m))?
+            {
+                None => None,
+                Some(Err(bad)) => Some((Item::Bad(bad), None)),
+                Some(Ok(raw)) => Some((line_item(&raw), Some(Box::from(raw.text)))),
+            },
+            ObjectStream::Array(a) => match a.next_raw()? {
+                None => None,
+                Some(el) => {
+                    let text = Box::from(el.raw.get().as_bytes());
+                    Some((el.item()?, Some(text)))
+                }
+            },
+        })
+    }
 }
+
+/// An item, and the text it was read from when it was read whole.
+type WithText = (Item, Option<Box<[u8]>>);
 
 /// Parses JSON text as serde_json does, except that in an object an integer beyond the
 /// 64-bit range keeps its digits (as a string) instead of becoming a rounded real: the
@@ -693,7 +718,35 @@ enum Next {
 
 enum Sampled {
     Obj(u64, Obj),
+    /// An object of the sample kept as its text: its map was needed only for the
+    /// sample's columns and types, and 10,000 maps held until they are handed out cost
+    /// about 25 MB of the load's peak memory (the text, a tenth of that).
+    Text(u64, SampledText),
     Bad(u64, BadObj),
+}
+
+/// The text of an object read in the sample (it parsed as one, with no key refused),
+/// and where it started.
+struct SampledText {
+    text: Box<[u8]>,
+    line: u64,
+    column: u64,
+    byte: u64,
+}
+
+impl SampledText {
+    /// The object again, for the slow path.
+    fn reparsed(self) -> Result<Obj> {
+        match parse_lossless(&self.text) {
+            Ok(Value::Object(map)) => Ok(Obj {
+                map,
+                line: self.line,
+                column: self.column,
+                byte: self.byte,
+            }),
+            _ => Err(Error::plan("a sampled JSON object no longer parses")),
+        }
+    }
 }
 
 /// Reads JSON objects into typed batches.
@@ -721,6 +774,8 @@ pub struct JsonSource {
     record: liteload_btree::RecordBuilder,
     /// The array element the fast path's row borrows from.
     element: Option<RawElement>,
+    /// The sampled object the fast path's row borrows from.
+    held: Option<SampledText>,
 }
 
 impl JsonSource {
@@ -743,6 +798,7 @@ impl JsonSource {
             encode: false,
             record: liteload_btree::RecordBuilder::new(),
             element: None,
+            held: None,
         }
     }
 
@@ -871,41 +927,59 @@ impl JsonSource {
         // The row's allocations are reused record after record: emptied, they take any
         // lifetime (collecting an empty vector in place keeps its allocation).
         let mut row: FastRow<'_> = std::mem::take(slots).recycle();
-        let (line, column) = match &mut self.stream {
-            ObjectStream::Lines(lines) => {
-                let raw = match lines.next_line() {
-                    Err((line, column, m)) => return Err(self.fatal(Fatal::new(line, column, m))),
-                    Ok(None) => return Ok(Next::Done),
-                    Ok(Some(Err(bad))) => return Ok(Next::Record(self.classify(Item::Bad(bad)))),
-                    Ok(Some(Ok(raw))) => raw,
-                };
-                if !fast_row(raw.text, &self.keys, &mut row) {
-                    let item = line_item(&raw);
-                    *slots = row.recycle();
-                    return Ok(Next::Record(self.classify(item)));
-                }
-                (raw.line, raw.column)
+        // Sampled objects kept as text come first; they were numbered when sampled.
+        let (line, column, no) = if let Some(Sampled::Text(..)) = self.sampled.front() {
+            let Some(Sampled::Text(no, text)) = self.sampled.pop_front() else {
+                unreachable!("the front was a sampled text")
+            };
+            let held = self.held.insert(text);
+            if !fast_row(&held.text, &self.keys, &mut row) {
+                *slots = row.recycle();
+                let text = self.held.take().expect("just held");
+                return Ok(Next::Record(Sampled::Obj(no, text.reparsed()?)));
             }
-            // An element is read whole as text (checked as JSON) either way; only the
-            // map of the slow path is saved.
-            ObjectStream::Array(array) => {
-                match array.next_raw() {
-                    Err(f) => return Err(self.fatal(f)),
-                    Ok(None) => return Ok(Next::Done),
-                    Ok(Some(el)) => self.element = Some(el),
+            (held.line, held.column, no)
+        } else {
+            let (line, column) = match &mut self.stream {
+                ObjectStream::Lines(lines) => {
+                    let raw = match lines.next_line() {
+                        Err((line, column, m)) => {
+                            return Err(self.fatal(Fatal::new(line, column, m)))
+                        }
+                        Ok(None) => return Ok(Next::Done),
+                        Ok(Some(Err(bad))) => {
+                            return Ok(Next::Record(self.classify(Item::Bad(bad))))
+                        }
+                        Ok(Some(Ok(raw))) => raw,
+                    };
+                    if !fast_row(raw.text, &self.keys, &mut row) {
+                        let item = line_item(&raw);
+                        *slots = row.recycle();
+                        return Ok(Next::Record(self.classify(item)));
+                    }
+                    (raw.line, raw.column)
                 }
-                let el = self.element.as_ref().expect("just read");
-                if !fast_row(el.raw.get().as_bytes(), &self.keys, &mut row) {
-                    *slots = row.recycle();
-                    let el = self.element.take().expect("just read");
-                    let item = el.item().map_err(|f| self.fatal(f))?;
-                    return Ok(Next::Record(self.classify(item)));
+                // An element is read whole as text (checked as JSON) either way; only the
+                // map of the slow path is saved.
+                ObjectStream::Array(array) => {
+                    match array.next_raw() {
+                        Err(f) => return Err(self.fatal(f)),
+                        Ok(None) => return Ok(Next::Done),
+                        Ok(Some(el)) => self.element = Some(el),
+                    }
+                    let el = self.element.as_ref().expect("just read");
+                    if !fast_row(el.raw.get().as_bytes(), &self.keys, &mut row) {
+                        *slots = row.recycle();
+                        let el = self.element.take().expect("just read");
+                        let item = el.item().map_err(|f| self.fatal(f))?;
+                        return Ok(Next::Record(self.classify(item)));
+                    }
+                    (el.line, el.column)
                 }
-                (el.line, el.column)
-            }
+            };
+            self.records += 1;
+            (line, column, self.records)
         };
-        self.records += 1;
-        let no = self.records;
         let (m, bad) = if self.encode {
             let mut record = std::mem::take(&mut self.record);
             record.clear();
@@ -966,26 +1040,45 @@ impl Source for JsonSource {
         }
         let mut guesses: Vec<TypeGuess> = vec![];
         while self.sampled.len() < self.opts.sample_rows {
-            let Some(item) = self.read()? else { break };
-            if let Sampled::Obj(_, o) = &item {
-                for (k, v) in &o.map {
-                    let i = match self.keys.get(k) {
-                        Some(i) => i,
-                        None => self.keys.add(k),
-                    };
-                    if guesses.len() <= i {
-                        guesses.resize(i + 1, TypeGuess::default());
+            let (item, text) = match self.stream.next_with_text() {
+                Ok(None) => break,
+                Ok(Some((item, text))) => (self.classify(item), text),
+                Err(f) => return Err(self.fatal(f)),
+            };
+            let item = match item {
+                Sampled::Obj(no, o) => {
+                    for (k, v) in &o.map {
+                        let i = match self.keys.get(k) {
+                            Some(i) => i,
+                            None => self.keys.add(k),
+                        };
+                        if guesses.len() <= i {
+                            guesses.resize(i + 1, TypeGuess::default());
+                        }
+                        guesses[i].add(json_lexeme(v));
                     }
-                    guesses[i].add(json_lexeme(v));
+                    match text {
+                        Some(text) if self.fast => Sampled::Text(
+                            no,
+                            SampledText {
+                                text,
+                                line: o.line,
+                                column: o.column,
+                                byte: o.byte,
+                            },
+                        ),
+                        _ => Sampled::Obj(no, o),
+                    }
                 }
-            }
+                other => other,
+            };
             self.sampled.push_back(item);
         }
         if self.keys.columns.is_empty() {
             // Nothing names a column: the first bad record is the error, at its place.
             let first_bad = self.sampled.iter().find_map(|s| match s {
                 Sampled::Bad(no, b) => Some((*no, b)),
-                Sampled::Obj(..) => None,
+                Sampled::Obj(..) | Sampled::Text(..) => None,
             });
             if let Some((no, b)) = first_bad {
                 return Err(Error::input(
@@ -1045,7 +1138,12 @@ impl Source for JsonSource {
             let (no, obj) = if let Some(p) = self.pending.take() {
                 p
             } else {
-                let item = match self.sampled.pop_front() {
+                // (A sample kept as text is read by the fast path.)
+                let front = match self.sampled.front() {
+                    Some(Sampled::Obj(..) | Sampled::Bad(..)) => self.sampled.pop_front(),
+                    _ => None,
+                };
+                let item = match front {
                     Some(s) => s,
                     None => match self.next_fast(batch, &mut fast_slots)? {
                         Next::Record(s) => s,
@@ -1067,6 +1165,7 @@ impl Source for JsonSource {
                 };
                 match item {
                     Sampled::Obj(no, o) => (no, o),
+                    Sampled::Text(no, t) => (no, t.reparsed()?),
                     Sampled::Bad(no, b) => {
                         bad(BadRecord {
                             error: b.error(self.pos(b.line, b.column, no, b.byte)),
