@@ -167,6 +167,50 @@ fn import_dir_and_export_dir_round_trip_byte_for_byte() -> R {
     Ok(())
 }
 
+/// A file import-dir cannot store (a link, a name that is not UTF-8) is never dropped
+/// silently: quiet or not, each is named on stderr and the run exits 1, with every other
+/// file stored.
+#[cfg(unix)]
+#[test]
+fn import_dir_names_each_file_it_leaves_out_and_fails() -> R {
+    use std::os::unix::ffi::OsStrExt;
+    let d = TempDir::new()?;
+    let src = d.path().join("src");
+    std::fs::create_dir_all(src.join("sub"))?;
+    std::fs::write(src.join("a.txt"), b"a")?;
+    std::fs::write(src.join("sub").join("b\u{1}x"), b"b")?;
+    let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+    if std::fs::write(src.join(latin1), b"c").is_err() {
+        return Ok(()); // a filesystem that refuses such names cannot have them
+    }
+    std::os::unix::fs::symlink(src.join("a.txt"), src.join("link"))?;
+    for quiet in [false, true] {
+        let db = format!("s{quiet}.db");
+        let mut args = vec!["import-dir", db.as_str(), "src"];
+        if quiet {
+            args.push("-q");
+        }
+        let out = kv(d.path(), &args).assert().code(1);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(err.contains("is not UTF-8") && err.contains("caf"), "{err}");
+        assert!(
+            err.contains("link") && err.contains("not a regular file"),
+            "{err}"
+        );
+        assert!(err.contains("2 file(s)"), "{err}");
+        let rows = common::checked_rows(&d.path().join(&db), "SELECT k FROM kv ORDER BY k")?;
+        let keys: Vec<Value> = rows.into_iter().map(|r| r[0].clone()).collect();
+        assert_eq!(
+            keys,
+            vec![
+                Value::Text("a.txt".into()),
+                Value::Text("sub/b\u{1}x".into())
+            ]
+        );
+    }
+    Ok(())
+}
+
 #[test]
 fn export_never_writes_outside_the_folder() -> R {
     let d = TempDir::new()?;

@@ -67,6 +67,8 @@ pub enum KvCommand {
         s: StoreArgs,
     },
     /// Store every file under DIR, keyed by its path relative to DIR (`/`-separated).
+    /// A link, or a name that is not UTF-8 (a key is text), is reported and skipped, and
+    /// the run ends with exit 1 after storing the rest.
     ImportDir {
         db: PathBuf,
         dir: PathBuf,
@@ -349,9 +351,6 @@ fn import_dir(db: &Path, dir: &Path, commit_every: u64, s: &StoreArgs, quiet: bo
     drop(bar);
     result?;
     if !quiet {
-        for m in &skipped {
-            eprintln!("note: skipped {m}");
-        }
         println!(
             "Stored {} files ({} bytes) from {} in {:.2} s",
             grouped(n),
@@ -359,6 +358,18 @@ fn import_dir(db: &Path, dir: &Path, commit_every: u64, s: &StoreArgs, quiet: bo
             dir.display(),
             start.elapsed().as_secs_f64()
         );
+    }
+    // Quiet or not: a file left out is data the user asked to store.
+    if !skipped.is_empty() {
+        for m in &skipped {
+            eprintln!("error: skipped {m}");
+        }
+        return Err(Missing(format!(
+            "{} file(s) under {} were not stored",
+            skipped.len(),
+            dir.display()
+        ))
+        .into());
     }
     Ok(())
 }
