@@ -193,8 +193,12 @@ impl KvStore {
     }
 
     /// Runs `f` in one read transaction: every read in it sees the same commit, and the
-    /// store's lock is taken once instead of once per read (what kvtest does).
+    /// store's lock is taken once instead of once per read (what kvtest does). Inside a
+    /// [`KvStore::batch`], `f` runs in the batch's transaction, and sees its writes.
     pub fn reading<T>(&self, f: impl FnOnce(&KvStore) -> Result<T>) -> Result<T> {
+        if !self.conn.is_autocommit() {
+            return f(self);
+        }
         self.conn
             .execute_batch("BEGIN")
             .map_err(self.sql("beginning a read"))?;
@@ -292,13 +296,7 @@ impl KvStore {
 
     /// The value under `key`, read with one SQL statement.
     pub fn get(&self, key: &Key) -> Result<Option<Vec<u8>>> {
-        if !self.could_hold(key) {
-            return Ok(None);
-        }
-        self.conn
-            .prepare_cached("SELECT v FROM kv WHERE k = ?1")
-            .and_then(|mut s| s.query_row([key], |r| r.get(0)).optional())
-            .map_err(self.sql("reading a value"))
+        self.read_with(key, <[u8]>::to_vec)
     }
 
     /// Replaces `buf` with the value under `key`, read with one SQL statement and copied
@@ -509,6 +507,15 @@ mod tests {
             .collect()
     }
 
+    /// SQLite's own check of the whole file.
+    fn assert_intact(s: &KvStore) {
+        let ok: String = s
+            .connection()
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .expect("integrity_check runs");
+        assert_eq!(ok, "ok");
+    }
+
     fn store() -> Result<(tempfile::TempDir, KvStore)> {
         let d = tempfile::tempdir().map_err(|e| Error::io(None, e))?;
         let s = KvStore::open(&d.path().join("kv.db"), KvOptions::default())?;
@@ -570,6 +577,7 @@ mod tests {
             Ok(n)
         })?;
         assert_eq!(n, 3);
+        assert_intact(&s);
         drop(s);
         // Reopened without the option, the file's schema decides.
         let s = KvStore::open(&path, KvOptions::default())?;
@@ -584,6 +592,7 @@ mod tests {
         t.put(&Key::from("7"), b"t")?;
         t.put(&Key::Int(7), b"i")?;
         assert_eq!(t.get(&Key::from("7"))?, Some(b"t".to_vec()));
+        assert_intact(&t);
         Ok(())
     }
 
@@ -677,6 +686,29 @@ mod tests {
             s.put_reader(&Key::from("y"), &b"22"[..], 2)
         })?;
         assert_eq!(s.get(&Key::from("y"))?.as_deref(), Some(&b"22"[..]));
+        assert_intact(&s);
+        Ok(())
+    }
+
+    #[test]
+    fn a_read_inside_a_batch_sees_the_batch() -> Result<()> {
+        let (_d, mut s) = store()?;
+        s.put(&Key::from("a"), b"1")?;
+        let seen = s.batch(|s| {
+            s.put(&Key::from("b"), b"2")?;
+            s.reading(|r| Ok((r.get(&Key::from("a"))?, r.get(&Key::from("b"))?)))
+        })?;
+        assert_eq!(seen, (Some(b"1".to_vec()), Some(b"2".to_vec())));
+        // The batch committed as usual, and a read outside one has its own transaction.
+        assert!(s.connection().is_autocommit());
+        assert_eq!(s.reading(|r| r.len())?, 2);
+        // A read that fails inside a batch fails the batch, which is undone.
+        let failed: Result<()> = s.batch(|s| {
+            s.put(&Key::from("c"), b"3")?;
+            s.reading(|_| Err(Error::plan("no")))
+        });
+        assert!(failed.is_err() && !s.contains(&Key::from("c"))?);
+        assert_intact(&s);
         Ok(())
     }
 }
