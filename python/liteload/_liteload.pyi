@@ -79,7 +79,10 @@ class KvStore:
         mmap_size: int = 0,
         page_size: Optional[int] = None,
         cache_size: Optional[int] = None,
-    ) -> None: ...
+        int_keys: bool = False,
+    ) -> None:
+        """Opens or creates the store. ``int_keys=True`` makes a new store whose keys
+        are ints only, each the row's rowid; an existing store keeps its file's kind."""
     def get(self, key: Key, default: Any = None) -> Any:
         """The value under ``key`` (bytes), or ``default``."""
     def put(self, key: Key, value: Any) -> None:

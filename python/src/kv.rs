@@ -104,15 +104,18 @@ impl KvStore {
 impl KvStore {
     /// Opens the store at `path`, creating it if needed. `durability` is `balanced`
     /// (WAL, a crash loses no committed write), `durable` (also survives power loss) or
-    /// `unsafe` (fastest; a crash can corrupt the file).
+    /// `unsafe` (fastest; a crash can corrupt the file). `int_keys` makes a new store
+    /// whose keys are ints only, each the row's rowid (write-up 001's layout); an
+    /// existing store keeps the kind its file has.
     #[new]
-    #[pyo3(signature = (path, *, durability = "balanced", mmap_size = 0, page_size = None, cache_size = None))]
+    #[pyo3(signature = (path, *, durability = "balanced", mmap_size = 0, page_size = None, cache_size = None, int_keys = false))]
     fn new(
         path: PathBuf,
         durability: &str,
         mmap_size: u64,
         page_size: Option<u32>,
         cache_size: Option<i64>,
+        int_keys: bool,
     ) -> PyResult<Self> {
         let mut opts = KvOptions::default();
         opts.durability = durability.parse::<Durability>().map_err(|e| {
@@ -121,6 +124,7 @@ impl KvStore {
         opts.mmap_size = mmap_size;
         opts.page_size = page_size;
         opts.cache_size = cache_size;
+        opts.int_keys = int_keys;
         let store = liteload::kv::KvStore::open(&path, opts).map_err(|e| library_error(&e))?;
         Ok(KvStore {
             store: Mutex::new(Some(store)),

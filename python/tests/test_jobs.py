@@ -144,3 +144,24 @@ def test_kv_store(tmp_path):
     with pytest.raises(ValueError, match="closed"):
         kv.get(1)
     checked(path)
+
+
+def test_kv_store_of_int_keys(tmp_path):
+    path = tmp_path / "ints.db"
+    with liteload.KvStore(path, int_keys=True) as kv:
+        kv.put(-5, b"neg")
+        kv.put(2**63 - 1, b"max")
+        with pytest.raises(liteload.UsageError, match="keys by integer"):
+            kv.put("7", b"text")
+        assert kv.get("7") is None and "7" not in kv
+        assert list(kv) == [-5, 2**63 - 1]
+    conn = checked(path)
+    # The key is the rowid: write-up 001's layout.
+    assert conn.execute("SELECT rowid, v FROM kv ORDER BY rowid").fetchall() == [
+        (-5, b"neg"), (2**63 - 1, b"max")]
+    conn.close()
+    # Reopened without the option, the file decides.
+    with liteload.KvStore(path) as kv:
+        with pytest.raises(liteload.UsageError):
+            kv.put("x", b"text")
+        assert kv[-5] == b"neg"
