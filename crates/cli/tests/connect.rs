@@ -253,18 +253,29 @@ impl Drop for Server {
     }
 }
 
-trait Stream: Read + Write {}
-impl<T: Read + Write> Stream for T {}
+/// A server's stream that can say goodbye: TLS sends `close_notify`, TCP has nothing
+/// to send.
+trait Stream: Read + Write {
+    fn close_notify(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
-fn serve(
+impl Stream for TcpStream {}
+
+impl Stream for rustls::StreamOwned<rustls::ServerConnection, TcpStream> {
+    fn close_notify(&mut self) -> std::io::Result<()> {
+        self.conn.send_close_notify();
+        self.flush()
+    }
+}
+
+/// A feed connection accepted: its stream (TLS with `tls`) and the position its init
+/// line `live SECRET from N` asks for (`None`: another line).
+fn open_feed(
     s: TcpStream,
     tls: Option<Arc<rustls::ServerConfig>>,
-    msgs: &[String],
-    chaos: Chaos,
-    seed: u64,
-    asked: &Mutex<Vec<String>>,
-    stop: &AtomicBool,
-) -> Result<(), E> {
+) -> Result<(Box<dyn Stream>, Option<String>), E> {
     s.set_nonblocking(false)?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut stream: Box<dyn Stream> = match tls {
@@ -280,11 +291,24 @@ fn serve(
         r.read_until(b'\n', &mut line)?;
     }
     let line = String::from_utf8(line)?;
-    let Some(from) = line
+    let from = line
         .trim_end()
         .strip_prefix(&format!("live {SECRET} from "))
-        .map(str::to_string)
-    else {
+        .map(str::to_string);
+    Ok((stream, from))
+}
+
+fn serve(
+    s: TcpStream,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    msgs: &[String],
+    chaos: Chaos,
+    seed: u64,
+    asked: &Mutex<Vec<String>>,
+    stop: &AtomicBool,
+) -> Result<(), E> {
+    let (mut stream, from) = open_feed(s, tls)?;
+    let Some(from) = from else {
         stream.write_all(b"{\"error\":\"bad credentials\"}\n")?;
         stream.flush()?;
         return Ok(());
@@ -586,5 +610,252 @@ fn a_wrong_certificate_a_refused_connection_and_a_rejected_init_line_are_clear_e
     let (ok, err) = run_to_end(d.path(), &remote)?;
     assert!(!ok);
     assert!(err.contains("only for loopback"), "{err}");
+    Ok(())
+}
+
+/// How a connection of [`endings_server`] ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Ending {
+    /// TLS `close_notify` (plain TCP: a FIN) once the bytes are written.
+    Clean,
+    /// The TCP connection closed (a FIN) without a TLS `close_notify`.
+    NoCloseNotify,
+    /// A reset (`SO_LINGER` 0, then close): bytes not yet read may be lost on the way.
+    Reset,
+}
+
+/// One connection of [`endings_server`]: the position asked for, the position of the
+/// last whole line it wrote before ending, and how it ended.
+#[derive(Clone, Debug)]
+struct Ended {
+    asked: usize,
+    last_whole: usize,
+    ending: Ending,
+}
+
+/// What [`endings_server`] records, one entry per connection in order.
+type EndedLog = Arc<Mutex<Vec<Ended>>>;
+
+/// A feed server on 127.0.0.1 that ends every connection at a random byte (between
+/// lines or inside one), in one of the [`Ending`]s, after writing the feed from the
+/// position asked for in random pieces, the last of which holds a whole line and the
+/// start of the next. The last connection that reaches the feed's end stays open.
+fn endings_server(
+    tls: Option<Arc<rustls::ServerConfig>>,
+    msgs: Arc<Vec<String>>,
+    seed: u64,
+) -> Result<(String, EndedLog, Arc<AtomicBool>), E> {
+    let l = TcpListener::bind("127.0.0.1:0")?;
+    l.set_nonblocking(true)?;
+    let addr = format!("localhost:{}", l.local_addr()?.port());
+    let log = Arc::new(Mutex::new(vec![]));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (log2, stop2) = (log.clone(), stop.clone());
+    std::thread::spawn(move || {
+        let mut rng = Rng(seed);
+        while !stop2.load(Ordering::Relaxed) {
+            let Ok((s, _)) = l.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            // One connection at a time: the client never holds two.
+            let _ = end_one(s, tls.clone(), &msgs, &mut rng, &log2, &stop2);
+        }
+    });
+    Ok((addr, log, stop))
+}
+
+fn end_one(
+    s: TcpStream,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    msgs: &[String],
+    rng: &mut Rng,
+    log: &Mutex<Vec<Ended>>,
+    stop: &AtomicBool,
+) -> Result<(), E> {
+    s.set_nodelay(true)?;
+    let sock = s.try_clone()?;
+    let (mut stream, from) = open_feed(s, tls)?;
+    let from: usize = from.ok_or("bad init line")?.parse()?;
+    let start = from.max(1) - 1;
+    let mut text = Vec::new();
+    let mut ends = vec![]; // the byte just past each line, and its position
+    for (i, m) in msgs[start..].iter().enumerate() {
+        text.extend_from_slice(m.as_bytes());
+        text.push(b'\n');
+        ends.push((text.len(), start + i + 1));
+    }
+    // The cut: after the first line (the replayed one) and up to 80 more, at a line's
+    // end or inside the next line; past the feed's end, no cut.
+    let lines = 1 + rng.random_range(0..80) as usize;
+    let cut = if lines >= ends.len() {
+        None
+    } else if rng.random_range(0..2) == 0 {
+        Some(ends[lines - 1].0)
+    } else {
+        let (a, b) = (ends[lines - 1].0, ends[lines].0);
+        Some(a + 1 + rng.random_range(0..(b - a - 1) as i64) as usize)
+    };
+    let upto = cut.unwrap_or(text.len());
+    let whole = ends.iter().take_while(|(e, _)| *e <= upto).count();
+    let last_whole = match whole {
+        0 => from.max(1) - 1,
+        w => ends[w - 1].1,
+    };
+    // The last write holds the last whole line and what follows it.
+    let last_start = if whole >= 2 { ends[whole - 2].0 } else { 0 };
+    let mut at = 0;
+    while at < last_start {
+        let n = (1 + rng.random_range(0..400) as usize).min(last_start - at);
+        stream.write_all(&text[at..at + n])?;
+        stream.flush()?;
+        at += n;
+    }
+    stream.write_all(&text[at..upto])?;
+    stream.flush()?;
+    let ending = match rng.random_range(0..3) {
+        0 => Ending::Clean,
+        1 => Ending::NoCloseNotify,
+        _ => Ending::Reset,
+    };
+    log.lock().map_err(|_| "poisoned")?.push(Ended {
+        asked: from,
+        last_whole,
+        ending,
+    });
+    if cut.is_none() {
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        return Ok(());
+    }
+    match ending {
+        Ending::Clean => {
+            stream.close_notify()?;
+            sock.shutdown(std::net::Shutdown::Write)?;
+            // Wait for the client to close its side: it has read everything then.
+            let mut rest = [0u8; 256];
+            let _ = sock.set_read_timeout(Some(Duration::from_secs(10)));
+            while matches!((&sock).read(&mut rest), Ok(n) if n > 0) {}
+        }
+        Ending::NoCloseNotify => {
+            sock.shutdown(std::net::Shutdown::Write)?;
+            let mut rest = [0u8; 256];
+            let _ = sock.set_read_timeout(Some(Duration::from_secs(10)));
+            while matches!((&sock).read(&mut rest), Ok(n) if n > 0) {}
+        }
+        Ending::Reset => {
+            socket2::SockRef::from(&sock).set_linger(Some(Duration::ZERO))?;
+        }
+    }
+    drop(stream);
+    drop(sock);
+    Ok(())
+}
+
+/// Every way a connection can end, at every kind of point: each whole line read is
+/// applied, the table equals the model of the whole feed, and each reconnect asks for
+/// exactly the last line read (after a reset, no later than the last line written).
+fn every_ending_keeps_every_line(tls: bool, seed: u64) -> R {
+    let d = TempDir::new()?;
+    let cfg = test_pki(d.path())?;
+    init_file(d.path(), SECRET)?;
+    let msgs = Arc::new(feed(1500, seed));
+    let (addr, log, stop) = endings_server(tls.then_some(cfg), msgs.clone(), seed)?;
+    let addr = if tls {
+        addr
+    } else {
+        addr.replace("localhost", "127.0.0.1")
+    };
+    let mut args = client_args(&addr, "e.db");
+    if !tls {
+        args.splice(7..9, ["--no-tls"]);
+    }
+    let mut child = spawn_ingest(d.path(), &args)?;
+    let (got, want) = wait_for(
+        &d.path().join("e.db"),
+        &model(&msgs, msgs.len()),
+        Duration::from_secs(150),
+    )?;
+    let ok = terminate(&mut child)?;
+    stop.store(true, Ordering::Relaxed);
+    let err = stderr_of(&mut child);
+    assert!(ok, "liteload failed:\n{err}");
+    assert_eq!(got, want, "{err}");
+    let log = log.lock().map_err(|_| "poisoned")?.clone();
+    assert!(log.len() >= 5, "too few connections: {log:?}");
+    for w in log.windows(2) {
+        let (before, next) = (&w[0], &w[1]);
+        match before.ending {
+            Ending::Reset => assert!(
+                next.asked >= before.asked && next.asked <= before.last_whole,
+                "after {before:?}, asked {}",
+                next.asked
+            ),
+            _ => assert_eq!(
+                next.asked, before.last_whole,
+                "after {before:?}: the reconnect asks for the last line read"
+            ),
+        }
+    }
+    assert_eq!(stored_position(&d.path().join("e.db"))?, Some(msgs.len()));
+    Ok(())
+}
+
+#[test]
+fn a_tls_feed_ended_in_every_way_loses_no_line_it_sent() -> R {
+    every_ending_keeps_every_line(true, 21)
+}
+
+#[test]
+fn a_plain_feed_ended_in_every_way_loses_no_line_it_sent() -> R {
+    every_ending_keeps_every_line(false, 22)
+}
+
+/// A feed server whose certificate is self-signed and marked as a CA (as `openssl req
+/// -x509` makes one), given to the client as its CA: trusted as that exact certificate,
+/// for the names it carries, and for no other name.
+#[test]
+fn a_self_signed_ca_certificate_given_as_the_ca_is_pinned_with_its_name_checked() -> R {
+    let d = TempDir::new()?;
+    init_file(d.path(), SECRET)?;
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()])?;
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "localhost");
+    let key = rcgen::KeyPair::generate()?;
+    let cert = params.self_signed(&key)?;
+    std::fs::write(d.path().join("ca.pem"), cert.pem())?;
+    let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![cert.der().clone()],
+        rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der())?,
+    )?;
+    let msgs = Arc::new(feed(50, 9));
+    let chaos = Chaos {
+        drop_within: 0,
+        stall_per_mille: 0,
+        burst: 10,
+        pause: Duration::ZERO,
+    };
+    let server = Server::start(Some(Arc::new(cfg)), msgs.clone(), chaos, 4)?;
+    let mut child = spawn_ingest(d.path(), &client_args(&server.addr, "p.db"))?;
+    let (got, want) = wait_for(
+        &d.path().join("p.db"),
+        &model(&msgs, msgs.len()),
+        Duration::from_secs(30),
+    )?;
+    assert!(terminate(&mut child)?, "{}", stderr_of(&mut child));
+    assert_eq!(got, want);
+    // The same certificate does not vouch for a name it does not carry.
+    let by_ip = server.addr.replace("localhost", "127.0.0.1");
+    let (ok, err) = run_to_end(d.path(), &client_args(&by_ip, "q.db"))?;
+    assert!(!ok);
+    assert!(err.contains("not trusted"), "{err}");
     Ok(())
 }

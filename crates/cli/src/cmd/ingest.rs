@@ -132,6 +132,10 @@ pub struct IngestArgs {
     /// With --listen: a sender that sends nothing for this long is closed (e.g. 5m, 30s).
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, help_heading = "Listener")]
     pub idle_timeout: Duration,
+    /// With --listen: a sender must finish its TLS handshake and its token line within
+    /// this long of connecting, however slowly it sends them, or it is closed.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, help_heading = "Listener")]
+    pub gate_timeout: Duration,
     /// Close a window this long after its first message (e.g. 1s, 250ms).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub commit_interval: Duration,
@@ -176,7 +180,9 @@ pub struct IngestArgs {
     pub connect: Option<String>,
     #[command(flatten)]
     pub rqlite_ca: super::rqlite::RqliteCa,
-    /// Trust the CA certificates in this PEM file instead of the system's roots.
+    /// Trust the CA certificates in this PEM file instead of the system's roots. A
+    /// self-signed server certificate (also one marked as a CA, as `openssl req -x509`
+    /// makes) given here is trusted as exactly that certificate, its name still checked.
     #[arg(
         long,
         value_name = "FILE",
@@ -350,6 +356,7 @@ pub fn run(a: IngestArgs) -> Result<()> {
                 },
                 max_connections: a.max_connections,
                 idle: a.idle_timeout,
+                admit_within: a.gate_timeout,
             },
         },
         (None, None, None | Some("-")) => Feed::Stdin,
@@ -454,6 +461,12 @@ pub fn run(a: IngestArgs) -> Result<()> {
                 "Feed: {} messages replayed (sent again at or before the position asked for), last position {}",
                 grouped(t.replayed),
                 t.last_position.as_deref().unwrap_or("none")
+            );
+        }
+        if a.listen.is_some() && t.connection_errors > 0 {
+            println!(
+                "Listener: {} connections ended with an error (each closed alone; their whole lines before it are applied)",
+                grouped(t.connection_errors)
             );
         }
         if t.type_mismatches > 0 {

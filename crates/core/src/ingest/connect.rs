@@ -72,20 +72,101 @@ pub(crate) fn ca_certificates(
     Ok(certs)
 }
 
+/// Verifies a server's certificate as WebPKI does from the given roots; a certificate
+/// that is byte for byte one of `pinned` (a self-signed server certificate given as the
+/// CA, which WebPKI refuses as a CA used as an end entity) is trusted as that exact
+/// certificate, its name still checked against the name connected to.
+#[derive(Debug)]
+struct PinnedOrWebPki {
+    webpki: Arc<rustls::client::WebPkiServerVerifier>,
+    pinned: Vec<rustls::pki_types::CertificateDer<'static>>,
+}
+
+impl rustls::client::danger::ServerCertVerifier for PinnedOrWebPki {
+    fn verify_server_cert(
+        &self,
+        end_entity: &rustls::pki_types::CertificateDer<'_>,
+        intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        server_name: &rustls::pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> std::result::Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        let checked = self.webpki.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        );
+        match checked {
+            Err(_)
+                if self
+                    .pinned
+                    .iter()
+                    .any(|p| p.as_ref() == end_entity.as_ref()) =>
+            {
+                let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+                rustls::client::verify_server_name(&parsed, server_name)?;
+                Ok(rustls::client::danger::ServerCertVerified::assertion())
+            }
+            r => r,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> std::result::Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> std::result::Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
 /// A TLS client configuration that trusts the CA certificates in the PEM file `ca`, or,
-/// without one, the system's trusted roots.
+/// without one, the system's trusted roots. A certificate in `ca` that the server
+/// presents itself (a self-signed server certificate, also one marked as a CA) is
+/// trusted as an exact pin: those bytes, for the name connected to.
 pub fn tls_config(ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>> {
     let mut roots = rustls::RootCertStore::empty();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     match ca {
         Some(ca) => {
-            for c in ca_certificates(ca)? {
-                roots.add(c).map_err(|e| {
+            let pinned = ca_certificates(ca)?;
+            for c in &pinned {
+                roots.add(c.clone()).map_err(|e| {
                     Error::plan(format!(
                         "{}: a certificate is not usable: {e}",
                         ca.display()
                     ))
                 })?;
             }
+            let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider.clone(),
+            )
+            .build()
+            .map_err(|e| Error::plan(format!("{}: {e}", ca.display())))?;
+            let config = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map_err(|e| Error::plan(format!("setting up TLS: {e}")))?
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(PinnedOrWebPki { webpki, pinned }))
+                .with_no_client_auth();
+            return Ok(Arc::new(config));
         }
         None => {
             let found = rustls_native_certs::load_native_certs();
@@ -98,7 +179,6 @@ pub fn tls_config(ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>> {
             }
         }
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::plan(format!("setting up TLS: {e}")))?

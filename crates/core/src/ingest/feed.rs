@@ -239,6 +239,20 @@ impl Parsing {
         LineObjects::new(Box::new(r), self.max_line, line, offset).with_limit_hint(Hint::LineLimit)
     }
 
+    /// Reads one listener connection to its end (or `stop`), sending what it parses on
+    /// `tx`; a failure ends this connection only, and is returned in words.
+    fn read_connection(
+        &self,
+        reader: impl Read + Send + 'static,
+        name: &Arc<str>,
+        tx: &Sender<Batch>,
+        stop: &AtomicBool,
+    ) -> std::result::Result<(), String> {
+        let (reader, held) = Buffered::new(reader);
+        let mut lines = self.lines(reader, 1, 0);
+        read_lines(&mut lines, &held, name, None, self, tx, stop, None).map_err(|e| e.to_string())
+    }
+
     /// Reads `reader` to its end (or `stop`), sending what it parses on `tx`.
     fn read_all(
         &self,
@@ -337,9 +351,22 @@ pub(super) fn read_lines(
         .is_ok()
     };
     while !stop.load(Ordering::Relaxed) {
-        let next = lines.next_line().map_err(|(l, c, m)| {
-            Error::io(None, std::io::Error::other(format!("{from}:{l}:{c}: {m}")))
-        })?;
+        let next = match lines.next_line() {
+            Ok(next) => next,
+            Err((l, c, m)) => {
+                // The lines read before the failure are whole messages: they are sent
+                // on before the failure is reported, so that a caller that goes on
+                // (a reconnect asking from the last position read, a listener serving
+                // others) never skips one it has counted as read.
+                if !msgs.is_empty() {
+                    send(&mut msgs);
+                }
+                return Err(Error::io(
+                    None,
+                    std::io::Error::other(format!("{from}:{l}:{c}: {m}")),
+                ));
+            }
+        };
         let Some(next) = next else { break };
         match next {
             Ok(raw) => {
@@ -538,6 +565,8 @@ pub fn run(
             }
             let (notes_tx, notes_rx) = crossbeam_channel::unbounded::<Notice>();
             let stop2 = stop.clone();
+            let failed = Arc::new(AtomicU64::new(0));
+            let failed2 = failed.clone();
             spawn(
                 "liteload-listen",
                 Box::new(move || {
@@ -546,14 +575,19 @@ pub fn run(
                         listener,
                         gate,
                         stop2,
+                        failed2,
                         move |n| {
                             let _ = notes_tx.send(Notice::Note(n));
                         },
-                        move |stream, name| how.read_all(stream, &name, &tx, &stop3),
+                        move |stream, name| how.read_connection(stream, &name, &tx, &stop3),
                     )
                 }),
             )?;
-            return drive(engine, rx, Some(notes_rx), None, opts, &stop, on);
+            let counters = Counters {
+                connection_errors: Some(failed),
+                ..Counters::default()
+            };
+            return drive(engine, rx, Some(notes_rx), counters, opts, &stop, on);
         }
         Feed::Connect(c) => {
             let key = c.source_name();
@@ -576,7 +610,11 @@ pub fn run(
                 "liteload-connect",
                 Box::new(move || connect::run(c, stored, how, tx, notes_tx, replayed2, ended2)),
             )?;
-            return drive(engine, rx, Some(notes_rx), Some(replayed), opts, &stop, on);
+            let counters = Counters {
+                replayed: Some(replayed),
+                ..Counters::default()
+            };
+            return drive(engine, rx, Some(notes_rx), counters, opts, &stop, on);
         }
         Feed::Stdin => {
             let stop2 = stop.clone();
@@ -611,7 +649,24 @@ pub fn run(
             )?;
         }
     }
-    drive(engine, rx, None, None, opts, &stop, on)
+    drive(engine, rx, None, Counters::default(), opts, &stop, on)
+}
+
+/// What threads beside the engine's count, added to the totals it reports.
+#[derive(Default)]
+struct Counters {
+    replayed: Option<Arc<AtomicU64>>,
+    connection_errors: Option<Arc<AtomicU64>>,
+}
+
+impl Counters {
+    fn totals(&self, engine: &Ingest) -> Totals {
+        let count = |c: &Option<Arc<AtomicU64>>| c.as_ref().map_or(0, |r| r.load(Ordering::SeqCst));
+        let mut totals = engine.totals().clone();
+        totals.replayed = count(&self.replayed);
+        totals.connection_errors = count(&self.connection_errors);
+        totals
+    }
 }
 
 /// Sets its flag when dropped.
@@ -680,7 +735,7 @@ fn drive(
     engine: &mut Ingest,
     rx: Receiver<Batch>,
     notes: Option<Receiver<Notice>>,
-    replayed: Option<Arc<AtomicU64>>,
+    counters: Counters,
     opts: &FeedOptions,
     stop: &AtomicBool,
     on: &mut dyn FnMut(Event<'_>),
@@ -763,8 +818,7 @@ fn drive(
             commit_window(engine, &mut logs, &mut last_commit, on)?;
         }
         if last_tick.elapsed() >= Duration::from_millis(500) {
-            let mut totals = engine.totals().clone();
-            totals.replayed = replayed.as_ref().map_or(0, |r| r.load(Ordering::Relaxed));
+            let totals = counters.totals(engine);
             on(Event::Tick {
                 totals: &totals,
                 last_commit_seconds: last_commit,
@@ -783,11 +837,7 @@ fn drive(
     }
     match failure {
         Some(e) => Err(e),
-        None => {
-            let mut totals = engine.totals().clone();
-            totals.replayed = replayed.as_ref().map_or(0, |r| r.load(Ordering::Relaxed));
-            Ok(totals)
-        }
+        None => Ok(counters.totals(engine)),
     }
 }
 

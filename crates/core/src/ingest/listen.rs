@@ -7,14 +7,17 @@
 //! - With a certificate and key (PEM), connections are TLS (rustls): the token and the
 //!   messages are not readable on the wire.
 //! - At most `max_connections` senders at once: one more is closed at once (descriptors
-//!   stay free for the database); a sender silent for `idle` is closed.
+//!   stay free for the database); a sender silent for `idle` is closed, and one that has
+//!   not passed the gate (handshake, token line) within `admit_within` too.
+//! - One sender's failure is that sender's alone: a reset, an abrupt TLS close, garbage
+//!   or silence close its connection (reported and counted), never the listener.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use subtle::ConstantTimeEq;
 
@@ -34,6 +37,9 @@ pub struct Gate {
     pub max_connections: usize,
     /// A sender silent this long is closed.
     pub idle: Duration,
+    /// A sender must finish its TLS handshake and token line within this long of
+    /// connecting, however slowly it sends them, or it is closed.
+    pub admit_within: Duration,
 }
 
 impl std::fmt::Debug for Gate {
@@ -44,6 +50,7 @@ impl std::fmt::Debug for Gate {
             .field("tls", &self.tls.is_some())
             .field("max_connections", &self.max_connections)
             .field("idle", &self.idle)
+            .field("admit_within", &self.admit_within)
             .finish()
     }
 }
@@ -122,15 +129,28 @@ impl Drop for Held {
     }
 }
 
+/// How many connection failures are reported one by one; past these, one report at
+/// each power of two (a flood of hostile senders does not flood the log).
+const REPORTED_ONE_BY_ONE: u64 = 16;
+
 /// Accepts senders on `listener` (made non-blocking here) until `stop`, each on a
 /// thread of its own: once through the gate, `serve` gets its byte stream and a name
-/// for messages. What happens to senders turned away goes to `note`.
+/// for messages, and says how the connection ended.
+///
+/// Nothing one sender does ends the listener: a sender turned away at the gate, or
+/// whose connection fails (a reset, a TLS close without `close_notify`, silence past
+/// [`Gate::idle`]), is reported through `note` and counted in `failed`, and the others
+/// are served on.
 pub fn accept(
     listener: TcpListener,
     gate: Gate,
     stop: Arc<AtomicBool>,
+    failed: Arc<AtomicU64>,
     note: impl Fn(String) + Send + Sync + 'static,
-    serve: impl Fn(Box<dyn Read + Send>, Arc<str>) + Send + Sync + 'static,
+    serve: impl Fn(Box<dyn Read + Send>, Arc<str>) -> std::result::Result<(), String>
+        + Send
+        + Sync
+        + 'static,
 ) {
     if let Err(e) = listener.set_nonblocking(true) {
         note(format!("the listener cannot poll for its stop: {e}"));
@@ -161,15 +181,26 @@ pub fn accept(
         }
         active.fetch_add(1, Ordering::SeqCst);
         let held = Held(active.clone());
-        let (gate, serve, note2) = (gate.clone(), serve.clone(), note.clone());
+        let (gate, serve, note2, failed2) =
+            (gate.clone(), serve.clone(), note.clone(), failed.clone());
         let name: Arc<str> = format!("connection {n} ({peer})").into();
         let started = std::thread::Builder::new()
             .name("liteload-conn".into())
             .spawn(move || {
                 let _held = held;
-                match admit(stream, &gate) {
-                    Ok(r) => serve(r, name),
-                    Err(why) => note2(format!("{name}: closed: {why}")),
+                // A serving failure names the connection and the line itself.
+                let ended = admit(stream, &gate)
+                    .map_err(|why| format!("{name}: closed: {why}"))
+                    .and_then(|r| serve(r, name));
+                if let Err(why) = ended {
+                    let k = failed2.fetch_add(1, Ordering::SeqCst) + 1;
+                    if k <= REPORTED_ONE_BY_ONE {
+                        note2(why);
+                    } else if k.is_power_of_two() {
+                        note2(format!(
+                            "{k} connections have ended with an error (the last: {why})"
+                        ));
+                    }
                 }
             });
         if started.is_err() {
@@ -178,37 +209,148 @@ pub fn accept(
     }
 }
 
+/// A sender's socket: every read waits at most [`Gate::idle`], and until the sender has
+/// passed the gate, no read goes past `admit_by` (a sender that trickles its TLS
+/// handshake or token line byte by byte is closed all the same).
+struct Timed {
+    socket: TcpStream,
+    idle: Duration,
+    admit_by: Option<(Instant, Duration)>,
+    /// The read timeout the socket has now (set again only when it changes).
+    timeout: Option<Duration>,
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let now = Instant::now();
+            let wait = match self.admit_by {
+                Some((by, within)) if now >= by => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!(
+                            "did not pass the gate (TLS handshake, token line) within {:.1} s",
+                            within.as_secs_f64()
+                        ),
+                    ))
+                }
+                Some((by, _)) => (by - now).min(self.idle),
+                None => self.idle,
+            }
+            // A zero timeout means "block forever" to the socket.
+            .max(Duration::from_millis(1));
+            if self.timeout != Some(wait) {
+                self.socket.set_read_timeout(Some(wait))?;
+                self.timeout = Some(wait);
+            }
+            match self.socket.read(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if timed_out(&e) => {
+                    if wait >= self.idle {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!("no bytes for {:.0} s", self.idle.as_secs_f64()),
+                        ));
+                    }
+                    // The gate's deadline cut this wait short: the loop reports it.
+                }
+                r => return r,
+            }
+        }
+    }
+}
+
+impl Write for Timed {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.socket.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.socket.flush()
+    }
+}
+
+fn timed_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
+/// A sender's connection, plain or TLS.
+enum Conn {
+    Plain(Timed),
+    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, Timed>>),
+}
+
+impl Conn {
+    fn socket(&mut self) -> &mut Timed {
+        match self {
+            Conn::Plain(t) => t,
+            Conn::Tls(s) => &mut s.sock,
+        }
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Plain(t) => t.read(buf),
+            Conn::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+/// The token line `line` as sent: without its line end (`\n` or `\r\n`), nothing else
+/// taken off; `None` when it has no line end (the sender closed, or sent too much).
+fn token_line(line: &[u8]) -> Option<&[u8]> {
+    let line = line.strip_suffix(b"\n")?;
+    Some(line.strip_suffix(b"\r").unwrap_or(line))
+}
+
 /// The sender's stream once it has passed the gate: TLS set up if asked for, the token
-/// line read and checked if one is required.
+/// line read and checked if one is required, both within [`Gate::admit_within`].
 fn admit(stream: TcpStream, gate: &Gate) -> std::result::Result<Box<dyn Read + Send>, String> {
-    let setup = |s: &TcpStream| -> std::io::Result<()> {
-        s.set_nonblocking(false)?;
-        s.set_read_timeout(Some(gate.idle))?;
-        s.set_write_timeout(Some(gate.idle))
+    stream
+        .set_nonblocking(false)
+        .and_then(|()| stream.set_write_timeout(Some(gate.idle)))
+        .map_err(|e| e.to_string())?;
+    let timed = Timed {
+        socket: stream,
+        idle: gate.idle,
+        admit_by: Some((Instant::now() + gate.admit_within, gate.admit_within)),
+        timeout: None,
     };
-    setup(&stream).map_err(|e| e.to_string())?;
-    let raw: Box<dyn Read + Send> = match &gate.tls {
+    let conn = match &gate.tls {
         Some(cfg) => {
             let conn = rustls::ServerConnection::new(cfg.clone()).map_err(|e| e.to_string())?;
-            Box::new(rustls::StreamOwned::new(conn, stream))
+            let mut s = rustls::StreamOwned::new(conn, timed);
+            while s.conn.is_handshaking() {
+                s.conn
+                    .complete_io(&mut s.sock)
+                    .map_err(|e| format!("TLS handshake: {e}"))?;
+            }
+            Conn::Tls(Box::new(s))
         }
-        None => Box::new(stream),
+        None => Conn::Plain(timed),
     };
-    let mut r = BufReader::with_capacity(64 * 1024, raw);
+    let mut r = BufReader::with_capacity(64 * 1024, conn);
     if let Some(token) = &gate.token {
         let mut line = Vec::new();
         (&mut r)
             .take(MAX_TOKEN_LINE)
             .read_until(b'\n', &mut line)
             .map_err(|e| format!("no token line ({e})"))?;
-        let given = line.trim_ascii();
-        // Constant time over the token's length: the comparison tells nothing of how
-        // much of a wrong token was right.
+        let given = token_line(&line).ok_or("no token line (no line end)")?;
+        // Exactly the token: nothing trimmed but the line end. Constant time over the
+        // token's length: the comparison tells nothing of how much of a wrong token was
+        // right.
         let same: bool = given.len() == token.len() && bool::from(given.ct_eq(token));
         if !same {
             return Err("the first line is not the token".into());
         }
     }
+    r.get_mut().socket().admit_by = None;
     Ok(Box::new(r))
 }
 
@@ -231,6 +373,7 @@ mod tests {
             tls: None,
             max_connections: 1,
             idle: Duration::from_secs(1),
+            admit_within: Duration::from_secs(1),
         };
         assert!(!format!("{gate:?}").contains("abc"));
         Ok(())

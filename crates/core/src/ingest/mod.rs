@@ -147,6 +147,10 @@ pub struct Totals {
     /// after (applied again: harmless, the merge is idempotent). Counted by the feed's
     /// client.
     pub replayed: u64,
+    /// Listener connections that ended with an error (turned away at the gate, reset,
+    /// closed without a TLS `close_notify`, silent past the idle timeout): each ended
+    /// that connection alone. Its whole lines read before the error are applied.
+    pub connection_errors: u64,
     /// The feed position of the last applied message that carried one.
     pub last_position: Option<String>,
 }
