@@ -27,21 +27,52 @@ pub enum Cell {
 /// span can only come from [`Batch::push_text`], which makes it whole UTF-8 (or
 /// [`Batch::push_blob`], whose spans are only ever read as bytes), and a batch takes no
 /// span from outside (see [`Batch::push`]); so reading a text back needs no check.
+///
+/// Offsets and lengths are 48 bits (a low `u32` and a high `u16` each), so a span is
+/// exact for any arena up to 256 TiB, far past 4 GiB, while a [`Cell`] stays 16 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TextSpan {
     start: u32,
     len: u32,
+    start_hi: u16,
+    len_hi: u16,
 }
 
+/// The largest arena a span can address: 2^48 bytes.
+const MAX_ARENA: u64 = 1 << 48;
+
 impl TextSpan {
+    /// The span of `len` bytes from `start`, which must end within [`MAX_ARENA`].
+    #[inline]
+    fn new(start: usize, len: usize) -> TextSpan {
+        let (s, l) = (start as u64, len as u64);
+        debug_assert!(s + l <= MAX_ARENA);
+        TextSpan {
+            start: s as u32,
+            len: l as u32,
+            start_hi: (s >> 32) as u16,
+            len_hi: (l >> 32) as u16,
+        }
+    }
+
+    #[inline]
+    fn start_usize(self) -> usize {
+        ((u64::from(self.start_hi) << 32) | u64::from(self.start)) as usize
+    }
+
+    #[inline]
+    fn len_usize(self) -> usize {
+        self.len() as usize
+    }
+
     /// The text's length in bytes.
-    pub fn len(self) -> u32 {
-        self.len
+    pub fn len(self) -> u64 {
+        (u64::from(self.len_hi) << 32) | u64::from(self.len)
     }
 
     /// Whether the text is empty.
     pub fn is_empty(self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 }
 
@@ -142,23 +173,34 @@ impl Batch {
     /// Appends a text value to the current (unfinished) row.
     #[inline]
     pub fn push_text(&mut self, s: &str) {
-        let start = self.text.len() as u32;
-        self.text.extend_from_slice(s.as_bytes());
-        self.cells.push(Cell::Text(TextSpan {
-            start,
-            len: s.len() as u32,
-        }));
+        let span = self.append(s.as_bytes());
+        self.cells.push(Cell::Text(span));
     }
 
     /// Appends a blob value to the current (unfinished) row.
     #[inline]
     pub fn push_blob(&mut self, b: &[u8]) {
-        let start = self.text.len() as u32;
-        self.text.extend_from_slice(b);
-        self.cells.push(Cell::Blob(TextSpan {
-            start,
-            len: b.len() as u32,
-        }));
+        let span = self.append(b);
+        self.cells.push(Cell::Blob(span));
+    }
+
+    /// Copies `bytes` to the end of the arena and returns their span.
+    ///
+    /// An arena that would pass 2^48 bytes cannot grow: that is reported as the
+    /// allocation failure it is (`handle_alloc_error`, which aborts as any failed
+    /// allocation does), never as a wrapped span, so no size yields a span that reads
+    /// other bytes than were pushed. No 64-bit target in use can map that much memory.
+    #[inline]
+    fn append(&mut self, bytes: &[u8]) -> TextSpan {
+        let start = self.text.len();
+        let fits = (start as u64)
+            .checked_add(bytes.len() as u64)
+            .is_some_and(|end| end <= MAX_ARENA);
+        if !fits {
+            std::alloc::handle_alloc_error(std::alloc::Layout::new::<[u8; 1]>());
+        }
+        self.text.extend_from_slice(bytes);
+        TextSpan::new(start, bytes.len())
     }
 
     /// Appends a NULL, INTEGER or REAL value to the current (unfinished) row.
@@ -234,8 +276,9 @@ impl Batch {
             Cell::Null => Value::Null,
             Cell::Integer(i) => Value::Integer(i),
             Cell::Real(r) => Value::Real(r),
-            Cell::Text(TextSpan { start, len }) => {
-                let b = &self.text[start as usize..(start + len) as usize];
+            Cell::Text(span) => {
+                let start = span.start_usize();
+                let b = &self.text[start..start + span.len_usize()];
                 // SAFETY: a span is only made by `push_text` from a `&str` into this
                 // batch's arena (spans cannot be built outside this module, and `push`
                 // refuses text cells, so none comes from another batch); the arena is
@@ -243,8 +286,9 @@ impl Batch {
                 // span is a whole UTF-8 string.
                 Value::Text(unsafe { std::str::from_utf8_unchecked(b) })
             }
-            Cell::Blob(TextSpan { start, len }) => {
-                Value::Blob(&self.text[start as usize..(start + len) as usize])
+            Cell::Blob(span) => {
+                let start = span.start_usize();
+                Value::Blob(&self.text[start..start + span.len_usize()])
             }
         }
     }
@@ -308,6 +352,37 @@ mod tests {
         b.clear(2);
         assert!(b.is_empty());
         assert_eq!(b.ncols(), 2);
+    }
+
+    /// Past 4 GiB of arena (where 32-bit spans would wrap), every value still reads
+    /// back as exactly the bytes pushed: a text after 4 GiB of blobs is that text.
+    #[test]
+    fn spans_past_four_gib_read_back_exactly() {
+        let mut b = Batch::new(1);
+        // Zeroed pages from the allocator: the source costs no memory until read.
+        let big = vec![0u8; (u32::MAX as usize) - 2];
+        b.push_blob(&big);
+        b.finish_row(RowOrigin::default());
+        drop(big);
+        b.push_blob(b"\xc3\xc3\xc3");
+        b.finish_row(RowOrigin::default());
+        b.push_text("a");
+        b.finish_row(RowOrigin::default());
+        b.push_text("é past 4 GiB");
+        b.finish_row(RowOrigin::default());
+        assert!(b.text_bytes() > u32::MAX as usize);
+        assert_eq!(b.row(1).next(), Some(Value::Blob(b"\xc3\xc3\xc3")));
+        assert_eq!(b.row(2).next(), Some(Value::Text("a")));
+        assert_eq!(b.row(3).next(), Some(Value::Text("é past 4 GiB")));
+        match b.cells()[0] {
+            Cell::Blob(span) => assert_eq!(span.len(), u64::from(u32::MAX) - 2),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_cell_stays_sixteen_bytes() {
+        assert_eq!(std::mem::size_of::<Cell>(), 16);
     }
 
     #[test]

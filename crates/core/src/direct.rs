@@ -611,6 +611,7 @@ pub fn build_new<T>(
     refuse_existing(db)?;
     let tmp = durability::temp_path(db);
     let notes: Vec<String> = durability::clear_stale(&tmp)?.into_iter().collect();
+    durability::usable_directory(db)?;
     let out = build_at(
         &tmp, false, page_size, table, create_sql, verify, progress, fill, indexes,
     )?;

@@ -188,6 +188,9 @@ pub fn open(path: &Path, requested: Option<Durability>, settings: FileSettings) 
     // the link into place (but before the unlink) leaves one beside a complete DB.
     let stale = temp_path(path);
     notes.extend(clear_stale(&stale)?);
+    if !exists {
+        usable_directory(path)?;
+    }
     let (open_path, tmp) = if durability == Durability::AtomicNew {
         (stale.clone(), Some(stale))
     } else {
@@ -239,6 +242,57 @@ pub fn open(path: &Path, requested: Option<Durability>, settings: FileSettings) 
 /// Removes a temp file left by a killed run, unless a live run still holds its lock.
 /// Removes `tmp`, a load's temp file, if one is there and no liteload run holds it;
 /// returns the note for the user. Every engine starts a new file through this.
+/// Checks that a new database can be made at `db`: its directory exists, is a
+/// directory, and takes new files (tried by creating and removing `db`'s temp file,
+/// which must not exist: call after [`clear_stale`]). The error is an I/O error naming
+/// `db`, the user's path, not an internal file.
+pub(crate) fn usable_directory(db: &Path) -> Result<()> {
+    let dir = match db.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let fail = |kind: std::io::ErrorKind, why: String| {
+        Err(Error::io(
+            Some(db.to_path_buf()),
+            std::io::Error::new(kind, why),
+        ))
+    };
+    match fs::metadata(&dir) {
+        Err(e) => {
+            return fail(
+                e.kind(),
+                format!("its directory {} cannot be used: {e}", dir.display()),
+            )
+        }
+        Ok(m) if !m.is_dir() => {
+            return fail(
+                std::io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", dir.display()),
+            )
+        }
+        Ok(_) => {}
+    }
+    let probe = temp_path(db);
+    match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(f) => {
+            drop(f);
+            let _ = fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => fail(
+            e.kind(),
+            format!(
+                "cannot create a file in its directory {}: {e}",
+                dir.display()
+            ),
+        ),
+    }
+}
+
 pub(crate) fn clear_stale(tmp: &Path) -> Result<Option<String>> {
     if !tmp.exists() {
         return Ok(None);

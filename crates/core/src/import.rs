@@ -763,6 +763,7 @@ fn write_direct(
             direct_engine::refuse_existing(db)?;
             let tmp = crate::durability::temp_path(db);
             let notes = crate::durability::clear_stale(&tmp)?;
+            crate::durability::usable_directory(db)?;
             (tmp, notes.into_iter().collect())
         }
         DirectOut::Side(side, _) => (side.to_path_buf(), vec![]),

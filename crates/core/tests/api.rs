@@ -191,6 +191,79 @@ fn a_reader_is_read_like_the_file_it_is_named_after() -> R {
     Ok(())
 }
 
+/// A reader that fails at once: its own error comes back (kind and words), from the
+/// first look at its bytes and again from any later use, never "read already".
+#[test]
+fn a_reader_that_fails_gives_its_own_error() -> R {
+    struct Failing;
+    impl Read for Failing {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "the peer went away",
+            ))
+        }
+    }
+    let dir = tempfile::tempdir()?;
+    for engine in ENGINES {
+        let input = Input::reader("feed.csv", Failing);
+        for attempt in 0..2 {
+            let db = dir.path().join(format!("{engine:?}{attempt}.db"));
+            let e = import(
+                &db,
+                std::slice::from_ref(&input),
+                &opts(engine),
+                &Progress::default(),
+            )
+            .unwrap_err();
+            match e.kind() {
+                ErrorKind::Io { source, .. } => {
+                    assert_eq!(source.kind(), std::io::ErrorKind::ConnectionReset, "{e}")
+                }
+                other => panic!("{other:?}"),
+            }
+            assert!(e.to_string().contains("the peer went away"), "{e}");
+            assert!(!db.exists());
+        }
+    }
+    Ok(())
+}
+
+/// A database in a directory that does not exist: an I/O error that names the path
+/// given, not an internal temp file, from every engine and every job.
+#[test]
+fn a_database_in_a_missing_directory_is_an_io_error_naming_it() -> R {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("no such dir").join("x.db");
+    let input = Input::bytes("b.csv", b"x\n1\n".to_vec());
+    let mut errors = vec![];
+    for engine in ENGINES {
+        errors.push(
+            import(
+                &db,
+                std::slice::from_ref(&input),
+                &opts(engine),
+                &Progress::default(),
+            )
+            .unwrap_err(),
+        );
+    }
+    let mut g = GenerateOptions::default();
+    g.rows = 10;
+    errors.push(generate(&db, &g, &Progress::default()).unwrap_err());
+    for e in errors {
+        match e.kind() {
+            ErrorKind::Io { path, source } => {
+                assert_eq!(path.as_deref(), Some(db.as_path()), "{e}");
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound, "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!e.to_string().contains("liteload-tmp"), "{e}");
+    }
+    Ok(())
+}
+
 /// Bad input read through the library: the error says where, and its hint names the
 /// library's setting, never a command-line flag; a front end words it its own way.
 #[test]

@@ -26,9 +26,7 @@ impl Sink for NullSink {
                 crate::batch::Cell::Null => 0,
                 crate::batch::Cell::Integer(i) => *i as u64,
                 crate::batch::Cell::Real(r) => r.to_bits(),
-                crate::batch::Cell::Text(span) | crate::batch::Cell::Blob(span) => {
-                    u64::from(span.len())
-                }
+                crate::batch::Cell::Text(span) | crate::batch::Cell::Blob(span) => span.len(),
             };
             self.checksum = self.checksum.rotate_left(5) ^ h;
         }

@@ -73,6 +73,9 @@ enum Taken {
     },
     /// Arrow record batches.
     Batches(super::arrow_source::BatchReader),
+    /// A reader whose first read failed while its head was peeked: the failure, given
+    /// again to whoever takes the input (the reader's own error, not "read already").
+    Failed(io::ErrorKind, String),
 }
 
 impl ReaderInput {
@@ -92,16 +95,23 @@ impl ReaderInput {
             return Ok(Some(h.clone()));
         }
         let mut reader = self.reader.lock().unwrap_or_else(|p| p.into_inner());
+        if !matches!(*reader, Some(Taken::Read(_))) {
+            if let Some(Taken::Failed(kind, why)) = &*reader {
+                return Err(Error::io(None, io::Error::new(*kind, why.clone())));
+            }
+            return Ok(None);
+        }
         let Some(Taken::Read(mut r)) = reader.take() else {
             return Ok(None);
         };
-        let (bytes, whole) = super::sniff::read_sample(&mut r, super::sniff::SAMPLE_BYTES)
-            .map_err(|e| {
-                Error::io(
-                    None,
-                    io::Error::new(e.kind(), format!("{}: {e}", self.name)),
-                )
-            })?;
+        let (bytes, whole) = match super::sniff::read_sample(&mut r, super::sniff::SAMPLE_BYTES) {
+            Ok(sample) => sample,
+            Err(e) => {
+                let why = format!("{}: {e}", self.name);
+                *reader = Some(Taken::Failed(e.kind(), why.clone()));
+                return Err(Error::io(None, io::Error::new(e.kind(), why)));
+            }
+        };
         let bytes: Arc<[u8]> = bytes.into();
         *reader = Some(Taken::Read(Box::new(
             io::Cursor::new(bytes.clone()).chain(r),
@@ -112,6 +122,9 @@ impl ReaderInput {
 
     fn take(&self) -> Result<Taken> {
         let taken = self.reader.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(Taken::Failed(kind, why)) = taken {
+            return Err(Error::io(None, io::Error::new(kind, why)));
+        }
         taken.ok_or_else(|| {
             Error::plan(format!(
                 "{}: this reader was read already; a reader input is read once",
@@ -534,6 +547,7 @@ pub fn open(
             Taken::Items { .. } | Taken::Batches(_) => {
                 unreachable!("items and batches are read by their own sources")
             }
+            Taken::Failed(kind, why) => return Err(Error::io(None, io::Error::new(kind, why))),
         },
         Input::Bytes { bytes, .. } => Box::new(io::Cursor::new(bytes.clone())),
     };
