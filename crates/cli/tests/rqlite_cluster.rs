@@ -317,6 +317,25 @@ impl Cluster {
         )
     }
 
+    /// Runs `sql` through node `i` (redirected to the leader); panics if it fails.
+    fn execute(&self, i: usize, sql: &str) {
+        let body = serde_json::to_vec(&vec![vec![sql]]).unwrap();
+        let mut r = self
+            .agent
+            .post(format!("{}/db/execute?redirect", self.api(i)))
+            .header("Content-Type", "application/json");
+        if let Some(c) = &self.creds {
+            r = r.header("Authorization", c);
+        }
+        let text = r
+            .send(&body[..])
+            .expect("the cluster answers")
+            .body_mut()
+            .read_to_string()
+            .unwrap();
+        assert!(!text.contains("\"error\""), "{sql}: {text}");
+    }
+
     /// [`Cluster::local`], each row as one string (a one-column row as its value).
     fn local_rows(&self, i: usize, sql: &str) -> Option<Vec<String>> {
         Some(
@@ -641,6 +660,101 @@ fn a_refused_row_fails_the_load_with_its_position_and_leaves_the_cluster_unchang
     for i in 0..3 {
         let tables = c.local_rows(i, "SELECT name FROM sqlite_schema").unwrap();
         assert!(tables.is_empty(), "node {i}: {tables:?}");
+    }
+}
+
+/// A row the table refuses, at random positions, with every in-flight setting: the load
+/// fails naming the row, and every node keeps exactly a prefix of the input, in input
+/// order and ending before the refused row, with nothing after it (requests in flight
+/// at once commit in order, each only after the one before it); the progress rows cover
+/// that prefix and no more, so a rerun resumes in order.
+#[test]
+fn nothing_after_a_refused_request_commits_whatever_is_in_flight() {
+    let c = Cluster::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("in.csv");
+    let n: u64 = 20_000;
+    let mut text = String::from("id,v\n");
+    for i in 1..=n {
+        text.push_str(&format!("{i},row {i}\n"));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    for (k, in_flight) in ["1", "2", "4", "4", "3"].iter().enumerate() {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let refused = 3000 + rng % (n - 6000);
+        let table = format!("t{k}");
+        c.execute(
+            0,
+            &format!("CREATE TABLE {table} (id INTEGER, v TEXT CHECK (id <> {refused}))"),
+        );
+        let out = run(&[
+            "import",
+            &c.url(0),
+            csv.to_str().unwrap(),
+            "--table",
+            &table,
+            "--rqlite-in-flight",
+            in_flight,
+            "--rqlite-request-bytes",
+            "16384",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&format!("record {refused}:")) && err.contains("refused the row"),
+            "{err}"
+        );
+        let ids = |i: usize| -> Vec<u64> {
+            c.local(i, &format!("SELECT id FROM {table} ORDER BY rowid"))
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|r| r.first().and_then(Json::as_u64))
+                .collect()
+        };
+        let leader_count = (0..3).map(|i| ids(i).len()).max().unwrap();
+        let start = Instant::now();
+        for i in 0..3 {
+            let mut got = ids(i);
+            while got.len() < leader_count && start.elapsed() < Duration::from_secs(20) {
+                std::thread::sleep(Duration::from_millis(100));
+                got = ids(i);
+            }
+            let off = got.iter().zip(1u64..).position(|(id, want)| *id != want);
+            assert_eq!(
+                off,
+                None,
+                "in-flight {in_flight}, refused {refused}, node {i}: {} rows, not a prefix in input order from row {off:?} ({:?})",
+                got.len(),
+                off.map(|o| &got[o..(o + 3).min(got.len())])
+            );
+            assert!(
+                got.len() < refused as usize,
+                "node {i} kept {} rows",
+                got.len()
+            );
+            assert_eq!(got.len(), leader_count, "node {i}");
+        }
+        let ranges = c
+            .local(
+                0,
+                &format!(
+                    "SELECT min(first_row), max(last_row), sum(rows) FROM _liteload_progress WHERE tbl = '{table}'"
+                ),
+            );
+        // No progress table: the first request (which makes it) was the refused one.
+        let got = ranges.map(|r| r[0].clone());
+        let want = (leader_count > 0).then(|| {
+            vec![
+                Json::from(1),
+                Json::from(leader_count as u64),
+                Json::from(leader_count as u64),
+            ]
+        });
+        assert_eq!(got, want, "in-flight {in_flight}: progress rows");
+        eprintln!("in-flight {in_flight}: refused {refused}, kept {leader_count}");
     }
 }
 

@@ -29,8 +29,9 @@ pub struct RqliteArgs {
     /// 4 MiB; bench/README.md shows how the size was chosen).
     #[arg(long, value_name = "BYTES", help_heading = "rqlite")]
     pub rqlite_request_bytes: Option<usize>,
-    /// DB is rqlite://…: requests sent at once (default 1). With more, requests may
-    /// commit out of order, and rows SQLite numbers get their rowids in that order.
+    /// DB is rqlite://…: requests sent at once (default 1). With more, each request
+    /// still commits only after the one before it (input order, rowids too), and none
+    /// after a refused row's request commits.
     #[arg(long, value_name = "N", help_heading = "rqlite")]
     pub rqlite_in_flight: Option<usize>,
     #[command(flatten)]

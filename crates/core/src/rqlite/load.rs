@@ -130,6 +130,10 @@ pub(crate) struct Shape {
     pub request_bytes: usize,
     /// Rows per bound-parameter statement.
     pub param_rows: usize,
+    /// Requests may be in flight at once: each then commits only after the one before
+    /// it (see [`guard`]), so that requests commit in input order and none after a
+    /// refused one commits.
+    pub ordered: bool,
 }
 
 /// One request: its body, the rows it holds, and what each statement is.
@@ -139,6 +143,62 @@ pub(crate) struct Request {
     last: u64,
     rows: u64,
     statements: Vec<Stmt>,
+    /// The last row of the request that must commit before this one: its first
+    /// statement is a [`guard`] that fails until that request's progress row is in.
+    after: Option<u64>,
+}
+
+/// The statement that makes a request commit only after the one before it (rows
+/// `first..=last` of `key`): while that request's progress row is not in the cluster, it
+/// inserts a progress row of NULLs, which the table's NOT NULL refuses, and rqlite rolls
+/// the whole request back. Requests in flight at once thus commit in input order, and
+/// none after a refused one ever commits.
+fn guard(key: &LoadKey, first: u64, last: u64) -> String {
+    keyed(
+        &format!(
+            "INSERT INTO {t}(input, tbl, first_row, last_row, rows) SELECT NULL, NULL, NULL, NULL, NULL WHERE NOT EXISTS (SELECT 1 FROM {t} WHERE input = {{}} AND tbl = {{}} AND first_row = ? AND last_row = ?)",
+            t = quote_ident(PROGRESS_TABLE)
+        ),
+        key,
+        &format!(",{first},{last}"),
+    )
+}
+
+/// The requests answered so far (by their last row), for a request whose [`guard`]
+/// found the one before it not yet committed: it waits here for that answer.
+#[derive(Default)]
+pub(crate) struct Answered {
+    done: Mutex<std::collections::BTreeSet<u64>>,
+    changed: std::sync::Condvar,
+}
+
+impl Answered {
+    fn add(&self, last: u64) {
+        self.done
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(last);
+        self.changed.notify_all();
+    }
+
+    /// Waits until the request ending at `last` is answered or `failed` is set (checked
+    /// at least every 100 ms). Returns whether it was answered.
+    fn wait_for(&self, last: u64, failed: &Mutex<Option<Error>>) -> bool {
+        let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if done.contains(&last) {
+                return true;
+            }
+            if failed.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+                return false;
+            }
+            done = self
+                .changed
+                .wait_timeout(done, Duration::from_millis(100))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
 }
 
 /// What a statement of a request holds, to find a refused row.
@@ -170,6 +230,10 @@ pub(crate) struct RqliteSink<'c> {
     failed: Arc<Mutex<Option<Error>>>,
     /// Whether the first request (the one with the prelude) is answered.
     first_sent: bool,
+    /// With [`Shape::ordered`]: the rows of the last request built, which the next one
+    /// must commit after.
+    previous: Option<(u64, u64)>,
+    answered: Arc<Answered>,
 }
 
 impl<'c> RqliteSink<'c> {
@@ -185,6 +249,7 @@ impl<'c> RqliteSink<'c> {
         prelude: Vec<String>,
         sender: &Sender<Request>,
         failed: Arc<Mutex<Option<Error>>>,
+        answered: Arc<Answered>,
     ) -> RqliteSink<'c> {
         RqliteSink {
             client,
@@ -205,6 +270,8 @@ impl<'c> RqliteSink<'c> {
             tx: Some(sender.clone()),
             failed,
             first_sent: false,
+            previous: None,
+            answered,
         }
     }
 
@@ -218,6 +285,12 @@ impl<'c> RqliteSink<'c> {
     fn open_body(&mut self) {
         if self.body.is_empty() {
             self.body.push(b'[');
+            if let Some((first, last)) = self.previous.filter(|_| self.shape.ordered) {
+                self.body
+                    .extend_from_slice(guard(&self.key, first, last).as_bytes());
+                self.body.push(b',');
+                self.stmts.push(Stmt::Other);
+            }
             for p in self.prelude.drain(..) {
                 self.body.extend_from_slice(p.as_bytes());
                 self.body.push(b',');
@@ -250,13 +323,20 @@ impl<'c> RqliteSink<'c> {
         self.stmts.push(Stmt::Other);
         self.body.extend_from_slice(progress.as_bytes());
         self.body.push(b']');
+        let guarded = self
+            .previous
+            .filter(|_| self.shape.ordered && !self.stmts.is_empty());
         let req = Request {
             body: std::mem::take(&mut self.body),
             first: self.first,
             last: self.last,
             rows: self.rows,
             statements: std::mem::take(&mut self.stmts),
+            after: guarded.map(|(_, last)| last),
         };
+        if !done && req.rows > 0 {
+            self.previous = Some((req.first, req.last));
+        }
         self.written += req.rows;
         self.rows = 0;
         self.first = 0;
@@ -273,7 +353,9 @@ impl<'c> RqliteSink<'c> {
         let req = self.build(false);
         if !self.first_sent {
             self.first_sent = true;
-            return send_one(self.client, &req, &self.key, &self.source);
+            send_one(self.client, &req, &self.key, &self.source)?;
+            self.answered.add(req.last);
+            return Ok(());
         }
         let tx = self.tx.as_ref().expect("the sink is not finished");
         if tx.send(req).is_err() {
@@ -463,23 +545,37 @@ pub(crate) fn send_all(
     client: &Client,
     rx: Receiver<Request>,
     failed: &Mutex<Option<Error>>,
+    answered: &Answered,
     key: &LoadKey,
     source: &Arc<str>,
 ) -> u64 {
     let mut sent = 0;
     for req in rx.iter() {
-        if failed.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
-            // Another sender failed: the load stops; what is queued is dropped.
-            continue;
-        }
-        match send_one(client, &req, key, source) {
-            Ok(()) => sent += req.rows,
-            Err(e) => {
-                failed
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get_or_insert(e);
+        loop {
+            if failed.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+                // Another sender failed: the load stops; what is queued is dropped
+                // (and a request in flight after the refused one fails its guard).
+                break;
             }
+            match send_guarded(client, &req, key, source) {
+                Ok(true) => {
+                    sent += req.rows;
+                    answered.add(req.last);
+                }
+                // The request before this one is not committed yet: wait for its
+                // answer, then send this one again; stop if it was refused.
+                Ok(false) => match req.after {
+                    Some(before) if answered.wait_for(before, failed) => continue,
+                    _ => {}
+                },
+                Err(e) => {
+                    failed
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get_or_insert(e);
+                }
+            }
+            break;
         }
     }
     sent
@@ -496,10 +592,23 @@ pub(crate) fn send_one(
     key: &LoadKey,
     source: &Arc<str>,
 ) -> Result<()> {
+    match send_guarded(client, req, key, source)? {
+        true => Ok(()),
+        false => Err(Error::cluster(
+            client.node(),
+            "the request before this one is not in the cluster",
+        )),
+    }
+}
+
+/// Sends `req` until it is applied (`true`), refused (an error), or held back by its
+/// [`guard`] because the request before it is not committed yet (`false`).
+fn send_guarded(client: &Client, req: &Request, key: &LoadKey, source: &Arc<str>) -> Result<bool> {
     let start = Instant::now();
     loop {
         match client.execute(&req.body, true) {
-            Ok(_) => return Ok(()),
+            Ok(_) => return Ok(true),
+            Err(CallError::Statement { index: 0, .. }) if req.after.is_some() => return Ok(false),
             Err(CallError::Statement { index, message }) => {
                 return Err(locate(client, req, index, message, source));
             }
@@ -511,7 +620,7 @@ pub(crate) fn send_one(
                 std::thread::sleep(Duration::from_millis(500));
                 client.next_node();
                 if req.rows > 0 && range_recorded(client, key, req.first, req.last)? {
-                    return Ok(());
+                    return Ok(true);
                 }
                 // Not applied: send it again.
             }

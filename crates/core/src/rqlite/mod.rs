@@ -72,10 +72,10 @@ pub struct RqliteOptions {
     /// Requests sent at once (each waits for its answer on a thread of its own). The
     /// first request, which creates the tables, is always answered before any other is
     /// sent, and the one that marks the load finished after every other. With more
-    /// than one, requests may commit in another order than they were made, so rows
-    /// that SQLite numbers (a rowid table without an INTEGER PRIMARY KEY in the input)
-    /// get their rowids in that order, not the input's. Default 1 (2 measured 11%
-    /// faster on 2 cores: bench/README.md).
+    /// than one, each request carries a guard that lets it commit only after the one
+    /// before it: requests commit in input order (rowids too), and none after a refused
+    /// one commits; one that reaches the leader first is sent again once the one before
+    /// it is answered. Default 1.
     pub in_flight: usize,
     /// For `rqlite+https://`: a PEM file of the certificates to trust, in place of the
     /// built-in web roots (a cluster whose certificates a private CA signed). `None`
@@ -430,8 +430,10 @@ fn run_load(
     let shape = Shape {
         request_bytes: ropts.request_bytes.max(1024),
         param_rows: 256,
+        ordered: ropts.in_flight > 1,
     };
     let failed = Arc::new(Mutex::new(None));
+    let answered = Arc::new(load::Answered::default());
     let (tx, rx) = load::queue(ropts.in_flight);
     let mut sink = RqliteSink::new(
         client,
@@ -444,14 +446,15 @@ fn run_load(
         prelude,
         &tx,
         failed.clone(),
+        answered.clone(),
     );
     drop(tx);
     std::thread::scope(|s| {
         let senders: Vec<_> = (0..ropts.in_flight.max(1))
             .map(|_| {
                 let rx = rx.clone();
-                let (failed, key, source) = (&failed, &key, &source);
-                s.spawn(move || load::send_all(client, rx, failed, key, source))
+                let (failed, answered, key, source) = (&failed, &answered, &key, &source);
+                s.spawn(move || load::send_all(client, rx, failed, answered, key, source))
             })
             .collect();
         drop(rx);
