@@ -1242,3 +1242,63 @@ fn an_output_file_never_overwrites_an_input_or_the_database() -> R {
     checked_rows(&k.join("s.db"), "SELECT count(*) FROM kv")?;
     Ok(())
 }
+
+/// The sniffer as a class, against Python's `csv` (issue 36): 192 generated files
+/// (quoted delimiters in every record, in some, only in the header; LF, CRLF, lone CR;
+/// `,` `;` `|` tab; `.tsv` with quoted fields; minimal and full quoting), each written by
+/// `csv.writer` with a known dialect; every record liteload stores (sniffing on, types
+/// off) equals what `csv.reader` reads with that dialect. The driver is
+/// `tests/sniff/vs_python_csv.py` (standard library only).
+#[test]
+fn sniffed_files_load_as_pythons_csv_reads_them() -> R {
+    let d = TempDir::new()?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sniff/vs_python_csv.py");
+    let out = Process::new("python3")
+        .arg(&script)
+        .arg(assert_cmd::cargo::cargo_bin("liteload"))
+        .arg(d.path())
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("\"cases\": 192, \"failures\": 0"), "{text}");
+    Ok(())
+}
+
+/// The `sniffed:` line says what the load used: a header flag, a delimiter or a quote
+/// given on the command line stands in it over what sniffing found.
+#[test]
+fn the_sniffed_line_says_what_was_used() -> R {
+    let d = TempDir::new()?;
+    std::fs::write(
+        d.path().join("p.txt"),
+        "1,\"Doe, John\",Paris\n2,\"Roe, Jane\",Rome\n",
+    )?;
+    let out = Command::cargo_bin("liteload")?
+        .current_dir(d.path())
+        .args(["import", "p.db", "p.txt"])
+        .assert()
+        .success();
+    let err = stderr(&out);
+    assert!(
+        err.contains("sniffed: p.txt: ','-separated, no header"),
+        "{err}"
+    );
+    let rows = checked_rows(&d.path().join("p.db"), "SELECT * FROM p ORDER BY rowid")?;
+    assert_eq!(rows[0][1], Value::Text("Doe, John".into()));
+    assert_eq!(rows[0].len(), 3);
+    let out = Command::cargo_bin("liteload")?
+        .current_dir(d.path())
+        .args(["import", "q.db", "p.txt", "--header"])
+        .assert()
+        .success();
+    let err = stderr(&out);
+    assert!(
+        err.contains("sniffed: p.txt: ','-separated, header"),
+        "{err}"
+    );
+    Ok(())
+}

@@ -891,6 +891,8 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
         || (named == Some(Format::Csv)
             && opts.delimiter.is_none()
             && opts.quoting == Quoting::Default)
+        // Whether tab-separated fields are quoted is told from them, as for CSV.
+        || (named == Some(Format::Tsv) && opts.quoting == Quoting::Default)
         || (opts.sniff_header && opts.read.header && opts.read.columns.is_none())
         || opts.guess_encoding;
     let mut dialect = if opts.sniff && fixed.is_none() && delimited(named) && open_question {
@@ -942,7 +944,8 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
             if format == Format::Csv && opts.delimiter.is_none() {
                 ro.delimiter = d.delimiter;
             }
-            if format == Format::Csv && opts.quoting == Quoting::Default {
+            // One rule for CSV and TSV: a field that starts with a quote is quoted.
+            if opts.quoting == Quoting::Default {
                 ro.quote = d.quote;
             }
             if opts.sniff_header && opts.read.columns.is_none() && opts.read.header {
@@ -953,6 +956,16 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
             // UTF-16 by its byte-order mark, or Windows-1252 guessed when asked to.
             ro.encoding = d.encoding;
         }
+    }
+    // What is reported is what is used: a delimiter, quote or header given by the
+    // caller stands in the dialect over what sniffing found.
+    if let Some(d) = dialect.as_mut() {
+        if matches!(format, Format::Csv | Format::Tsv) {
+            d.delimiter = ro.delimiter;
+            d.quote = ro.quote;
+            d.header = ro.header;
+        }
+        d.encoding = ro.encoding;
     }
     let changed = named.is_none()
         || ro.delimiter != before.delimiter

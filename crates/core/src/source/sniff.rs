@@ -8,11 +8,15 @@
 //!   for the encoding to be named.
 //! - Format: a JSON array (`[`), newline-delimited JSON (`{`), else delimited text.
 //! - Delimiter and quote: every candidate (`,` `\t` `;` `|`, and any other punctuation
-//!   byte of the first line) splits the sample quote-aware; the winner makes every
-//!   sampled record the same width (at least 2), with the fewest unquoted fields that
-//!   hold another common delimiter (a decimal-comma number in a `;` file is no such
-//!   field), then the most fields, then the order above. No candidate fits every
-//!   record: `,`, and the choice says it was not sniffed.
+//!   byte of the first line) splits the sample quote-aware. Quoting is decided before
+//!   fields are counted, one rule for CSV and TSV: where a field starts with `"`, it is
+//!   quoted (RFC 4180). The winner makes every sampled record the same width (at least
+//!   2), with no quoted field followed by text before the next delimiter, the fewest
+//!   unquoted fields that hold another common delimiter (a decimal-comma number in a `;`
+//!   file is no such field), then the most fields, then the order above; another
+//!   delimiter that fits as well is reported ([`Dialect::also_fits`]). No candidate
+//!   fits every record: `,`, and the choice says it was not sniffed. Records end at LF,
+//!   CRLF or a lone CR.
 //! - Header: the first record is data, not names, only when some columns hold numbers
 //!   or dates in every other sampled record and the first record does too in each of
 //!   them. Otherwise it is a header (as most files have).
@@ -127,6 +131,11 @@ pub struct Dialect {
     pub delimiter_found: bool,
     /// Records in the sample.
     pub sampled_records: usize,
+    /// Delimited text: another delimiter that fits the sample as well as the one chosen
+    /// but splits it into another number of fields (the choice was a tie: the one with
+    /// more fields won). `None` when the choice was clear.
+    #[serde(serialize_with = "opt_byte_text")]
+    pub also_fits: Option<u8>,
 }
 
 fn encoding_name<S: serde::Serializer>(e: &Encoding, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -177,7 +186,14 @@ impl Dialect {
         match self.format {
             Format::Csv | Format::Tsv => {
                 parts.push(if self.delimiter_found {
-                    format!("{}-separated", shown(self.delimiter))
+                    match self.also_fits {
+                        Some(other) => format!(
+                            "{}-separated ({} would split every sampled record evenly too)",
+                            shown(self.delimiter),
+                            shown(other)
+                        ),
+                        None => format!("{}-separated", shown(self.delimiter)),
+                    }
                 } else if self.delimiter == b',' {
                     "no delimiter fits every record (read as ','-separated)".into()
                 } else {
@@ -314,12 +330,20 @@ pub fn text_of(bytes: &[u8], given: Encoding) -> (Encoding, bool, Cow<'_, str>) 
 type Record<'a> = Vec<(&'a str, bool)>;
 
 /// The records of `text` split by `delim` and `quote` (quote-aware, a doubled quote
-/// inside quotes escapes it; CR before LF is dropped; blank lines are skipped). With
-/// `whole` false the last record, maybe cut, is dropped.
+/// inside quotes escapes it; a line ends at LF, CRLF or a lone CR; blank lines are
+/// skipped). With `whole` false the last record, maybe cut, is dropped.
 fn records(text: &str, delim: u8, quote: Option<u8>, whole: bool) -> Vec<Record<'_>> {
+    split(text, delim, quote, whole).0
+}
+
+/// [`records`], and how many quoted fields are malformed: text follows the closing
+/// quote before the next delimiter or line end (`"a,b"|"c` split at `,`), a sign that
+/// the delimiter is wrong.
+fn split(text: &str, delim: u8, quote: Option<u8>, whole: bool) -> (Vec<Record<'_>>, usize) {
     let b = text.as_bytes();
     let mut out: Vec<Record<'_>> = vec![];
     let mut rec: Record<'_> = vec![];
+    let mut malformed = 0;
     let (mut i, mut start, mut quoted, mut in_q) = (0usize, 0usize, false, false);
     let field = |s: usize, e: usize, q: bool| -> (&str, bool) {
         let mut e = e;
@@ -338,10 +362,16 @@ fn records(text: &str, delim: u8, quote: Option<u8>, whole: bool) -> Vec<Record<
                     continue;
                 }
                 in_q = false;
+                if b.get(i + 1)
+                    .is_some_and(|&n| n != delim && n != b'\n' && n != b'\r')
+                {
+                    malformed += 1;
+                }
             }
             i += 1;
             continue;
         }
+        let line_end = c == b'\n' || (c == b'\r' && b.get(i + 1) != Some(&b'\n'));
         if Some(c) == quote && i == start {
             in_q = true;
             quoted = true;
@@ -349,7 +379,7 @@ fn records(text: &str, delim: u8, quote: Option<u8>, whole: bool) -> Vec<Record<
             rec.push(field(start, i, quoted));
             start = i + 1;
             quoted = false;
-        } else if c == b'\n' {
+        } else if line_end {
             rec.push(field(start, i, quoted));
             let blank = rec.len() == 1 && rec[0].0.is_empty() && !rec[0].1;
             if !blank {
@@ -365,7 +395,7 @@ fn records(text: &str, delim: u8, quote: Option<u8>, whole: bool) -> Vec<Record<
         rec.push(field(start, b.len(), quoted));
         out.push(rec);
     }
-    out
+    (out, malformed)
 }
 
 /// What a field's text looks like, for the header test.
@@ -468,6 +498,8 @@ const COMMON: [u8; 4] = [b',', b'\t', b';', b'|'];
 struct Score {
     /// Every sampled record is this wide (2 or more).
     consistent: bool,
+    /// No quoted field has text after its closing quote.
+    well_formed: bool,
     /// One of the common delimiters: another byte wins only where none fits.
     common: bool,
     /// Per mille of unquoted fields that hold no other common delimiter.
@@ -479,8 +511,11 @@ struct Score {
     quote: u8,
 }
 
-/// The delimiter, quote and header of delimited `text`, and whether a delimiter made
-/// every sampled record the same width. `delimiter` and `quote` given are used as is.
+/// The delimiter, quote and header of delimited `text`, whether a delimiter made every
+/// sampled record the same width, the records sampled, and another delimiter that fits
+/// the sample as well (every record one width, well-formed quotes, as clean) but splits
+/// it otherwise: a tie that is reported, not settled silently. `delimiter` and `quote`
+/// given are used as is.
 /// `csv`: the name says CSV, so when no delimiter fits it is `,` (records of another
 /// width are then errors); otherwise a header without any common delimiter makes the
 /// text one column.
@@ -490,8 +525,8 @@ pub fn delimited(
     delimiter: Option<u8>,
     quote: Option<Option<u8>>,
     csv: bool,
-) -> (u8, Option<u8>, bool, bool, usize) {
-    let first_line = text.lines().next().unwrap_or("");
+) -> (u8, Option<u8>, bool, bool, usize, Option<u8>) {
+    let first_line = text.split(['\n', '\r']).next().unwrap_or("");
     let mut delims: Vec<u8> = match delimiter {
         Some(d) => vec![d],
         None => COMMON.to_vec(),
@@ -508,12 +543,21 @@ pub fn delimited(
         None => vec![Some(b'"'), None, Some(b'\'')],
     };
     let mut best: Option<(Score, u8, Option<u8>)> = None;
+    let mut scored: Vec<(Score, u8)> = vec![];
     for (rank, &d) in delims.iter().enumerate() {
+        // Quoting is decided before fields are counted: where a field starts with `"`
+        // (split at `d`), it is a quoted field, as RFC 4180 reads it, and reading it
+        // otherwise is no candidate (it would split `"Doe, John"` in two).
+        let rfc_quoted = quote.is_none()
+            && records(text, d, Some(b'"'), whole)
+                .iter()
+                .flatten()
+                .any(|(_, q)| *q);
         for &q in &quotes {
-            if Some(d) == q {
+            if Some(d) == q || (rfc_quoted && q != Some(b'"')) {
                 continue;
             }
-            let recs = records(text, d, q, whole);
+            let (recs, malformed) = split(text, d, q, whole);
             let Some(width) = recs.first().map(Vec::len) else {
                 continue;
             };
@@ -538,12 +582,14 @@ pub fn delimited(
             };
             let score = Score {
                 consistent,
+                well_formed: malformed == 0,
                 common: COMMON.contains(&d),
                 clean: 1000 - unclean * 1000 / fields,
                 width,
                 rank: std::cmp::Reverse(rank),
                 quote,
             };
+            scored.push((score, d));
             if best.as_ref().is_none_or(|(s, _, _)| score > *s) {
                 best = Some((score, d, q));
             }
@@ -571,10 +617,22 @@ pub fn delimited(
             !first_is_data(&recs, fallback_quote),
             false,
             recs.len(),
+            None,
         );
     };
+    let won = best.map(|(s, _, _)| s);
+    let also = scored
+        .iter()
+        .filter(|(s, other)| {
+            *other != d
+                && s.consistent
+                && s.well_formed
+                && won.is_some_and(|w| w.well_formed && s.clean == w.clean && s.width != w.width)
+        })
+        .max_by_key(|(s, _)| *s)
+        .map(|(_, other)| *other);
     let recs = records(text, d, q, whole);
-    (d, q, !first_is_data(&recs, q), true, recs.len())
+    (d, q, !first_is_data(&recs, q), true, recs.len(), also)
 }
 
 /// What the caller fixed; sniffing finds the rest.
@@ -619,6 +677,7 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
                 header: true,
                 delimiter_found: false,
                 sampled_records: 0,
+                also_fits: None,
             }));
         }
     }
@@ -641,7 +700,7 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
         }
     };
     let format = given.format.unwrap_or_else(|| format_of(&text));
-    let (delimiter, quote, header, delimiter_found, sampled_records) = match format {
+    let (delimiter, quote, header, delimiter_found, sampled_records, also_fits) = match format {
         Format::Csv => delimited(
             &text,
             whole,
@@ -649,14 +708,16 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
             given.quote,
             given.format == Some(Format::Csv),
         ),
+        // Quoting in tab-separated text follows the same rule as in CSV: a field that
+        // starts with `"` is quoted; without such fields, none is.
         Format::Tsv => delimited(
             &text,
             whole,
             Some(given.delimiter.unwrap_or(b'\t')),
-            Some(given.quote.unwrap_or(None)),
+            given.quote,
             false,
         ),
-        _ => (b',', None, true, false, 0),
+        _ => (b',', None, true, false, 0, None),
     };
     Ok(Some(Dialect {
         compression,
@@ -670,6 +731,7 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
         header,
         delimiter_found,
         sampled_records,
+        also_fits,
     }))
 }
 
@@ -687,7 +749,7 @@ mod tests {
     use super::*;
 
     fn sniff(text: &str) -> (u8, Option<u8>, bool, bool) {
-        let (d, q, h, found, _) = delimited(text, true, None, None, false);
+        let (d, q, h, found, _, _) = delimited(text, true, None, None, false);
         (d, q, h, found)
     }
 
@@ -703,6 +765,35 @@ mod tests {
         assert_eq!(sniff("a|b|c\n1|x,y|3\n").0, b'|');
         let q = "name,note\n\"Smith; John\",\"a, b\"\n\"Doe; Jane\",c\n";
         assert_eq!(sniff(q), (b',', Some(b'"'), true, true));
+    }
+
+    #[test]
+    fn quoting_is_decided_before_fields_are_counted() {
+        // Every record has one quoted delimiter: quoting is still quoting.
+        let people = "1,\"Doe, John\",Paris\n2,\"Roe, Jane\",Rome\n";
+        assert_eq!(sniff(people), (b',', Some(b'"'), false, true));
+        // A delimiter that occurs only inside quotes is not the delimiter.
+        let pipes = "\"a,b\"|\"c,d\"\n\"e,f\"|\"g,h\"\n\"i\"|\"j\"\n";
+        assert_eq!(sniff(pipes).0, b'|');
+        assert_eq!(sniff(pipes).1, Some(b'"'));
+        // Tab-separated text: quoted when its fields start with quotes, else not.
+        let tsv = |t: &str| delimited(t, true, Some(b'\t'), None, false).1;
+        assert_eq!(tsv("\"a\tb\"\tc\n\"d\"\te\n"), Some(b'"'));
+        assert_eq!(tsv("a\tb\n1\t2 \"in\" text\n"), None);
+    }
+
+    #[test]
+    fn a_lone_cr_ends_a_record() {
+        let (d, _, h, found, n, _) = delimited("a,b\r1,2\r3,4\r", true, None, None, false);
+        assert_eq!((d, h, found, n), (b',', true, true, 3));
+    }
+
+    #[test]
+    fn a_tie_between_delimiters_is_reported() {
+        let (d, _, _, _, _, also) = delimited("a.b.c-d\n1.2.3-4\n", true, None, None, false);
+        assert_eq!((d, also), (b'.', Some(b'-')));
+        let (_, _, _, _, _, also) = delimited("a,b\n1,2\n", true, None, None, false);
+        assert_eq!(also, None);
     }
 
     #[test]
