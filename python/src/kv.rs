@@ -21,6 +21,9 @@ pub struct KvStore {
     /// time; Python objects may be shared between threads.
     store: Mutex<Option<liteload::kv::KvStore>>,
     path: PathBuf,
+    /// The descriptors the store holds, counted as the package's own (see
+    /// [`crate::same_file`]) until it is closed.
+    held: Mutex<Option<crate::same_file::Held>>,
 }
 
 fn key(obj: &Bound<'_, PyAny>) -> PyResult<Key> {
@@ -67,6 +70,24 @@ impl KvStore {
                 self.path.display()
             ))),
         }
+    }
+
+    /// As [`KvStore::with`], for a write: refused while another SQLite in this process
+    /// has the file open (see [`crate::same_file`]), which may have happened since the
+    /// store was opened.
+    fn writing<T>(&self, f: impl FnOnce(&mut liteload::kv::KvStore) -> PyResult<T>) -> PyResult<T> {
+        self.with(|s| {
+            let id = self
+                .held
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(|h| h.id());
+            if let Some(id) = id {
+                crate::same_file::check_id(id, &self.path)?;
+            }
+            f(s)
+        })
     }
 
     fn put_value(store: &liteload::kv::KvStore, k: &Key, value: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -125,10 +146,13 @@ impl KvStore {
         opts.page_size = page_size;
         opts.cache_size = cache_size;
         opts.int_keys = int_keys;
-        let store = liteload::kv::KvStore::open(&path, opts).map_err(|e| library_error(&e))?;
+        let (store, held) = crate::same_file::Held::open(&path, || {
+            liteload::kv::KvStore::open(&path, opts).map_err(|e| library_error(&e))
+        })?;
         Ok(KvStore {
             store: Mutex::new(Some(store)),
             path,
+            held: Mutex::new(held),
         })
     }
 
@@ -152,12 +176,12 @@ impl KvStore {
     /// replacing any value there; all or nothing.
     fn put(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let k = self::key(key)?;
-        self.with(|s| Self::put_value(s, &k, value))
+        self.writing(|s| Self::put_value(s, &k, value))
     }
 
     /// Stores every `(key, value)` pair of `items` in one transaction: all or none.
     fn put_many(&self, items: &Bound<'_, PyAny>) -> PyResult<u64> {
-        self.with(|s| {
+        self.writing(|s| {
             let mut failed: Option<PyErr> = None;
             let mut n = 0u64;
             let result = s.batch(|store| {
@@ -182,7 +206,7 @@ impl KvStore {
     /// Removes `key`; whether it was there.
     fn delete(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let k = self::key(key)?;
-        self.with(|s| s.delete(&k).map_err(|e| library_error(&e)))
+        self.writing(|s| s.delete(&k).map_err(|e| library_error(&e)))
     }
 
     /// The keys, in key order (integers before strings), optionally only the string keys
@@ -221,6 +245,7 @@ impl KvStore {
     /// Closes the store; later calls raise ValueError.
     fn close(&self) {
         self.store.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.held.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

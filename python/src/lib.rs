@@ -11,6 +11,7 @@ mod errors;
 mod kv;
 mod rows;
 mod run;
+mod same_file;
 mod summary;
 
 use std::ffi::OsString;
@@ -117,8 +118,11 @@ fn write(
             Input::serialized(table, rows)
         };
     let job_counters = counters.clone();
-    let result = run::run(py, &counters, None, progress, move || {
-        Ok(liteload::import(&db, &[input], &opts, &job_counters)?)
+    let target = db.clone();
+    let result = same_file::job(&target, || {
+        run::run(py, &counters, None, progress, move || {
+            Ok(liteload::import(&db, &[input], &opts, &job_counters)?)
+        })
     });
     // A failure of the caller's own iterator is the error to raise; the load stopped
     // because of it and left the target as it was.
@@ -139,13 +143,16 @@ fn import_files(
     let plan = liteload_cli::options::import(args).map_err(to_py)?;
     let counters = Arc::new(Progress::default());
     let job_counters = counters.clone();
-    run::run(py, &counters, None, progress, move || {
-        Ok(liteload::import(
-            &plan.db,
-            &plan.inputs,
-            &plan.options,
-            &job_counters,
-        )?)
+    let target = plan.db.clone();
+    same_file::job(&target, || {
+        run::run(py, &counters, None, progress, move || {
+            Ok(liteload::import(
+                &plan.db,
+                &plan.inputs,
+                &plan.options,
+                &job_counters,
+            )?)
+        })
     })
     .map(Summary::from)
 }
@@ -274,16 +281,19 @@ fn ingest(
     let db = plan.db;
     let options = plan.options;
     let start = Instant::now();
-    let result = run::run(py, &counters, Some(&stop), progress, move || {
-        let mut engine = Ingest::open(&db, options)?;
-        let mut on = |e: Event<'_>| {
-            if let Event::Tick { totals, .. } = e {
-                job_counters.rows.store(totals.messages, Ordering::Relaxed);
-            }
-        };
-        let totals = feed::run(&mut engine, feed, &feed_opts, job_stop, &mut on)
-            .map_err(|e| e.in_file(&db))?;
-        Ok(totals)
+    let target = db.clone();
+    let result = same_file::job(&target, || {
+        run::run(py, &counters, Some(&stop), progress, move || {
+            let mut engine = Ingest::open(&db, options)?;
+            let mut on = |e: Event<'_>| {
+                if let Event::Tick { totals, .. } = e {
+                    job_counters.rows.store(totals.messages, Ordering::Relaxed);
+                }
+            };
+            let totals = feed::run(&mut engine, feed, &feed_opts, job_stop, &mut on)
+                .map_err(|e| e.in_file(&db))?;
+            Ok(totals)
+        })
     });
     if let Some(e) = failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
         return Err(e);

@@ -161,3 +161,27 @@ def test_a_spreadsheet_export_loads_with_no_options_and_converts_when_asked(tmp_
     assert rows(db, "prices") == [("Äpfel", "1.234,56", "23.11.2026"), ("Käse", "0,5", "01.12.2026")]
     liteload.import_file(db, src, table="converted", decimal_comma=True, dates=["%d.%m.%Y"])
     assert rows(db, "converted") == [("Äpfel", 1234.56, "2026-11-23"), ("Käse", 0.5, "2026-12-01")]
+
+
+@pytest.mark.parametrize("engine", ["direct", "sqlite"])
+def test_a_parquet_page_whose_checksum_fails_is_refused(tmp_path, engine):
+    """A file written with page checksums loads; the same file with one byte of a data
+    page changed is refused, as pyarrow refuses it when it verifies checksums."""
+    marker = 0x1122334455667788
+    table = pa.table({"v": pa.array([marker + i for i in range(1000)], pa.int64())})
+    good = tmp_path / "good.parquet"
+    pq.write_table(table, good, compression="NONE", write_page_checksum=True, use_dictionary=False)
+    raw = bytearray(good.read_bytes())
+    at = raw.find((marker + 500).to_bytes(8, "little"))
+    assert at > 0
+    raw[at] ^= 0xFF
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(bytes(raw))
+    with pytest.raises(Exception):
+        pq.read_table(bad, page_checksum_verification=True)
+    ok = liteload.import_file(tmp_path / "good.db", good, engine=engine)
+    assert ok.rows == 1000
+    assert rows(tmp_path / "good.db", "good")[500] == (marker + 500,)
+    with pytest.raises(liteload.Error, match="(?i)checksum"):
+        liteload.import_file(tmp_path / "bad.db", bad, engine=engine)
+    assert not (tmp_path / "bad.db").exists()

@@ -186,9 +186,13 @@ def test_primary_key_and_indexes(db):
     sqls = [r[0] for r in conn.execute("SELECT sql FROM sqlite_master WHERE type='index' AND sql IS NOT NULL ORDER BY name")]
     assert len(sqls) == 3 and any("UNIQUE" in s for s in sqls)
     assert conn.execute("SELECT id FROM t ORDER BY rowid").fetchall() == [(1,), (2,), (3,)]
+    # sqlite3's connection is closed before liteload writes (test_beside_sqlite3.py).
+    conn.close()
     with pytest.raises(liteload.BadInput):
         liteload.write(db, "u", pa.table({"id": [1, 1]}), pk="id")
+    conn = checked(db)
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name='u'").fetchone() == (0,)
+    conn.close()
 
 
 def test_hostile_column_names(db):

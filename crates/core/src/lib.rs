@@ -40,6 +40,7 @@ pub mod kv;
 mod pipeline;
 pub mod rqlite;
 mod run;
+pub mod same_process;
 mod schema;
 mod sink;
 pub mod source;
