@@ -287,6 +287,20 @@ fn bad_specs_fail_before_anything_is_written() -> R {
     .assert()
     .code(2)
     .stderr(predicate::str::contains("pick one"));
+    // A spec file that is not UTF-8 (Latin-1, UTF-16) is a usage error, like any bad spec.
+    for (name, bytes) in [
+        (
+            "latin1.toml",
+            b"[[column]]\nname = \"caf\xe9\"\ngen = \"int:1..2\"\n".to_vec(),
+        ),
+        ("utf16.toml", b"\xff\xfe[\0[\0".to_vec()),
+    ] {
+        std::fs::write(d.path().join(name), bytes)?;
+        generate(d.path(), &["x.db", "--rows", "10", "--spec", name])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("not UTF-8"));
+    }
     assert!(!d.path().join("x.db").exists());
     generate(d.path(), &["y.db", "--rows", "10", "-q"])
         .assert()

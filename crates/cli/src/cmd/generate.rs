@@ -136,8 +136,15 @@ struct SpecColumn {
 }
 
 fn read_spec(path: &PathBuf) -> Result<(Option<String>, Vec<ColumnSpec>)> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    // Bytes that are not UTF-8 are a spec written wrong (usage), not a read that failed.
+    let text = String::from_utf8(bytes).map_err(|e| {
+        UsageError(format!(
+            "{}: not UTF-8 (byte {}): a spec file is TOML, which is UTF-8",
+            path.display(),
+            e.utf8_error().valid_up_to() + 1
+        ))
+    })?;
     let file: SpecFile =
         toml::from_str(&text).map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
     let mut cols = vec![];
