@@ -289,12 +289,13 @@ impl Target {
         Ok(self.notes)
     }
 
-    /// Rolls back; the database is as before, its journal mode too (best effort: the
-    /// data is as before either way).
+    /// Rolls back; the database is as before, in the profile's journal mode as after a
+    /// commit (best effort: the data is as before either way). A file an earlier append
+    /// left in rollback-journal mode by a kill gets its WAL mode back here too.
     pub(crate) fn abort(self) {
         let _ = self.conn.execute_batch("ROLLBACK");
         let _ = self.conn.execute_batch("DETACH liteload_side");
-        if self.was_wal {
+        if self.was_wal || matches!(self.durability, Durability::Balanced | Durability::Durable) {
             let _ = self.conn.execute_batch("PRAGMA journal_mode=WAL");
         }
     }

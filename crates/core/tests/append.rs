@@ -216,3 +216,29 @@ proptest! {
         prop_assert!(!p.join("d.db.liteload-append").exists());
     }
 }
+
+/// A kill during a side-file append leaves the file in rollback-journal mode (its WAL
+/// mode switched off for the transfer). The next append puts the profile's WAL mode
+/// back whether it commits or fails.
+#[test]
+fn the_next_append_restores_wal_mode_after_a_killed_one() -> Result<(), Box<dyn std::error::Error>>
+{
+    let d = tempfile::tempdir()?;
+    let mode = |db: &Path| -> rusqlite::Result<String> {
+        rusqlite::Connection::open(db)?.query_row("PRAGMA journal_mode", [], |r| r.get(0))
+    };
+    std::fs::write(d.path().join("ok.csv"), "c0,c1\n1,a\n2,b\n")?;
+    std::fs::write(d.path().join("bad.csv"), "c0,c1\n1,a\n2,b,extra\n")?;
+    for (input, succeeds) in [("ok.csv", true), ("bad.csv", false)] {
+        let db = d.path().join(format!("{input}.db"));
+        existing(&db, None)?;
+        // What a killed append leaves: rollback-journal mode.
+        rusqlite::Connection::open(&db)?.execute_batch("PRAGMA journal_mode=DELETE")?;
+        assert_eq!(mode(&db)?, "delete");
+        let loaded = load(&db, &d.path().join(input), Engine::Auto, false);
+        assert_eq!(loaded.is_ok(), succeeds, "{loaded:?}");
+        assert_eq!(mode(&db)?, "wal", "{input}");
+        assert_eq!(dump(&db)?.0, "ok");
+    }
+    Ok(())
+}
