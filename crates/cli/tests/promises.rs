@@ -1248,11 +1248,12 @@ fn an_output_file_never_overwrites_an_input_or_the_database() -> R {
 /// `,` `;` `|` tab; `.tsv` with quoted fields; minimal and full quoting), each written by
 /// `csv.writer` with a known dialect; every record liteload stores (sniffing on, types
 /// off) equals what `csv.reader` reads with that dialect. The driver is
-/// `tests/sniff/vs_python_csv.py` (standard library only).
+/// `tests/reference/sniff_vs_python_csv.py` (standard library only).
 #[test]
 fn sniffed_files_load_as_pythons_csv_reads_them() -> R {
     let d = TempDir::new()?;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sniff/vs_python_csv.py");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/sniff_vs_python_csv.py");
     let out = Process::new("python3")
         .arg(&script)
         .arg(assert_cmd::cargo::cargo_bin("liteload"))
@@ -1300,5 +1301,29 @@ fn the_sniffed_line_says_what_was_used() -> R {
         err.contains("sniffed: p.txt: ','-separated, header"),
         "{err}"
     );
+    Ok(())
+}
+
+/// Where a JSON error is, as a class against Python's `json` (issue 36): NDJSON and
+/// arrays, small and over 8 MiB (the parallel reader), with a raw line break, tab or
+/// control character in a string, a missing comma or colon, at random places; the
+/// `FILE:LINE:COLUMN` liteload reports is where `json.loads` puts the fault (1-based).
+/// The driver is `tests/reference/json_positions.py`.
+#[test]
+fn json_errors_are_where_pythons_json_puts_them() -> R {
+    let d = TempDir::new()?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/json_positions.py");
+    let out = Process::new("python3")
+        .arg(&script)
+        .arg(assert_cmd::cargo::cargo_bin("liteload"))
+        .arg(d.path())
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("\"failures\": 0"), "{text}");
     Ok(())
 }

@@ -695,7 +695,7 @@ impl ArrayObjects {
         let read = Box::<serde_json::value::RawValue>::deserialize(&mut de);
         let (end_line, end_col, end_byte) = (again.line, again.col, again.byte);
         match read {
-            Err(e) => Err(element_error(line, column, &e)),
+            Err(e) => Err(element_error(line, column, &text, &e)),
             Ok(raw) if end_byte - byte >= text.len() as u64 => {
                 (self.r.line, self.r.col, self.r.byte) = (end_line, end_col, end_byte);
                 Ok(Some(ElementText {
@@ -829,7 +829,7 @@ impl ElementText {
                 column,
                 byte,
             }),
-            Err(e) => Err(element_error(line, column, &e)),
+            Err(e) => Err(element_error(line, column, &text, &e)),
         }
     }
 }
@@ -866,18 +866,29 @@ impl RawElement {
                 hint: None,
                 raw: other,
             })),
-            Err(e) => Err(element_error(line, column, &e)),
+            Err(e) => Err(element_error(line, column, raw.get().as_bytes(), &e)),
         }
     }
 }
 
 /// A serde_json error in an element that starts at `line`, `column`, placed in the file.
-fn element_error(line: u64, column: u64, e: &serde_json::Error) -> Fatal {
-    let (l, c) = (e.line() as u64, e.column() as u64);
+/// `text` is the element's text from its start, as far as it is known.
+///
+/// serde_json counts a `\n` it fails on (a raw line break inside a string) before it
+/// stops, so it reports the next line at column 0; the fault is that `\n`, at the end of
+/// the line before, and is reported there (1-based, as every other column).
+fn element_error(line: u64, column: u64, text: &[u8], e: &serde_json::Error) -> Fatal {
+    let (mut l, mut c) = (e.line() as u64, e.column() as u64);
+    if c == 0 && l >= 2 {
+        if let Some(len) = text.split(|&b| b == b'\n').nth(l as usize - 2) {
+            l -= 1;
+            c = len.len() as u64 + 1;
+        }
+    }
     let (el, ec) = if l <= 1 {
         (line, column + c.saturating_sub(1))
     } else {
-        (line + l - 1, c)
+        (line + l - 1, c.max(1))
     };
     let what = if e.is_io() { "" } else { "invalid JSON: " };
     Fatal::new(el, ec, format!("{what}{}", json_message(e)))

@@ -6,7 +6,7 @@ Each file is written by Python's csv.writer with a known dialect, and read back 
 csv.reader with that dialect: the reference. `liteload import` (sniffing on, types off)
 must store exactly the reference's records; csv.Sniffer's guess is shown beside it.
 
-    python3 vs_python_csv.py LITELOAD_BINARY WORK_DIR
+    python3 sniff_vs_python_csv.py LITELOAD_BINARY WORK_DIR
 """
 
 import csv
