@@ -290,6 +290,9 @@ impl RecordBuilder {
         if f.is_nan() {
             self.null();
         } else {
+            // -0.0 is written as 0.0: SQLite's own INSERT into a column of REAL affinity
+            // stores an integral real in its integer form, which has no sign.
+            let f = if f == 0.0 { 0.0 } else { f };
             self.types.push(7);
             self.body.extend_from_slice(&f.to_bits().to_be_bytes());
         }

@@ -213,7 +213,7 @@ fn csv_follows_rfc4180() -> R {
 }
 
 #[test]
-fn tsv_has_no_quoting_unless_asked() -> R {
+fn a_tsv_field_that_is_no_whole_quoted_field_is_read_as_it_stands() -> R {
     let d = TempDir::new()?;
     copy_in(d.path(), "cities.tsv")?;
     import(d.path(), &["o.db", "cities.tsv"]).assert().success();

@@ -1327,3 +1327,52 @@ fn json_errors_are_where_pythons_json_puts_them() -> R {
     assert!(text.contains("\"failures\": 0"), "{text}");
     Ok(())
 }
+
+/// JSON `-0` follows the type rules as CSV does (TEXT, never silently 0 or -0.0), nested
+/// `-0` keeps its text, and `-0.0` is the real 0.0, as SQLite's own INSERT stores it in a
+/// REAL column; the same from both engines, in NDJSON and in an array.
+#[test]
+fn json_negative_zero_is_what_the_type_rules_say() -> R {
+    let d = TempDir::new()?;
+    std::fs::write(
+        d.path().join("z.ndjson"),
+        "{\"a\": -0, \"b\": [-0,{\"x\":-0}], \"c\": -0.0}\n{\"a\": \"x\", \"b\": [1], \"c\": 1.5}\n",
+    )?;
+    std::fs::write(
+        d.path().join("z.json"),
+        "[{\"a\": -0, \"b\": [-0,{\"x\":-0}], \"c\": -0.0},\n {\"a\": \"x\", \"b\": [1], \"c\": 1.5}]",
+    )?;
+    for file in ["z.ndjson", "z.json"] {
+        for engine in ["direct", "sqlite"] {
+            let db = format!("{file}-{engine}.db");
+            Command::cargo_bin("liteload")?
+                .current_dir(d.path())
+                .args([
+                    "import", &db, file, "--table", "t", "-q", "--engine", engine,
+                ])
+                .assert()
+                .success();
+            let rows = checked_rows(
+                &d.path().join(&db),
+                "SELECT a, typeof(a), b, c, typeof(c) FROM t WHERE rowid = 1",
+            )?;
+            assert!(
+                matches!(rows[0][3], Value::Real(c) if c.is_sign_positive()),
+                "{file} {engine}: {:?}",
+                rows[0][3]
+            );
+            assert_eq!(
+                rows[0],
+                vec![
+                    Value::Text("-0".into()),
+                    Value::Text("text".into()),
+                    Value::Text("[-0,{\"x\":-0}]".into()),
+                    Value::Real(0.0),
+                    Value::Text("real".into()),
+                ],
+                "{file} {engine}"
+            );
+        }
+    }
+    Ok(())
+}

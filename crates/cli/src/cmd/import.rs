@@ -84,8 +84,8 @@ pub struct ImportArgs {
     /// Same as --format csv.
     #[arg(long, help_heading = "Format", conflicts_with_all = ["format", "tsv", "nl", "json"])]
     pub csv: bool,
-    /// Same as --format tsv (tab-separated; quoting as in CSV: a field that starts with
-    /// `"` is quoted, and a file without such fields is read without quoting).
+    /// Same as --format tsv (tab-separated; quoting as in CSV: fields that start and end
+    /// with `"` are quoted, and a file without such fields is read without quoting).
     #[arg(long, help_heading = "Format", conflicts_with_all = ["format", "nl", "json"])]
     pub tsv: bool,
     /// Same as --format ndjson.
@@ -97,8 +97,8 @@ pub struct ImportArgs {
     /// Field delimiter: one character, or `tab`. Example: --delimiter ';'
     #[arg(long, value_name = "CHAR", help_heading = "Format")]
     pub delimiter: Option<String>,
-    /// Quote character. Default: `"` where the sample's fields start with it (one rule for
-    /// CSV and TSV, decided before fields are counted), else none.
+    /// Quote character. Default: `"` where the sample's fields start and end with it (one
+    /// rule for CSV and TSV, decided before fields are counted), else none.
     #[arg(
         long,
         value_name = "CHAR",

@@ -116,6 +116,7 @@ impl ObjectStream {
                 line: 1,
                 col: 1,
                 byte: 0,
+                nl_col: 0,
                 budget: u64::MAX,
             },
             max_element: max_element as u64,
@@ -144,6 +145,7 @@ impl ObjectStream {
                 line,
                 col: column,
                 byte,
+                nl_col: 0,
                 budget: u64::MAX,
             },
             max_element: max_element as u64,
@@ -219,19 +221,22 @@ pub fn parse_lossless(text: &[u8]) -> serde_json::Result<Value> {
     Ok(v)
 }
 
-/// Whether `v` is, or holds, a real that may be an integer literal serde_json rounded:
-/// integral and 2^63 or more in magnitude.
+/// Whether `v` is, or holds, a real whose literal's text must decide ([`needs_its_text`]).
 fn maybe_rounded(v: &Value) -> bool {
     match v {
-        Value::Number(n) => {
-            n.is_f64()
-                && n.as_f64()
-                    .is_some_and(|f| f.abs() >= 9.2e18 && f.fract() == 0.0)
-        }
+        Value::Number(n) => n.is_f64() && n.as_f64().is_some_and(needs_its_text),
         Value::Array(a) => a.iter().any(maybe_rounded),
         Value::Object(o) => o.values().any(maybe_rounded),
         _ => false,
     }
+}
+
+/// Whether a real serde_json parsed may stand for a literal it cannot give back, so the
+/// literal's own text decides: an integer of 2^63 or more in magnitude (rounded), or a
+/// negative zero (`-0` is an integer literal, TEXT by the type rules as in CSV, and
+/// `[-0]` stays `[-0]`; `-0.0` stays a real).
+fn needs_its_text(f: f64) -> bool {
+    (f.abs() >= 9.2e18 && f.fract() == 0.0) || (f == 0.0 && f.is_sign_negative())
 }
 
 /// serde_json's message without its " at line L column C" tail (we give our own position).
@@ -473,6 +478,8 @@ struct Tracked<R> {
     line: u64,
     col: u64,
     byte: u64,
+    /// The column of the last `\n` read (where a raw line break in a string is).
+    nl_col: u64,
     /// Bytes the element being read may still take before it is too long.
     budget: u64,
 }
@@ -482,6 +489,10 @@ impl<R: BufRead> Tracked<R> {
         self.byte += bytes.len() as u64;
         match memchr::memrchr(b'\n', bytes) {
             Some(i) => {
+                self.nl_col = match memchr::memrchr(b'\n', &bytes[..i]) {
+                    Some(j) => (i - j) as u64,
+                    None => self.col + i as u64,
+                };
                 self.line += memchr::memchr_iter(b'\n', bytes).count() as u64;
                 self.col = (bytes.len() - i) as u64;
             }
@@ -665,6 +676,7 @@ impl ArrayObjects {
                     line,
                     col: column,
                     byte,
+                    nl_col: 0,
                     budget: 0,
                 };
                 at.advance(&text);
@@ -689,12 +701,20 @@ impl ArrayObjects {
             line,
             col: column,
             byte,
+            nl_col: 0,
             budget: limit,
         };
         let mut de = serde_json::Deserializer::from_reader(&mut again);
         let read = Box::<serde_json::value::RawValue>::deserialize(&mut de);
         let (end_line, end_col, end_byte) = (again.line, again.col, again.byte);
         match read {
+            // serde_json reads one byte at a time here: a line break it failed on is
+            // the last byte read, where `again` saw it.
+            Err(e) if e.column() == 0 && e.line() >= 2 => Err(Fatal::new(
+                end_line - 1,
+                again.nl_col,
+                format!("invalid JSON: {}", json_message(&e)),
+            )),
             Err(e) => Err(element_error(line, column, &text, &e)),
             Ok(raw) if end_byte - byte >= text.len() as u64 => {
                 (self.r.line, self.r.col, self.r.byte) = (end_line, end_col, end_byte);
@@ -879,7 +899,7 @@ impl RawElement {
 /// the line before, and is reported there (1-based, as every other column).
 fn element_error(line: u64, column: u64, text: &[u8], e: &serde_json::Error) -> Fatal {
     let (mut l, mut c) = (e.line() as u64, e.column() as u64);
-    if c == 0 && l >= 2 {
+    if c == 0 && l >= 2 && memchr::memchr_iter(b'\n', text).count() as u64 >= l - 1 {
         if let Some(len) = text.split(|&b| b == b'\n').nth(l as usize - 2) {
             l -= 1;
             c = len.len() as u64 + 1;
@@ -1532,7 +1552,7 @@ impl<'de> Deserialize<'de> for FastValue<'de> {
             }
             fn visit_f64<E>(self, r: f64) -> std::result::Result<Self::Value, E> {
                 // As `maybe_rounded` judges a real.
-                Ok(if r.abs() >= 9.2e18 && r.fract() == 0.0 {
+                Ok(if needs_its_text(r) {
                     FastValue::Rounded
                 } else {
                     FastValue::Real(r)
@@ -1716,7 +1736,7 @@ impl<'de> serde::de::Visitor<'de> for &mut NestedText {
     }
     fn visit_f64<E>(self, r: f64) -> std::result::Result<(), E> {
         // As `maybe_rounded` judges a real.
-        if r.abs() >= 9.2e18 && r.fract() == 0.0 {
+        if needs_its_text(r) {
             self.slow = true;
         }
         // A parsed real is finite: serde_json writes it as `Value::Number` would.

@@ -9,8 +9,8 @@
 //! - Format: a JSON array (`[`), newline-delimited JSON (`{`), else delimited text.
 //! - Delimiter and quote: every candidate (`,` `\t` `;` `|`, and any other punctuation
 //!   byte of the first line) splits the sample quote-aware. Quoting is decided before
-//!   fields are counted, one rule for CSV and TSV: where a field starts with `"`, it is
-//!   quoted (RFC 4180). The winner makes every sampled record the same width (at least
+//!   fields are counted, one rule for CSV and TSV: where fields start and end with `"`,
+//!   they are quoted (RFC 4180). The winner makes every sampled record the same width (at least
 //!   2), with no quoted field followed by text before the next delimiter, the fewest
 //!   unquoted fields that hold another common delimiter (a decimal-comma number in a `;`
 //!   file is no such field), then the most fields, then the order above; another
@@ -545,14 +545,14 @@ pub fn delimited(
     let mut best: Option<(Score, u8, Option<u8>)> = None;
     let mut scored: Vec<(Score, u8)> = vec![];
     for (rank, &d) in delims.iter().enumerate() {
-        // Quoting is decided before fields are counted: where a field starts with `"`
-        // (split at `d`), it is a quoted field, as RFC 4180 reads it, and reading it
-        // otherwise is no candidate (it would split `"Doe, John"` in two).
-        let rfc_quoted = quote.is_none()
-            && records(text, d, Some(b'"'), whole)
-                .iter()
-                .flatten()
-                .any(|(_, q)| *q);
+        // Quoting is decided before fields are counted: where fields start with `"`
+        // (split at `d`) and end with it, they are quoted fields, as RFC 4180 reads
+        // them, and reading them otherwise is no candidate (it would split `"Doe,
+        // John"` in two). A field such as `"quoted" stays` is no quoted field.
+        let rfc_quoted = quote.is_none() && {
+            let (recs, malformed) = split(text, d, Some(b'"'), whole);
+            malformed == 0 && recs.iter().flatten().any(|(_, q)| *q)
+        };
         for &q in &quotes {
             if Some(d) == q || (rfc_quoted && q != Some(b'"')) {
                 continue;
