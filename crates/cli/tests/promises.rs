@@ -1376,3 +1376,47 @@ fn json_negative_zero_is_what_the_type_rules_say() -> R {
     }
     Ok(())
 }
+
+/// UTF-16 without a byte-order mark, little- and big-endian: sniffing tells it by its
+/// zero bytes and loads it (and `sniff` says so); without sniffing, the error about the
+/// header's NUL bytes points at --encoding.
+#[test]
+fn utf16_without_a_byte_order_mark_loads_or_says_how() -> R {
+    let d = TempDir::new()?;
+    let text = "name,city\nZoë,Paris\nÅsa,Oslo\n";
+    let le: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let be: Vec<u8> = text.encode_utf16().flat_map(u16::to_be_bytes).collect();
+    for (name, bytes, shown) in [("le.csv", le, "utf-16le"), ("be.csv", be, "utf-16be")] {
+        std::fs::write(d.path().join(name), bytes)?;
+        let db = format!("{name}.db");
+        Command::cargo_bin("liteload")?
+            .current_dir(d.path())
+            .args(["import", &db, name, "--table", "t", "-q"])
+            .assert()
+            .success();
+        assert_eq!(
+            checked_rows(
+                &d.path().join(&db),
+                "SELECT name, city FROM t ORDER BY rowid"
+            )?,
+            vec![
+                vec![Value::Text("Zoë".into()), Value::Text("Paris".into())],
+                vec![Value::Text("Åsa".into()), Value::Text("Oslo".into())],
+            ]
+        );
+        let out = Command::cargo_bin("liteload")?
+            .current_dir(d.path())
+            .args(["sniff", name])
+            .assert()
+            .success();
+        let said = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+        assert!(said.contains(shown), "{said}");
+        let out = Command::cargo_bin("liteload")?
+            .current_dir(d.path())
+            .args(["import", "no.db", name, "--no-sniff"])
+            .assert()
+            .code(1);
+        assert!(stderr(&out).contains("--encoding"), "{}", stderr(&out));
+    }
+    Ok(())
+}

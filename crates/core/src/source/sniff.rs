@@ -3,8 +3,9 @@
 //! delimiter of a `.csv`, whether its first line is a header).
 //!
 //! - Compression, by magic bytes: gzip, zstd, bzip2, xz.
-//! - Text encoding: UTF-16 by its byte-order mark; else UTF-8 (a UTF-8 byte-order mark
-//!   is noted). Anything that is not valid UTF-8 is left to the reader, whose error asks
+//! - Text encoding: UTF-16 by its byte-order mark, or without one by its zero bytes (a
+//!   zero as every other byte, which UTF-8 text never has); else UTF-8 (a UTF-8
+//!   byte-order mark is noted). Anything that is not valid UTF-8 is left to the reader, whose error asks
 //!   for the encoding to be named.
 //! - Format: a JSON array (`[`), newline-delimited JSON (`{`), else delimited text.
 //! - Delimiter and quote: every candidate (`,` `\t` `;` `|`, and any other punctuation
@@ -223,8 +224,10 @@ impl Dialect {
         };
         parts.push(if self.bom {
             format!("{enc} with BOM")
-        } else if self.encoding_guessed {
+        } else if self.encoding_guessed && self.encoding == Encoding::Latin1 {
             format!("{enc} (guessed: not UTF-8)")
+        } else if self.encoding_guessed {
+            format!("{enc} (guessed: no byte-order mark, a zero as every other byte)")
         } else {
             enc.into()
         });
@@ -323,7 +326,40 @@ pub fn text_of(bytes: &[u8], given: Encoding) -> (Encoding, bool, Cow<'_, str>) 
         let (t, _) = encoding_rs::UTF_16BE.decode_with_bom_removal(bytes);
         return (Encoding::Utf16Be, true, Cow::Owned(t.into_owned()));
     }
+    if let Some(e) = utf16_without_bom(bytes) {
+        let codec = match e {
+            Encoding::Utf16Be => encoding_rs::UTF_16BE,
+            _ => encoding_rs::UTF_16LE,
+        };
+        let (t, _) = codec.decode_without_bom_handling(bytes);
+        return (e, false, Cow::Owned(t.into_owned()));
+    }
     (Encoding::Utf8, false, String::from_utf8_lossy(bytes))
+}
+
+/// UTF-16 without a byte-order mark, told by its zero bytes: text written mostly in
+/// Latin script has a zero as every other byte (the high byte of each unit), which
+/// UTF-8 text never has (it holds no NUL). Little-endian when the zeros are at odd
+/// offsets, big-endian at even ones; `None` unless at least half the units of the
+/// first 4 KiB show it and almost none the other way.
+fn utf16_without_bom(bytes: &[u8]) -> Option<Encoding> {
+    let head = &bytes[..bytes.len().min(4096) & !1];
+    let units = head.len() / 2;
+    if units < 2 {
+        return None;
+    }
+    let (mut even, mut odd) = (0, 0);
+    for pair in head.chunks_exact(2) {
+        even += usize::from(pair[0] == 0);
+        odd += usize::from(pair[1] == 0);
+    }
+    if odd * 2 >= units && even * 20 <= units {
+        Some(Encoding::Utf16Le)
+    } else if even * 2 >= units && odd * 20 <= units {
+        Some(Encoding::Utf16Be)
+    } else {
+        None
+    }
 }
 
 /// A record's fields as they stand in the text, and whether each was quoted.
@@ -692,6 +728,8 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
         None => (Cow::Borrowed(&raw[..]), raw_whole),
     };
     let (encoding, bom, text) = text_of(&bytes, given.encoding);
+    // UTF-16 told by its zero bytes, without a byte-order mark, is a guess, and says so.
+    let utf16_guessed = given.encoding == Encoding::Utf8 && !bom && encoding != Encoding::Utf8;
     let valid_text = encoding != Encoding::Utf8 || {
         let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
         match std::str::from_utf8(body) {
@@ -724,7 +762,7 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
         encoding,
         bom,
         valid_text,
-        encoding_guessed: false,
+        encoding_guessed: utf16_guessed,
         format,
         delimiter,
         quote,
@@ -780,6 +818,25 @@ mod tests {
         let tsv = |t: &str| delimited(t, true, Some(b'\t'), None, false).1;
         assert_eq!(tsv("\"a\tb\"\tc\n\"d\"\te\n"), Some(b'"'));
         assert_eq!(tsv("a\tb\n1\t2 \"in\" text\n"), None);
+    }
+
+    #[test]
+    fn utf16_without_a_byte_order_mark_is_told_by_its_zero_bytes() {
+        let text = "name,city\nZoë,Paris\n";
+        let le: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let be: Vec<u8> = text.encode_utf16().flat_map(u16::to_be_bytes).collect();
+        let (e, bom, t) = text_of(&le, Encoding::Utf8);
+        assert_eq!((e, bom, t.as_ref()), (Encoding::Utf16Le, false, text));
+        let (e, _, t) = text_of(&be, Encoding::Utf8);
+        assert_eq!((e, t.as_ref()), (Encoding::Utf16Be, text));
+        // UTF-8, also with a NUL byte or two, and too little to tell, stay UTF-8.
+        for s in [
+            &b"a,b\n1,\x002\n"[..],
+            b"a\x00",
+            "日本語,テキスト\n".as_bytes(),
+        ] {
+            assert_eq!(text_of(s, Encoding::Utf8).0, Encoding::Utf8, "{s:?}");
+        }
     }
 
     #[test]

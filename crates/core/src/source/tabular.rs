@@ -345,11 +345,18 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
             } else {
                 first.meta(i).column
             };
-            return Err(Error::input(
+            let err = Error::input(
                 self.pos(first.line, col, 0, first.byte),
                 None,
                 format!("header field {}: {problem}", i + 1),
-            ));
+            );
+            // NULs in a header: most likely UTF-16 read as UTF-8 (no byte-order mark).
+            let nul = raw_names.iter().any(|n| n.contains('\0'));
+            return Err(if nul {
+                err.with_hint(crate::error::Hint::NotText)
+            } else {
+                err
+            });
         }
         let (columns, notes) = clean_names(&raw_names);
         if columns.len() > crate::schema::MAX_COLUMNS {
