@@ -1251,22 +1251,31 @@ fn an_output_file_never_overwrites_an_input_or_the_database() -> R {
 /// `tests/reference/sniff_vs_python_csv.py` (standard library only).
 #[test]
 fn sniffed_files_load_as_pythons_csv_reads_them() -> R {
+    let said = python_reference("sniff_vs_python_csv.py")?;
+    assert!(said.contains("\"cases\": 192, \"failures\": 0"), "{said}");
+    Ok(())
+}
+
+/// Runs the driver `tests/reference/SCRIPT` (Python's standard library only) against
+/// this build's `liteload` in a scratch directory; fails with its report unless it
+/// passes. Returns what it printed.
+fn python_reference(script: &str) -> Result<String, Box<dyn std::error::Error>> {
     let d = TempDir::new()?;
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/sniff_vs_python_csv.py");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/reference")
+        .join(script);
     let out = Process::new("python3")
-        .arg(&script)
+        .arg(&path)
         .arg(assert_cmd::cargo::cargo_bin("liteload"))
         .arg(d.path())
         .output()?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         out.status.success(),
-        "{text}\n{}",
+        "{script}: {text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("\"cases\": 192, \"failures\": 0"), "{text}");
-    Ok(())
+    Ok(text)
 }
 
 /// The `sniffed:` line says what the load used: a header flag, a delimiter or a quote
@@ -1311,20 +1320,8 @@ fn the_sniffed_line_says_what_was_used() -> R {
 /// The driver is `tests/reference/json_positions.py`.
 #[test]
 fn json_errors_are_where_pythons_json_puts_them() -> R {
-    let d = TempDir::new()?;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/json_positions.py");
-    let out = Process::new("python3")
-        .arg(&script)
-        .arg(assert_cmd::cargo::cargo_bin("liteload"))
-        .arg(d.path())
-        .output()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(text.contains("\"failures\": 0"), "{text}");
+    let said = python_reference("json_positions.py")?;
+    assert!(said.contains("\"cases\": 15, \"failures\": 0"), "{said}");
     Ok(())
 }
 
