@@ -340,12 +340,13 @@ pub fn text_of(bytes: &[u8], given: Encoding) -> (Encoding, bool, Cow<'_, str>) 
 /// UTF-16 without a byte-order mark, told by its zero bytes: text written mostly in
 /// Latin script has a zero as every other byte (the high byte of each unit), which
 /// UTF-8 text never has (it holds no NUL). Little-endian when the zeros are at odd
-/// offsets, big-endian at even ones; `None` unless at least half the units of the
-/// first 4 KiB show it and almost none the other way.
+/// offsets, big-endian at even ones; `None` unless the first 4 KiB hold at least 8
+/// units, three quarters of them show it, and almost none the other way (a stray NUL
+/// in a short UTF-8 file is no UTF-16).
 fn utf16_without_bom(bytes: &[u8]) -> Option<Encoding> {
     let head = &bytes[..bytes.len().min(4096) & !1];
     let units = head.len() / 2;
-    if units < 2 {
+    if units < 8 {
         return None;
     }
     let (mut even, mut odd) = (0, 0);
@@ -353,9 +354,9 @@ fn utf16_without_bom(bytes: &[u8]) -> Option<Encoding> {
         even += usize::from(pair[0] == 0);
         odd += usize::from(pair[1] == 0);
     }
-    if odd * 2 >= units && even * 20 <= units {
+    if odd * 4 >= units * 3 && even * 20 <= units {
         Some(Encoding::Utf16Le)
-    } else if even * 2 >= units && odd * 20 <= units {
+    } else if even * 4 >= units * 3 && odd * 20 <= units {
         Some(Encoding::Utf16Be)
     } else {
         None
@@ -833,6 +834,8 @@ mod tests {
         for s in [
             &b"a,b\n1,\x002\n"[..],
             b"a\x00",
+            b"a\nx\x00\n",
+            b"a\x00b\x00c\x00d\x00\n\x00x\n",
             "日本語,テキスト\n".as_bytes(),
         ] {
             assert_eq!(text_of(s, Encoding::Utf8).0, Encoding::Utf8, "{s:?}");
