@@ -289,13 +289,14 @@ impl Target {
         Ok(self.notes)
     }
 
-    /// Rolls back; the database is as before, in the profile's journal mode as after a
-    /// commit (best effort: the data is as before either way). A file an earlier append
-    /// left in rollback-journal mode by a kill gets its WAL mode back here too.
+    /// Rolls back; the database is as before, its journal mode too (best effort: the
+    /// data is as before either way). A refused or failed load leaves the file as it
+    /// was, byte for byte, so a file an earlier killed append left in rollback-journal
+    /// mode keeps it until a load commits.
     pub(crate) fn abort(self) {
         let _ = self.conn.execute_batch("ROLLBACK");
         let _ = self.conn.execute_batch("DETACH liteload_side");
-        if self.was_wal || matches!(self.durability, Durability::Balanced | Durability::Durable) {
+        if self.was_wal {
             let _ = self.conn.execute_batch("PRAGMA journal_mode=WAL");
         }
     }
