@@ -1,0 +1,41 @@
+"""A/B of two liteload builds on three jobs (10M-row TSV import, 1M-message NDJSON import,
+1M-message ingest into 300k keys), interleaved rounds (even rounds run the old build
+first, odd ones the new), medians; every database is checked (integrity_check, row count).
+
+    python3 bench/gen_transit.py 10000000 /tmp/bench/t10m.tsv
+    python3 bench/gen_feed.py 1000000 300000 /tmp/bench/feed1m.jsonl
+    python3 bench/ab.py OLD_BINARY NEW_BINARY ROUNDS
+"""
+import os, sqlite3, statistics, subprocess, sys, time
+old, new, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+W = "/tmp/bench"
+jobs = {
+    "import 10M TSV (direct)": (["import", "{db}", f"{W}/t10m.tsv", "--table", "t", "-q"], "SELECT count(*) FROM t", 10_000_000),
+    "import 1M NDJSON feed": (["import", "{db}", f"{W}/feed1m.jsonl", "--table", "t", "-q"], "SELECT count(*) FROM t", 1_000_000),
+    "ingest 1M feed, 300k keys": (["ingest", "{db}", f"{W}/feed1m.jsonl", "--table", "t", "--key", "id", "-q"], "SELECT count(*) FROM t", None),
+}
+times = {(j, b): [] for j in jobs for b in ("old", "new")}
+counts = {}
+for r in range(rounds):
+    for j, (args, q, want) in jobs.items():
+        order = [("old", old), ("new", new)] if r % 2 == 0 else [("new", new), ("old", old)]
+        for name, binary in order:
+            db = f"{W}/ab.db"
+            for s in ("", "-wal", "-shm", "-journal"):
+                if os.path.exists(db + s):
+                    os.remove(db + s)
+            a = [binary] + [x.replace("{db}", db) for x in args]
+            t = time.perf_counter()
+            subprocess.run(a, check=True, stdout=subprocess.DEVNULL)
+            dt = time.perf_counter() - t
+            c = sqlite3.connect(db)
+            assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+            n = c.execute(q).fetchone()[0]
+            c.close()
+            if want is not None:
+                assert n == want, (j, name, n)
+            counts.setdefault(j, set()).add(n)
+            times[(j, name)].append(dt)
+for j in jobs:
+    o, n = statistics.median(times[(j, "old")]), statistics.median(times[(j, "new")])
+    print(f"{j}: old {o:.3f} s, new {n:.3f} s (new/old {n/o:.3f}); old runs {[round(x,3) for x in times[(j,'old')]]}, new runs {[round(x,3) for x in times[(j,'new')]]}; rows {sorted(counts[j])}")
