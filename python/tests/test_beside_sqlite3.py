@@ -88,6 +88,7 @@ def test_beside_sqlite3_nothing_is_lost(tmp_path, state, journal, action):
                 store.close()
             with liteload.KvStore(path) as kv:
                 assert kv.get("k") == b"v"
+            checked(path).close()
             return
         with pytest.raises(liteload.UsageError, match="another copy of SQLite"):
             act(action, path, tmp_path, store)

@@ -1310,6 +1310,11 @@ fn the_sniffed_line_says_what_was_used() -> R {
         err.contains("sniffed: p.txt: ','-separated, header"),
         "{err}"
     );
+    // The first record became the names; the second is the one row.
+    assert_eq!(
+        checked_rows(&d.path().join("q.db"), "SELECT count(*) FROM p")?,
+        vec![vec![Value::Integer(1)]]
+    );
     Ok(())
 }
 

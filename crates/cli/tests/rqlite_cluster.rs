@@ -736,6 +736,11 @@ fn nothing_after_a_refused_request_commits_whatever_is_in_flight() {
                 got.len()
             );
             assert_eq!(got.len(), leader_count, "node {i}");
+            assert_eq!(
+                c.local_rows(i, "PRAGMA integrity_check"),
+                Some(vec!["\"ok\"".to_string()]),
+                "node {i}"
+            );
         }
         let ranges = c
             .local(

@@ -609,9 +609,8 @@ pub fn build_new<T>(
     indexes: impl FnOnce(&mut DbWriter<SeqFile>, &mut T) -> Result<Vec<String>>,
 ) -> Result<(T, Vec<String>)> {
     refuse_existing(db)?;
-    let tmp = durability::temp_path(db);
-    let notes: Vec<String> = durability::clear_stale(&tmp)?.into_iter().collect();
-    durability::usable_directory(db)?;
+    let (tmp, note) = durability::new_file_temp(db)?;
+    let notes: Vec<String> = note.into_iter().collect();
     let out = build_at(
         &tmp, false, page_size, table, create_sql, verify, progress, fill, indexes,
     )?;

@@ -239,9 +239,17 @@ pub fn open(path: &Path, requested: Option<Durability>, settings: FileSettings) 
     })
 }
 
-/// Removes a temp file left by a killed run, unless a live run still holds its lock.
-/// Removes `tmp`, a load's temp file, if one is there and no liteload run holds it;
-/// returns the note for the user. Every engine starts a new file through this.
+/// The temp file a new database at `db` is built as, cleared of one a killed run left
+/// ([`clear_stale`]) and checked to be makeable there ([`usable_directory`]); with the
+/// note for the user, if a stale one was removed. Every engine that builds a new file
+/// starts here.
+pub(crate) fn new_file_temp(db: &Path) -> Result<(PathBuf, Option<String>)> {
+    let tmp = temp_path(db);
+    let note = clear_stale(&tmp)?;
+    usable_directory(db)?;
+    Ok((tmp, note))
+}
+
 /// Checks that a new database can be made at `db`: its directory exists, is a
 /// directory, and takes new files (tried by creating and removing `db`'s temp file,
 /// which must not exist: call after [`clear_stale`]). The error is an I/O error naming
@@ -293,6 +301,9 @@ pub(crate) fn usable_directory(db: &Path) -> Result<()> {
     }
 }
 
+/// Removes a temp file left by a killed run, unless a live run still holds its lock.
+/// Removes `tmp`, a load's temp file, if one is there and no liteload run holds it;
+/// returns the note for the user.
 pub(crate) fn clear_stale(tmp: &Path) -> Result<Option<String>> {
     if !tmp.exists() {
         return Ok(None);

@@ -761,10 +761,8 @@ fn write_direct(
     let (path, notes) = match out {
         DirectOut::New(db) => {
             direct_engine::refuse_existing(db)?;
-            let tmp = crate::durability::temp_path(db);
-            let notes = crate::durability::clear_stale(&tmp)?;
-            crate::durability::usable_directory(db)?;
-            (tmp, notes.into_iter().collect())
+            let (tmp, note) = crate::durability::new_file_temp(db)?;
+            (tmp, note.into_iter().collect())
         }
         DirectOut::Side(side, _) => (side.to_path_buf(), vec![]),
     };
@@ -944,7 +942,7 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
             if format == Format::Csv && opts.delimiter.is_none() {
                 ro.delimiter = d.delimiter;
             }
-            // One rule for CSV and TSV: a field that starts with a quote is quoted.
+            // One rule for CSV and TSV: fields that start and end with a quote are quoted.
             if opts.quoting == Quoting::Default {
                 ro.quote = d.quote;
             }

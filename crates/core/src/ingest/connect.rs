@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Sender;
 
 use super::feed::{read_lines, Batch, Buffered, Notice, Parsing, Tracker};
-use super::FileSource;
+use super::{timed_out, FileSource};
 use crate::error::{Error, Result};
 
 /// The placeholder of an init line that the start position replaces.
@@ -373,13 +373,6 @@ enum Failure {
 
 /// Waits for I/O by polling, so a stop is seen within this long.
 const POLL: Duration = Duration::from_millis(200);
-
-fn timed_out(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-    )
-}
 
 /// A connection's bytes: waits out read timeouts (the socket's are short, to see a
 /// stop), reports end of input on stop, and a stall when no byte came for `stall`.

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use subtle::ConstantTimeEq;
 
+use super::timed_out;
 use crate::error::{Error, Result};
 
 /// The longest token line read.
@@ -268,13 +269,6 @@ impl Write for Timed {
     fn flush(&mut self) -> std::io::Result<()> {
         self.socket.flush()
     }
-}
-
-fn timed_out(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-    )
 }
 
 /// A sender's connection, plain or TLS.

@@ -264,6 +264,14 @@ impl std::ops::Deref for ConnectionGuard<'_> {
     }
 }
 
+/// Whether a socket read ended at its read timeout (the error kind differs by platform).
+fn timed_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
 fn now_unix() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

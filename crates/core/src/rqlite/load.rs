@@ -233,6 +233,8 @@ pub(crate) struct RqliteSink<'c> {
     /// With [`Shape::ordered`]: the rows of the last request built, which the next one
     /// must commit after.
     previous: Option<(u64, u64)>,
+    /// The last row of the request the body being gathered has a [`guard`] for.
+    guarded_after: Option<u64>,
     answered: Arc<Answered>,
 }
 
@@ -271,6 +273,7 @@ impl<'c> RqliteSink<'c> {
             failed,
             first_sent: false,
             previous: None,
+            guarded_after: None,
             answered,
         }
     }
@@ -290,6 +293,7 @@ impl<'c> RqliteSink<'c> {
                     .extend_from_slice(guard(&self.key, first, last).as_bytes());
                 self.body.push(b',');
                 self.stmts.push(Stmt::Other);
+                self.guarded_after = Some(last);
             }
             for p in self.prelude.drain(..) {
                 self.body.extend_from_slice(p.as_bytes());
@@ -323,16 +327,13 @@ impl<'c> RqliteSink<'c> {
         self.stmts.push(Stmt::Other);
         self.body.extend_from_slice(progress.as_bytes());
         self.body.push(b']');
-        let guarded = self
-            .previous
-            .filter(|_| self.shape.ordered && !self.stmts.is_empty());
         let req = Request {
             body: std::mem::take(&mut self.body),
             first: self.first,
             last: self.last,
             rows: self.rows,
             statements: std::mem::take(&mut self.stmts),
-            after: guarded.map(|(_, last)| last),
+            after: self.guarded_after.take(),
         };
         if !done && req.rows > 0 {
             self.previous = Some((req.first, req.last));

@@ -78,6 +78,11 @@ enum Taken {
     Failed(io::ErrorKind, String),
 }
 
+/// The error of a reader whose first read failed, as often as it is asked for.
+fn failed(kind: io::ErrorKind, why: &str) -> Error {
+    Error::io(None, io::Error::new(kind, why))
+}
+
 impl ReaderInput {
     fn input(name: String, taken: Taken) -> Input {
         Input::Reader(ReaderInput {
@@ -95,21 +100,25 @@ impl ReaderInput {
             return Ok(Some(h.clone()));
         }
         let mut reader = self.reader.lock().unwrap_or_else(|p| p.into_inner());
-        if !matches!(*reader, Some(Taken::Read(_))) {
-            if let Some(Taken::Failed(kind, why)) = &*reader {
-                return Err(Error::io(None, io::Error::new(*kind, why.clone())));
+        let mut r = match reader.take() {
+            Some(Taken::Read(r)) => r,
+            Some(Taken::Failed(kind, why)) => {
+                let e = failed(kind, &why);
+                *reader = Some(Taken::Failed(kind, why));
+                return Err(e);
             }
-            return Ok(None);
-        }
-        let Some(Taken::Read(mut r)) = reader.take() else {
-            return Ok(None);
+            other => {
+                *reader = other;
+                return Ok(None);
+            }
         };
         let (bytes, whole) = match super::sniff::read_sample(&mut r, super::sniff::SAMPLE_BYTES) {
             Ok(sample) => sample,
             Err(e) => {
                 let why = format!("{}: {e}", self.name);
-                *reader = Some(Taken::Failed(e.kind(), why.clone()));
-                return Err(Error::io(None, io::Error::new(e.kind(), why)));
+                let err = failed(e.kind(), &why);
+                *reader = Some(Taken::Failed(e.kind(), why));
+                return Err(err);
             }
         };
         let bytes: Arc<[u8]> = bytes.into();
@@ -123,7 +132,7 @@ impl ReaderInput {
     fn take(&self) -> Result<Taken> {
         let taken = self.reader.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(Taken::Failed(kind, why)) = taken {
-            return Err(Error::io(None, io::Error::new(kind, why)));
+            return Err(failed(kind, &why));
         }
         taken.ok_or_else(|| {
             Error::plan(format!(
@@ -544,10 +553,10 @@ pub fn open(
         Input::Path(p) => Box::new(File::open(p).map_err(|e| Error::io(Some(p.clone()), e))?),
         Input::Reader(r) => match r.take()? {
             Taken::Read(read) => read,
-            Taken::Items { .. } | Taken::Batches(_) => {
+            // `take` gives a kept failure as its error, never as a `Taken`.
+            Taken::Items { .. } | Taken::Batches(_) | Taken::Failed(..) => {
                 unreachable!("items and batches are read by their own sources")
             }
-            Taken::Failed(kind, why) => return Err(Error::io(None, io::Error::new(kind, why))),
         },
         Input::Bytes { bytes, .. } => Box::new(io::Cursor::new(bytes.clone())),
     };

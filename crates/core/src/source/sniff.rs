@@ -586,15 +586,18 @@ pub fn delimited(
         // (split at `d`) and end with it, they are quoted fields, as RFC 4180 reads
         // them, and reading them otherwise is no candidate (it would split `"Doe,
         // John"` in two). A field such as `"quoted" stays` is no quoted field.
-        let rfc_quoted = quote.is_none() && {
-            let (recs, malformed) = split(text, d, Some(b'"'), whole);
-            malformed == 0 && recs.iter().flatten().any(|(_, q)| *q)
-        };
+        // The split at `d` with `"` quoting, made once: it decides the rule and is the
+        // `"` candidate's own.
+        let mut dq = (quote.is_none() && d != b'"').then(|| split(text, d, Some(b'"'), whole));
+        let rfc_quoted = dq.as_ref().is_some_and(|(recs, malformed)| {
+            *malformed == 0 && recs.iter().flatten().any(|(_, q)| *q)
+        });
         for &q in &quotes {
             if Some(d) == q || (rfc_quoted && q != Some(b'"')) {
                 continue;
             }
-            let (recs, malformed) = split(text, d, q, whole);
+            let made = if q == Some(b'"') { dq.take() } else { None };
+            let (recs, malformed) = made.unwrap_or_else(|| split(text, d, q, whole));
             let Some(width) = recs.first().map(Vec::len) else {
                 continue;
             };
@@ -747,8 +750,8 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
             given.quote,
             given.format == Some(Format::Csv),
         ),
-        // Quoting in tab-separated text follows the same rule as in CSV: a field that
-        // starts with `"` is quoted; without such fields, none is.
+        // Quoting in tab-separated text follows the same rule as in CSV: fields that
+        // start and end with `"` are quoted; without such fields, none is.
         Format::Tsv => delimited(
             &text,
             whole,

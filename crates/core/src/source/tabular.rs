@@ -345,18 +345,14 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
             } else {
                 first.meta(i).column
             };
-            let err = Error::input(
+            // NULs in a header: most likely UTF-16 read as UTF-8 (no byte-order mark).
+            let nul = raw_names.iter().any(|n| n.contains('\0'));
+            return Err(Error::input(
                 self.pos(first.line, col, 0, first.byte),
                 None,
                 format!("header field {}: {problem}", i + 1),
-            );
-            // NULs in a header: most likely UTF-16 read as UTF-8 (no byte-order mark).
-            let nul = raw_names.iter().any(|n| n.contains('\0'));
-            return Err(if nul {
-                err.with_hint(crate::error::Hint::NotText)
-            } else {
-                err
-            });
+            )
+            .with_hint(nul.then_some(crate::error::Hint::NotText)));
         }
         let (columns, notes) = clean_names(&raw_names);
         if columns.len() > crate::schema::MAX_COLUMNS {
