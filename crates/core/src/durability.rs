@@ -163,6 +163,12 @@ pub struct Target {
     /// The profile in force.
     pub durability: Durability,
     tmp: Option<PathBuf>,
+    /// An existing file in a rollback-journal mode under a WAL profile: the load runs in
+    /// its rollback journal (`synchronous=FULL`, as safe as the profile) and the file
+    /// enters WAL mode only after the commit. WAL mode is recorded in the file's header
+    /// (bytes 18 and 19, and leaving it again bumps the change counter), so switching
+    /// before the load would change the file even when the load fails.
+    wal_after_commit: bool,
     /// Things the user should know (a stale temp file removed, …).
     pub notes: Vec<String>,
 }
@@ -203,15 +209,24 @@ pub fn open(path: &Path, requested: Option<Durability>, settings: FileSettings) 
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| Error::sqlite(format!("opening {}", open_path.display()), e))?;
-    let setup = || -> rusqlite::Result<()> {
+    let mut wal_after_commit = false;
+    let mut setup = || -> rusqlite::Result<()> {
         crate::sqlite_info::configure(&conn)?;
+        if exists && matches!(durability, Durability::Balanced | Durability::Durable) {
+            let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+            wal_after_commit = !mode.eq_ignore_ascii_case("wal");
+        }
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         if let Some(ps) = settings.page_size {
             if !exists {
                 conn.execute_batch(&format!("PRAGMA page_size={ps};"))?;
             }
         }
-        conn.execute_batch(durability.pragmas())?;
+        conn.execute_batch(match (wal_after_commit, durability) {
+            (true, Durability::Durable) => "PRAGMA synchronous=EXTRA;",
+            (true, _) => "PRAGMA synchronous=FULL;",
+            _ => durability.pragmas(),
+        })?;
         if let Some(cs) = settings.cache_size {
             conn.execute_batch(&format!("PRAGMA cache_size={cs};"))?;
         }
@@ -235,6 +250,7 @@ pub fn open(path: &Path, requested: Option<Durability>, settings: FileSettings) 
         path: path.to_path_buf(),
         durability,
         tmp,
+        wal_after_commit,
         notes,
     })
 }
@@ -350,13 +366,24 @@ impl Target {
     /// appears at its name in one step, and the directory is synced.
     pub fn commit(self) -> Result<()> {
         let Target {
-            conn, path, tmp, ..
+            conn,
+            path,
+            tmp,
+            durability,
+            wal_after_commit,
+            ..
         } = self;
         let file = tmp.as_deref().unwrap_or(&path).display().to_string();
         let closed = match conn.execute_batch("COMMIT") {
-            Ok(()) => conn
-                .close()
-                .map_err(|(_, e)| Error::sqlite(format!("{file}: closing the database"), e)),
+            Ok(()) => {
+                if wal_after_commit {
+                    // Best effort: a reader elsewhere keeps the file in its old mode,
+                    // and the rows are committed either way.
+                    let _ = conn.execute_batch(durability.pragmas());
+                }
+                conn.close()
+            }
+            .map_err(|(_, e)| Error::sqlite(format!("{file}: closing the database"), e)),
             Err(e) => {
                 let _ = conn.execute_batch("ROLLBACK");
                 release_wal(&conn);
