@@ -24,9 +24,11 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 from . import _liteload
 from ._liteload import (
     BadInput,
+    ConstraintError,
     Error,
     IngestSummary,
     KvStore,
+    SchemaError,
     SqliteError,
     Summary,
     UsageError,
@@ -43,6 +45,8 @@ __all__ = [
     "Error",
     "BadInput",
     "UsageError",
+    "SchemaError",
+    "ConstraintError",
     "SqliteError",
 ]
 __version__: str = _liteload.__version__

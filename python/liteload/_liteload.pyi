@@ -26,6 +26,17 @@ class UsageError(Error):
     """The options do not fit together, or do not fit the data or the database; nothing
     was written."""
 
+class SchemaError(UsageError):
+    """The database does not fit the load (a table exists already or is a view, lacks a
+    column, would pass SQLite's limits); nothing was written."""
+
+class ConstraintError(BadInput):
+    """SQLite refused a row for its contents (UNIQUE, NOT NULL, CHECK, FOREIGN KEY, a
+    STRICT column's type, a value too big); ``code`` is SQLite's extended result code
+    (2067 for UNIQUE), ``None`` when not known."""
+
+    code: Optional[int]
+
 class SqliteError(Error):
     """SQLite refused a statement; the message says what liteload was doing."""
 

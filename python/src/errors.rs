@@ -29,6 +29,22 @@ create_exception!(
 );
 create_exception!(
     liteload,
+    SchemaError,
+    UsageError,
+    "The database does not fit the load: a table exists already or is a view, lacks a \
+     column the input has, or would pass SQLite's limits. Nothing was written."
+);
+create_exception!(
+    liteload,
+    ConstraintError,
+    BadInput,
+    "SQLite refused a row for its contents (UNIQUE, NOT NULL, CHECK, FOREIGN KEY, a \
+     STRICT column's type, a value too big): `.code` is SQLite's extended result code \
+     (2067 for UNIQUE; None when not known), and the position attributes say which \
+     row (0 and None when the refusal is not about one row)."
+);
+create_exception!(
+    liteload,
     SqliteError,
     Error,
     "SQLite refused a statement; the message says what liteload was doing."
@@ -74,8 +90,21 @@ pub fn to_py(e: anyhow::Error) -> PyErr {
 pub fn library_error(e: &liteload::Error) -> PyErr {
     let message = e.display_with(&keyword_hint);
     match e.kind() {
-        ErrorKind::Input { .. } | ErrorKind::TooManyErrors { .. } => {
-            let err = BadInput::new_err(message);
+        ErrorKind::Input { .. }
+        | ErrorKind::TooManyErrors { .. }
+        | ErrorKind::Constraint { .. } => {
+            let code = match e.kind() {
+                ErrorKind::Constraint { code, .. } => Some(*code),
+                ErrorKind::TooManyErrors { last, .. } => match last.kind() {
+                    ErrorKind::Constraint { code, .. } => Some(*code),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let err = match code {
+                Some(_) => ConstraintError::new_err(message),
+                None => BadInput::new_err(message),
+            };
             Python::attach(|py| {
                 let value = err.value(py);
                 let pos = e.position();
@@ -94,10 +123,14 @@ pub fn library_error(e: &liteload::Error) -> PyErr {
                 let _ = value.setattr("column", pos.map_or(0, |p| p.column));
                 let _ = value.setattr("record", pos.map_or(0, |p| p.record));
                 let _ = value.setattr("field", field);
+                if let Some(code) = code {
+                    let _ = value.setattr("code", code);
+                }
             });
             err
         }
-        ErrorKind::Plan(_) => UsageError::new_err(message),
+        ErrorKind::Usage(_) => UsageError::new_err(message),
+        ErrorKind::Schema(_) => SchemaError::new_err(message),
         ErrorKind::Io { path, source } => {
             let file = path.as_ref().map(|p| p.display().to_string());
             match source.raw_os_error() {

@@ -310,5 +310,5 @@ impl KvStore {
 fn stash(slot: &mut Option<PyErr>, e: PyErr) -> liteload::Error {
     let message = e.to_string();
     slot.get_or_insert(e);
-    liteload::Error::plan(message)
+    liteload::Error::usage(message)
 }

@@ -315,6 +315,8 @@ fn _liteload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Error", py.get_type::<errors::Error>())?;
     m.add("BadInput", py.get_type::<errors::BadInput>())?;
     m.add("UsageError", py.get_type::<UsageError>())?;
+    m.add("SchemaError", py.get_type::<errors::SchemaError>())?;
+    m.add("ConstraintError", py.get_type::<errors::ConstraintError>())?;
     m.add("SqliteError", py.get_type::<errors::SqliteError>())?;
     m.add_class::<Summary>()?;
     m.add_class::<IngestSummary>()?;

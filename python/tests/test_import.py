@@ -105,7 +105,8 @@ def test_usage_errors(tmp_path):
     with pytest.raises(liteload.UsageError, match="no-such-option"):
         liteload.import_file(tmp_path / "x.db", src, no_such_option=1)
     liteload.import_file(tmp_path / "x.db", src)
-    with pytest.raises(liteload.UsageError, match="exists already"):
+    # A table in the way is a SchemaError, which is a UsageError too.
+    with pytest.raises(liteload.SchemaError, match="exists already"):
         liteload.import_file(tmp_path / "x.db", src, if_exists="fail")
 
 

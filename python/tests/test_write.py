@@ -188,8 +188,11 @@ def test_primary_key_and_indexes(db):
     assert conn.execute("SELECT id FROM t ORDER BY rowid").fetchall() == [(1,), (2,), (3,)]
     # sqlite3's connection is closed before liteload writes (test_beside_sqlite3.py).
     conn.close()
-    with pytest.raises(liteload.BadInput):
+    # A refused row is a ConstraintError (a BadInput too) with SQLite's extended code.
+    with pytest.raises(liteload.ConstraintError) as e:
         liteload.write(db, "u", pa.table({"id": [1, 1]}), pk="id")
+    assert isinstance(e.value, liteload.BadInput)
+    assert e.value.code == 1555 and e.value.record == 2  # SQLITE_CONSTRAINT_PRIMARYKEY
     conn = checked(db)
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name='u'").fetchone() == (0,)
     conn.close()

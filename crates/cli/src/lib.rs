@@ -3,9 +3,11 @@
 //! `liteload` crate.
 //!
 //! Exit codes: 0 success; 1 bad input (a record, a JSON value, an empty file, a
-//! missing key);
-//! 2 bad usage (flags, or flags that do not fit the data or the database);
-//! 3 the system failed (I/O, SQLite). A closed stdout (broken pipe) exits 0.
+//! missing key, a row SQLite's constraints refuse);
+//! 2 bad usage (flags that contradict each other or do not fit the data);
+//! 3 the system failed (I/O, SQLite, an rqlite cluster); 4 the database does not fit
+//! (a table exists already or is a view, lacks a column); 70 a bug in liteload; 130
+//! interrupted. A closed stdout (broken pipe) exits 0.
 
 #![forbid(unsafe_code)]
 
@@ -191,7 +193,7 @@ pub mod options {
 
 /// Runs the command line `args` (the program's name first, as `std::env::args_os` gives
 /// it) and returns the exit status: 0 done, 1 bad input, 2 bad usage, 3 I/O or SQLite,
-/// 130 interrupted. Help and version requests print and return 0; a flag clap refuses
+/// 4 a database that does not fit, 70 a bug, 130 interrupted. Help and version requests print and return 0; a flag clap refuses
 /// prints its message and returns 2.
 pub fn run<I, T>(args: I) -> u8
 where
@@ -330,8 +332,12 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 fn exit_code(e: &anyhow::Error) -> u8 {
     use liteload::ErrorKind;
     match e.downcast_ref::<liteload::Error>().map(|e| e.kind()) {
-        Some(ErrorKind::Input { .. }) | Some(ErrorKind::TooManyErrors { .. }) => 1,
-        Some(ErrorKind::Plan(_)) => 2,
+        Some(ErrorKind::Input { .. })
+        | Some(ErrorKind::Constraint { .. })
+        | Some(ErrorKind::TooManyErrors { .. }) => 1,
+        Some(ErrorKind::Usage(_)) => 2,
+        Some(ErrorKind::Schema(_)) => 4,
+        Some(ErrorKind::Internal(_)) => 70,
         Some(ErrorKind::Interrupted) => 130,
         Some(_) => 3,
         None if e.downcast_ref::<cmd::UsageError>().is_some() => 2,

@@ -420,7 +420,7 @@ fn json_keys_first_seen_after_the_sample_add_columns() -> R {
         &["o.db", "more.ndjson", "--table", "events", "--sample", "1"],
     )
     .assert()
-    .code(2)
+    .code(4)
     .stderr(predicate::str::contains(
         "has no column \"fresh\", which the input has from some record on; use --alter",
     ));
@@ -846,7 +846,7 @@ fn appends_match_columns_by_name_and_alter_adds_them() -> R {
     std::fs::write(d.path().join("t3.csv"), "a,c\n3,new\n")?;
     import(d.path(), &["o.db", "t3.csv", "--table", "t"])
         .assert()
-        .code(2)
+        .code(4)
         .stderr("error: table \"t\" has no column \"c\" (it has: a, b); use --alter to add it\n");
     import(d.path(), &["o.db", "t3.csv", "--table", "t", "--alter"])
         .assert()
@@ -862,7 +862,7 @@ fn appends_match_columns_by_name_and_alter_adds_them() -> R {
     );
     import(d.path(), &["o.db", "t3.csv", "--table", "t", "--pk", "a"])
         .assert()
-        .code(2)
+        .code(4)
         .stderr(predicate::str::contains(
             "a primary key applies when liteload creates the table",
         ));
@@ -1032,7 +1032,7 @@ fn if_exists_appends_fails_or_replaces() -> R {
         &["o.db", "a.csv", "--table", "t", "--if-exists", "fail"],
     )
     .assert()
-    .code(2)
+    .code(4)
     .stderr(predicate::str::contains("exists already"));
     import(
         d.path(),

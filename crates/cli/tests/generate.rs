@@ -308,7 +308,7 @@ fn bad_specs_fail_before_anything_is_written() -> R {
     let before = digest(&d.path().join("y.db"), "user")?;
     generate(d.path(), &["y.db", "--rows", "10", "--column", "id=rowid", "--column", "other=int:1..2"])
         .assert()
-        .code(2)
+        .code(4)
         .stderr("error: table \"user\" exists with columns (id, area, age, active), but the spec has (id, other); load into another --table\n");
     assert_eq!(digest(&d.path().join("y.db"), "user")?, before);
     Ok(())

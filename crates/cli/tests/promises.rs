@@ -886,7 +886,7 @@ fn errors_have_one_kind_and_a_place() -> R {
         let err = stderr(&out);
         assert!(err.contains(&format!("{f}:1:")), "{err}");
     }
-    // A unique index the data breaks: the same exit code on both engines.
+    // A unique index the data breaks: the same exit code (a refused row) on both engines.
     std::fs::write(d.path().join("u.csv"), "a,b\n1,x\n1,y\n")?;
     for (engine, col) in [
         ("direct", "a"),
@@ -909,7 +909,7 @@ fn errors_have_one_kind_and_a_place() -> R {
             ],
         )
         .assert()
-        .code(2);
+        .code(1);
         let err = stderr(&out);
         assert!(err.contains("same key"), "{engine} {col}: {err}");
         assert!(!d.path().join(&db).exists());
@@ -1118,7 +1118,7 @@ fn a_view_is_not_a_table_to_write_into() -> R {
         vec!["generate", "v.db", "--rows", "3", "--table", "S"],
         vec!["ingest", "v.db", "s.jsonl", "--table", "s", "--key", "a"],
     ] {
-        let out = liteload(d.path(), &args).assert().code(2);
+        let out = liteload(d.path(), &args).assert().code(4);
         let err = stderr(&out);
         assert!(err.contains("is a view"), "{args:?}: {err}");
     }

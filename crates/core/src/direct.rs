@@ -43,7 +43,8 @@ pub const DEFAULT_PAGE_SIZE: u32 = 4096;
 fn from_btree(e: liteload_btree::Error, path: Option<&Path>) -> Error {
     match e {
         liteload_btree::Error::Io(io) => Error::io(path.map(Path::to_path_buf), io),
-        other => Error::plan(other.to_string()),
+        e @ liteload_btree::Error::PageSize(_) => Error::usage(e.to_string()),
+        other => Error::internal(other.to_string()),
     }
 }
 
@@ -216,7 +217,7 @@ impl IndexEntries {
                         put(rec).map_err(io)?;
                     }
                 }
-                None => return Err(Error::plan("index entries given up cannot be spilled")),
+                None => return Err(Error::internal("index entries given up cannot be spilled")),
             }
             out.flush().map_err(io)?;
         }
@@ -556,12 +557,12 @@ impl Sink for DirectSink<'_, '_> {
     fn add_columns(&mut self, columns: &[(String, ColumnType)]) -> Result<()> {
         let Some((name, cols)) = &mut self.growth else {
             return Err(
-                Error::plan("the direct engine writes a fixed set of columns")
+                Error::usage("the direct engine writes a fixed set of columns")
                     .with_hint(Hint::SqliteEngine),
             );
         };
         if cols.len() + columns.len() > crate::schema::MAX_COLUMNS {
-            return Err(Error::plan(format!(
+            return Err(Error::schema(format!(
                 "table {} would have {} columns, more than SQLite's limit of {}",
                 crate::schema::quote_ident(name),
                 cols.len() + columns.len(),
@@ -582,7 +583,7 @@ impl Sink for DirectSink<'_, '_> {
 /// The direct engine only builds new files: an error if `db` exists.
 pub fn refuse_existing(db: &Path) -> Result<()> {
     if db.exists() {
-        return Err(Error::plan(format!(
+        return Err(Error::usage(format!(
             "{}: the direct engine builds a new file, but this one exists",
             db.display()
         ))
@@ -662,7 +663,11 @@ pub(crate) fn build_at<T>(
                 conn.execute_batch(sql).map_err(|e| {
                     if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) {
                         // The data does not fit the index asked for: as on SQLite's path.
-                        Error::plan(format!("{sql}: two rows have the same key ({e})"))
+                        Error::constraint(
+                            crate::error::extended_code(&e),
+                            None,
+                            format!("{sql}: two rows have the same key ({e})"),
+                        )
                     } else {
                         Error::sqlite(format!("running {sql}"), e)
                     }
@@ -678,7 +683,7 @@ pub(crate) fn build_at<T>(
                 .query_row("PRAGMA integrity_check", [], |r| r.get(0))
                 .map_err(|e| Error::sqlite("running integrity_check", e))?;
             if ok != "ok" {
-                return Err(Error::plan(format!(
+                return Err(Error::internal(format!(
                     "verifying: SQLite's integrity_check found problems in the written file: {ok}"
                 )));
             }

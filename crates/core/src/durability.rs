@@ -71,7 +71,7 @@ impl Durability {
     /// exclusive lock. `atomic-new` does not apply to a file written in place.
     pub fn shared_pragmas(self) -> Result<&'static str> {
         match self {
-            Durability::AtomicNew => Err(Error::plan(
+            Durability::AtomicNew => Err(Error::usage(
                 "atomic-new builds a new file; a database written in place takes balanced, durable or unsafe",
             )),
             Durability::Balanced | Durability::Durable => Ok(self.pragmas()),
@@ -136,7 +136,7 @@ pub fn publish(tmp: &Path, path: &Path) -> Result<()> {
     match fs::hard_link(tmp, path) {
         Ok(()) => fs::remove_file(tmp).map_err(io(tmp))?,
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return Err(Error::plan(format!(
+            return Err(Error::usage(format!(
                 "{} appeared while this load ran; the loaded database is kept at {}",
                 path.display(),
                 tmp.display()
@@ -184,7 +184,7 @@ pub fn open(path: &Path, requested: Option<Durability>, settings: FileSettings) 
     });
     let mut notes = vec![];
     if durability == Durability::AtomicNew && exists {
-        return Err(Error::plan(format!(
+        return Err(Error::usage(format!(
             "{}: durability atomic-new builds a new file, but this one exists",
             path.display()
         ))
@@ -353,7 +353,7 @@ fn remove_stale(tmp: &Path) -> Result<()> {
         })()
         .unwrap_or(false);
     if busy {
-        return Err(Error::plan(format!(
+        return Err(Error::usage(format!(
             "{} is locked: another liteload run is building this database now",
             tmp.display()
         )));

@@ -35,6 +35,17 @@ impl fmt::Display for Position {
     }
 }
 
+/// SQLite's extended result code for a UNIQUE constraint (`SQLITE_CONSTRAINT_UNIQUE`).
+pub(crate) const UNIQUE: i32 = 2067;
+
+/// SQLite's extended result code in `e`, if SQLite gave one.
+pub(crate) fn extended_code(e: &rusqlite::Error) -> Option<i32> {
+    match e {
+        rusqlite::Error::SqliteFailure(f, _) => Some(f.extended_code),
+        _ => None,
+    }
+}
+
 /// The error type of the library. It is boxed so that `Result<T, Error>` stays one word.
 ///
 /// Its message names no option of any front end: where a setting would fix the problem,
@@ -150,9 +161,29 @@ pub enum ErrorKind {
         /// SQLite's error.
         source: rusqlite::Error,
     },
-    /// Bad usage: the options and the data (or the existing database) do not fit
-    /// together. [`Error::hint`] names the setting that would fix it when there is one.
-    Plan(String),
+    /// Bad usage: options that contradict each other, or that do not fit the data or the
+    /// writer (the page writer and a primary key, say). [`Error::hint`] names the setting
+    /// that would fix it when there is one. Nothing was written.
+    Usage(String),
+    /// The database does not fit the load: a table exists already or is a view, lacks a
+    /// column the input has, or would pass SQLite's limits. Nothing was written.
+    Schema(String),
+    /// SQLite refused a row for its contents: a constraint (UNIQUE, NOT NULL, CHECK,
+    /// FOREIGN KEY, a STRICT column's type) or a value over SQLite's limits. A load that
+    /// tolerates bad records skips such a row like a bad record.
+    Constraint {
+        /// SQLite's extended result code (`SQLITE_CONSTRAINT_UNIQUE` is 2067), when the
+        /// writer reports it (an rqlite cluster answers with the message alone: the code
+        /// is then read from it where it names a constraint).
+        code: Option<i32>,
+        /// The row's place in its input; `None` for a key that an index built after the
+        /// rows finds twice.
+        pos: Option<Position>,
+        /// SQLite's message.
+        message: String,
+    },
+    /// A bug in liteload: a worker thread panicked or stopped early. Please report it.
+    Internal(String),
     /// More bad records than allowed. The last one is `last`.
     TooManyErrors {
         /// The number allowed.
@@ -177,7 +208,8 @@ impl Error {
         Error(Box::new(Inner { kind, hint: None }))
     }
 
-    /// What went wrong: bad input, bad usage, I/O, SQLite, or interrupted.
+    /// What went wrong: bad input, bad usage, a database that does not fit, a refused
+    /// row, I/O, SQLite, a cluster, a bug, or interrupted.
     pub fn kind(&self) -> &ErrorKind {
         &self.0.kind
     }
@@ -263,9 +295,37 @@ impl Error {
         })
     }
 
-    /// Bad usage: options that do not fit the data or the database.
-    pub fn plan(message: impl Into<String>) -> Self {
-        Error::new(ErrorKind::Plan(message.into()))
+    /// Bad usage: options that contradict each other or do not fit the data.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Usage(message.into()))
+    }
+
+    /// The database does not fit the load.
+    pub fn schema(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Schema(message.into()))
+    }
+
+    /// SQLite refused a row: `code` is its extended result code, `pos` the row's place.
+    pub fn constraint(
+        code: Option<i32>,
+        pos: Option<Position>,
+        message: impl Into<String>,
+    ) -> Self {
+        Error::new(ErrorKind::Constraint {
+            code,
+            pos,
+            message: message.into(),
+        })
+    }
+
+    /// A row refused by SQLite (`e`), at `pos`.
+    pub(crate) fn refused_row(pos: Option<Position>, e: &rusqlite::Error) -> Self {
+        Error::constraint(extended_code(e), pos, e.to_string())
+    }
+
+    /// A bug: `message` says what broke.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Internal(message.into()))
     }
 
     /// More bad records than `limit`; `last` is the one past it.
@@ -294,14 +354,19 @@ impl Error {
     pub fn position(&self) -> Option<&Position> {
         match &self.0.kind {
             ErrorKind::Input { pos, .. } => Some(pos),
+            ErrorKind::Constraint { pos, .. } => pos.as_ref(),
             ErrorKind::TooManyErrors { last, .. } => last.position(),
             _ => None,
         }
     }
 
-    /// Whether this is a bad record, which a load that tolerates bad records may skip.
+    /// Whether this is a bad record (bad input, or a row SQLite refused), which a load
+    /// that tolerates bad records may skip.
     pub fn is_bad_record(&self) -> bool {
-        matches!(&self.0.kind, ErrorKind::Input { .. })
+        matches!(
+            &self.0.kind,
+            ErrorKind::Input { .. } | ErrorKind::Constraint { pos: Some(_), .. }
+        )
     }
 
     /// The reason alone, without the position prefix (for reject logs).
@@ -311,6 +376,11 @@ impl Error {
                 Some((i, name)) => format!("field {} {:?}: {}", i + 1, name, message),
                 None => message.clone(),
             },
+            ErrorKind::Constraint {
+                pos: Some(_),
+                message,
+                ..
+            } => format!("SQLite refused the row: {message}"),
             _ => self.to_string(),
         }
     }
@@ -352,7 +422,22 @@ impl Error {
             } => write!(f, "{}: {}", p.display(), source)?,
             ErrorKind::Io { path: None, source } => write!(f, "{source}")?,
             ErrorKind::Sqlite { context, source } => write!(f, "{context}: {source}")?,
-            ErrorKind::Plan(m) => write!(f, "{m}")?,
+            ErrorKind::Usage(m) | ErrorKind::Schema(m) => write!(f, "{m}")?,
+            ErrorKind::Constraint {
+                pos: None, message, ..
+            } => write!(f, "{message}")?,
+            ErrorKind::Constraint {
+                pos: Some(pos),
+                message,
+                ..
+            } => {
+                write!(f, "{pos}: ")?;
+                if pos.record > 0 {
+                    write!(f, "record {}: ", pos.record)?;
+                }
+                write!(f, "SQLite refused the row: {message}")?;
+            }
+            ErrorKind::Internal(m) => write!(f, "{m} (a bug in liteload: please report it)")?,
             ErrorKind::TooManyErrors { limit, last } => {
                 last.write(f, hint)?;
                 write!(f, "\nstopped: more than {limit} bad records")?;

@@ -238,7 +238,7 @@ pub fn import_into_connection(
     let start = Instant::now();
     validate_options(opts, inputs)?;
     if opts.parse_only {
-        return Err(Error::plan(
+        return Err(Error::usage(
             "a load into a connection writes rows; parsing alone needs no connection",
         ));
     }
@@ -324,12 +324,12 @@ fn import_direct(
 ) -> Result<Summary> {
     let groups = input_groups(inputs, opts);
     if let Some(why) = direct_refusal(&groups, opts) {
-        return Err(Error::plan(format!("the direct engine {why}")).with_hint(Hint::SqliteEngine));
+        return Err(Error::usage(format!("the direct engine {why}")).with_hint(Hint::SqliteEngine));
     }
     if db.exists() && opts.durability != Some(Durability::AtomicNew) {
         return match import_append(db, inputs, opts, progress, start)? {
             Some(summary) => Ok(summary),
-            None => Err(Error::plan(format!(
+            None => Err(Error::schema(format!(
                 "{}: the direct engine appends to a new table, or to one without \
                  constraint or trigger (and without rows if it has indexes) whose columns \
                  the input has in order (NDJSON and JSON: to a new table only); this one \
@@ -343,7 +343,7 @@ fn import_direct(
     direct_engine::refuse_existing(db)?;
     if !matches!(opts.durability, None | Some(Durability::AtomicNew)) {
         return Err(
-            Error::plan("the direct engine writes a new file with durability atomic-new")
+            Error::usage("the direct engine writes a new file with durability atomic-new")
                 .with_hint(Hint::SqliteEngine),
         );
     }
@@ -611,7 +611,7 @@ fn write_direct(
         mut src, columns, ..
     } = opened;
     if columns.is_empty() {
-        return Err(Error::plan(format!(
+        return Err(Error::usage(format!(
             "no columns for the new table {}: the input has no records to name them",
             quote_ident(name)
         )));
@@ -619,7 +619,7 @@ fn write_direct(
     for ix in &opts.indexes {
         for c in &ix.columns {
             if !columns.iter().any(|k| k.eq_ignore_ascii_case(c)) {
-                return Err(Error::plan(format!(
+                return Err(Error::usage(format!(
                     "index column {c:?}: table {} has no such column (columns: {})",
                     quote_ident(name),
                     columns.join(", ")
@@ -683,7 +683,7 @@ fn write_direct(
                 if grows {
                     Ok(())
                 } else {
-                    Err(Error::plan(
+                    Err(Error::usage(
                         "a column appeared after the sample; the direct engine writes the columns it saw first",
                     )
                     .with_hint(Hint::SqliteEngine))
@@ -703,11 +703,15 @@ fn write_direct(
             progress.check()?;
             let (name, sql) = (ix.name(&table_name), ix.stored_sql(&table_name));
             let unique_error = || {
-                Error::plan(format!(
+                Error::constraint(
+                    Some(crate::error::UNIQUE),
+                    None,
+                    format!(
                     "the index on {} ({}): two rows have the same key (UNIQUE constraint failed)",
                     quote_ident(&table_name),
                     ix.columns.join(", ")
-                ))
+                ),
+                )
             };
             if entries.spilled() {
                 // Runs on disk, merged into the page writer one entry at a time.
@@ -731,10 +735,10 @@ fn write_direct(
                         last = Some(rec.to_vec());
                     }
                     b.push(rec)
-                        .map_err(|e| Error::plan(format!("writing the index: {e}")))
+                        .map_err(|e| Error::internal(format!("writing the index: {e}")))
                 })?;
                 b.finish()
-                    .map_err(|e| Error::plan(format!("writing the index: {e}")))?;
+                    .map_err(|e| Error::internal(format!("writing the index: {e}")))?;
                 continue;
             }
             let sorted = match entries.sorted() {
@@ -753,7 +757,7 @@ fn write_direct(
                 }
                 SortedEntries::Records(records) => w.index(&name, &table_name, &sql, records),
             }
-            .map_err(|e| Error::plan(format!("writing the index: {e}")))?;
+            .map_err(|e| Error::internal(format!("writing the index: {e}")))?;
         }
         Ok(by_sqlite)
     };
@@ -800,21 +804,21 @@ fn write_direct(
 
 pub(crate) fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result<()> {
     if inputs.is_empty() {
-        return Err(Error::plan("no input files"));
+        return Err(Error::usage("no input files"));
     }
     if inputs.iter().filter(|i| **i == Input::Stdin).count() > 1 {
-        return Err(Error::plan("stdin (-) can be read only once"));
+        return Err(Error::usage("stdin (-) can be read only once"));
     }
     if let Some(ps) = opts.file.page_size {
         if !(512..=65536).contains(&ps) || !ps.is_power_of_two() {
-            return Err(Error::plan(format!(
+            return Err(Error::usage(format!(
                 "page size {ps}: expected a power of two from 512 to 65536"
             )));
         }
     }
     if let Some(t) = &opts.table {
         if t.is_empty() {
-            return Err(Error::plan("the table name is empty"));
+            return Err(Error::usage("the table name is empty"));
         }
     }
     // Two indexes on the same columns (SQLite ignores case in names) would get the same
@@ -824,7 +828,7 @@ pub(crate) fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result
             ix.columns.iter().map(|c| c.to_ascii_lowercase()).collect()
         };
         if let Some(b) = opts.indexes[i + 1..].iter().find(|b| key(b) == key(a)) {
-            return Err(Error::plan(format!(
+            return Err(Error::usage(format!(
                 "two indexes on the same columns ({} and {}): ask for one",
                 a.columns.join(", "),
                 b.columns.join(", ")
@@ -832,7 +836,7 @@ pub(crate) fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result
         }
     }
     if opts.read.max_record_bytes == 0 {
-        return Err(Error::plan(
+        return Err(Error::usage(
             "the longest record allowed is 0 bytes: no record could be loaded",
         ));
     }
@@ -913,7 +917,7 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
         (None, Some(d)) => d.format,
         (None, None) if input.logical_path().is_none() => Format::Csv,
         (None, None) => {
-            return Err(Error::plan(format!(
+            return Err(Error::usage(format!(
                 "{}: cannot tell the format from the file name",
                 input.display_name()
             ))
@@ -929,7 +933,7 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
     }
     if !ro.locale.is_empty() {
         if !matches!(format, Format::Csv | Format::Tsv) {
-            return Err(Error::plan(format!(
+            return Err(Error::usage(format!(
                 "{}: decimal commas and date formats apply to delimited text (CSV, TSV), not to {format:?}",
                 input.display_name()
             )));
@@ -1037,7 +1041,7 @@ pub(crate) fn cause_hint(e: Error, inputs: &[Input], opts: &ImportOptions) -> Er
 /// The read options of `input` read as `format`, before sniffing.
 fn options_for_format(input: &Input, format: Format, opts: &ImportOptions) -> Result<ReadOptions> {
     if format == Format::Json && opts.read.skip_lines > 0 {
-        return Err(Error::plan(format!(
+        return Err(Error::usage(format!(
             "{}: skipping lines applies to CSV, TSV and NDJSON, not to a JSON array",
             input.display_name()
         )));
@@ -1056,14 +1060,14 @@ fn options_for_format(input: &Input, format: Format, opts: &ImportOptions) -> Re
     if matches!(format, Format::Csv | Format::Tsv) {
         let shown = |b: u8| format!("{:?}", char::from(b));
         if matches!(ro.delimiter, b'\n' | b'\r') {
-            return Err(Error::plan(format!(
+            return Err(Error::usage(format!(
                 "the delimiter {} ends lines: records could not be told apart",
                 shown(ro.delimiter)
             )));
         }
         if let Some(q) = ro.quote {
             if q == ro.delimiter || matches!(q, b'\n' | b'\r') {
-                return Err(Error::plan(format!(
+                return Err(Error::usage(format!(
                     "the quote {} cannot be the delimiter or a line end",
                     shown(q)
                 )));
@@ -1200,7 +1204,7 @@ pub(crate) fn open_input(
     };
     let typed = ro.format.is_typed() || input.fixed_format() == Some(Format::Arrow);
     if typed && (!opts.types.is_empty() || !opts.detect_types) {
-        return Err(Error::plan(format!(
+        return Err(Error::usage(format!(
             "{}: the column types come from the input's schema; they cannot be set or turned off",
             input.display_name()
         )));
@@ -1222,7 +1226,7 @@ pub(crate) fn open_input(
         (Some(t), _) => t.clone(),
         (None, Some(t)) => t,
         (None, None) => {
-            return Err(Error::plan(format!(
+            return Err(Error::usage(format!(
                 "{}: an input without a file name gives no table name",
                 input.display_name()
             ))
@@ -1230,7 +1234,7 @@ pub(crate) fn open_input(
         }
     };
     if let Some(problem) = crate::schema::table_name_problem(&table) {
-        return Err(Error::plan(format!(
+        return Err(Error::usage(format!(
             "{}: {problem}; name another table",
             input.display_name()
         )));
@@ -1258,7 +1262,7 @@ pub(crate) fn open_input(
         {
             Some(i) => inferred[i] = *ty,
             None => {
-                return Err(Error::plan(format!(
+                return Err(Error::usage(format!(
                     "a type is given for column {name:?}, but {} has no such column (columns: {})",
                     input.display_name(),
                     sample.columns.join(", ")
@@ -1292,7 +1296,7 @@ pub(crate) fn plan_table(
     let check_names = |what: &str, names: &[String], have: &[String]| -> Result<()> {
         for n in names {
             if !have.iter().any(|c| c.eq_ignore_ascii_case(n)) {
-                return Err(Error::plan(format!(
+                return Err(Error::usage(format!(
                     "{what} {n:?}: table {} has no such column (columns: {})",
                     quote_ident(table),
                     have.join(", ")
@@ -1304,7 +1308,7 @@ pub(crate) fn plan_table(
     match table::existing_columns(conn, table)? {
         None => {
             if columns.is_empty() {
-                return Err(Error::plan(format!(
+                return Err(Error::usage(format!(
                     "no columns for the new table {}: the input has no records to name them",
                     quote_ident(table)
                 )));
@@ -1333,10 +1337,11 @@ pub(crate) fn plan_table(
                 && !created.contains(&actual.to_ascii_lowercase()) =>
         {
             if opts.if_exists == IfExists::Fail {
-                return Err(
-                    Error::plan(format!("table {} exists already", quote_ident(&actual)))
-                        .with_hint(Hint::OtherTable),
-                );
+                return Err(Error::schema(format!(
+                    "table {} exists already",
+                    quote_ident(&actual)
+                ))
+                .with_hint(Hint::OtherTable));
             }
             exec(&format!("DROP TABLE {}", quote_ident(&actual)))?;
             plan_table(conn, table, columns, inferred, opts, created)
@@ -1344,7 +1349,7 @@ pub(crate) fn plan_table(
         Some((actual, existing)) => {
             let ours = created.contains(&actual.to_ascii_lowercase());
             if !opts.pk.is_empty() && !ours {
-                return Err(Error::plan(format!(
+                return Err(Error::schema(format!(
                     "a primary key applies when liteload creates the table, and {} exists already",
                     quote_ident(&actual)
                 )));
@@ -1370,7 +1375,7 @@ pub(crate) fn plan_table(
                         have.push(col.clone());
                     }
                     None => {
-                        return Err(Error::plan(format!(
+                        return Err(Error::schema(format!(
                             "table {} has no column {col:?} (it has: {})",
                             quote_ident(&actual),
                             have.join(", ")
@@ -1402,7 +1407,7 @@ fn add_columns(conn: &Connection, plan: &TablePlan, cols: &[(String, ColumnType)
         .filter(|(n, _)| !existing.iter().any(|c| c.name.eq_ignore_ascii_case(n)))
         .count();
     if existing.len() + new > crate::schema::MAX_COLUMNS {
-        return Err(Error::plan(format!(
+        return Err(Error::schema(format!(
             "table {} would have {} columns, more than SQLite's limit of {}",
             quote_ident(&plan.table),
             existing.len() + new,
@@ -1414,7 +1419,7 @@ fn add_columns(conn: &Connection, plan: &TablePlan, cols: &[(String, ColumnType)
             continue;
         }
         if !plan.may_alter {
-            return Err(Error::plan(format!(
+            return Err(Error::schema(format!(
                 "table {} has no column {name:?}, which the input has from some record on",
                 quote_ident(&plan.table)
             ))

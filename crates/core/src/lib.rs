@@ -65,6 +65,12 @@ pub use types::{ColumnType, Lexeme, TypeGuess};
 /// so that a program uses the same version.
 pub use arrow_array;
 
+/// The rusqlite crate (0.41) whose `Connection` [`import_into_connection`] takes,
+/// re-exported so that a program uses the same version: one program links one SQLite
+/// (`libsqlite3-sys` allows a single version per build), so a program on another
+/// rusqlite release opens its connection with `liteload::rusqlite` instead.
+pub use rusqlite;
+
 /// The README's Rust examples, run as doctests so that they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]

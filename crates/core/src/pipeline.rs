@@ -114,7 +114,7 @@ pub fn run(
         let written = consume(rx, back_tx, sink, progress, rejects, widen);
         let produced = producer
             .join()
-            .unwrap_or_else(|_| Err(Error::plan("the parser thread panicked")));
+            .unwrap_or_else(|_| Err(Error::internal("the parser thread panicked")));
         // The writer's error comes first: when it stops, the parser sees a closed channel.
         let written = written?;
         let mism = produced?;

@@ -51,20 +51,20 @@ pub fn check_new_table<'a>(
     columns: impl IntoIterator<Item = &'a str>,
 ) -> crate::Result<()> {
     if let Some(p) = table_name_problem(table) {
-        return Err(crate::Error::plan(p));
+        return Err(crate::Error::usage(p));
     }
     let mut seen: HashSet<String> = HashSet::new();
     for c in columns {
         if seen.len() == MAX_COLUMNS {
-            return Err(crate::Error::plan(format!(
+            return Err(crate::Error::usage(format!(
                 "more than SQLite's limit of {MAX_COLUMNS} columns per table"
             )));
         }
         if let Some(p) = column_name_problem(c) {
-            return Err(crate::Error::plan(p));
+            return Err(crate::Error::usage(p));
         }
         if !seen.insert(c.to_ascii_lowercase()) {
-            return Err(crate::Error::plan(format!(
+            return Err(crate::Error::usage(format!(
                 "column name {c:?} is used twice (SQLite ignores case in names)"
             )));
         }

@@ -37,7 +37,7 @@ pub fn existing_columns(
         return Ok(None);
     };
     if kind == "view" {
-        return Err(Error::plan(format!(
+        return Err(Error::schema(format!(
             "{} is a view, which rows cannot be written into; name a table",
             quote_ident(&actual)
         )));
@@ -128,7 +128,11 @@ impl IndexSpec {
             self.columns.join(", ")
         );
         if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) {
-            Error::plan(format!("{what}: two rows have the same key ({e})"))
+            Error::constraint(
+                crate::error::extended_code(&e),
+                None,
+                format!("{what}: two rows have the same key ({e})"),
+            )
         } else {
             Error::sqlite(format!("creating {what}"), e)
         }

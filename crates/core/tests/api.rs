@@ -167,7 +167,7 @@ fn a_reader_is_read_like_the_file_it_is_named_after() -> R {
             &Progress::default(),
         )
         .unwrap_err();
-        assert!(matches!(again.kind(), ErrorKind::Plan(_)));
+        assert!(matches!(again.kind(), ErrorKind::Usage(_)));
         assert_eq!(
             again.to_string(),
             "pairs.tsv.gz: this reader was read already; a reader input is read once"
@@ -483,7 +483,7 @@ fn an_existing_table_is_appended_to_refused_or_replaced() -> R {
     load("a,b\n2,y\n", IfExists::Append)?;
     assert_eq!(rows(&checked(&db)?)?.len(), 2);
     let err = load("a,b\n3,z\n", IfExists::Fail).unwrap_err();
-    assert!(matches!(err.kind(), ErrorKind::Plan(_)), "{err}");
+    assert!(matches!(err.kind(), ErrorKind::Schema(_)), "{err}");
     assert!(err.to_string().contains("exists already"), "{err}");
     assert_eq!(rows(&checked(&db)?)?.len(), 2);
     // A replacement whose input fails halfway leaves the old table and its rows.

@@ -53,7 +53,7 @@ pub fn drain(src: &mut dyn Source) -> Outcome {
         let mut bad = |b: BadRecord| {
             out.bad.push(b.error.to_string());
             if out.bad.len() > 50 {
-                return Err(Error::plan("too many bad records"));
+                return Err(Error::usage("too many bad records"));
             }
             Ok(())
         };

@@ -48,13 +48,16 @@ Durability (--durability):
               synced and moved into place. A crash leaves no DB or the complete DB.
   balanced    default for an existing DB: WAL, synchronous=NORMAL, one transaction. A
               crash leaves the DB as before the load. (The file stays in WAL mode.) An
-              append through the page writer's side file runs with a rollback journal
-              and synchronous=FULL instead (new pages are then written once), and the
-              file goes back to WAL mode after it.
+              append through the page writer's side file, and a load into a file in
+              rollback-journal mode, runs with a rollback journal and synchronous=FULL
+              instead (new pages are then written once), and the file is in WAL mode
+              once the load commits (a failed load leaves it byte for byte as it was).
   durable     like balanced with synchronous=FULL (EXTRA for a side-file append).
   unsafe      journal and syncs off, in place: a crash can corrupt the DB.
 
-Exit codes: 0 done; 1 bad input; 2 bad usage; 3 I/O or SQLite failure.";
+Exit codes: 0 done; 1 bad input or a row the table's constraints refuse; 2 bad usage;
+3 I/O or SQLite failure; 4 the database does not fit (a table exists, lacks a column);
+70 a bug in liteload; 130 interrupted.";
 
 /// Bulk-load CSV, TSV, NDJSON, JSON, Parquet or Arrow files into a table of an SQLite database.
 ///

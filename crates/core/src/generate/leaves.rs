@@ -118,11 +118,11 @@ pub fn fill_table(
                 let (rx, back) = &lanes[(g % threads) as usize];
                 let mut leaves = rx
                     .recv()
-                    .map_err(|_| Error::plan("a generator thread stopped early"))?;
+                    .map_err(|_| Error::internal("a generator thread stopped early"))?;
                 let n = leaves.rows();
                 table.append(&mut leaves).map_err(|e| match e {
                     liteload_btree::Error::Io(io) => Error::io(None, io),
-                    other => Error::plan(other.to_string()),
+                    other => Error::usage(other.to_string()),
                 })?;
                 rows += n;
                 progress.rows.fetch_add(n, Ordering::Relaxed);

@@ -76,22 +76,22 @@ impl Default for GenerateOptions {
 
 fn validate(opts: &GenerateOptions) -> Result<()> {
     if opts.columns.is_empty() {
-        return Err(Error::plan("no columns to generate"));
+        return Err(Error::usage("no columns to generate"));
     }
     if opts.columns.len() > 2000 {
-        return Err(Error::plan("more than SQLite's 2000 columns per table"));
+        return Err(Error::usage("more than SQLite's 2000 columns per table"));
     }
     let mut seen = HashSet::new();
     for c in &opts.columns {
         if !seen.insert(c.name.to_ascii_lowercase()) {
-            return Err(Error::plan(format!("column {:?} is named twice", c.name)));
+            return Err(Error::usage(format!("column {:?} is named twice", c.name)));
         }
     }
     if opts.columns.iter().filter(|c| c.gen == Gen::Rowid).count() > 1 {
-        return Err(Error::plan("more than one rowid column"));
+        return Err(Error::usage("more than one rowid column"));
     }
     if opts.table.is_empty() {
-        return Err(Error::plan("the table name is empty"));
+        return Err(Error::usage("the table name is empty"));
     }
     crate::schema::check_new_table(&opts.table, opts.columns.iter().map(|c| c.name.as_str()))
 }
@@ -212,7 +212,7 @@ pub(crate) fn check_same_columns(actual: &str, have: &[String], names: &[String]
     if same {
         return Ok(());
     }
-    Err(Error::plan(format!(
+    Err(Error::schema(format!(
         "table {} exists with columns ({}), but the spec has ({})",
         quote_ident(actual),
         have.join(", "),
@@ -230,7 +230,7 @@ fn generate_direct(
     start: Instant,
 ) -> Result<Summary> {
     if !matches!(opts.durability, None | Some(Durability::AtomicNew)) {
-        return Err(Error::plan(
+        return Err(Error::usage(
             "the direct engine writes a new file (durability atomic-new), not another profile",
         )
         .with_hint(Hint::SqliteEngine));

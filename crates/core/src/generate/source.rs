@@ -169,7 +169,7 @@ impl Source for GeneratorSource {
         let w = &self.workers[(self.next_chunk % self.threads as u64) as usize];
         let mut got =
             w.rx.recv()
-                .map_err(|_| crate::error::Error::plan("a generator thread stopped early"))?;
+                .map_err(|_| crate::error::Error::internal("a generator thread stopped early"))?;
         std::mem::swap(batch, &mut got);
         let _ = w.back.send(got);
         self.next_chunk += 1;

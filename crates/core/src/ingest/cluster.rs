@@ -241,7 +241,7 @@ impl ClusterWriter {
                     // One of this statement's rows is refused: find it, leave it out.
                     let k = index - head.len();
                     let Some(bad) = self.find_refused(&head, &rows[..k], &rows[k], &sorted) else {
-                        return Err(Error::plan(format!(
+                        return Err(Error::usage(format!(
                             "the cluster refused a write into {t}: {message}"
                         )));
                     };
@@ -254,7 +254,7 @@ impl ClusterWriter {
                     rows.splice(k..=k, self.statements_for(&sorted, &keep)?);
                 }
                 Err(CallError::Statement { message, .. }) => {
-                    return Err(Error::plan(format!(
+                    return Err(Error::usage(format!(
                         "the cluster refused the window's writes into {t}: {message}"
                     )));
                 }
@@ -347,7 +347,7 @@ impl ClusterWriter {
                             KeyRef::Int(v) => params.extend_from_slice(v.to_string().as_bytes()),
                             KeyRef::Text(t) => {
                                 let s = std::str::from_utf8(t)
-                                    .map_err(|_| Error::plan("a key is not UTF-8"))?;
+                                    .map_err(|_| Error::usage("a key is not UTF-8"))?;
                                 ph.push(encode::text_param(&mut params, s));
                                 continue;
                             }
@@ -386,7 +386,7 @@ impl ClusterWriter {
                             }
                             Some(Val::Text { at, len }) => {
                                 let s = std::str::from_utf8(sorted.text(at, len))
-                                    .map_err(|_| Error::plan("a text value is not UTF-8"))?;
+                                    .map_err(|_| Error::usage("a text value is not UTF-8"))?;
                                 encode::text_param(&mut params, s)
                             }
                         };

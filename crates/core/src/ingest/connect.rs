@@ -62,9 +62,9 @@ pub(crate) fn ca_certificates(
     use rustls::pki_types::CertificateDer;
     let certs = CertificateDer::pem_file_iter(ca)
         .and_then(|it| it.collect::<std::result::Result<Vec<_>, _>>())
-        .map_err(|e| Error::plan(format!("{}: not a PEM certificate file: {e}", ca.display())))?;
+        .map_err(|e| Error::usage(format!("{}: not a PEM certificate file: {e}", ca.display())))?;
     if certs.is_empty() {
-        return Err(Error::plan(format!(
+        return Err(Error::usage(format!(
             "{}: no certificate in it",
             ca.display()
         )));
@@ -148,7 +148,7 @@ pub fn tls_config(ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>> {
             let pinned = ca_certificates(ca)?;
             for c in &pinned {
                 roots.add(c.clone()).map_err(|e| {
-                    Error::plan(format!(
+                    Error::usage(format!(
                         "{}: a certificate is not usable: {e}",
                         ca.display()
                     ))
@@ -159,10 +159,10 @@ pub fn tls_config(ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>> {
                 provider.clone(),
             )
             .build()
-            .map_err(|e| Error::plan(format!("{}: {e}", ca.display())))?;
+            .map_err(|e| Error::usage(format!("{}: {e}", ca.display())))?;
             let config = rustls::ClientConfig::builder_with_provider(provider)
                 .with_safe_default_protocol_versions()
-                .map_err(|e| Error::plan(format!("setting up TLS: {e}")))?
+                .map_err(|e| Error::usage(format!("setting up TLS: {e}")))?
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(PinnedOrWebPki { webpki, pinned }))
                 .with_no_client_auth();
@@ -173,7 +173,7 @@ pub fn tls_config(ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>> {
             // Some unreadable system certificates are no reason to fail; none at all is.
             roots.add_parsable_certificates(found.certs);
             if roots.is_empty() {
-                return Err(Error::plan(
+                return Err(Error::usage(
                     "no trusted root certificates found on this system: give the feed's CA certificate",
                 ));
             }
@@ -181,7 +181,7 @@ pub fn tls_config(ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>> {
     }
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| Error::plan(format!("setting up TLS: {e}")))?
+        .map_err(|e| Error::usage(format!("setting up TLS: {e}")))?
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(Arc::new(config))
@@ -207,7 +207,7 @@ impl InitLine {
             t.pop();
         }
         if t.trim().is_empty() {
-            return Err(Error::plan("the init line is empty"));
+            return Err(Error::usage("the init line is empty"));
         }
         Ok(InitLine(t.into()))
     }
@@ -217,9 +217,9 @@ impl InitLine {
     pub fn from_file(path: &Path) -> Result<InitLine> {
         let bytes = std::fs::read(path).map_err(|e| Error::io(Some(path.to_path_buf()), e))?;
         let text = String::from_utf8(bytes)
-            .map_err(|_| Error::plan(format!("{}: the init line is not UTF-8", path.display())))?;
+            .map_err(|_| Error::usage(format!("{}: the init line is not UTF-8", path.display())))?;
         InitLine::new(text)
-            .map_err(|_| Error::plan(format!("{}: the file is empty", path.display())))
+            .map_err(|_| Error::usage(format!("{}: the file is empty", path.display())))
     }
 
     /// Whether the template has the `{position}` placeholder.
@@ -296,9 +296,9 @@ impl Connect {
         let (host, port) = self
             .addr
             .rsplit_once(':')
-            .ok_or_else(|| Error::plan(format!("{}: expected HOST:PORT", self.addr)))?;
+            .ok_or_else(|| Error::usage(format!("{}: expected HOST:PORT", self.addr)))?;
         if host.is_empty() || port.parse::<u16>().is_err() {
-            return Err(Error::plan(format!("{}: expected HOST:PORT", self.addr)));
+            return Err(Error::usage(format!("{}: expected HOST:PORT", self.addr)));
         }
         Ok(host.trim_start_matches('[').trim_end_matches(']'))
     }
@@ -308,15 +308,15 @@ impl Connect {
         let host = self.host()?;
         if let Transport::Tls(_) = self.transport {
             rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| {
-                Error::plan(format!("{}: not a name TLS can check: {e}", self.addr))
+                Error::usage(format!("{}: not a name TLS can check: {e}", self.addr))
             })?;
         }
         if let Some(f) = &self.position_field {
             if f.is_empty() {
-                return Err(Error::plan("the position field's name is empty"));
+                return Err(Error::usage("the position field's name is empty"));
             }
             if keys.iter().any(|k| k.eq_ignore_ascii_case(f)) {
-                return Err(Error::plan(format!(
+                return Err(Error::usage(format!(
                     "the position field {f:?} is a key field: a position names where the feed stands, not a row"
                 )));
             }
@@ -324,12 +324,12 @@ impl Connect {
         if let Some(init) = &self.init {
             if init.needs_position() {
                 if self.position_field.is_none() {
-                    return Err(Error::plan(
+                    return Err(Error::usage(
                         "the init line has {position} but no position field is named: name the message field that holds it",
                     ));
                 }
                 if stored.is_none() && self.start.is_none() {
-                    return Err(Error::plan(
+                    return Err(Error::usage(
                         "the init line has {position} and no position is stored yet: give the position to start from on this first run",
                     ));
                 }
@@ -337,11 +337,11 @@ impl Connect {
         }
         if let Some(s) = &self.start {
             if s.chars().any(char::is_control) {
-                return Err(Error::plan("the start position has a control character"));
+                return Err(Error::usage("the start position has a control character"));
             }
         }
         if self.stall.is_zero() || self.connect_timeout.is_zero() {
-            return Err(Error::plan(
+            return Err(Error::usage(
                 "the stall and connect timeouts must be above 0",
             ));
         }
@@ -449,9 +449,9 @@ fn open(
         Transport::Tls(cfg) => {
             let host = c.host().map_err(Failure::Fatal)?;
             let name = rustls::pki_types::ServerName::try_from(host.to_string())
-                .map_err(|e| Failure::Fatal(Error::plan(format!("{}: {e}", c.addr))))?;
+                .map_err(|e| Failure::Fatal(Error::usage(format!("{}: {e}", c.addr))))?;
             let conn = rustls::ClientConnection::new(cfg.clone(), name)
-                .map_err(|e| Failure::Fatal(Error::plan(format!("setting up TLS: {e}"))))?;
+                .map_err(|e| Failure::Fatal(Error::usage(format!("setting up TLS: {e}"))))?;
             let mut s = rustls::StreamOwned::new(conn, tcp);
             while s.conn.is_handshaking() {
                 match s.conn.complete_io(&mut s.sock) {
@@ -459,7 +459,7 @@ fn open(
                     Err(e) if timed_out(&e) && Instant::now() < deadline => {}
                     Err(e) => {
                         return Err(match tls_error(&e) {
-                            Some(t) => Failure::Fatal(Error::plan(tls_failure(&c.addr, t))),
+                            Some(t) => Failure::Fatal(Error::usage(tls_failure(&c.addr, t))),
                             None if timed_out(&e) => Failure::Retry(std::io::Error::new(
                                 std::io::ErrorKind::TimedOut,
                                 "the TLS handshake took too long",
@@ -566,7 +566,7 @@ pub(super) fn run(
         }
     };
     if matches!(c.transport, Transport::Plain) && !addrs.iter().all(|a| a.ip().is_loopback()) {
-        return fail(Error::plan(format!(
+        return fail(Error::usage(format!(
             "{}: not a loopback address; plain TCP is only for loopback (credentials and data would cross the network in the clear)",
             c.addr
         )));
@@ -632,7 +632,7 @@ pub(super) fn run(
                     silent = 0;
                     delay = c.backoff_min;
                 } else if let Some(answer) = &track.first_bad {
-                    return fail(Error::plan(format!(
+                    return fail(Error::usage(format!(
                         "{}: the server closed the connection{} without sending a message; it answered: {}",
                         c.addr,
                         if c.init.is_some() { " after the init line" } else { "" },
@@ -641,7 +641,7 @@ pub(super) fn run(
                 } else if ended.is_ok() {
                     silent += 1;
                     if silent >= SILENT_CLOSES {
-                        return fail(Error::plan(format!(
+                        return fail(Error::usage(format!(
                             "{}: the server closed {SILENT_CLOSES} connections in a row {}, sending nothing{}",
                             c.addr,
                             if c.init.is_some() { "right after the init line" } else { "at once" },

@@ -61,7 +61,7 @@ impl std::fmt::Debug for Gate {
 pub fn load_token(file: Option<&Path>, env: Option<&str>) -> Result<Option<Arc<[u8]>>> {
     let raw = match (file, env) {
         (Some(_), Some(_)) => {
-            return Err(Error::plan(
+            return Err(Error::usage(
                 "a token file and a token variable: give the token one way",
             ))
         }
@@ -69,7 +69,7 @@ pub fn load_token(file: Option<&Path>, env: Option<&str>) -> Result<Option<Arc<[
         (None, Some(v)) => match std::env::var_os(v) {
             Some(t) => t.into_encoded_bytes(),
             None => {
-                return Err(Error::plan(format!(
+                return Err(Error::usage(format!(
                     "the token variable {v}: no such environment variable"
                 )))
             }
@@ -82,7 +82,7 @@ pub fn load_token(file: Option<&Path>, env: Option<&str>) -> Result<Option<Arc<[
         .unwrap_or_default()
         .trim_ascii();
     if token.is_empty() {
-        return Err(Error::plan("the token is empty"));
+        return Err(Error::usage("the token is empty"));
     }
     Ok(Some(token.into()))
 }
@@ -94,27 +94,27 @@ pub fn load_tls(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>> {
     let certs = CertificateDer::pem_file_iter(cert)
         .and_then(|it| it.collect::<std::result::Result<Vec<_>, _>>())
         .map_err(|e| {
-            Error::plan(format!(
+            Error::usage(format!(
                 "{}: not a PEM certificate chain: {e}",
                 cert.display()
             ))
         })?;
     if certs.is_empty() {
-        return Err(Error::plan(format!(
+        return Err(Error::usage(format!(
             "{}: no certificate in it",
             cert.display()
         )));
     }
     let key = PrivateKeyDer::from_pem_file(key)
-        .map_err(|e| Error::plan(format!("{}: not a PEM private key: {e}", key.display())))?;
+        .map_err(|e| Error::usage(format!("{}: not a PEM private key: {e}", key.display())))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| Error::plan(format!("setting up TLS: {e}")))?
+        .map_err(|e| Error::usage(format!("setting up TLS: {e}")))?
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map_err(|e| {
-            Error::plan(format!(
+            Error::usage(format!(
                 "the TLS certificate and key do not go together: {e}"
             ))
         })?;

@@ -295,27 +295,27 @@ fn kind(v: &Val) -> Option<ColumnType> {
 /// The options' own checks, before anything is opened.
 fn check_options(opts: &IngestOptions) -> Result<()> {
     if opts.keys.is_empty() {
-        return Err(Error::plan("no key field: name at least one"));
+        return Err(Error::usage("no key field: name at least one"));
     }
     if opts.table.is_empty() {
-        return Err(Error::plan("the table name is empty"));
+        return Err(Error::usage("the table name is empty"));
     }
     for t in std::iter::once(&opts.table).chain(&opts.history) {
         if let Some(p) = crate::schema::table_name_problem(t) {
-            return Err(Error::plan(p));
+            return Err(Error::usage(p));
         }
     }
     crate::schema::check_new_table(&opts.table, opts.keys.iter().map(String::as_str))?;
     let names = std::iter::once(&opts.table).chain(&opts.history);
     for (i, a) in names.clone().enumerate() {
         if a.eq_ignore_ascii_case(STATE_TABLE) {
-            return Err(Error::plan(format!(
+            return Err(Error::usage(format!(
                 "table {}: liteload keeps the resume points there; name another table",
                 quote_ident(a)
             )));
         }
         if names.clone().skip(i + 1).any(|b| a.eq_ignore_ascii_case(b)) {
-            return Err(Error::plan(format!(
+            return Err(Error::usage(format!(
                 "the history table cannot be the table itself ({})",
                 quote_ident(a)
             )));
@@ -346,7 +346,7 @@ fn existing_table(
                 .iter()
                 .find(|c| c.name.eq_ignore_ascii_case(k))
                 .ok_or_else(|| {
-                    Error::plan(format!(
+                    Error::schema(format!(
                         "table {} has no key column {k:?}",
                         quote_ident(&opts.table)
                     ))
@@ -369,7 +369,7 @@ fn existing_table(
             keys.join(", ")
         );
         conn.prepare(&probe).map_err(|e| {
-            Error::plan(format!(
+            Error::schema(format!(
                 "table {} has no primary key or unique index on ({}): {e}",
                 quote_ident(&opts.table),
                 opts.keys.join(", ")
@@ -384,7 +384,7 @@ fn run_commit(writer: &Mutex<Store>, w: &mut Window) -> Result<CommitStats> {
     let t0 = Instant::now();
     let mut writer = writer
         .lock()
-        .map_err(|_| Error::plan("an earlier commit failed; the engine cannot go on"))?;
+        .map_err(|_| Error::internal("an earlier commit failed; the engine cannot go on"))?;
     let stats = writer.commit(w)?;
     Ok(CommitStats {
         at: now_unix(),
@@ -485,7 +485,7 @@ impl Ingest {
     fn writer(&self) -> Result<MutexGuard<'_, Store>> {
         self.writer
             .lock()
-            .map_err(|_| Error::plan("an earlier commit failed; the engine cannot go on"))
+            .map_err(|_| Error::internal("an earlier commit failed; the engine cannot go on"))
     }
 
     /// Where a previous run stopped reading `source`, if it committed anything from it.
@@ -814,7 +814,7 @@ impl Ingest {
     pub fn connection(&self) -> Result<ConnectionGuard<'_>> {
         let guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         if matches!(*guard, Store::Cluster(_)) {
-            return Err(Error::plan(
+            return Err(Error::usage(
                 "this engine writes to an rqlite cluster: it has no local database to read",
             ));
         }
@@ -850,7 +850,7 @@ impl Ingest {
         };
         let (w, result) = h
             .join()
-            .map_err(|_| Error::plan("the commit thread panicked"))?;
+            .map_err(|_| Error::internal("the commit thread panicked"))?;
         let stats = result?;
         Ok(Some(self.account(w, stats)))
     }

@@ -130,7 +130,7 @@ impl KvStore {
                     continue;
                 }
                 Ok(_) if !overwrite => {
-                    return Err(Error::plan(format!(
+                    return Err(Error::usage(format!(
                         "{} exists ({} files written so far)",
                         target.display(),
                         out.written

@@ -179,7 +179,7 @@ impl KvStore {
     /// Refuses a text key for a store of integer keys.
     fn writable(&self, key: &Key) -> Result<()> {
         match key {
-            Key::Text(t) if self.int_keys => Err(Error::plan(format!(
+            Key::Text(t) if self.int_keys => Err(Error::usage(format!(
                 "{}: this store keys by integer (its keys are rowids); {t:?} is text",
                 self.path.display()
             ))),
@@ -231,7 +231,7 @@ impl KvStore {
     /// fails or ends early, the store is as it was.
     pub fn put_reader(&self, key: &Key, mut r: impl Read, len: u64) -> Result<()> {
         self.writable(key)?;
-        let len_i = i64::try_from(len).map_err(|_| Error::plan("value too large"))?;
+        let len_i = i64::try_from(len).map_err(|_| Error::usage("value too large"))?;
         // A savepoint, so this is atomic on its own and inside a batch alike.
         self.conn
             .execute_batch("SAVEPOINT put_reader")
@@ -256,7 +256,7 @@ impl KvStore {
             .map_err(self.sql("making room for a value"))?;
         let rowid = self
             .rowid(key)?
-            .ok_or_else(|| Error::plan("the value vanished while being written"))?;
+            .ok_or_else(|| Error::internal("the value vanished while being written"))?;
         let mut blob = self
             .conn
             .blob_open(MAIN_DB, c"kv", c"v", rowid, false)
@@ -488,7 +488,7 @@ impl ValueReader<'_> {
         let b = self
             .blob
             .as_mut()
-            .ok_or_else(|| Error::plan("no blob handle"))?;
+            .ok_or_else(|| Error::internal("no blob handle"))?;
         buf.resize(b.len(), 0);
         b.read_at_exact(buf, 0)
             .map_err(store.sql("reading a value"))?;
@@ -609,7 +609,7 @@ mod tests {
             s.put_reader(&b, &v[..], n as u64)?;
             assert_eq!(s.get(&a)?.as_deref(), Some(&v[..]), "put {n}");
             assert_eq!(s.get(&b)?.as_deref(), Some(&v[..]), "put_reader {n}");
-            let mut r = s.open_reader(&b)?.ok_or_else(|| Error::plan("missing"))?;
+            let mut r = s.open_reader(&b)?.ok_or_else(|| Error::usage("missing"))?;
             let mut back = vec![];
             r.read_to_end(&mut back).map_err(|e| Error::io(None, e))?;
             assert_eq!(back, v, "open_reader {n}");
@@ -631,7 +631,7 @@ mod tests {
         s.put(&Key::from("big"), &v)?;
         let mut r = s
             .open_reader(&Key::from("big"))?
-            .ok_or_else(|| Error::plan("missing"))?;
+            .ok_or_else(|| Error::usage("missing"))?;
         let io = |e| Error::io(None, e);
         r.seek(SeekFrom::Start(500_000)).map_err(io)?;
         let mut buf = [0u8; 10];
@@ -677,7 +677,7 @@ mod tests {
         let failed: Result<()> = s.batch(|s| {
             s.put(&Key::from("x"), b"1")?;
             s.put_reader(&Key::from("y"), &b"22"[..], 2)?;
-            Err(Error::plan("changed my mind"))
+            Err(Error::usage("changed my mind"))
         });
         assert!(failed.is_err());
         assert!(!s.contains(&Key::from("x"))? && !s.contains(&Key::from("y"))?);
@@ -705,7 +705,7 @@ mod tests {
         // A read that fails inside a batch fails the batch, which is undone.
         let failed: Result<()> = s.batch(|s| {
             s.put(&Key::from("c"), b"3")?;
-            s.reading(|_| Err(Error::plan("no")))
+            s.reading(|_| Err(Error::usage("no")))
         });
         assert!(failed.is_err() && !s.contains(&Key::from("c"))?);
         assert_intact(&s);

@@ -48,7 +48,7 @@ pub(crate) enum CallError {
 impl From<CallError> for Error {
     fn from(e: CallError) -> Error {
         match e {
-            CallError::Statement { index, message } => Error::plan(format!(
+            CallError::Statement { index, message } => Error::usage(format!(
                 "the cluster refused statement {} of the request: {message}",
                 index + 1
             )),

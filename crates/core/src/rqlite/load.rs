@@ -104,7 +104,7 @@ pub(crate) fn read_resume(client: &Client, key: &LoadKey) -> Result<Resume> {
                 resume.stale = true;
                 continue;
             }
-            return Err(Error::plan(format!(
+            return Err(Error::usage(format!(
                 "an interrupted load of {} into {} is recorded in {} for an input of {} bytes, and the input now has {}: rows cannot be matched; delete its rows there (input = {:?}) to load it anew",
                 key.input,
                 quote_ident(&key.table),
@@ -361,7 +361,7 @@ impl<'c> RqliteSink<'c> {
         let tx = self.tx.as_ref().expect("the sink is not finished");
         if tx.send(req).is_err() {
             self.check_failed()?;
-            return Err(Error::plan("the sender stopped"));
+            return Err(Error::internal("the sender stopped"));
         }
         self.check_failed()
     }
@@ -494,7 +494,7 @@ impl Sink for RqliteSink<'_> {
     }
 
     fn add_columns(&mut self, _columns: &[(String, ColumnType)]) -> Result<()> {
-        Err(Error::plan(
+        Err(Error::usage(
             "a column appeared after the sample; a load into an rqlite cluster writes the columns it saw first (name every column in the sample, or load into a file)",
         ))
     }
@@ -707,17 +707,14 @@ fn locate(
             if (before.len()..before.len() + singles.len()).contains(&index) =>
         {
             let o = singles[index - before.len()].0;
-            Error::input(
-                Position {
-                    path: source.clone(),
-                    line: o.line,
-                    column: 1,
-                    record: o.record,
-                    byte: 0,
-                },
-                None,
-                format!("the cluster refused the row: {message}"),
-            )
+            let pos = Position {
+                path: source.clone(),
+                line: o.line,
+                column: 1,
+                record: o.record,
+                byte: 0,
+            };
+            Error::constraint(constraint_code(&message), Some(pos), message)
         }
         _ => whole(),
     }
@@ -727,4 +724,22 @@ fn locate(
 fn doc_statement_of(body: &[u8], index: usize) -> Option<encode::DocStatement> {
     let v: Json = serde_json::from_slice(body).ok()?;
     encode::DocStatement::read(v.as_array()?.get(index)?)
+}
+
+/// SQLite's extended result code for a constraint that `message` (SQLite's own words, as
+/// an rqlite node passes them on) names; `None` for any other refusal.
+fn constraint_code(message: &str) -> Option<i32> {
+    // sqlite3.h: SQLITE_CONSTRAINT (19) | n << 8.
+    const CODES: [(&str, i32); 6] = [
+        ("UNIQUE constraint failed", 2067),
+        ("PRIMARY KEY constraint failed", 1555),
+        ("NOT NULL constraint failed", 1299),
+        ("CHECK constraint failed", 275),
+        ("FOREIGN KEY constraint failed", 787),
+        ("cannot store", 3091),
+    ];
+    CODES
+        .iter()
+        .find(|(words, _)| message.contains(words))
+        .map(|&(_, code)| code)
 }

@@ -116,7 +116,7 @@ fn choose_boot(client: &Client, boot: Boot) -> Result<bool> {
         .unwrap_or(-1);
     let fits = size == 1 && objects == 0;
     if boot == Boot::Always && !fits {
-        return Err(Error::plan(format!(
+        return Err(Error::usage(format!(
             "booting replaces the whole database, so it needs a single-node cluster with an empty database; node {} is in a cluster of {size} node{} whose database holds {objects} schema object{}: insert the rows instead",
             client.node(),
             if size == 1 { "" } else { "s" },
@@ -272,7 +272,7 @@ fn import_rows(
     start: Instant,
 ) -> Result<Summary> {
     if opts.parse_only {
-        return Err(Error::plan(
+        return Err(Error::usage(
             "parsing alone writes nothing: it needs no cluster",
         ));
     }
@@ -497,7 +497,7 @@ fn generate_rows(
     start: Instant,
 ) -> Result<Summary> {
     if opts.generate_only {
-        return Err(Error::plan(
+        return Err(Error::usage(
             "generating alone writes nothing: it needs no cluster",
         ));
     }

@@ -29,7 +29,7 @@ impl RqliteTarget {
     /// Parses `rqlite://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT…]` (or `rqlite+https://…`).
     /// `%XX` escapes in the user and password are decoded.
     pub fn parse(s: &str) -> Result<RqliteTarget> {
-        let bad = |why: &str| Error::plan(format!("{}: {why}", redact(s)));
+        let bad = |why: &str| Error::usage(format!("{}: {why}", redact(s)));
         let lower = s.to_ascii_lowercase();
         let (https, rest) = if lower.starts_with("rqlite://") {
             (false, &s["rqlite://".len()..])

@@ -80,17 +80,14 @@ impl<'c> SqliteSink<'c> {
 
     fn row_error(&self, batch: &Batch, row: usize, e: rusqlite::Error) -> Error {
         let o = batch.origin(row);
-        Error::input(
-            Position {
-                path: self.source.clone(),
-                line: o.line,
-                column: 1,
-                record: o.record,
-                byte: 0,
-            },
-            None,
-            format!("SQLite refused the row: {e}"),
-        )
+        let pos = Position {
+            path: self.source.clone(),
+            line: o.line,
+            column: 1,
+            record: o.record,
+            byte: 0,
+        };
+        Error::refused_row(Some(pos), &e)
     }
 
     /// Inserts rows `rows` one at a time, sending refused ones to `bad`.

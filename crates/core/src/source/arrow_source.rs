@@ -236,21 +236,21 @@ fn select(schema: &SchemaRef, select: Option<&[String]>, name: &Arc<str>) -> Res
                 }
             }
             _ => {
-                return Err(Error::plan(format!(
+                return Err(Error::usage(format!(
                     "{name}: more than one column is named {w:?}; select by another name"
                 )))
             }
         };
         match found {
             Some(i) if roots.contains(&i) => {
-                return Err(Error::plan(format!(
+                return Err(Error::usage(format!(
                     "{name}: column {w:?} is selected twice"
                 )))
             }
             Some(i) => roots.push(i),
             None => {
                 let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
-                return Err(Error::plan(format!(
+                return Err(Error::usage(format!(
                     "{name}: no column {w:?} to select (columns: {})",
                     names.join(", ")
                 )));
@@ -308,7 +308,7 @@ fn open_units(
         Error::input(at(name, 0), None, format!("{what}: {e}"))
     };
     match (format, input) {
-        (Format::Parquet, _) if input.is_gzip() => Err(Error::plan(format!(
+        (Format::Parquet, _) if input.is_gzip() => Err(Error::usage(format!(
             "{name}: a gzip-compressed Parquet file cannot be read in place; decompress it (Parquet compresses its own pages)"
         ))),
         (Format::Parquet, Input::Path(p)) => {
@@ -327,7 +327,7 @@ fn open_units(
             let data = PqData::Bytes(data);
             Ok((meta.schema().clone(), Units::Parquet { data, meta }))
         }
-        (Format::Parquet, _) => Err(Error::plan(format!(
+        (Format::Parquet, _) => Err(Error::usage(format!(
             "{name}: a Parquet file is read from its end first, so it must be a file or bytes in memory, not a stream"
         ))),
         (_, Input::Path(p)) if !input.is_gzip() => {
@@ -367,7 +367,7 @@ fn open_units(
             let mut reader = super::input::open(input, super::Encoding::Utf8, bytes_read.clone())?;
             let head = std::io::BufRead::fill_buf(&mut reader).map_err(|e| Error::io(None, e))?;
             if head.starts_with(IPC_MAGIC) {
-                return Err(Error::plan(format!(
+                return Err(Error::usage(format!(
                     "{name}: an Arrow IPC file (not a stream) is read from its end first, so it must be a file or bytes in memory"
                 )));
             }
@@ -799,7 +799,7 @@ fn fed_lane(lane: Lane, input: Receiver<Option<std::result::Result<RecordBatch, 
 impl Source for ArrowSource {
     fn sample(&mut self) -> Result<Sample> {
         if self.inputs.is_empty() {
-            return Err(Error::plan("no input"));
+            return Err(Error::usage("no input"));
         }
         let (opened, columns) = self.open(0)?;
         let raw: Vec<String> = columns.fields().iter().map(|f| f.name().clone()).collect();
@@ -841,7 +841,7 @@ impl Source for ArrowSource {
             }
             let (lane, back) = &run.lanes[run.next_unit % run.lanes.len()];
             let part = lane.recv().map_err(|_| {
-                Error::plan(format!("{}: a reading thread stopped early", run.name))
+                Error::internal(format!("{}: a reading thread stopped early", run.name))
             })?;
             match part {
                 Part::Rows(mut got) => {

@@ -135,7 +135,7 @@ impl ReaderInput {
             return Err(failed(kind, &why));
         }
         taken.ok_or_else(|| {
-            Error::plan(format!(
+            Error::usage(format!(
                 "{}: this reader was read already; a reader input is read once",
                 self.name
             ))
@@ -663,7 +663,7 @@ pub fn refuse_overwriting(out: &Path, inputs: &[Input], db: Option<&Path>) -> Re
         .chain(db)
         .find(|p| same_file(out, p));
     match clash {
-        Some(p) => Err(Error::plan(format!(
+        Some(p) => Err(Error::usage(format!(
             "{}: this is {}, which writing it would destroy; name another file",
             out.display(),
             if Some(p) == db {

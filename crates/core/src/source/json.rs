@@ -952,7 +952,7 @@ impl SampledText {
                 column: self.column,
                 byte: self.byte,
             }),
-            _ => Err(Error::plan("a sampled JSON object no longer parses")),
+            _ => Err(Error::internal("a sampled JSON object no longer parses")),
         }
     }
 }

@@ -324,7 +324,7 @@ impl Chunks {
                 self.stop();
                 return Ok(Handed::Done);
             }
-            Err(_) => return Err(Error::plan("a JSON reading thread stopped early")),
+            Err(_) => return Err(Error::internal("a JSON reading thread stopped early")),
         };
         let chunk = planned.chunk;
         match parsed {

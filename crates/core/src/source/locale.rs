@@ -53,13 +53,13 @@ impl Locale {
         for f in &self.dates {
             let items: Vec<Item<'_>> = StrftimeItems::new(f).collect();
             if items.iter().any(|i| matches!(i, Item::Error)) {
-                return Err(Error::plan(format!(
+                return Err(Error::usage(format!(
                     "the date format {f:?} is not strftime notation (e.g. %d.%m.%Y)"
                 )));
             }
             let has = |specs: &[&str]| specs.iter().any(|s| f.contains(s));
             if !(has(&["%d", "%e"]) && has(&["%m", "%b", "%B"]) && has(&["%Y", "%y"])) {
-                return Err(Error::plan(format!(
+                return Err(Error::usage(format!(
                     "the date format {f:?} must name a day, a month and a year (e.g. %d.%m.%Y)"
                 )));
             }

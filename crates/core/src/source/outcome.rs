@@ -49,7 +49,7 @@ pub(crate) fn drain(src: &mut dyn Source, max_errors: usize) -> Outcome {
         let mut bad = |b: BadRecord| {
             bad_seen.push(format!("{} {}", b.error, b.fields));
             if bad_seen.len() > max_errors {
-                return Err(Error::plan("too many bad records"));
+                return Err(Error::usage("too many bad records"));
             }
             Ok(())
         };

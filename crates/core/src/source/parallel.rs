@@ -331,7 +331,7 @@ impl ParallelDelimited {
                     let (lane, back) = &lanes[*next % lanes.len()];
                     let parsed = lane
                         .recv()
-                        .map_err(|_| Error::plan("a parsing thread stopped early"))?;
+                        .map_err(|_| Error::internal("a parsing thread stopped early"))?;
                     match parsed {
                         Parsed::Clean {
                             batch: mut got,

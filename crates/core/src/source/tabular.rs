@@ -325,7 +325,7 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
         };
         let raw_names = match &self.opts.columns {
             Some(given) if self.opts.header && given.len() != raw_names.len() => {
-                return Err(Error::plan(format!(
+                return Err(Error::usage(format!(
                     "{}: {} column names were given, but the header has {}",
                     self.name,
                     given.len(),
@@ -356,7 +356,7 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
         }
         let (columns, notes) = clean_names(&raw_names);
         if columns.len() > crate::schema::MAX_COLUMNS {
-            return Err(Error::plan(format!(
+            return Err(Error::usage(format!(
                 "{}: {} columns is more than SQLite's limit of 2000 columns per table",
                 self.name,
                 columns.len()
