@@ -1210,7 +1210,7 @@ pub(crate) fn open_input(
         )));
     }
     let mut src = if typed {
-        crate::source::open_typed(group.to_vec(), &ro, progress.bytes_read.clone())
+        crate::source::open_typed(group.to_vec(), &ro, progress.bytes_read.clone())?
     } else {
         open_source(input, &ro, progress.bytes_read.clone())?
     };

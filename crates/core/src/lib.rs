@@ -38,6 +38,7 @@ mod import;
 pub mod ingest;
 pub mod kv;
 mod pipeline;
+#[cfg(feature = "network")]
 pub mod rqlite;
 mod run;
 pub mod same_process;
@@ -63,6 +64,7 @@ pub use types::{ColumnType, Lexeme, TypeGuess};
 
 /// The arrow-rs crate whose record batches [`Input::record_batches`] takes, re-exported
 /// so that a program uses the same version.
+#[cfg(feature = "arrow")]
 pub use arrow_array;
 
 /// The rusqlite crate (0.41) whose `Connection` [`import_into_connection`] takes,

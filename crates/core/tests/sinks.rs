@@ -23,6 +23,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+#[cfg(feature = "arrow")]
 use liteload::arrow_array::{
     ArrayRef, BinaryArray, Float64Array, Int64Array, RecordBatch, RecordBatchIterator, StringArray,
 };
@@ -53,6 +54,7 @@ enum Source {
     /// Bytes under a file name (its extension tells the format).
     Bytes(&'static str, Vec<u8>),
     /// Arrow record batches.
+    #[cfg(feature = "arrow")]
     Arrow(RecordBatch),
     /// A reader made anew for each run, given the run's progress counters.
     Reader(&'static str, fn(Arc<Progress>) -> Box<dyn Read + Send>),
@@ -194,6 +196,7 @@ fn huge_text() -> Case {
     )
 }
 
+#[cfg(feature = "arrow")]
 fn huge_blob() -> Case {
     let big: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
     let blobs: Vec<Option<&[u8]>> = vec![Some(b"\0\xff"), Some(&big), Some(b""), None];
@@ -271,6 +274,7 @@ fn negative_zero() -> Case {
     )
 }
 
+#[cfg(feature = "arrow")]
 fn nan_and_infinities() -> Case {
     let reals = vec![
         Some(f64::NAN),
@@ -561,6 +565,7 @@ fn source_error_midway() -> Case {
     }
 }
 
+#[cfg(feature = "arrow")]
 fn text_in_every_column_type() -> Case {
     let batch = RecordBatch::try_from_iter([
         (
@@ -617,6 +622,7 @@ enum Outcome {
 fn input(source: &Source, progress: &Arc<Progress>) -> Input {
     match source {
         Source::Bytes(name, bytes) => Input::bytes(*name, bytes.clone()),
+        #[cfg(feature = "arrow")]
         Source::Arrow(batch) => {
             let schema = batch.schema();
             Input::record_batches(
@@ -866,24 +872,29 @@ fn show(v: &Value) -> String {
     }
 }
 
-/// One test per case for a sink, in a module named after it.
+/// One test per case for a sink, in a module named after it; the cases with Arrow
+/// input only in a build with the `arrow` feature.
 macro_rules! cases {
     ($sink:ident, $kind:expr) => {
         mod $sink {
             use super::*;
             cases!(@each $kind;
-                nul, non_ascii, huge_text, huge_blob, misfit_after_sample, negative_zero,
-                nan_and_infinities, integer_edges, json_values, empty_input, header_only,
-                two_thousand_columns, names_colliding_by_case, names_needing_quotes,
-                duplicate_keys, duplicate_keys_skipped, rejects, cancel_midway,
-                source_error_midway, text_in_every_column_type);
+                nul, non_ascii, huge_text, misfit_after_sample, negative_zero, integer_edges,
+                json_values, empty_input, header_only, two_thousand_columns,
+                names_colliding_by_case, names_needing_quotes, duplicate_keys,
+                duplicate_keys_skipped, rejects, cancel_midway, source_error_midway);
+            #[cfg(feature = "arrow")]
+            mod arrow {
+                use super::*;
+                cases!(@each $kind; huge_blob, nan_and_infinities, text_in_every_column_type);
+            }
         }
     };
     (@each $kind:expr; $($case:ident),*) => {
         $(
             #[test]
             fn $case() -> R {
-                check($kind, super::$case())
+                check($kind, $crate::$case())
             }
         )*
     };

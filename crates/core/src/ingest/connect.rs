@@ -18,7 +18,6 @@
 //! Secrets: the init line (credentials) is never printed, logged, or put in an error;
 //! [`InitLine`]'s `Debug` shows none of it.
 
-use std::cmp::Ordering as CmpOrdering;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::Path;
@@ -28,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
+pub use super::feed::compare_positions;
 use super::feed::{read_lines, Batch, Buffered, Notice, Parsing, Tracker};
 use super::{timed_out, FileSource};
 use crate::error::{Error, Result};
@@ -347,19 +347,6 @@ impl Connect {
         }
         Ok(())
     }
-}
-
-/// Compares two positions: as numbers when both are, else as text.
-pub fn compare_positions(a: &str, b: &str) -> CmpOrdering {
-    if let (Ok(x), Ok(y)) = (a.parse::<i64>(), b.parse::<i64>()) {
-        return x.cmp(&y);
-    }
-    if let (Ok(x), Ok(y)) = (a.parse::<f64>(), b.parse::<f64>()) {
-        if let Some(o) = x.partial_cmp(&y) {
-            return o;
-        }
-    }
-    a.as_bytes().cmp(b.as_bytes())
 }
 
 /// Why an attempt ended.
@@ -700,6 +687,7 @@ fn shorten(b: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cmp::Ordering as CmpOrdering;
 
     #[test]
     fn positions_compare_as_numbers_when_both_are() {

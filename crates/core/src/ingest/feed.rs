@@ -10,7 +10,6 @@
 
 use std::fs::File;
 use std::io::{BufRead, Read, Seek, SeekFrom, Write};
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -18,8 +17,12 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 
-use super::connect::{self, compare_positions, Connect};
+#[cfg(feature = "network")]
+use super::connect::{self, Connect};
+#[cfg(feature = "network")]
 use super::listen::{self, Gate};
+#[cfg(feature = "network")]
+use std::net::TcpListener;
 use super::{CommitStats, FileSource, Ingest, LineMeta, Messages, Totals};
 use crate::error::{Error, Hint, Position, Result};
 use crate::source::json::LineObjects;
@@ -45,6 +48,7 @@ pub enum Feed {
         from_start: bool,
     },
     /// TCP senders on `listener`, let in by `gate`.
+    #[cfg(feature = "network")]
     Listen {
         /// Bound by the caller (so it knows the address before the run).
         listener: TcpListener,
@@ -52,7 +56,21 @@ pub enum Feed {
         gate: Gate,
     },
     /// A feed this client connects to (and reconnects to), resumed by position.
+    #[cfg(feature = "network")]
     Connect(Connect),
+}
+
+/// Compares two positions: as numbers when both are, else as text.
+pub fn compare_positions(a: &str, b: &str) -> std::cmp::Ordering {
+    if let (Ok(x), Ok(y)) = (a.parse::<i64>(), b.parse::<i64>()) {
+        return x.cmp(&y);
+    }
+    if let (Ok(x), Ok(y)) = (a.parse::<f64>(), b.parse::<f64>()) {
+        if let Some(o) = x.partial_cmp(&y) {
+            return o;
+        }
+    }
+    a.as_bytes().cmp(b.as_bytes())
 }
 
 /// How a feed is run, besides the [`Ingest`]'s own options.
@@ -143,7 +161,9 @@ pub(super) enum Batch {
     Fatal(Error),
 }
 
-/// What threads other than readers tell the engine's thread, for display.
+/// What threads other than readers tell the engine's thread, for display (only the
+/// network doors have such threads).
+#[cfg_attr(not(feature = "network"), allow(dead_code))]
 pub(super) enum Notice {
     Note(String),
     Connected {
@@ -241,6 +261,7 @@ impl Parsing {
 
     /// Reads one listener connection to its end (or `stop`), sending what it parses on
     /// `tx`; a failure ends this connection only, and is returned in words.
+    #[cfg(feature = "network")]
     fn read_connection(
         &self,
         reader: impl Read + Send + 'static,
@@ -286,6 +307,7 @@ pub(super) struct Tracker<'a> {
 }
 
 impl<'a> Tracker<'a> {
+    #[cfg_attr(not(feature = "network"), allow(dead_code))]
     pub(super) fn new(
         field: Option<&'a str>,
         asked: Option<String>,
@@ -559,6 +581,7 @@ pub fn run(
             .map_err(|e| Error::io(None, e))
     };
     match feed {
+        #[cfg(feature = "network")]
         Feed::Listen { listener, gate } => {
             if let Ok(addr) = listener.local_addr() {
                 on(Event::Listening(addr));
@@ -589,6 +612,7 @@ pub fn run(
             };
             return drive(engine, rx, Some(notes_rx), counters, opts, &stop, on);
         }
+        #[cfg(feature = "network")]
         Feed::Connect(c) => {
             let key = c.source_name();
             let stored = engine
@@ -670,8 +694,10 @@ impl Counters {
 }
 
 /// Sets its flag when dropped.
+#[cfg(feature = "network")]
 struct SetOnDrop(Arc<AtomicBool>);
 
+#[cfg(feature = "network")]
 impl Drop for SetOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Relaxed);

@@ -29,9 +29,12 @@
 //! on a thread of its own while the next one fills (see bench/README.md for what each
 //! step saved).
 
+#[cfg(feature = "network")]
 mod cluster;
+#[cfg(feature = "network")]
 pub mod connect;
 pub mod feed;
+#[cfg(feature = "network")]
 pub mod listen;
 mod parse;
 mod window;
@@ -232,6 +235,7 @@ pub struct Ingest {
 /// What windows are written to: a local database, or an rqlite cluster.
 enum Store {
     File(Writer),
+    #[cfg(feature = "network")]
     Cluster(cluster::ClusterWriter),
 }
 
@@ -239,6 +243,7 @@ impl Store {
     fn commit(&mut self, w: &Window) -> Result<CommitStats> {
         match self {
             Store::File(s) => s.commit(w),
+            #[cfg(feature = "network")]
             Store::Cluster(c) => c.commit(w),
         }
     }
@@ -246,6 +251,7 @@ impl Store {
     fn resume_point(&self, source: &str) -> Result<Option<writer::ResumeRow>> {
         match self {
             Store::File(s) => s.resume_point(source),
+            #[cfg(feature = "network")]
             Store::Cluster(c) => c.resume_point(source),
         }
     }
@@ -259,12 +265,14 @@ impl std::ops::Deref for ConnectionGuard<'_> {
     fn deref(&self) -> &Connection {
         match &*self.0 {
             Store::File(w) => &w.conn,
+            #[cfg(feature = "network")]
             Store::Cluster(_) => unreachable!("a guard is only made for a local database"),
         }
     }
 }
 
 /// Whether a socket read ended at its read timeout (the error kind differs by platform).
+#[cfg(feature = "network")]
 fn timed_out(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
@@ -431,6 +439,7 @@ impl Ingest {
     /// [`crate::rqlite`]), as one `?transaction` request with its resume point: the
     /// merge is the same as into a file; `durability` and `cache_kib` are the
     /// cluster's business and do not apply.
+    #[cfg(feature = "network")]
     pub fn open_rqlite(
         target: &crate::rqlite::RqliteTarget,
         ropts: &crate::rqlite::RqliteOptions,
@@ -809,10 +818,11 @@ impl Ingest {
     /// commit has finished (a window being written in the background holds it until
     /// then).
     ///
-    /// An engine writing to an rqlite cluster ([`Ingest::open_rqlite`]) has no local
+    /// An engine writing to an rqlite cluster (`Ingest::open_rqlite`) has no local
     /// database: that is an error.
     pub fn connection(&self) -> Result<ConnectionGuard<'_>> {
         let guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        #[cfg(feature = "network")]
         if matches!(*guard, Store::Cluster(_)) {
             return Err(Error::usage(
                 "this engine writes to an rqlite cluster: it has no local database to read",

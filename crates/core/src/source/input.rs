@@ -72,6 +72,7 @@ enum Taken {
         columns: Option<Vec<String>>,
     },
     /// Arrow record batches.
+    #[cfg(feature = "arrow")]
     Batches(super::arrow_source::BatchReader),
     /// A reader whose first read failed while its head was peeked: the failure, given
     /// again to whoever takes the input (the reader's own error, not "read already").
@@ -150,6 +151,9 @@ impl ReaderInput {
     }
 
     fn is_batches(&self) -> bool {
+        #[cfg(not(feature = "arrow"))]
+        return false;
+        #[cfg(feature = "arrow")]
         matches!(
             *self.reader.lock().unwrap_or_else(|p| p.into_inner()),
             Some(Taken::Batches(_))
@@ -281,6 +285,7 @@ impl Input {
     /// assert_eq!(summary.rows, 2);
     /// # Ok(()) }
     /// ```
+    #[cfg(feature = "arrow")]
     pub fn record_batches(
         name: impl Into<String>,
         batches: impl arrow_array::RecordBatchReader + Send + 'static,
@@ -289,6 +294,7 @@ impl Input {
     }
 
     /// The program's record batches, if this input is those (taken: read once).
+    #[cfg(feature = "arrow")]
     pub(crate) fn batches(&self) -> Result<Option<super::arrow_source::BatchReader>> {
         match self {
             Input::Reader(r) if r.is_batches() => match r.take()? {
@@ -554,8 +560,10 @@ pub fn open(
         Input::Reader(r) => match r.take()? {
             Taken::Read(read) => read,
             // `take` gives a kept failure as its error, never as a `Taken`.
-            Taken::Items { .. } | Taken::Batches(_) | Taken::Failed(..) => {
-                unreachable!("items and batches are read by their own sources")
+            #[cfg(feature = "arrow")]
+            Taken::Batches(_) => unreachable!("batches are read by their own source"),
+            Taken::Items { .. } | Taken::Failed(..) => {
+                unreachable!("items are read by their own source")
             }
         },
         Input::Bytes { bytes, .. } => Box::new(io::Cursor::new(bytes.clone())),

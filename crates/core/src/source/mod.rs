@@ -5,6 +5,7 @@
 //! types can be decided, then [`Source::fill`] converts records into batches with the
 //! types that were decided, the sampled records first.
 
+#[cfg(feature = "arrow")]
 mod arrow_source;
 pub mod columnar;
 pub(crate) mod convert;
@@ -256,11 +257,7 @@ pub fn open_source(
         return Ok(src);
     }
     if input.fixed_format() == Some(Format::Arrow) || opts.format.is_typed() {
-        return Ok(Box::new(arrow_source::ArrowSource::new(
-            vec![input.clone()],
-            opts.clone(),
-            bytes_read,
-        )));
+        return open_typed(vec![input.clone()], opts, bytes_read);
     }
     let name: Arc<str> = input.display_name().into();
     // A large, plain UTF-8 file is read in parts on several threads.
@@ -337,16 +334,28 @@ pub fn open_source(
 /// Opens typed `inputs` (Parquet, Arrow; see [`Format::is_typed`]) of one schema as one
 /// [`Source`], read in order: their rows go to one table. A second input whose columns
 /// (names, Arrow types, order) differ from the first's is an error when it is reached.
+///
+/// A library built without its `arrow` feature reads no typed input: that is a usage
+/// error naming the feature.
 pub fn open_typed(
     inputs: Vec<Input>,
     opts: &ReadOptions,
     bytes_read: Arc<AtomicU64>,
-) -> Box<dyn Source> {
-    Box::new(arrow_source::ArrowSource::new(
+) -> Result<Box<dyn Source>> {
+    #[cfg(feature = "arrow")]
+    return Ok(Box::new(arrow_source::ArrowSource::new(
         inputs,
         opts.clone(),
         bytes_read,
-    ))
+    )));
+    #[cfg(not(feature = "arrow"))]
+    {
+        let _ = (opts, bytes_read);
+        let name = inputs.first().map_or_else(String::new, Input::display_name);
+        Err(Error::usage(format!(
+            "{name}: Parquet and Arrow input needs liteload built with its `arrow` feature"
+        )))
+    }
 }
 
 /// A reader that hands out one byte at a time, so that tests reach every path where a

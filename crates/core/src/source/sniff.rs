@@ -88,13 +88,28 @@ impl Compression {
     }
 
     /// The decompressed bytes of `r`. Gzip is decoded elsewhere (with errors that name
-    /// a cut stream); this serves the others.
+    /// a cut stream); this serves the others. A codec left out of the build (its cargo
+    /// feature off) is an [`std::io::ErrorKind::Unsupported`] error that names it.
     pub(crate) fn decoder(self, r: Box<dyn Read + Send>) -> std::io::Result<Box<dyn Read + Send>> {
         Ok(match self {
             Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(r)),
+            #[cfg(feature = "zstd")]
             Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(r)?),
+            #[cfg(feature = "bzip2")]
             Compression::Bzip2 => Box::new(bzip2::read::MultiBzDecoder::new(r)),
+            #[cfg(feature = "xz")]
             Compression::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(r)),
+            #[allow(unreachable_patterns)]
+            other => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    format!(
+                        "{} input needs liteload built with its `{}` feature",
+                        other.name(),
+                        other.name()
+                    ),
+                ))
+            }
         })
     }
 }
