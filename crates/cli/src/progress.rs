@@ -82,9 +82,9 @@ fn draw(p: Arc<Progress>, stop: Arc<AtomicBool>) {
             p.bytes_read.load(Ordering::Relaxed)
         });
         let stage = match p.stage() {
-            Stage::Loading => String::new(),
             Stage::Indexing => " — building indexes".into(),
             Stage::Committing => " — committing".into(),
+            _ => String::new(),
         };
         bar.set_message(format!(
             "{} rows, {:.0} rows/s{stage}",

@@ -254,8 +254,15 @@ impl Error {
     }
 
     /// Reading or writing `path` (when known) failed. A read that failed because a
-    /// gzip input is corrupt or cut short is bad input instead, naming the input.
+    /// gzip input is corrupt or cut short is bad input instead, naming the input; one
+    /// refused because the load was cancelled is [`ErrorKind::Interrupted`].
     pub fn io(path: Option<PathBuf>, source: std::io::Error) -> Self {
+        if source
+            .get_ref()
+            .is_some_and(|e| e.is::<crate::source::input::Cancelled>())
+        {
+            return Error::interrupted();
+        }
         let bad_gzip = source
             .get_ref()
             .and_then(|e| e.downcast_ref::<crate::source::input::BadGzip>());

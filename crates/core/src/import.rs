@@ -140,6 +140,127 @@ pub enum IfExists {
     Replace,
 }
 
+/// Builder methods, one per common option, each returning the options: start from
+/// [`Default`] and chain them.
+///
+/// ```
+/// use liteload::{ColumnType, Durability, Engine, Format, IfExists, ImportOptions};
+/// let opts = ImportOptions::default()
+///     .format(Format::Csv)
+///     .delimiter(b';')
+///     .table("people")
+///     .column_type("zip", ColumnType::Text)
+///     .primary_key(["id"])
+///     .index(["city"], false)
+///     .max_errors(10)
+///     .if_exists(IfExists::Replace)
+///     .durability(Durability::Durable)
+///     .engine(Engine::Sqlite);
+/// assert_eq!(opts.table.as_deref(), Some("people"));
+/// assert_eq!(opts.read.header, true);
+/// ```
+impl ImportOptions {
+    /// The format of every input (else each file's extension, or sniffing, says).
+    pub fn format(mut self, format: Format) -> Self {
+        self.format = Some(format);
+        self
+    }
+
+    /// The field delimiter of delimited inputs.
+    pub fn delimiter(mut self, delimiter: u8) -> Self {
+        self.delimiter = Some(delimiter);
+        self
+    }
+
+    /// The quote of delimited inputs.
+    pub fn quoting(mut self, quoting: Quoting) -> Self {
+        self.quoting = quoting;
+        self
+    }
+
+    /// Whether the first record of delimited input names the columns (it does by default).
+    pub fn header(mut self, header: bool) -> Self {
+        self.read.header = header;
+        self.sniff_header = false;
+        self
+    }
+
+    /// The table for every input (else each file's stem).
+    pub fn table(mut self, table: impl Into<String>) -> Self {
+        self.table = Some(table.into());
+        self
+    }
+
+    /// Add columns an existing table lacks instead of refusing the load.
+    pub fn alter(mut self, alter: bool) -> Self {
+        self.alter = alter;
+        self
+    }
+
+    /// The type of column `name`, over the inferred one.
+    pub fn column_type(mut self, name: impl Into<String>, ty: ColumnType) -> Self {
+        self.types.push((name.into(), ty));
+        self
+    }
+
+    /// The primary key of a table the load creates.
+    pub fn primary_key<I: IntoIterator<Item = S>, S: Into<String>>(mut self, columns: I) -> Self {
+        self.pk = columns.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// An index built after the rows, on `columns` in order; `unique` refuses a key
+    /// seen twice.
+    pub fn index<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        columns: I,
+        unique: bool,
+    ) -> Self {
+        self.indexes.push(IndexSpec {
+            columns: columns.into_iter().map(Into::into).collect(),
+            unique,
+        });
+        self
+    }
+
+    /// The durability profile (else `atomic-new` for a new file, `balanced` for one
+    /// that exists).
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = Some(durability);
+        self
+    }
+
+    /// Keep going past bad records, writing each (as JSON) to `path`.
+    pub fn rejects(mut self, path: impl Into<PathBuf>) -> Self {
+        self.rejects = Some(path.into());
+        self
+    }
+
+    /// Keep going past up to `n` bad records.
+    pub fn max_errors(mut self, n: u64) -> Self {
+        self.max_errors = Some(n);
+        self
+    }
+
+    /// What to do with a table that exists before the load.
+    pub fn if_exists(mut self, if_exists: IfExists) -> Self {
+        self.if_exists = if_exists;
+        self
+    }
+
+    /// The writer ([`Engine::Sqlite`] by default).
+    pub fn engine(mut self, engine: Engine) -> Self {
+        self.engine = engine;
+        self
+    }
+
+    /// Tell what the options leave open from each input's first bytes (on by default).
+    pub fn sniff(mut self, sniff: bool) -> Self {
+        self.sniff = sniff;
+        self
+    }
+}
+
 impl Default for ImportOptions {
     fn default() -> Self {
         ImportOptions {
@@ -182,15 +303,19 @@ pub(crate) struct TablePlan {
 
 /// Loads `inputs` into the database at `db`. On error the database is as it was before
 /// the call (see [`crate::durability`]); a rejects file may hold what was skipped.
+/// `progress` is read from other threads while the load runs ([`Progress`]); pass
+/// `&Progress::default()` when nothing watches.
 pub fn import(
-    db: &Path,
+    db: impl AsRef<Path>,
     inputs: &[Input],
     opts: &ImportOptions,
     progress: &Progress,
 ) -> Result<Summary> {
+    let db = db.as_ref();
     if let Some(r) = &opts.rejects {
         crate::source::input::refuse_overwriting(r, inputs, Some(db))?;
     }
+    inputs.iter().for_each(|i| i.watch(progress));
     let mut summary = import_with(db, inputs, opts, progress)
         .map_err(|e| cause_hint(e, inputs, opts).in_file(db))?;
     summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
@@ -245,6 +370,7 @@ pub fn import_into_connection(
     if let Some(r) = &opts.rejects {
         crate::source::input::refuse_overwriting(r, inputs, conn.path().map(Path::new))?;
     }
+    inputs.iter().for_each(|i| i.watch(progress));
     // A savepoint: nested in the caller's transaction, or a transaction of its own.
     conn.execute_batch("SAVEPOINT liteload_import")
         .map_err(|e| Error::sqlite("beginning the load", e))?;
@@ -1210,9 +1336,9 @@ pub(crate) fn open_input(
         )));
     }
     let mut src = if typed {
-        crate::source::open_typed(group.to_vec(), &ro, progress.bytes_read.clone())?
+        crate::source::open_typed(group.to_vec(), &ro, progress)?
     } else {
-        open_source(input, &ro, progress.bytes_read.clone())?
+        open_source(input, &ro, progress)?
     };
     let sample = src.sample()?;
     summary.locale_hints.extend(locale_hints(&sample));

@@ -69,9 +69,11 @@ impl serde::Serialize for Durable {
     }
 }
 
-/// What an import is doing now, for progress displays.
+/// What an import is doing now, for progress displays. More stages may be added (match
+/// with a wildcard arm).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum Stage {
     /// Reading and writing rows.
     Loading = 0,
@@ -109,7 +111,8 @@ pub struct Progress {
     /// Rows written so far.
     pub rows: AtomicU64,
     stage: AtomicU8,
-    cancelled: AtomicBool,
+    /// Shared with the load's readers, which stop at their next read once it is set.
+    cancelled: Arc<AtomicBool>,
 }
 
 impl Progress {
@@ -123,6 +126,24 @@ impl Progress {
     /// Whether [`Progress::cancel`] was called.
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Makes these counters ready for another load: the counts back to 0, the stage
+    /// back to [`Stage::Loading`], and a cancel taken back. Until then, after a cancel,
+    /// every load given these counters stops at once, and [`Progress::stage`] still says
+    /// where the cancelled one stopped. Call it between loads, not during one.
+    pub fn reset(&self) {
+        self.bytes_read.store(0, Ordering::Relaxed);
+        self.bytes_total.store(0, Ordering::Relaxed);
+        self.rows_total.store(0, Ordering::Relaxed);
+        self.rows.store(0, Ordering::Relaxed);
+        self.set_stage(Stage::Loading);
+        self.cancelled.store(false, Ordering::Relaxed);
+    }
+
+    /// The stop switch, for readers that check it on each read.
+    pub(crate) fn cancel_flag(&self) -> Arc<AtomicBool> {
+        self.cancelled.clone()
     }
 
     /// An error if the load was asked to stop.
@@ -163,6 +184,7 @@ pub struct Sniffed {
 
 /// The outcome of a successful import.
 #[derive(Clone, Debug, Default, serde::Serialize)]
+#[non_exhaustive]
 pub struct Summary {
     /// Rows written.
     pub rows: u64,

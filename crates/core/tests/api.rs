@@ -123,7 +123,7 @@ fn rows_of_values_take_the_given_column_names() -> R {
 
     let long = Input::rows("u", ["a"], vec![vec![1, 2]]);
     let e = import(
-        &dir.path().join("u.db"),
+        dir.path().join("u.db"),
         &[long],
         &ImportOptions::default(),
         &Progress::default(),
@@ -161,7 +161,7 @@ fn a_reader_is_read_like_the_file_it_is_named_after() -> R {
         assert_eq!(v, "Å|\u{1F600}");
         // A reader is read once: the same input again is refused, and says why.
         let again = import(
-            &dir.path().join("again.db"),
+            dir.path().join("again.db"),
             &[input],
             &opts(engine),
             &Progress::default(),
@@ -505,5 +505,70 @@ fn an_existing_table_is_appended_to_refused_or_replaced() -> R {
         .query_map([], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
     assert_eq!(cols, ["n", "we\"ird"]);
+    Ok(())
+}
+
+/// A reader that hands out one line every 50 ms, forever.
+struct Trickle {
+    n: u64,
+}
+
+impl Read for Trickle {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let line = if self.n == 0 {
+            "id,name\n".to_string()
+        } else {
+            format!("{},x\n", self.n)
+        };
+        self.n += 1;
+        let k = line.len().min(buf.len());
+        buf[..k].copy_from_slice(&line.as_bytes()[..k]);
+        Ok(k)
+    }
+}
+
+/// A cancel is seen at the reader's next read, not when a batch of thousands of rows
+/// has filled (which a trickling reader takes minutes to do); the same counters, reset,
+/// then carry a load to its end.
+#[test]
+fn a_cancel_stops_a_trickling_reader_at_its_next_read_and_reset_makes_progress_reusable() -> R {
+    let dir = tempfile::tempdir()?;
+    for engine in ENGINES {
+        let db = dir.path().join(format!("trickle-{engine:?}.db"));
+        let progress = Progress::default();
+        let (e, after_cancel) = std::thread::scope(|s| {
+            let load = s.spawn(|| {
+                import(
+                    &db,
+                    &[Input::reader("t.csv", Trickle { n: 0 })],
+                    &opts(engine),
+                    &progress,
+                )
+            });
+            std::thread::sleep(std::time::Duration::from_millis(400));
+            progress.cancel();
+            let cancelled = std::time::Instant::now();
+            let e = load.join().expect("the load does not panic").unwrap_err();
+            (e, cancelled.elapsed())
+        });
+        assert!(e.is_interrupted(), "{e:?}");
+        // A bound far above one read (50 ms) and far below a batch (minutes).
+        assert!(
+            after_cancel < std::time::Duration::from_secs(5),
+            "{after_cancel:?}"
+        );
+        assert!(!db.exists());
+        // Still cancelled: the next load with these counters stops at once.
+        let csv = || Input::bytes("t.csv", b"id,name\n1,a\n2,b\n".to_vec());
+        assert!(import(&db, &[csv()], &opts(engine), &progress)
+            .unwrap_err()
+            .is_interrupted());
+        progress.reset();
+        assert_eq!(progress.rows.load(std::sync::atomic::Ordering::Relaxed), 0);
+        let summary = import(db.clone(), &[csv()], &opts(engine), &progress)?;
+        assert_eq!(summary.rows, 2);
+        checked(&db)?;
+    }
     Ok(())
 }

@@ -265,7 +265,7 @@ fn a_key_after_the_sample_adds_a_column() {
     opts.max_errors = Some(1);
     let dir = tempfile::tempdir().unwrap();
     let s = import(
-        &dir.path().join("y.db"),
+        dir.path().join("y.db"),
         &[Input::rows("t", ["a"], rows)],
         &opts,
         &Progress::default(),

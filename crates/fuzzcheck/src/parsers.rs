@@ -294,7 +294,7 @@ fn read_json(data: &[u8], format: Format) -> Result<Outcome, String> {
         built.sample_rows = 4;
         built
     };
-    let mut src = liteload::source::open_source(&input, &opts, Arc::new(AtomicU64::new(0)))
+    let mut src = liteload::source::open_source(&input, &opts, &liteload::Progress::default())
         .map_err(|e| e.to_string())?;
     Ok(drain(src.as_mut()))
 }

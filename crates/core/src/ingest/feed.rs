@@ -21,11 +21,11 @@ use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender};
 use super::connect::{self, Connect};
 #[cfg(feature = "network")]
 use super::listen::{self, Gate};
-#[cfg(feature = "network")]
-use std::net::TcpListener;
 use super::{CommitStats, FileSource, Ingest, LineMeta, Messages, Totals};
 use crate::error::{Error, Hint, Position, Result};
 use crate::source::json::LineObjects;
+#[cfg(feature = "network")]
+use std::net::TcpListener;
 
 /// Where messages come from.
 pub enum Feed {

@@ -364,7 +364,7 @@ fn open_units(
         }
         _ => {
             // stdin, a reader, a gzip file: read in order, as a stream.
-            let mut reader = super::input::open(input, super::Encoding::Utf8, bytes_read.clone())?;
+            let mut reader = super::input::open(input, super::Encoding::Utf8, bytes_read.clone(), None)?;
             let head = std::io::BufRead::fill_buf(&mut reader).map_err(|e| Error::io(None, e))?;
             if head.starts_with(IPC_MAGIC) {
                 return Err(Error::usage(format!(

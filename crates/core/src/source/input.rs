@@ -3,7 +3,7 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::sniff::Compression;
@@ -43,6 +43,9 @@ pub struct ReaderInput {
     reader: Arc<Mutex<Option<Taken>>>,
     /// The first bytes, once peeked (see [`Input::peek`]): the reader gives them again.
     head: Arc<Mutex<Option<Head>>>,
+    /// The stop switch of the load reading it ([`Input::watch`]), checked by each read
+    /// of the sample that sniffing takes.
+    cancel: Arc<Mutex<Option<Arc<AtomicBool>>>>,
 }
 
 /// An input's first bytes (at most [`super::sniff::SAMPLE_BYTES`]) and whether they are
@@ -77,6 +80,8 @@ enum Taken {
     /// A reader whose first read failed while its head was peeked: the failure, given
     /// again to whoever takes the input (the reader's own error, not "read already").
     Failed(io::ErrorKind, String),
+    /// A reader whose head was being peeked when the load was cancelled.
+    Cancelled,
 }
 
 /// The error of a reader whose first read failed, as often as it is asked for.
@@ -90,6 +95,7 @@ impl ReaderInput {
             name,
             reader: Arc::new(Mutex::new(Some(taken))),
             head: Arc::new(Mutex::new(None)),
+            cancel: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -108,20 +114,39 @@ impl ReaderInput {
                 *reader = Some(Taken::Failed(kind, why));
                 return Err(e);
             }
+            Some(Taken::Cancelled) => {
+                *reader = Some(Taken::Cancelled);
+                return Err(Error::interrupted());
+            }
             other => {
                 *reader = other;
                 return Ok(None);
             }
         };
-        let (bytes, whole) = match super::sniff::read_sample(&mut r, super::sniff::SAMPLE_BYTES) {
-            Ok(sample) => sample,
-            Err(e) => {
-                let why = format!("{}: {e}", self.name);
-                let err = failed(e.kind(), &why);
-                *reader = Some(Taken::Failed(e.kind(), why));
-                return Err(err);
-            }
+        let cancel = self
+            .cancel
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut checked = Counting {
+            inner: &mut r,
+            count: Arc::new(AtomicU64::new(0)),
+            cancelled: cancel,
         };
+        let (bytes, whole) =
+            match super::sniff::read_sample(&mut checked, super::sniff::SAMPLE_BYTES) {
+                Ok(sample) => sample,
+                Err(e) if e.get_ref().is_some_and(|e| e.is::<Cancelled>()) => {
+                    *reader = Some(Taken::Cancelled);
+                    return Err(Error::interrupted());
+                }
+                Err(e) => {
+                    let why = format!("{}: {e}", self.name);
+                    let err = failed(e.kind(), &why);
+                    *reader = Some(Taken::Failed(e.kind(), why));
+                    return Err(err);
+                }
+            };
         let bytes: Arc<[u8]> = bytes.into();
         *reader = Some(Taken::Read(Box::new(
             io::Cursor::new(bytes.clone()).chain(r),
@@ -134,6 +159,9 @@ impl ReaderInput {
         let taken = self.reader.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(Taken::Failed(kind, why)) = taken {
             return Err(failed(kind, &why));
+        }
+        if let Some(Taken::Cancelled) = taken {
+            return Err(Error::interrupted());
         }
         taken.ok_or_else(|| {
             Error::usage(format!(
@@ -291,6 +319,14 @@ impl Input {
         batches: impl arrow_array::RecordBatchReader + Send + 'static,
     ) -> Input {
         ReaderInput::input(name.into(), Taken::Batches(Box::new(batches)))
+    }
+
+    /// Ties a reader input to the stop switch of the load that reads it, so that a read
+    /// of its first bytes (taken to sniff it) stops once the load is cancelled.
+    pub(crate) fn watch(&self, progress: &crate::summary::Progress) {
+        if let Input::Reader(r) = self {
+            *r.cancel.lock().unwrap_or_else(|p| p.into_inner()) = Some(progress.cancel_flag());
+        }
     }
 
     /// The program's record batches, if this input is those (taken: read once).
@@ -510,10 +546,33 @@ impl<R: BufRead> Read for Gunzip<R> {
 struct Counting<R> {
     inner: R,
     count: Arc<AtomicU64>,
+    /// The load's stop switch: once set, the next read fails with [`Cancelled`], so a
+    /// cancel is seen within one read of a reader that trickles (not within a batch).
+    cancelled: Option<Arc<AtomicBool>>,
 }
+
+/// A read refused because the load was cancelled; [`Error::io`] makes it
+/// [`crate::ErrorKind::Interrupted`].
+#[derive(Debug)]
+pub(crate) struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the load was cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}
 
 impl<R: Read> Read for Counting<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self
+            .cancelled
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+        {
+            return Err(io::Error::other(Cancelled));
+        }
         let n = self.inner.read(buf)?;
         self.count.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
@@ -538,11 +597,13 @@ pub fn file_compression(path: &Path) -> Option<Compression> {
 
 /// Opens `input` as a stream of UTF-8 bytes with any byte-order mark removed, and
 /// decompressed when its first bytes (or a `.gz` name) say it is compressed.
-/// Raw bytes read are added to `bytes_read`.
+/// Raw bytes read are added to `bytes_read`; once `cancelled` is set, the next read fails
+/// (an [`crate::ErrorKind::Interrupted`] error).
 pub fn open(
     input: &Input,
     encoding: Encoding,
     bytes_read: Arc<AtomicU64>,
+    cancelled: Option<Arc<AtomicBool>>,
 ) -> Result<Box<dyn BufRead + Send>> {
     let raw: Box<dyn Read + Send> = match input {
         Input::Stdin => {
@@ -562,7 +623,7 @@ pub fn open(
             // `take` gives a kept failure as its error, never as a `Taken`.
             #[cfg(feature = "arrow")]
             Taken::Batches(_) => unreachable!("batches are read by their own source"),
-            Taken::Items { .. } | Taken::Failed(..) => {
+            Taken::Items { .. } | Taken::Failed(..) | Taken::Cancelled => {
                 unreachable!("items are read by their own source")
             }
         },
@@ -571,6 +632,7 @@ pub fn open(
     let counted = Counting {
         inner: raw,
         count: bytes_read,
+        cancelled,
     };
     let mut buffered = BufReader::with_capacity(256 * 1024, counted);
     // Compression by its magic bytes, whatever the name says (a `.gz` name is gzip).

@@ -25,11 +25,11 @@ pub mod tabular;
 pub(crate) mod transcode;
 
 use std::path::Path;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use crate::batch::Batch;
 use crate::error::{Error, Result};
+use crate::summary::Progress;
 use crate::types::{ColumnType, TypeGuess};
 pub use convert::Mismatches;
 pub use input::{Encoding, Input};
@@ -247,17 +247,21 @@ pub trait Source: Send {
     }
 }
 
-/// Opens `input` with `opts` as a [`Source`]. Raw bytes read are added to `bytes_read`.
+/// Opens `input` with `opts` as a [`Source`]. Raw bytes read are added to
+/// `progress.bytes_read`; a reader's next read after [`Progress::cancel`] fails with
+/// [`crate::ErrorKind::Interrupted`].
 pub fn open_source(
     input: &Input,
     opts: &ReadOptions,
-    bytes_read: Arc<AtomicU64>,
+    progress: &Progress,
 ) -> Result<Box<dyn Source>> {
+    let bytes_read = progress.bytes_read.clone();
+    let cancel = Some(progress.cancel_flag());
     if let Some(src) = input.items_source(opts)? {
         return Ok(src);
     }
     if input.fixed_format() == Some(Format::Arrow) || opts.format.is_typed() {
-        return open_typed(vec![input.clone()], opts, bytes_read);
+        return open_typed(vec![input.clone()], opts, progress);
     }
     let name: Arc<str> = input.display_name().into();
     // A large, plain UTF-8 file is read in parts on several threads.
@@ -298,7 +302,7 @@ pub fn open_source(
                 opts.empty_null,
                 bytes_read.clone(),
             )?;
-            let reader = input::open(input, opts.encoding, bytes_read)?;
+            let reader = input::open(input, opts.encoding, bytes_read, cancel)?;
             let stream = match layout {
                 json_chunks::Layout::Lines => {
                     json::ObjectStream::lines(reader, opts.max_record_bytes)
@@ -312,7 +316,7 @@ pub fn open_source(
             ));
         }
     }
-    let reader = input::open(input, opts.encoding, bytes_read)?;
+    let reader = input::open(input, opts.encoding, bytes_read, cancel)?;
     Ok(match opts.format {
         Format::Csv | Format::Tsv => {
             Box::new(tabular::DelimitedSource::new(reader, name, opts.clone()))
@@ -340,17 +344,17 @@ pub fn open_source(
 pub fn open_typed(
     inputs: Vec<Input>,
     opts: &ReadOptions,
-    bytes_read: Arc<AtomicU64>,
+    progress: &Progress,
 ) -> Result<Box<dyn Source>> {
     #[cfg(feature = "arrow")]
     return Ok(Box::new(arrow_source::ArrowSource::new(
         inputs,
         opts.clone(),
-        bytes_read,
+        progress.bytes_read.clone(),
     )));
     #[cfg(not(feature = "arrow"))]
     {
-        let _ = (opts, bytes_read);
+        let _ = (opts, progress);
         let name = inputs.first().map_or_else(String::new, Input::display_name);
         Err(Error::usage(format!(
             "{name}: Parquet and Arrow input needs liteload built with its `arrow` feature"

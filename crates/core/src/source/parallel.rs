@@ -519,7 +519,8 @@ mod tests {
         let name: Arc<str> = "in.csv".into();
         let input = super::super::Input::Path(p.clone());
         let reader =
-            super::super::input::open(&input, opts.encoding, Arc::new(AtomicU64::new(0))).unwrap();
+            super::super::input::open(&input, opts.encoding, Arc::new(AtomicU64::new(0)), None)
+                .unwrap();
         let mut seq = DelimitedSource::new(reader, name.clone(), opts.clone());
         let mut par =
             ParallelDelimited::new(&p, name, opts.clone(), threads, Arc::new(AtomicU64::new(0)))
