@@ -161,7 +161,7 @@ impl<'a> Record<'a> {
     /// Field `i` (from 0), or `None` past the last. A stored NaN reads as NULL, as SQLite
     /// reads it. Never panics: the header and body agree (see [`Record::parse`]).
     pub fn column(self, i: usize) -> Option<Value<'a>> {
-        crate::index::Fields::new(self.0).nth(i).map(Value::from)
+        Fields::new(self.0).nth(i).map(Value::from)
     }
 }
 
@@ -366,6 +366,101 @@ impl RecordBuilder {
         out.extend_from_slice(&size[..n]);
         out.extend_from_slice(&self.types);
         out.extend_from_slice(&self.body);
+    }
+}
+
+/// One field of a record, decoded for comparison.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Field<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'a [u8]),
+    Blob(&'a [u8]),
+}
+
+impl<'a> From<Field<'a>> for Value<'a> {
+    fn from(f: Field<'a>) -> Self {
+        match f {
+            Field::Null => Value::Null,
+            Field::Int(i) => Value::Integer(i),
+            Field::Real(r) => Value::Real(r),
+            Field::Text(t) => Value::Text(t),
+            Field::Blob(b) => Value::Blob(b),
+        }
+    }
+}
+
+/// The fields of a well-formed record (as written by [`encode`]).
+pub(crate) struct Fields<'a> {
+    rec: &'a [u8],
+    head: usize,
+    head_end: usize,
+    body: usize,
+}
+
+impl<'a> Fields<'a> {
+    pub(crate) fn new(rec: &'a [u8]) -> Fields<'a> {
+        let (h, n) = varint::get(rec);
+        Fields {
+            rec,
+            head: n,
+            head_end: h as usize,
+            body: h as usize,
+        }
+    }
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = Field<'a>;
+
+    fn next(&mut self) -> Option<Field<'a>> {
+        if self.head >= self.head_end {
+            return None;
+        }
+        let (t, n) = varint::get(&self.rec[self.head..]);
+        self.head += n;
+        let at = self.body;
+        let int = |len: usize| {
+            let b = &self.rec[at..at + len];
+            let mut v = if b[0] & 0x80 != 0 { -1i64 } else { 0 };
+            for &x in b {
+                v = (v << 8) | i64::from(x);
+            }
+            v
+        };
+        let (f, len) = match t {
+            0 => (Field::Null, 0),
+            1..=4 => (Field::Int(int(t as usize)), t as usize),
+            5 => (Field::Int(int(6)), 6),
+            6 => (Field::Int(int(8)), 8),
+            7 => {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&self.rec[at..at + 8]);
+                let f = f64::from_bits(u64::from_be_bytes(b));
+                // SQLite reads a stored NaN as NULL (vdbeaux.c, serialGet).
+                (
+                    if f.is_nan() {
+                        Field::Null
+                    } else {
+                        Field::Real(f)
+                    },
+                    8,
+                )
+            }
+            8 => (Field::Int(0), 0),
+            9 => (Field::Int(1), 0),
+            t if t >= 13 && t % 2 == 1 => {
+                let len = ((t - 13) / 2) as usize;
+                (Field::Text(&self.rec[at..at + len]), len)
+            }
+            t => {
+                let len = ((t.max(12) - 12) / 2) as usize;
+                (Field::Blob(&self.rec[at..at + len]), len)
+            }
+        };
+        self.body += len;
+        Some(f)
     }
 }
 

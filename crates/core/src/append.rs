@@ -38,8 +38,8 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::durability::{self, Durability};
 use crate::error::{Error, Result};
-use crate::import::IfExists;
 use crate::schema::quote_ident;
+use crate::table::IfExists;
 use crate::table::{self, TableColumn};
 use crate::types::ColumnType;
 

@@ -114,7 +114,7 @@ impl Hint {
             }
             Hint::Delimiter(d) => format!(
                 " (the input looks {}-separated: set ImportOptions::delimiter to it)",
-                crate::source::sniff::shown(d)
+                shown(d)
             ),
             Hint::RecordLimit => {
                 " (an unbalanced quote? raise ReadOptions::max_record_bytes)".into()
@@ -257,15 +257,10 @@ impl Error {
     /// gzip input is corrupt or cut short is bad input instead, naming the input; one
     /// refused because the load was cancelled is [`ErrorKind::Interrupted`].
     pub fn io(path: Option<PathBuf>, source: std::io::Error) -> Self {
-        if source
-            .get_ref()
-            .is_some_and(|e| e.is::<crate::source::input::Cancelled>())
-        {
+        if source.get_ref().is_some_and(|e| e.is::<Cancelled>()) {
             return Error::interrupted();
         }
-        let bad_gzip = source
-            .get_ref()
-            .and_then(|e| e.downcast_ref::<crate::source::input::BadGzip>());
+        let bad_gzip = source.get_ref().and_then(|e| e.downcast_ref::<BadGzip>());
         if let Some(bad) = bad_gzip {
             let pos = Position {
                 path: bad.name.clone(),
@@ -474,6 +469,50 @@ impl std::error::Error for Error {
         }
     }
 }
+
+/// A byte as the user would type it.
+pub fn shown(b: u8) -> String {
+    match b {
+        b'\t' => "'\\t'".into(),
+        b => format!("'{}'", char::from(b)),
+    }
+}
+
+/// Bytes that were to be gzip and are not (a corrupt or cut stream): the input is bad,
+/// not the disk. Carried inside the `io::Error` of a read, and made an input error by
+/// [`Error::io`], so it is reported (and exits) as bad input.
+#[derive(Debug)]
+pub(crate) struct BadGzip {
+    /// The input's name.
+    pub name: Arc<str>,
+    /// What the decoder said.
+    pub message: String,
+}
+
+impl std::fmt::Display for BadGzip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: not a whole gzip stream: {}",
+            self.name, self.message
+        )
+    }
+}
+
+impl std::error::Error for BadGzip {}
+
+/// A read refused because the load was cancelled; [`Error::io`] makes it
+/// [`ErrorKind::Interrupted`].
+#[derive(Debug)]
+pub(crate) struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the load was cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}
 
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -27,7 +27,7 @@ use crate::source::locale::LocaleHint;
 use crate::source::sniff::{self, Dialect, Given};
 use crate::source::{open_source, Format, Input, ReadOptions, Source};
 use crate::summary::{self, Durable, Progress, Sniffed, Stage, Summary, Writer};
-use crate::table::{self, IndexSpec};
+use crate::table::{self, IfExists, IndexSpec};
 use crate::types::ColumnType;
 
 /// How quoting works for delimited input.
@@ -124,20 +124,6 @@ pub struct ImportOptions {
     /// summary says it was a guess. Without it such input is an error that asks for
     /// the encoding.
     pub guess_encoding: bool,
-}
-
-/// What a load does to a table that exists before it starts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum IfExists {
-    /// Add the rows to it (columns matched by name).
-    #[default]
-    Append,
-    /// Refuse the load before anything is written.
-    Fail,
-    /// Drop it and create it anew from the input, in the load's transaction: if the load
-    /// fails, the old table is still there.
-    Replace,
 }
 
 /// Builder methods, one per common option, each returning the options: start from
@@ -315,7 +301,7 @@ pub fn import(
     if let Some(r) = &opts.rejects {
         crate::source::input::refuse_overwriting(r, inputs, Some(db))?;
     }
-    inputs.iter().for_each(|i| i.watch(progress));
+    inputs.iter().for_each(|i| i.watch(&progress.cancel_flag()));
     let mut summary = import_with(db, inputs, opts, progress)
         .map_err(|e| cause_hint(e, inputs, opts).in_file(db))?;
     summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
@@ -370,7 +356,7 @@ pub fn import_into_connection(
     if let Some(r) = &opts.rejects {
         crate::source::input::refuse_overwriting(r, inputs, conn.path().map(Path::new))?;
     }
-    inputs.iter().for_each(|i| i.watch(progress));
+    inputs.iter().for_each(|i| i.watch(&progress.cancel_flag()));
     // A savepoint: nested in the caller's transaction, or a transaction of its own.
     conn.execute_batch("SAVEPOINT liteload_import")
         .map_err(|e| Error::sqlite("beginning the load", e))?;

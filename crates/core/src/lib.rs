@@ -54,12 +54,12 @@ pub use batch::{Batch, Cell, RowOrigin, TextSpan, Value};
 pub use direct::Engine;
 pub use durability::{Durability, FileSettings};
 pub use error::{Error, ErrorKind, Hint, Position, Result};
-pub use import::{import, import_into_connection, read_plan, IfExists, ImportOptions, Quoting};
+pub use import::{import, import_into_connection, read_plan, ImportOptions, Quoting};
 pub use schema::quote_ident;
 pub use sink::sqlite::DEFAULT_ROWS_PER_STATEMENT;
 pub use source::{Encoding, Format, Input, Ragged, ReadOptions};
 pub use summary::{Durable, Progress, Sniffed, Stage, Summary, Writer};
-pub use table::IndexSpec;
+pub use table::{IfExists, IndexSpec};
 pub use types::{ColumnType, Lexeme, TypeGuess};
 
 /// The arrow-rs crate whose record batches [`Input::record_batches`] takes, re-exported

@@ -6,6 +6,20 @@ use crate::error::{Error, Result};
 use crate::schema::quote_ident;
 use crate::types::ColumnType;
 
+/// What a load does to a table that exists before it starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IfExists {
+    /// Add the rows to it (columns matched by name).
+    #[default]
+    Append,
+    /// Refuse the load before anything is written.
+    Fail,
+    /// Drop it and create it anew from the input, in the load's transaction: if the load
+    /// fails, the old table is still there.
+    Replace,
+}
+
 /// A table's column as SQLite declares it.
 #[derive(Clone, Debug)]
 pub struct TableColumn {

@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
-pub use super::feed::compare_positions;
-use super::feed::{read_lines, Batch, Buffered, Notice, Parsing, Tracker};
+pub use super::reading::compare_positions;
+use super::reading::{read_lines, Batch, Buffered, Notice, Parsing, Tracker};
 use super::{timed_out, FileSource};
 use crate::error::{Error, Result};
 

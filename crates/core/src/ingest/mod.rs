@@ -37,6 +37,7 @@ pub mod feed;
 #[cfg(feature = "network")]
 pub mod listen;
 mod parse;
+mod reading;
 mod window;
 mod writer;
 

@@ -139,7 +139,7 @@ pub fn import(
 ) -> Result<Summary> {
     let start = Instant::now();
     imp::validate_options(opts, inputs)?;
-    inputs.iter().for_each(|i| i.watch(progress));
+    inputs.iter().for_each(|i| i.watch(&progress.cancel_flag()));
     let client = connect(target, ropts)?;
     if choose_boot(&client, ropts.boot)? {
         let mut o = opts.clone();

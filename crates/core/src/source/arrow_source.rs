@@ -27,13 +27,11 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::ProjectionMask;
 
 use super::columnar::{self, BadRow, Columns};
+use super::input::BatchReader;
 use super::{BadRecord, Fill, Format, Input, Mismatches, ReadOptions, Sample, Source};
 use crate::batch::Batch;
 use crate::error::{Error, Position, Result};
 use crate::types::ColumnType;
-
-/// Record batches the program supplies (see [`Input::record_batches`]).
-pub type BatchReader = Box<dyn RecordBatchReader + Send>;
 
 /// Parquet or Arrow IPC inputs of one schema, or the program's record batches.
 pub struct ArrowSource {

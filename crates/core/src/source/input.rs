@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::sniff::Compression;
+use super::head::Compression;
 use super::transcode::Transcode;
 use super::Format;
-use crate::error::{Error, Result};
+use crate::error::{BadGzip, Cancelled, Error, Result};
 
 /// One input: a file, stdin, a reader or bytes the program supplies, or the program's
 /// own rows (see [`Input::serialized`] and [`Input::rows`]).
@@ -48,7 +48,7 @@ pub struct ReaderInput {
     cancel: Arc<Mutex<Option<Arc<AtomicBool>>>>,
 }
 
-/// An input's first bytes (at most [`super::sniff::SAMPLE_BYTES`]) and whether they are
+/// An input's first bytes (at most [`super::head::SAMPLE_BYTES`]) and whether they are
 /// all of it.
 pub type Head = (Arc<[u8]>, bool);
 
@@ -66,6 +66,10 @@ pub(crate) fn stdin_peeked() -> bool {
         .is_some()
 }
 
+/// Record batches the program supplies (see [`Input::record_batches`]).
+#[cfg(feature = "arrow")]
+pub(crate) type BatchReader = Box<dyn arrow_array::RecordBatchReader + Send>;
+
 /// What a [`ReaderInput`] holds until it is read.
 enum Taken {
     Read(Box<dyn Read + Send>),
@@ -76,7 +80,7 @@ enum Taken {
     },
     /// Arrow record batches.
     #[cfg(feature = "arrow")]
-    Batches(super::arrow_source::BatchReader),
+    Batches(BatchReader),
     /// A reader whose first read failed while its head was peeked: the failure, given
     /// again to whoever takes the input (the reader's own error, not "read already").
     Failed(io::ErrorKind, String),
@@ -133,20 +137,20 @@ impl ReaderInput {
             count: Arc::new(AtomicU64::new(0)),
             cancelled: cancel,
         };
-        let (bytes, whole) =
-            match super::sniff::read_sample(&mut checked, super::sniff::SAMPLE_BYTES) {
-                Ok(sample) => sample,
-                Err(e) if e.get_ref().is_some_and(|e| e.is::<Cancelled>()) => {
-                    *reader = Some(Taken::Cancelled);
-                    return Err(Error::interrupted());
-                }
-                Err(e) => {
-                    let why = format!("{}: {e}", self.name);
-                    let err = failed(e.kind(), &why);
-                    *reader = Some(Taken::Failed(e.kind(), why));
-                    return Err(err);
-                }
-            };
+        let (bytes, whole) = match super::head::read_sample(&mut checked, super::head::SAMPLE_BYTES)
+        {
+            Ok(sample) => sample,
+            Err(e) if e.get_ref().is_some_and(|e| e.is::<Cancelled>()) => {
+                *reader = Some(Taken::Cancelled);
+                return Err(Error::interrupted());
+            }
+            Err(e) => {
+                let why = format!("{}: {e}", self.name);
+                let err = failed(e.kind(), &why);
+                *reader = Some(Taken::Failed(e.kind(), why));
+                return Err(err);
+            }
+        };
         let bytes: Arc<[u8]> = bytes.into();
         *reader = Some(Taken::Read(Box::new(
             io::Cursor::new(bytes.clone()).chain(r),
@@ -323,15 +327,15 @@ impl Input {
 
     /// Ties a reader input to the stop switch of the load that reads it, so that a read
     /// of its first bytes (taken to sniff it) stops once the load is cancelled.
-    pub(crate) fn watch(&self, progress: &crate::summary::Progress) {
+    pub(crate) fn watch(&self, cancelled: &Arc<AtomicBool>) {
         if let Input::Reader(r) = self {
-            *r.cancel.lock().unwrap_or_else(|p| p.into_inner()) = Some(progress.cancel_flag());
+            *r.cancel.lock().unwrap_or_else(|p| p.into_inner()) = Some(cancelled.clone());
         }
     }
 
     /// The program's record batches, if this input is those (taken: read once).
     #[cfg(feature = "arrow")]
-    pub(crate) fn batches(&self) -> Result<Option<super::arrow_source::BatchReader>> {
+    pub(crate) fn batches(&self) -> Result<Option<BatchReader>> {
         match self {
             Input::Reader(r) if r.is_batches() => match r.take()? {
                 Taken::Batches(b) => Ok(Some(b)),
@@ -418,16 +422,16 @@ impl Input {
         ))))
     }
 
-    /// The input's first bytes (at most [`super::sniff::SAMPLE_BYTES`]) and whether they
+    /// The input's first bytes (at most [`super::head::SAMPLE_BYTES`]) and whether they
     /// are all of it, without using them up: standard input's and a reader's are kept
     /// and read again first. `None` for the program's own values, or a reader already
     /// read.
     pub fn peek(&self) -> Result<Option<Head>> {
-        let limit = super::sniff::SAMPLE_BYTES;
+        let limit = super::head::SAMPLE_BYTES;
         match self {
             Input::Path(p) => {
                 let mut f = File::open(p).map_err(|e| Error::io(Some(p.clone()), e))?;
-                let (b, whole) = super::sniff::read_sample(&mut f, limit)
+                let (b, whole) = super::head::read_sample(&mut f, limit)
                     .map_err(|e| Error::io(Some(p.clone()), e))?;
                 Ok(Some((b.into(), whole)))
             }
@@ -438,7 +442,7 @@ impl Input {
             Input::Stdin => {
                 let mut head = STDIN_HEAD.lock().unwrap_or_else(|p| p.into_inner());
                 if head.is_none() {
-                    let (b, whole) = super::sniff::read_sample(&mut io::stdin().lock(), limit)
+                    let (b, whole) = super::head::read_sample(&mut io::stdin().lock(), limit)
                         .map_err(|e| {
                             Error::io(None, io::Error::new(e.kind(), format!("<stdin>: {e}")))
                         })?;
@@ -494,29 +498,6 @@ impl std::str::FromStr for Encoding {
     }
 }
 
-/// Bytes that were to be gzip and are not (a corrupt or cut stream): the input is bad,
-/// not the disk. Carried inside the `io::Error` of a read, and made an input error by
-/// [`Error::io`], so it is reported (and exits) as bad input.
-#[derive(Debug)]
-pub(crate) struct BadGzip {
-    /// The input's name.
-    pub name: Arc<str>,
-    /// What the decoder said.
-    pub message: String,
-}
-
-impl std::fmt::Display for BadGzip {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}: not a whole gzip stream: {}",
-            self.name, self.message
-        )
-    }
-}
-
-impl std::error::Error for BadGzip {}
-
 /// A gzip decoder whose format errors say so ([`BadGzip`]).
 struct Gunzip<R: BufRead> {
     inner: flate2::read::MultiGzDecoder<R>,
@@ -550,19 +531,6 @@ struct Counting<R> {
     /// cancel is seen within one read of a reader that trickles (not within a batch).
     cancelled: Option<Arc<AtomicBool>>,
 }
-
-/// A read refused because the load was cancelled; [`Error::io`] makes it
-/// [`crate::ErrorKind::Interrupted`].
-#[derive(Debug)]
-pub(crate) struct Cancelled;
-
-impl std::fmt::Display for Cancelled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the load was cancelled")
-    }
-}
-
-impl std::error::Error for Cancelled {}
 
 impl<R: Read> Read for Counting<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {

@@ -16,7 +16,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::convert::{json_lexeme, push_json_value, push_scalar, Mismatches, Scalar, Values};
-use super::json_chunks::{Chunks, Handed};
 use super::keys::KeyColumns;
 use super::{BadRecord, Fill, ReadOptions, Sample, Source};
 use crate::batch::{Batch, Cell, RowOrigin};
@@ -957,6 +956,41 @@ impl SampledText {
     }
 }
 
+/// What [`Parts::next`] hands out.
+pub(super) enum Handed {
+    /// The next chunk's rows, numbered; the line and column of the first mismatch are in
+    /// its message.
+    Batch {
+        batch: Batch,
+        records: u64,
+        mismatches: u64,
+        first: Option<String>,
+    },
+    /// The next chunk, to be read by the sequential reader (then [`Chunks::reread`]).
+    Again(ObjectStream),
+    /// No more chunks.
+    Done,
+}
+
+/// The parts of a large file that other threads read (`json_chunks.rs`), as the source
+/// reading the file's head sees them.
+pub(super) trait Parts: Send {
+    /// Makes the threads encode rows as SQLite records; before they start.
+    fn encode(&mut self);
+    /// Whether the parts are being handed out (the head is no longer read).
+    fn started(&self) -> bool;
+    /// Makes `keys` and `types` the columns the threads read against from their next part.
+    fn publish(&self, keys: &KeyColumns, types: &[ColumnType]);
+    /// The next part, after the head ended at `head` (line, column, byte) with `records`
+    /// records read.
+    fn next(&mut self, head: (u64, u64, u64), records: u64) -> Result<Handed>;
+    /// The part handed out as [`Handed::Again`] has been read; the sequential reader
+    /// stopped on line `line`.
+    fn reread(&mut self, line: u64);
+    /// Hands a batch back for a thread to reuse.
+    fn give_back(&self, batch: Batch);
+}
+
 /// Reads JSON objects into typed batches.
 pub struct JsonSource {
     stream: ObjectStream,
@@ -971,7 +1005,7 @@ pub struct JsonSource {
     scratch: String,
     /// After the sample, the rest of the file read by several threads (NDJSON in a
     /// regular file; see [`json_chunks`](super::json_chunks)).
-    chunks: Option<Chunks>,
+    chunks: Option<Box<dyn Parts>>,
     /// Whether `stream` is a chunk being read again in order.
     rereading: bool,
     /// Whether lines after the sample may take the fast path (tests compare without).
@@ -1020,7 +1054,7 @@ impl JsonSource {
 
     /// Reads what follows the sample in `chunks`, on their threads. For a source over
     /// the file that `chunks` cuts, from its start, in the layout `chunks` expects.
-    pub(super) fn with_chunks(mut self, chunks: Chunks) -> Self {
+    pub(super) fn with_chunks(mut self, chunks: Box<dyn Parts>) -> Self {
         self.chunks = Some(chunks);
         self
     }
@@ -1030,7 +1064,7 @@ impl JsonSource {
     fn next_chunk(&mut self, batch: &mut Batch) -> Result<bool> {
         // Where the head stopped, before the first chunk (later `stream` may be a chunk
         // read again).
-        let started = self.chunks.as_ref().is_some_and(Chunks::started);
+        let started = self.chunks.as_ref().is_some_and(|c| c.started());
         let head = match &self.stream {
             _ if started => Some((0, 0, 0)),
             ObjectStream::Lines(lines) => {
@@ -1474,7 +1508,7 @@ impl Source for JsonSource {
 
     /// Before the first `fill` only (the reading threads take it when they start).
     fn make_records(&mut self) -> bool {
-        if self.chunks.as_ref().is_some_and(Chunks::started) {
+        if self.chunks.as_ref().is_some_and(|c| c.started()) {
             return false;
         }
         if let Some(c) = &mut self.chunks {

@@ -33,7 +33,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
-use super::json::{fast_row, push_fast, FastRow, LineObjects, ObjectStream};
+use super::json::{fast_row, push_fast, FastRow, Handed, LineObjects, ObjectStream, Parts};
 use super::json_scan;
 use super::keys::KeyColumns;
 use super::parallel::{plan, range, Chunk, CHUNK_BYTES};
@@ -101,22 +101,6 @@ enum Parsed {
     },
     /// To be read again, in order, by the sequential reader.
     Again,
-}
-
-/// What [`Chunks::next`] hands out.
-pub(super) enum Handed {
-    /// The next chunk's rows, numbered; the line and column of the first mismatch are in
-    /// its message.
-    Batch {
-        batch: Batch,
-        records: u64,
-        mismatches: u64,
-        first: Option<String>,
-    },
-    /// The next chunk, to be read by the sequential reader (then [`Chunks::reread`]).
-    Again(ObjectStream),
-    /// No more chunks.
-    Done,
 }
 
 /// A thread's chunks as read, and the way back for its batches.
@@ -194,26 +178,6 @@ impl Chunks {
     pub(super) fn with_chunk_bytes(mut self, bytes: u64) -> Self {
         self.chunk_bytes = bytes.max(1);
         self
-    }
-
-    /// Makes the threads encode rows as SQLite records (see
-    /// [`Source::make_records`](super::Source::make_records)); before they start.
-    pub(super) fn encode(&mut self) {
-        self.encode = true;
-    }
-
-    /// Whether the chunks are being handed out (the head is no longer read).
-    pub(super) fn started(&self) -> bool {
-        !matches!(self.state, State::NotStarted)
-    }
-
-    /// Makes `keys` and `types` the columns the threads read against from their next chunk.
-    pub(super) fn publish(&self, keys: &KeyColumns, types: &[ColumnType]) {
-        let known = Arc::new(Known {
-            keys: keys.clone(),
-            types: types.to_vec(),
-        });
-        *self.known.write().unwrap_or_else(|p| p.into_inner()) = known;
     }
 
     /// Starts the planner and the threads from `head`: the line, byte column and
@@ -308,9 +272,39 @@ impl Chunks {
         Ok(())
     }
 
+    fn stop(&mut self) {
+        // Closing the lanes stops the threads at their next send.
+        self.state = State::Done;
+        for h in self.workers.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Parts for Chunks {
+    /// Makes the threads encode rows as SQLite records (see
+    /// [`Source::make_records`](super::Source::make_records)); before they start.
+    fn encode(&mut self) {
+        self.encode = true;
+    }
+
+    /// Whether the chunks are being handed out (the head is no longer read).
+    fn started(&self) -> bool {
+        !matches!(self.state, State::NotStarted)
+    }
+
+    /// Makes `keys` and `types` the columns the threads read against from their next chunk.
+    fn publish(&self, keys: &KeyColumns, types: &[ColumnType]) {
+        let known = Arc::new(Known {
+            keys: keys.clone(),
+            types: types.to_vec(),
+        });
+        *self.known.write().unwrap_or_else(|p| p.into_inner()) = known;
+    }
+
     /// The next chunk, its rows numbered after `records` records; `head` (line, byte
     /// column, decoded byte) is where the head stopped (used on the first call only).
-    pub(super) fn next(&mut self, head: (u64, u64, u64), records: u64) -> Result<Handed> {
+    fn next(&mut self, head: (u64, u64, u64), records: u64) -> Result<Handed> {
         if matches!(self.state, State::NotStarted) {
             self.start(head)?;
         }
@@ -378,7 +372,7 @@ impl Chunks {
 
     /// The chunk handed out as [`Handed::Again`] has been read; the sequential reader
     /// stopped on line `line` (where the next NDJSON chunk starts).
-    pub(super) fn reread(&mut self, line: u64) {
+    fn reread(&mut self, line: u64) {
         if let State::Running { next, .. } = &mut self.state {
             *next += 1;
         }
@@ -386,17 +380,9 @@ impl Chunks {
     }
 
     /// Hands a batch back for a thread to reuse.
-    pub(super) fn give_back(&self, batch: Batch) {
+    fn give_back(&self, batch: Batch) {
         if let State::Running { lanes, next, .. } = &self.state {
             let _ = lanes[*next % lanes.len()].1.send(batch);
-        }
-    }
-
-    fn stop(&mut self) {
-        // Closing the lanes stops the threads at their next send.
-        self.state = State::Done;
-        for h in self.workers.drain(..) {
-            let _ = h.join();
         }
     }
 }
@@ -799,8 +785,8 @@ mod tests {
             .unwrap()
             .with_chunk_bytes(chunk)
         };
-        let par = drain(&mut open().with_chunks(chunks()), 3);
-        let mut encoding = open().with_chunks(chunks());
+        let par = drain(&mut open().with_chunks(Box::new(chunks())), 3);
+        let mut encoding = open().with_chunks(Box::new(chunks()));
         assert!(encoding.make_records());
         let encoded = drain(&mut encoding, 3);
         [slow, fast, par, encoded]

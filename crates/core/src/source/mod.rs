@@ -10,6 +10,7 @@ mod arrow_source;
 pub mod columnar;
 pub(crate) mod convert;
 pub(crate) mod delimited;
+pub mod head;
 pub mod input;
 pub(crate) mod json;
 mod json_chunks;
@@ -312,7 +313,7 @@ pub fn open_source(
                 }
             };
             return Ok(Box::new(
-                json::JsonSource::new(stream, name, opts.clone()).with_chunks(chunks),
+                json::JsonSource::new(stream, name, opts.clone()).with_chunks(Box::new(chunks)),
             ));
         }
     }
