@@ -1,10 +1,14 @@
 """A/B of two liteload builds on three jobs (10M-row TSV import, 1M-message NDJSON import,
 1M-message ingest into 300k keys), interleaved rounds (even rounds run the old build
 first, odd ones the new), medians; every database is checked (integrity_check, row count).
+With `more` as a fourth argument, also: generate 10M rows (write-up 004's table), the
+10M-row TSV with an index on Stop, the same TSV appended to a file that holds another
+table (the side-file path), and a 5M-row Parquet file (bench/parquet.py writes one; its
+path in AB_PARQUET).
 
     python3 bench/gen_transit.py 10000000 /tmp/bench/t10m.tsv
     python3 bench/gen_feed.py 1000000 300000 /tmp/bench/feed1m.jsonl
-    python3 bench/ab.py OLD_BINARY NEW_BINARY ROUNDS
+    python3 bench/ab.py OLD_BINARY NEW_BINARY ROUNDS [more]
 """
 import os, sqlite3, statistics, subprocess, sys, time
 old, new, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -14,6 +18,21 @@ jobs = {
     "import 1M NDJSON feed": (["import", "{db}", f"{W}/feed1m.jsonl", "--table", "t", "-q"], "SELECT count(*) FROM t", 1_000_000),
     "ingest 1M feed, 300k keys": (["ingest", "{db}", f"{W}/feed1m.jsonl", "--table", "t", "--key", "id", "-q"], "SELECT count(*) FROM t", None),
 }
+setup = {}
+if len(sys.argv) > 4 and sys.argv[4] == "more":
+    def other_table(db):
+        c = sqlite3.connect(db)
+        c.execute("CREATE TABLE other(x)")
+        c.execute("INSERT INTO other VALUES ('kept')")
+        c.commit()
+        c.close()
+    jobs["generate 10M (write-up 004's table)"] = (["generate", "{db}", "--rows", "10000000", "-q"], "SELECT count(*) FROM user", 10_000_000)
+    jobs["import 10M TSV, index on Stop"] = (["import", "{db}", f"{W}/t10m.tsv", "--table", "t", "--index", "Stop", "-q"], "SELECT count(*) FROM t", 10_000_000)
+    jobs["append 10M TSV to a file with a table"] = (["import", "{db}", f"{W}/t10m.tsv", "--table", "t", "-q"], "SELECT count(*) FROM t", 10_000_000)
+    setup["append 10M TSV to a file with a table"] = other_table
+    pq = os.environ.get("AB_PARQUET", f"{W}/p5m.parquet")
+    if os.path.exists(pq):
+        jobs["import 5M-row Parquet"] = (["import", "{db}", pq, "--table", "t", "-q"], "SELECT count(*) FROM t", None)
 times = {(j, b): [] for j in jobs for b in ("old", "new")}
 counts = {}
 for r in range(rounds):
@@ -24,6 +43,8 @@ for r in range(rounds):
             for s in ("", "-wal", "-shm", "-journal"):
                 if os.path.exists(db + s):
                     os.remove(db + s)
+            if j in setup:
+                setup[j](db)
             a = [binary] + [x.replace("{db}", db) for x in args]
             t = time.perf_counter()
             subprocess.run(a, check=True, stdout=subprocess.DEVNULL)

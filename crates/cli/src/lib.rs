@@ -345,3 +345,23 @@ fn exit_code(e: &anyhow::Error) -> u8 {
         None => 3,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The command's defaults are the library's: a flag left out means what the option
+    /// left at its default means to a program.
+    #[test]
+    fn the_commands_default_engine_is_the_librarys() -> anyhow::Result<()> {
+        let import = super::options::import(["import", "x.db", "y.csv"])?;
+        assert_eq!(
+            import.options.engine,
+            liteload::ImportOptions::default().engine
+        );
+        let generate = super::options::generate(["generate", "x.db", "--rows", "1"])?;
+        assert_eq!(
+            generate.options.engine,
+            liteload::generate::GenerateOptions::default().engine
+        );
+        Ok(())
+    }
+}

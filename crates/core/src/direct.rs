@@ -19,11 +19,11 @@ use crate::error::{Error, Hint, Result};
 use crate::sink::Sink;
 use crate::types::ColumnType;
 
-/// Which writer loads the rows.
+/// Which writer loads the rows. The default is [`Engine::Auto`], for the library, the
+/// command and the Python package alike.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Engine {
     /// SQLite's insert path (any target, any durability).
-    #[default]
     Sqlite,
     /// The page writer (a new file, `atomic-new`).
     Direct,
@@ -32,7 +32,9 @@ pub enum Engine {
     /// TSV, NDJSON or JSON input or typed inputs (Parquet, Arrow) of one schema, without
     /// a primary key or `alter`. A JSON key first seen after the sample adds a column at
     /// the table's end as the rows are written (rows written before read NULL there).
-    /// Both make the same table; the page writer is faster (bench/README.md).
+    /// Both make the same table (`tests/sinks.rs` holds them to it); the page writer is
+    /// faster (bench/README.md).
+    #[default]
     Auto,
 }
 

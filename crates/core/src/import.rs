@@ -95,8 +95,9 @@ pub struct ImportOptions {
     pub batch_rows: usize,
     /// The cap on rows per INSERT statement.
     pub rows_per_statement: usize,
-    /// SQLite's insert path, or the direct page writer (one input, or typed inputs of
-    /// one schema, into a new file).
+    /// SQLite's insert path, the direct page writer (one input, or typed inputs of one
+    /// schema, into a new file), or `Auto` (the default): the page writer where it
+    /// surely applies.
     pub engine: Engine,
     /// Direct engine: SQLite checks the file (`integrity_check`) before it is put in place.
     pub verify: bool,
@@ -234,7 +235,7 @@ impl ImportOptions {
         self
     }
 
-    /// The writer ([`Engine::Sqlite`] by default).
+    /// The writer ([`Engine::Auto`] by default).
     pub fn engine(mut self, engine: Engine) -> Self {
         self.engine = engine;
         self
@@ -267,7 +268,7 @@ impl Default for ImportOptions {
             parse_only: false,
             batch_rows: 8192,
             rows_per_statement: DEFAULT_ROWS_PER_STATEMENT,
-            engine: Engine::Sqlite,
+            engine: Engine::Auto,
             verify: false,
             index_memory: 1 << 30,
             if_exists: IfExists::Append,

@@ -48,7 +48,8 @@ pub struct GenerateOptions {
     pub generate_only: bool,
     /// The cap on rows per INSERT statement (SQLite's path).
     pub rows_per_statement: usize,
-    /// SQLite's insert path, or the direct page writer (a new file only).
+    /// SQLite's insert path, the direct page writer (a new file only), or `Auto` (the
+    /// default): the page writer for a new file.
     pub engine: Engine,
     /// Direct engine: SQLite checks the file (`integrity_check`) before it is put in place.
     pub verify: bool,
@@ -68,7 +69,7 @@ impl Default for GenerateOptions {
             file: FileSettings::default(),
             generate_only: false,
             rows_per_statement: crate::sink::sqlite::DEFAULT_ROWS_PER_STATEMENT,
-            engine: Engine::Sqlite,
+            engine: Engine::Auto,
             verify: false,
         }
     }
