@@ -736,6 +736,10 @@ fn run(sink: Sink, case: &Case) -> R<Outcome> {
                     let side_file = opts.pk.is_empty();
                     assert_eq!(summary.engine == Some(Writer::Direct), side_file);
                     let conn = Connection::open(&db)?;
+                    // The file was in rollback-journal mode; a load that commits leaves
+                    // it in WAL mode, whichever path wrote it (docs/import.md).
+                    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+                    assert_eq!(mode, "wal");
                     let kept: String = conn.query_row("SELECT x FROM other", [], |r| r.get(0))?;
                     assert_eq!(kept, "kept");
                     let (columns, rows) = read_table(&conn)?;
