@@ -94,7 +94,7 @@ pub use leaves::Leaves;
 pub use payload::local_payload;
 pub use record::{Record, RecordBuilder, Records, Value};
 pub use seqfile::SeqFile;
-pub use writer::{DbWriter, IndexBuilder, TableWriter};
+pub use writer::{DbWriter, DetachedTable, IndexBuilder, TableWriter};
 
 /// Why a file cannot be written.
 #[derive(Debug)]

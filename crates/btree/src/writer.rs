@@ -127,6 +127,26 @@ impl<W: Write + Seek> DbWriter<W> {
         }
     }
 
+    /// Takes back a table set aside by [`TableWriter::detach`] from this writer, no
+    /// other table having been started meanwhile.
+    ///
+    /// # Panics
+    /// If `table` came from a writer of another page size.
+    pub fn attach(&mut self, table: DetachedTable) -> TableWriter<'_, W> {
+        assert_eq!(
+            table.page_size, self.page_size,
+            "a table attached to another writer than its own"
+        );
+        TableWriter {
+            db: self,
+            name: table.name,
+            sql: table.sql,
+            leaves: table.leaves,
+            children: table.children,
+            rows: table.rows,
+        }
+    }
+
     /// Writes index `name` on `table` (its `CREATE INDEX` text is `sql`) from `entries`:
     /// records of the key columns then the rowid, already in [`index::compare`] order
     /// (the caller sorts them; a UNIQUE index must have no two equal keys). Leaves are
@@ -530,6 +550,27 @@ impl<W: Write + Seek> DbWriter<W> {
     }
 }
 
+/// A table being written, set aside from its [`DbWriter`] ([`TableWriter::detach`]) so
+/// that one value can own both the file and the table between calls; give it back with
+/// [`DbWriter::attach`] to the writer it came from. Nothing of it is written while it is
+/// detached.
+pub struct DetachedTable {
+    name: String,
+    sql: String,
+    leaves: Leaves,
+    children: Vec<(u32, i64)>,
+    rows: u64,
+    /// The page size of the writer it came from, to catch an attach to another.
+    page_size: usize,
+}
+
+impl DetachedTable {
+    /// Rows pushed so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+}
+
 /// A table being written: rows in strictly increasing rowid order, pushed one by one or
 /// appended as [`Leaves`] filled elsewhere.
 pub struct TableWriter<'d, W: Write + Seek> {
@@ -645,6 +686,18 @@ impl<W: Write + Seek> TableWriter<'_, W> {
     /// Rows pushed so far.
     pub fn rows(&self) -> u64 {
         self.rows
+    }
+
+    /// Sets the table aside, as it is, releasing its writer (see [`DetachedTable`]).
+    pub fn detach(self) -> DetachedTable {
+        DetachedTable {
+            page_size: self.db.page_size,
+            name: self.name,
+            sql: self.sql,
+            leaves: self.leaves,
+            children: self.children,
+            rows: self.rows,
+        }
     }
 
     /// Writes the last leaf; returns every leaf (page, largest rowid in it).
