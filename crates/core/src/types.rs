@@ -101,6 +101,8 @@ pub enum Lexeme {
     Real(f64),
     /// Anything else.
     Text,
+    /// Bytes (a program's serialized bytes): never read from text.
+    Blob,
 }
 
 /// Classifies `s` by the rules in the module docs. This is on the hot path: no allocation.
@@ -191,6 +193,7 @@ pub struct TypeGuess {
     ints: u64,
     reals: u64,
     texts: u64,
+    blobs: u64,
 }
 
 impl TypeGuess {
@@ -201,13 +204,18 @@ impl TypeGuess {
             Lexeme::Integer(_) => self.ints += 1,
             Lexeme::Real(_) => self.reals += 1,
             Lexeme::Text => self.texts += 1,
+            Lexeme::Blob => self.blobs += 1,
         }
     }
 
     /// The narrowest type that holds every value seen: INTEGER if all were integers,
-    /// REAL if all were numbers, else TEXT (also for a column with no values at all).
+    /// REAL if all were numbers, TEXT if any was text (also for a column with no values
+    /// at all); BLOB when bytes were among them (SQLite stores every value of a BLOB
+    /// column as it comes).
     pub fn resolve(&self) -> ColumnType {
-        if self.texts > 0 || self.ints + self.reals == 0 {
+        if self.blobs > 0 {
+            ColumnType::Blob
+        } else if self.texts > 0 || self.ints + self.reals == 0 {
             ColumnType::Text
         } else if self.reals > 0 {
             ColumnType::Real
@@ -267,6 +275,8 @@ mod tests {
         assert_eq!(g.resolve(), ColumnType::Real);
         g.add(Lexeme::Text);
         assert_eq!(g.resolve(), ColumnType::Text);
+        g.add(Lexeme::Blob);
+        assert_eq!(g.resolve(), ColumnType::Blob);
     }
 
     #[test]

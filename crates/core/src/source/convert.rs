@@ -26,6 +26,8 @@ pub trait Values {
     fn real(&mut self, r: f64);
     /// Adds a text.
     fn text(&mut self, s: &str);
+    /// Adds a blob.
+    fn blob(&mut self, b: &[u8]);
 }
 
 impl Values for Batch {
@@ -45,6 +47,10 @@ impl Values for Batch {
     fn text(&mut self, s: &str) {
         self.push_text(s);
     }
+    #[inline]
+    fn blob(&mut self, b: &[u8]) {
+        self.push_blob(b);
+    }
 }
 
 impl Values for liteload_btree::RecordBuilder {
@@ -63,6 +69,10 @@ impl Values for liteload_btree::RecordBuilder {
     #[inline]
     fn text(&mut self, s: &str) {
         liteload_btree::RecordBuilder::text(self, s.as_bytes());
+    }
+    #[inline]
+    fn blob(&mut self, b: &[u8]) {
+        liteload_btree::RecordBuilder::blob(self, b);
     }
 }
 
@@ -151,6 +161,12 @@ pub enum Scalar<'a> {
     Real(f64),
     /// Text (also the digits of an integer past 64 bits, and nested values' JSON).
     Text(&'a str),
+    /// Bytes: a serialized byte string (`serialize_bytes`, as `serde_bytes` gives it)
+    /// or a non-empty sequence of `u8` (a `Vec<u8>`).
+    Blob(&'a [u8]),
+    /// An empty sequence: nothing tells bytes from a list, so it is an empty blob in a
+    /// BLOB column and `[]` (its JSON) in any other.
+    EmptyList,
 }
 
 impl Scalar<'_> {
@@ -162,6 +178,8 @@ impl Scalar<'_> {
             Scalar::Integer(i) => Lexeme::Integer(i),
             Scalar::Real(r) => Lexeme::Real(r),
             Scalar::Text(_) => Lexeme::Text,
+            Scalar::Blob(_) => Lexeme::Blob,
+            Scalar::EmptyList => Lexeme::Empty,
         }
     }
 }
@@ -178,9 +196,24 @@ pub fn push_scalar(
     scratch: &mut String,
 ) -> bool {
     use std::fmt::Write;
+    let column = ty;
     let ty = ty.text_sources_type();
     let aff = ty.affinity();
     match v {
+        // Bytes are stored as they are whatever the column's affinity (SQLite converts
+        // no blob); an empty list goes by its column's type.
+        Scalar::Blob(b) => {
+            batch.blob(b);
+            column != ColumnType::Blob
+        }
+        Scalar::EmptyList if column == ColumnType::Blob => {
+            batch.blob(&[]);
+            false
+        }
+        Scalar::EmptyList => {
+            push_stored(batch, aff.text("[]"));
+            ty != ColumnType::Text
+        }
         Scalar::Null => {
             batch.null();
             false

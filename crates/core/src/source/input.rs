@@ -249,6 +249,10 @@ impl Input {
     /// the sample), and stored exactly as the same items written as NDJSON would be:
     /// nested values become JSON text, non-finite floats NULL, and a key first seen
     /// after the sample adds a column (refused by the page writer, as for NDJSON).
+    /// Bytes, which JSON has not, are BLOBs: a `Vec<u8>` (a non-empty sequence of
+    /// `u8`) or `serialize_bytes` (`serde_bytes`) makes its column BLOB and is stored
+    /// byte for byte; an empty `Vec<u8>` is an empty blob there, and `[]` in a column
+    /// whose sample held no bytes.
     pub fn serialized<T, I>(name: impl Into<String>, items: I) -> Input
     where
         T: serde::Serialize,

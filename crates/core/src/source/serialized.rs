@@ -3,8 +3,11 @@
 //! written as NDJSON and read back would be (a differential test holds it to that):
 //! a struct's fields or a map's keys name the columns, in the order first seen;
 //! integers, floats, booleans and strings are scalars; `None` and unit are NULL; a
-//! non-finite float is NULL (JSON has none); a nested value (a sequence, a map, a
-//! struct, an enum variant with data, bytes) is stored as its JSON text.
+//! non-finite float is NULL (JSON has none); bytes (`serialize_bytes`, as `serde_bytes`
+//! gives them, or a non-empty sequence of `u8` such as a `Vec<u8>`) are a BLOB, which
+//! JSON cannot say (an empty sequence is an empty BLOB in a BLOB column, `[]`
+//! elsewhere); any other nested value (a sequence, a map, a struct, an enum variant with
+//! data) is stored as its JSON text.
 
 use std::collections::VecDeque;
 use std::fmt::Display;
@@ -28,6 +31,10 @@ enum Field {
     Real(f64),
     /// Text (or JSON text) in the row's `text`.
     Text(usize, usize),
+    /// Bytes in the row's `bytes`.
+    Blob(usize, usize),
+    /// An empty sequence (see [`Scalar::EmptyList`]).
+    EmptyList,
 }
 
 /// One item, serialized: `(column, value)` pairs, text in one buffer.
@@ -35,12 +42,14 @@ enum Field {
 pub(crate) struct Row {
     fields: Vec<(usize, Field)>,
     text: String,
+    bytes: Vec<u8>,
 }
 
 impl Row {
     fn clear(&mut self) {
         self.fields.clear();
         self.text.clear();
+        self.bytes.clear();
     }
 
     fn scalar(&self, f: Field) -> Scalar<'_> {
@@ -50,6 +59,8 @@ impl Row {
             Field::Integer(i) => Scalar::Integer(i),
             Field::Real(r) => Scalar::Real(r),
             Field::Text(a, b) => Scalar::Text(&self.text[a..b]),
+            Field::Blob(a, b) => Scalar::Blob(&self.bytes[a..b]),
+            Field::EmptyList => Scalar::EmptyList,
         }
     }
 }
@@ -131,11 +142,15 @@ struct ItemSer<'a> {
 
 impl ItemSer<'_> {
     fn value<T: Serialize + ?Sized>(&mut self, col: usize, v: &T) -> Res {
-        let start = self.row.text.len();
-        let field = match v.serialize(ValueSer(&mut self.row.text)) {
+        let (start, bytes) = (self.row.text.len(), self.row.bytes.len());
+        let field = match v.serialize(ValueSer {
+            text: &mut self.row.text,
+            bytes: &mut self.row.bytes,
+        }) {
             Ok(f) => f,
             Err(SerError::Nested) => {
                 self.row.text.truncate(start);
+                self.row.bytes.truncate(bytes);
                 let json = serde_json::to_string(v).map_err(|e| SerError::Bad(e.to_string()))?;
                 self.row.text.push_str(&json);
                 Field::Text(start, self.row.text.len())
@@ -304,15 +319,18 @@ impl ser::SerializeMap for &mut ItemSer<'_> {
     }
 }
 
-/// Serializes one scalar value, its text appended to a row's buffer; anything nested
-/// is [`SerError::Nested`].
-struct ValueSer<'a>(&'a mut String);
+/// Serializes one scalar value (or bytes), its text or bytes appended to a row's
+/// buffers; anything nested is [`SerError::Nested`].
+struct ValueSer<'a> {
+    text: &'a mut String,
+    bytes: &'a mut Vec<u8>,
+}
 
 impl ValueSer<'_> {
     fn text(self, s: &str) -> Res<Field> {
-        let start = self.0.len();
-        self.0.push_str(s);
-        Ok(Field::Text(start, self.0.len()))
+        let start = self.text.len();
+        self.text.push_str(s);
+        Ok(Field::Text(start, self.text.len()))
     }
 
     fn int(self, i: i128) -> Res<Field> {
@@ -330,10 +348,126 @@ macro_rules! small_integers {
     };
 }
 
-impl ser::Serializer for ValueSer<'_> {
+/// The compound `serialize_*` methods (tuples, maps, structs and their variants) of a
+/// serializer of one value: each is [`SerError::Nested`].
+macro_rules! nested_compounds {
+    () => {
+        fn serialize_tuple(self, _: usize) -> Res<Self::SerializeTuple> {
+            Err(SerError::Nested)
+        }
+        fn serialize_tuple_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Res<Self::SerializeTupleStruct> {
+            Err(SerError::Nested)
+        }
+        fn serialize_tuple_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Res<Self::SerializeTupleVariant> {
+            Err(SerError::Nested)
+        }
+        fn serialize_map(self, _: Option<usize>) -> Res<Self::SerializeMap> {
+            Err(SerError::Nested)
+        }
+        fn serialize_struct(self, _: &'static str, _: usize) -> Res<Self::SerializeStruct> {
+            Err(SerError::Nested)
+        }
+        fn serialize_struct_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Res<Self::SerializeStructVariant> {
+            Err(SerError::Nested)
+        }
+    };
+}
+
+/// A sequence taken as bytes while every element is a `u8` (a `Vec<u8>`); any other
+/// element makes it [`SerError::Nested`] (its JSON text, then).
+struct ByteSeq<'a> {
+    bytes: &'a mut Vec<u8>,
+    start: usize,
+}
+
+impl ser::SerializeSeq for ByteSeq<'_> {
     type Ok = Field;
     type Error = SerError;
-    type SerializeSeq = Impossible<Field, SerError>;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Res {
+        self.bytes.push(v.serialize(OneByte)?);
+        Ok(())
+    }
+    fn end(self) -> Res<Field> {
+        Ok(if self.bytes.len() == self.start {
+            Field::EmptyList
+        } else {
+            Field::Blob(self.start, self.bytes.len())
+        })
+    }
+}
+
+/// A `u8`, or [`SerError::Nested`] for anything else.
+struct OneByte;
+
+macro_rules! not_a_byte {
+    ($($f:ident($($t:ty),*);)*) => {
+        $(fn $f(self, $(_: $t),*) -> Res<u8> { Err(SerError::Nested) })*
+    };
+}
+
+impl ser::Serializer for OneByte {
+    type Ok = u8;
+    type Error = SerError;
+    type SerializeSeq = Impossible<u8, SerError>;
+    type SerializeTuple = Impossible<u8, SerError>;
+    type SerializeTupleStruct = Impossible<u8, SerError>;
+    type SerializeTupleVariant = Impossible<u8, SerError>;
+    type SerializeMap = Impossible<u8, SerError>;
+    type SerializeStruct = Impossible<u8, SerError>;
+    type SerializeStructVariant = Impossible<u8, SerError>;
+
+    fn serialize_u8(self, v: u8) -> Res<u8> {
+        Ok(v)
+    }
+    not_a_byte! {
+        serialize_bool(bool); serialize_i8(i8); serialize_i16(i16); serialize_i32(i32);
+        serialize_i64(i64); serialize_u16(u16); serialize_u32(u32); serialize_u64(u64);
+        serialize_f32(f32); serialize_f64(f64); serialize_char(char); serialize_str(&str);
+        serialize_bytes(&[u8]); serialize_none(); serialize_unit();
+        serialize_unit_struct(&'static str);
+        serialize_unit_variant(&'static str, u32, &'static str);
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Res<u8> {
+        Err(SerError::Nested)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, _: &T) -> Res<u8> {
+        Err(SerError::Nested)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Res<u8> {
+        Err(SerError::Nested)
+    }
+    fn serialize_seq(self, _: Option<usize>) -> Res<Self::SerializeSeq> {
+        Err(SerError::Nested)
+    }
+    nested_compounds!();
+}
+
+impl<'a> ser::Serializer for ValueSer<'a> {
+    type Ok = Field;
+    type Error = SerError;
+    type SerializeSeq = ByteSeq<'a>;
     type SerializeTuple = Impossible<Field, SerError>;
     type SerializeTupleStruct = Impossible<Field, SerError>;
     type SerializeTupleVariant = Impossible<Field, SerError>;
@@ -382,8 +516,10 @@ impl ser::Serializer for ValueSer<'_> {
     fn serialize_str(self, s: &str) -> Res<Field> {
         self.text(s)
     }
-    fn serialize_bytes(self, _: &[u8]) -> Res<Field> {
-        Err(SerError::Nested)
+    fn serialize_bytes(self, b: &[u8]) -> Res<Field> {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(b);
+        Ok(Field::Blob(start, self.bytes.len()))
     }
     fn serialize_none(self) -> Res<Field> {
         Ok(Field::Null)
@@ -413,38 +549,12 @@ impl ser::Serializer for ValueSer<'_> {
         Err(SerError::Nested)
     }
     fn serialize_seq(self, _: Option<usize>) -> Res<Self::SerializeSeq> {
-        Err(SerError::Nested)
+        Ok(ByteSeq {
+            start: self.bytes.len(),
+            bytes: self.bytes,
+        })
     }
-    fn serialize_tuple(self, _: usize) -> Res<Self::SerializeTuple> {
-        Err(SerError::Nested)
-    }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Res<Self::SerializeTupleStruct> {
-        Err(SerError::Nested)
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Res<Self::SerializeTupleVariant> {
-        Err(SerError::Nested)
-    }
-    fn serialize_map(self, _: Option<usize>) -> Res<Self::SerializeMap> {
-        Err(SerError::Nested)
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Res<Self::SerializeStruct> {
-        Err(SerError::Nested)
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Res<Self::SerializeStructVariant> {
-        Err(SerError::Nested)
-    }
+    nested_compounds!();
 }
 
 /// Items of any type that serde serializes, each one row.
