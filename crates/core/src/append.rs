@@ -146,52 +146,14 @@ impl Target {
         })
     }
 
-    /// What `table` is in the database under `if_exists`: absent, a table to replace, a
-    /// table this path can append to, or `None` when the transfer cannot apply to it
-    /// (or `fail` refuses it, which SQLite's path reports).
+    /// What `table` is in the database under `if_exists` (see [`destination`]), read
+    /// inside the append's transaction.
     pub(crate) fn destination(
         &self,
         table: &str,
         if_exists: IfExists,
     ) -> Result<Option<Destination>> {
-        // SQLite attaches only files of the main file's text encoding; the page writer
-        // writes UTF-8.
-        let encoding: String = self
-            .conn
-            .query_row("PRAGMA encoding", [], |r| r.get(0))
-            .map_err(|e| Error::sqlite("reading the database's text encoding", e))?;
-        if encoding != "UTF-8" {
-            return Ok(None);
-        }
-        let Some((name, columns)) = table::existing_columns(&self.conn, table)? else {
-            return Ok(Some(Destination::New));
-        };
-        match if_exists {
-            IfExists::Append => {}
-            IfExists::Replace => return Ok(Some(Destination::Replace { name })),
-            IfExists::Fail => return Ok(None),
-        }
-        let Some(columns) = plain_columns(&self.conn, &name, &columns)? else {
-            return Ok(None);
-        };
-        let Some(indexes) = plain_indexes(&self.conn, &name)? else {
-            return Ok(None);
-        };
-        if !indexes.is_empty() {
-            let sql = format!("SELECT NOT EXISTS (SELECT 1 FROM {})", quote_ident(&name));
-            let empty: bool = self
-                .conn
-                .query_row(&sql, [], |r| r.get(0))
-                .map_err(|e| Error::sqlite(format!("running {sql}"), e))?;
-            if !empty {
-                return Ok(None);
-            }
-        }
-        Ok(Some(Destination::Plain {
-            name,
-            columns,
-            indexes,
-        }))
+        destination(&self.conn, table, if_exists)
     }
 
     /// The database's page size: the side file's too, so that SQLite copies each cell
@@ -305,6 +267,68 @@ impl Target {
     pub(crate) fn durability(&self) -> Durability {
         self.durability
     }
+}
+
+/// What `table` is in the existing database at `db` under `if_exists` (see
+/// [`destination`]), read without a lock, for a plan: the append reads it again inside
+/// its transaction.
+pub(crate) fn inspect(db: &Path, table: &str, if_exists: IfExists) -> Result<Option<Destination>> {
+    let conn = Connection::open_with_flags(
+        db,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| Error::sqlite(format!("opening {}", db.display()), e))?;
+    crate::sqlite_info::configure(&conn)
+        .map_err(|e| Error::sqlite(format!("preparing {}", db.display()), e))?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(|e| Error::sqlite(format!("preparing {}", db.display()), e))?;
+    destination(&conn, table, if_exists)
+}
+
+/// What `table` is in the database under `if_exists`: absent, a table to replace, a
+/// table this path can append to, or `None` when the transfer cannot apply to it
+/// (or `fail` refuses it, which SQLite's path reports).
+pub(crate) fn destination(
+    conn: &Connection,
+    table: &str,
+    if_exists: IfExists,
+) -> Result<Option<Destination>> {
+    // SQLite attaches only files of the main file's text encoding; the page writer
+    // writes UTF-8.
+    let encoding: String = conn
+        .query_row("PRAGMA encoding", [], |r| r.get(0))
+        .map_err(|e| Error::sqlite("reading the database's text encoding", e))?;
+    if encoding != "UTF-8" {
+        return Ok(None);
+    }
+    let Some((name, columns)) = table::existing_columns(conn, table)? else {
+        return Ok(Some(Destination::New));
+    };
+    match if_exists {
+        IfExists::Append => {}
+        IfExists::Replace => return Ok(Some(Destination::Replace { name })),
+        IfExists::Fail => return Ok(None),
+    }
+    let Some(columns) = plain_columns(conn, &name, &columns)? else {
+        return Ok(None);
+    };
+    let Some(indexes) = plain_indexes(conn, &name)? else {
+        return Ok(None);
+    };
+    if !indexes.is_empty() {
+        let sql = format!("SELECT NOT EXISTS (SELECT 1 FROM {})", quote_ident(&name));
+        let empty: bool = conn
+            .query_row(&sql, [], |r| r.get(0))
+            .map_err(|e| Error::sqlite(format!("running {sql}"), e))?;
+        if !empty {
+            return Ok(None);
+        }
+    }
+    Ok(Some(Destination::Plain {
+        name,
+        columns,
+        indexes,
+    }))
 }
 
 /// What one transfer did.

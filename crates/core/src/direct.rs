@@ -9,67 +9,23 @@
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use liteload_btree::{DbWriter, RecordBuilder, SeqFile, TableWriter, Value as Cell};
+use liteload_btree::{DbWriter, SeqFile, TableWriter, Value as Cell};
 
-use crate::batch::{Batch, Value};
 use crate::durability;
 use crate::error::{Error, Hint, Result};
-use crate::sink::Sink;
-use crate::types::ColumnType;
-
-/// Which writer loads the rows. The default is [`Engine::Auto`], for the library, the
-/// command and the Python package alike.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Engine {
-    /// SQLite's insert path (any target, any durability).
-    Sqlite,
-    /// The page writer (a new file, `atomic-new`).
-    Direct,
-    /// The page writer where it surely applies, else SQLite's insert path: `Direct` for a
-    /// new file with the default durability (`atomic-new`) and, for `import`, one CSV,
-    /// TSV, NDJSON or JSON input or typed inputs (Parquet, Arrow) of one schema, without
-    /// a primary key or `alter`. A JSON key first seen after the sample adds a column at
-    /// the table's end as the rows are written (rows written before read NULL there).
-    /// Both make the same table (`tests/sinks.rs` holds them to it); the page writer is
-    /// faster (bench/README.md).
-    #[default]
-    Auto,
-}
 
 /// SQLite's default page size, used when none is asked for.
 pub const DEFAULT_PAGE_SIZE: u32 = 4096;
 
 /// A page writer's error: I/O as I/O (with the file when known), the rest as a plan error.
-fn from_btree(e: liteload_btree::Error, path: Option<&Path>) -> Error {
+pub(crate) fn from_btree(e: liteload_btree::Error, path: Option<&Path>) -> Error {
     match e {
         liteload_btree::Error::Io(io) => Error::io(path.map(Path::to_path_buf), io),
         e @ liteload_btree::Error::PageSize(_) => Error::usage(e.to_string()),
         other => Error::internal(other.to_string()),
     }
-}
-
-/// A sink that appends each batch's rows to a table being written directly. Row `i` of
-/// the load gets rowid `first_rowid + i`; the column at `rowid_alias` (an INTEGER PRIMARY
-/// KEY) is stored as NULL, as SQLite stores it.
-pub struct DirectSink<'t, 'd> {
-    table: &'t mut TableWriter<'d, SeqFile>,
-    next_rowid: i64,
-    /// For each table column: the batch column it comes from, or `None` for the rowid
-    /// alias. The batch columns appear in order: 0, 1, 2, …
-    layout: Vec<Option<usize>>,
-    /// Entries of the indexes to write after the table.
-    indexes: Vec<IndexEntries>,
-    /// The most bytes of index entries kept in memory (all indexes together).
-    index_memory: usize,
-    /// Where sorted runs of index entries go past `index_memory`; without it the
-    /// entries are given up instead.
-    spill_dir: Option<PathBuf>,
-    record: RecordBuilder,
-    /// For a table that may gain columns as the rows arrive (JSON keys first seen after
-    /// the sample): its name and columns so far (see [`DirectSink::growing`]).
-    growth: Option<(String, Vec<(String, ColumnType)>)>,
 }
 
 /// One index's entries, gathered while its table is written (in rising rowid order),
@@ -152,7 +108,7 @@ impl IndexEntries {
 
     /// Adds the entry of row `rowid` whose key columns hold `key`. Rows come in rising
     /// rowid order.
-    fn push(&mut self, key: &[Cell<'_>], rowid: i64) {
+    pub(crate) fn push(&mut self, key: &[Cell<'_>], rowid: i64) {
         let count = (self.pairs.len() + self.ends.len()) as i64;
         self.consecutive = match self.consecutive {
             _ if count == 0 => Some(rowid),
@@ -184,6 +140,15 @@ impl IndexEntries {
     fn push_record(&mut self, entry: &[Cell<'_>]) {
         liteload_btree::record::encode(entry, &mut self.data);
         self.ends.push(self.data.len());
+    }
+
+    /// Drops the entries: SQLite builds this index on the finished file instead (see
+    /// [`IndexEntries::given_up`]).
+    pub(crate) fn give_up(&mut self) {
+        *self = IndexEntries {
+            given_up: true,
+            ..IndexEntries::new(std::mem::take(&mut self.columns))
+        }
     }
 
     /// Whether sorted runs were written to disk (see [`IndexEntries::merge`]).
@@ -398,190 +363,6 @@ impl IndexEntries {
     }
 }
 
-impl<'t, 'd> DirectSink<'t, 'd> {
-    /// A sink that writes rows through `table`, starting at rowid `first_rowid`; `layout` gives, for each table column, the batch column it comes from (in order) or `None` for NULL.
-    pub fn new(
-        table: &'t mut TableWriter<'d, SeqFile>,
-        first_rowid: i64,
-        layout: Vec<Option<usize>>,
-    ) -> Self {
-        assert!(
-            layout
-                .iter()
-                .flatten()
-                .copied()
-                .eq(0..layout.iter().flatten().count()),
-            "the layout takes every batch column once, in order"
-        );
-        DirectSink {
-            table,
-            next_rowid: first_rowid,
-            layout,
-            indexes: vec![],
-            index_memory: usize::MAX,
-            spill_dir: None,
-            record: RecordBuilder::new(),
-            growth: None,
-        }
-    }
-
-    /// Lets the table `name`, whose columns are `columns` (the layout's, in order),
-    /// gain columns at its end (see [`Sink::add_columns`]): rows written before hold
-    /// fewer columns, which SQLite reads as NULL, as after `ALTER TABLE ... ADD COLUMN`.
-    /// The table's text is rewritten to name them all.
-    pub fn growing(mut self, name: &str, columns: Vec<(String, ColumnType)>) -> Self {
-        debug_assert_eq!(columns.len(), self.layout.len());
-        self.growth = Some((name.to_string(), columns));
-        self
-    }
-
-    /// The table's columns, those it gained included (`None` unless [`DirectSink::growing`]).
-    pub fn columns(&self) -> Option<&[(String, ColumnType)]> {
-        self.growth.as_ref().map(|(_, c)| c.as_slice())
-    }
-
-    /// Also gathers the entries of these indexes (see [`DirectSink::into_indexes`]).
-    /// Past `memory` bytes in all (see [`IndexEntries::bytes`]) they are spilled to
-    /// sorted runs in `spill_dir` (see [`IndexEntries::merge`]), or without one given up
-    /// (see [`IndexEntries::given_up`]).
-    pub fn with_indexes(
-        mut self,
-        indexes: Vec<IndexEntries>,
-        memory: usize,
-        spill_dir: Option<PathBuf>,
-    ) -> Self {
-        self.indexes = indexes;
-        self.index_memory = memory;
-        self.spill_dir = spill_dir;
-        self
-    }
-
-    /// The index entries gathered.
-    pub fn into_indexes(self) -> Vec<IndexEntries> {
-        self.indexes
-    }
-
-    /// Spills (or gives up) every index's entries once they hold more than the memory
-    /// allowed.
-    fn check_index_memory(&mut self) -> Result<()> {
-        let held: usize = self.indexes.iter().map(IndexEntries::bytes).sum();
-        if held <= self.index_memory {
-            return Ok(());
-        }
-        for ix in &mut self.indexes {
-            match &self.spill_dir {
-                Some(dir) if !ix.given_up => ix.spill(dir)?,
-                _ => {
-                    *ix = IndexEntries {
-                        given_up: true,
-                        ..IndexEntries::new(std::mem::take(&mut ix.columns))
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Sink for DirectSink<'_, '_> {
-    fn write_batch(
-        &mut self,
-        batch: &Batch,
-        _bad: &mut dyn FnMut(usize, Error) -> Result<()>,
-    ) -> Result<u64> {
-        let indexing = self.indexes.iter().any(|ix| !ix.given_up);
-        if let Some(records) = batch.records() {
-            // Rows the source encoded already, in column order (a load's layout takes
-            // every batch column in order): the index keys are read back from them.
-            debug_assert!(self.layout.iter().all(Option::is_some));
-            let mut key: Vec<Cell<'_>> = vec![];
-            for record in records.iter() {
-                self.table
-                    .push_record(self.next_rowid, record)
-                    .map_err(|e| from_btree(e, None))?;
-                for ix in self.indexes.iter_mut().filter(|ix| !ix.given_up) {
-                    key.clear();
-                    key.extend(
-                        ix.columns
-                            .iter()
-                            .map(|&c| record.column(c).unwrap_or(Cell::Null)),
-                    );
-                    ix.push(&key, self.next_rowid);
-                }
-                self.next_rowid += 1;
-            }
-            self.check_index_memory()?;
-            return Ok(batch.rows() as u64);
-        }
-        let mut cells: Vec<Cell<'_>> = Vec::with_capacity(self.layout.len());
-        for r in 0..batch.rows() {
-            // The layout takes batch columns in order (checked in `new`), so one pass
-            // over the row fills the table's columns.
-            let mut row = batch.row(r);
-            let record = &mut self.record;
-            record.clear();
-            cells.clear();
-            for from in &self.layout {
-                let cell = match from.and_then(|_| row.next()) {
-                    None | Some(Value::Null) => Cell::Null,
-                    Some(Value::Integer(i)) => Cell::Integer(i),
-                    Some(Value::Real(f)) => Cell::Real(f),
-                    Some(Value::Text(s)) => Cell::Text(s.as_bytes()),
-                    Some(Value::Blob(b)) => Cell::Blob(b),
-                };
-                record.value(&cell);
-                if indexing {
-                    cells.push(cell);
-                }
-            }
-            self.table
-                .push_built(self.next_rowid, record)
-                .map_err(|e| from_btree(e, None))?;
-            for ix in self.indexes.iter_mut().filter(|ix| !ix.given_up) {
-                let n = ix.columns.len();
-                if n <= 8 {
-                    let mut key = [Cell::Null; 8];
-                    for (k, &c) in key.iter_mut().zip(&ix.columns) {
-                        *k = cells[c];
-                    }
-                    ix.push(&key[..n], self.next_rowid);
-                } else {
-                    let key: Vec<Cell<'_>> = ix.columns.iter().map(|&c| cells[c]).collect();
-                    ix.push(&key, self.next_rowid);
-                }
-            }
-            self.next_rowid += 1;
-        }
-        self.check_index_memory()?;
-        Ok(batch.rows() as u64)
-    }
-
-    fn add_columns(&mut self, columns: &[(String, ColumnType)]) -> Result<()> {
-        let Some((name, cols)) = &mut self.growth else {
-            return Err(
-                Error::usage("the direct engine writes a fixed set of columns")
-                    .with_hint(Hint::SqliteEngine),
-            );
-        };
-        if cols.len() + columns.len() > crate::schema::MAX_COLUMNS {
-            return Err(Error::schema(format!(
-                "table {} would have {} columns, more than SQLite's limit of {}",
-                crate::schema::quote_ident(name),
-                cols.len() + columns.len(),
-                crate::schema::MAX_COLUMNS
-            )));
-        }
-        cols.extend_from_slice(columns);
-        crate::schema::check_new_table(name, cols.iter().map(|(c, _)| c.as_str()))?;
-        // The batch columns stay in table order: the new ones come last in both.
-        let first = self.layout.iter().flatten().count();
-        self.layout.extend((first..first + columns.len()).map(Some));
-        self.table
-            .set_sql(&crate::table::create_sql(name, cols, &[]));
-        Ok(())
-    }
-}
-
 /// The direct engine only builds new files: an error if `db` exists.
 pub fn refuse_existing(db: &Path) -> Result<()> {
     if db.exists() {
@@ -595,11 +376,12 @@ pub fn refuse_existing(db: &Path) -> Result<()> {
 }
 
 /// Builds a new database at `db` holding one table: `create_sql` names it `table`, and
-/// `fill` pushes its rows (through a [`DirectSink`] or directly); `indexes` may then add
-/// index b-trees to the file and returns SQL (CREATE INDEX …) for SQLite to run on the
-/// finished file. With `verify`, SQLite checks the file. All of it happens before the
-/// file is put in place, and only if `progress` was not cancelled. Returns what `fill`
-/// returned.
+/// `fill` pushes its rows; `indexes` may then add index b-trees to the file and returns
+/// SQL (CREATE INDEX …) for SQLite to run on the finished file. With `verify`, SQLite
+/// checks the file. All of it happens before the file is put in place, and only if
+/// `progress` was not cancelled. Returns what `fill` returned. (Generate's writer, which
+/// appends whole leaves filled on threads of their own; import writes through
+/// [`crate::sink::page`].)
 #[allow(clippy::too_many_arguments)]
 pub fn build_new<T>(
     db: &Path,
@@ -614,89 +396,75 @@ pub fn build_new<T>(
     refuse_existing(db)?;
     let (tmp, note) = durability::new_file_temp(db)?;
     let notes: Vec<String> = note.into_iter().collect();
-    let out = build_at(
-        &tmp, false, page_size, table, create_sql, verify, progress, fill, indexes,
-    )?;
-    durability::publish(&tmp, db)?;
-    Ok((out, notes))
-}
-
-/// Builds a database file at `tmp` as [`build_new`] does, but leaves it there, neither
-/// synced nor published: for a file that is read once and removed (an append's side
-/// file), written through the page cache when `buffered`. `tmp` must not exist; on
-/// error it is removed.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn build_at<T>(
-    tmp: &Path,
-    buffered: bool,
-    page_size: u32,
-    table: &str,
-    create_sql: &str,
-    verify: bool,
-    progress: &crate::summary::Progress,
-    fill: impl FnOnce(&mut TableWriter<'_, SeqFile>) -> Result<T>,
-    indexes: impl FnOnce(&mut DbWriter<SeqFile>, &mut T) -> Result<Vec<String>>,
-) -> Result<T> {
-    let tmp = tmp.to_path_buf();
     let result = (|| -> Result<T> {
         let err = |e| from_btree(e, Some(&tmp));
-        let mut w = if buffered {
-            DbWriter::create_buffered(&tmp, page_size)
-        } else {
-            DbWriter::create(&tmp, page_size)
-        }
-        .map_err(&err)?;
+        let mut w = DbWriter::create(&tmp, page_size).map_err(&err)?;
         let mut t = w.table(table, create_sql);
         let mut out = fill(&mut t)?;
         t.finish().map_err(&err)?;
         let after = indexes(&mut w, &mut out)?;
         w.finish().map_err(&err)?;
-        if !after.is_empty() {
-            // Indexes and the like: SQLite builds them on the finished file, still under
-            // the temp name, journal in memory (a crash leaves no file at the target).
-            let conn = rusqlite::Connection::open(&tmp)
-                .map_err(|e| Error::sqlite("opening the written file", e))?;
-            crate::sqlite_info::configure(&conn)
-                .map_err(|e| Error::sqlite("configuring the connection", e))?;
-            conn.execute_batch(crate::durability::Durability::AtomicNew.pragmas())
-                .map_err(|e| Error::sqlite("setting up the written file", e))?;
-            for sql in &after {
-                progress.check()?;
-                conn.execute_batch(sql).map_err(|e| {
-                    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) {
-                        // The data does not fit the index asked for: as on SQLite's path.
-                        Error::constraint(
-                            crate::error::extended_code(&e),
-                            None,
-                            format!("{sql}: two rows have the same key ({e})"),
-                        )
-                    } else {
-                        Error::sqlite(format!("running {sql}"), e)
-                    }
-                })?;
-            }
-            conn.close()
-                .map_err(|(_, e)| Error::sqlite("closing the written file", e))?;
-        }
-        if verify {
-            let conn = rusqlite::Connection::open(&tmp)
-                .map_err(|e| Error::sqlite("opening the written file to verify it", e))?;
-            let ok: String = conn
-                .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-                .map_err(|e| Error::sqlite("running integrity_check", e))?;
-            if ok != "ok" {
-                return Err(Error::internal(format!(
-                    "verifying: SQLite's integrity_check found problems in the written file: {ok}"
-                )));
-            }
-        }
-        progress.check()?;
+        complete(&tmp, &after, verify, progress)?;
         Ok(out)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    result
+    let out = result?;
+    durability::publish(&tmp, db)?;
+    Ok((out, notes))
+}
+
+/// The last steps on a file the page writer finished at `tmp`, before anything else
+/// sees it: SQLite runs `after` (CREATE INDEX … the page writer left to it) with its
+/// journal in memory (a crash leaves no file at the target), and with `verify` checks
+/// the file (`integrity_check` must say ok); then `progress` must not be cancelled.
+pub(crate) fn complete(
+    tmp: &Path,
+    after: &[String],
+    verify: bool,
+    progress: &crate::summary::Progress,
+) -> Result<()> {
+    if !after.is_empty() {
+        // Indexes and the like: SQLite builds them on the finished file, still under
+        // the temp name, journal in memory (a crash leaves no file at the target).
+        let conn = rusqlite::Connection::open(tmp)
+            .map_err(|e| Error::sqlite("opening the written file", e))?;
+        crate::sqlite_info::configure(&conn)
+            .map_err(|e| Error::sqlite("configuring the connection", e))?;
+        conn.execute_batch(crate::durability::Durability::AtomicNew.pragmas())
+            .map_err(|e| Error::sqlite("setting up the written file", e))?;
+        for sql in after {
+            progress.check()?;
+            conn.execute_batch(sql).map_err(|e| {
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) {
+                    // The data does not fit the index asked for: as on SQLite's path.
+                    Error::constraint(
+                        crate::error::extended_code(&e),
+                        None,
+                        format!("{sql}: two rows have the same key ({e})"),
+                    )
+                } else {
+                    Error::sqlite(format!("running {sql}"), e)
+                }
+            })?;
+        }
+        conn.close()
+            .map_err(|(_, e)| Error::sqlite("closing the written file", e))?;
+    }
+    if verify {
+        let conn = rusqlite::Connection::open(tmp)
+            .map_err(|e| Error::sqlite("opening the written file to verify it", e))?;
+        let ok: String = conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(|e| Error::sqlite("running integrity_check", e))?;
+        if ok != "ok" {
+            return Err(Error::internal(format!(
+                "verifying: SQLite's integrity_check found problems in the written file: {ok}"
+            )));
+        }
+    }
+    progress.check()
 }
 
 #[cfg(test)]

@@ -201,6 +201,15 @@ pub enum ErrorKind {
         /// What went wrong.
         message: String,
     },
+    /// A feed server that ingest follows ([`crate::ingest::connect`]) failed the TLS
+    /// handshake, or kept closing connections without sending a message (it refused
+    /// the credentials, say): retrying would not help.
+    Peer {
+        /// The server (`host:port`).
+        peer: String,
+        /// What went wrong, with what the server answered when it said anything.
+        message: String,
+    },
 }
 
 impl Error {
@@ -293,6 +302,15 @@ impl Error {
     pub fn cluster(node: impl Into<String>, message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Cluster {
             node: node.into(),
+            message: message.into(),
+        })
+    }
+
+    /// A feed server that will not serve (see [`ErrorKind::Peer`]).
+    #[cfg_attr(not(feature = "network"), allow(dead_code))]
+    pub(crate) fn peer(peer: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Peer {
+            peer: peer.into(),
             message: message.into(),
         })
     }
@@ -446,6 +464,7 @@ impl Error {
             }
             ErrorKind::Interrupted => write!(f, "stopped before the end; nothing was changed")?,
             ErrorKind::Cluster { node, message } => write!(f, "rqlite node {node}: {message}")?,
+            ErrorKind::Peer { peer, message } => write!(f, "feed server {peer}: {message}")?,
         }
         match self.hint() {
             Some(h) => write!(f, "{}", hint(h)),

@@ -37,7 +37,9 @@ pub mod generate;
 mod import;
 pub mod ingest;
 pub mod kv;
+mod options;
 mod pipeline;
+mod plan;
 #[cfg(feature = "network")]
 pub mod rqlite;
 mod run;
@@ -51,12 +53,12 @@ mod table;
 mod types;
 
 pub use batch::{Batch, Cell, RowOrigin, TextSpan, Value};
-pub use direct::Engine;
 pub use durability::{Durability, FileSettings};
 pub use error::{Error, ErrorKind, Hint, Position, Result};
-pub use import::{import, import_into_connection, read_plan, ImportOptions, Quoting};
+pub use import::{import, import_into_connection};
+pub use options::{Engine, ImportOptions, Quoting, DEFAULT_ROWS_PER_STATEMENT};
+pub use plan::read_plan;
 pub use schema::quote_ident;
-pub use sink::sqlite::DEFAULT_ROWS_PER_STATEMENT;
 pub use source::{Encoding, Format, Input, Ragged, ReadOptions};
 pub use summary::{Durable, Progress, Sniffed, Stage, Summary, Writer};
 pub use table::{IfExists, IndexSpec};

@@ -15,7 +15,7 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
 use crate::batch::{Batch, Value};
 use crate::error::{Error, Result};
-use crate::sink::Sink;
+use crate::sink::BatchSink;
 use crate::source::{BadRecord, Fill, Source};
 use crate::summary::{Progress, Summary};
 use crate::types::ColumnType;
@@ -87,9 +87,6 @@ impl Rejects {
     }
 }
 
-/// Adds columns to the table before batches that carry them arrive.
-pub type Widen<'a> = dyn FnMut(&[(String, ColumnType)]) -> Result<()> + 'a;
-
 enum Msg {
     Batch(Batch),
     AddColumns(Vec<(String, ColumnType)>),
@@ -99,11 +96,10 @@ enum Msg {
 /// written; type mismatches are added to `summary`.
 pub fn run(
     src: &mut dyn Source,
-    sink: &mut dyn Sink,
+    sink: &mut dyn BatchSink,
     batch_rows: usize,
     progress: &Progress,
     rejects: &Mutex<Rejects>,
-    widen: &mut Widen<'_>,
     summary: &mut Summary,
 ) -> Result<u64> {
     let (tx, rx) = bounded::<Msg>(4);
@@ -111,7 +107,7 @@ pub fn run(
     let batch_rows = batch_rows.max(1);
     std::thread::scope(|s| {
         let producer = s.spawn(move || produce(src, tx, back_rx, batch_rows, rejects));
-        let written = consume(rx, back_tx, sink, progress, rejects, widen);
+        let written = consume(rx, back_tx, sink, progress, rejects);
         let produced = producer
             .join()
             .unwrap_or_else(|_| Err(Error::internal("the parser thread panicked")));
@@ -173,10 +169,9 @@ fn produce(
 fn consume(
     rx: Receiver<Msg>,
     back: Sender<Batch>,
-    sink: &mut dyn Sink,
+    sink: &mut dyn BatchSink,
     progress: &Progress,
     rejects: &Mutex<Rejects>,
-    widen: &mut Widen<'_>,
 ) -> Result<u64> {
     let mut rows = 0;
     progress.check()?;
@@ -209,7 +204,6 @@ fn consume(
                 let _ = back.send(b);
             }
             Msg::AddColumns(cols) => {
-                widen(&cols)?;
                 sink.add_columns(&cols)?;
             }
         }

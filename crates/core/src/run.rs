@@ -1,34 +1,16 @@
-//! What every job that writes rows does around its rows, in one place (import and
-//! generate): choose the writer, and for SQLite's path open the target under its
-//! durability profile, run the load in its transaction, then commit (unless cancelled)
-//! or abort, and fill in the summary. A failure or a cancel leaves the target as it was.
+//! What every job that writes rows into a file through SQLite's path does around its
+//! rows, in one place (import and generate): open the target under its durability
+//! profile, run the load in its transaction, then commit (unless cancelled) or abort,
+//! and fill in the summary. A failure or a cancel leaves the target as it was.
 
 use std::path::Path;
 use std::time::Instant;
 
 use rusqlite::Connection;
 
-use crate::direct::Engine;
 use crate::durability::{self, Durability, FileSettings};
 use crate::error::Result;
 use crate::summary::{self, Durable, Progress, Stage, Summary, Writer};
-
-/// Whether `engine` writes through the page writer. `Auto` takes it for a new file with
-/// the default durability when `fits` (the job's own conditions) holds.
-pub(crate) fn direct(
-    engine: Engine,
-    db: &Path,
-    durability: Option<Durability>,
-    fits: impl FnOnce() -> bool,
-) -> bool {
-    match engine {
-        Engine::Direct => true,
-        Engine::Sqlite => false,
-        Engine::Auto => {
-            !db.exists() && matches!(durability, None | Some(Durability::AtomicNew)) && fits()
-        }
-    }
-}
 
 /// Runs `load` through SQLite's insert path on the database at `db`, in the one
 /// transaction of `durability`'s profile, and commits it; `load` fills in what it wrote

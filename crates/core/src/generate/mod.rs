@@ -12,7 +12,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::direct::{self as direct_engine, Engine};
+use crate::direct as direct_engine;
+use crate::options::Engine;
 use rusqlite::Connection;
 
 use crate::durability::{Durability, FileSettings};
@@ -20,7 +21,8 @@ use crate::error::{Error, Hint, Result};
 use crate::pipeline::{self, Rejects};
 use crate::run;
 use crate::schema::quote_ident;
-use crate::sink::{NullSink, SqliteSink};
+use crate::sink::sqlite::Inserter;
+use crate::sink::NullSink;
 use crate::summary::{self, Durable, Progress, Summary};
 use crate::table;
 pub use source::{GeneratorSource, CHUNK_ROWS};
@@ -68,7 +70,7 @@ impl Default for GenerateOptions {
             durability: None,
             file: FileSettings::default(),
             generate_only: false,
-            rows_per_statement: crate::sink::sqlite::DEFAULT_ROWS_PER_STATEMENT,
+            rows_per_statement: crate::options::DEFAULT_ROWS_PER_STATEMENT,
             engine: Engine::Auto,
             verify: false,
         }
@@ -123,14 +125,13 @@ fn generate_with(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resu
             CHUNK_ROWS as usize,
             progress,
             &rejects,
-            &mut |_| Ok(()),
             &mut summary,
         )?;
         summary.durability = Durable::NotWritten;
         summary::finish(&mut summary, start);
         return Ok(summary);
     }
-    if run::direct(opts.engine, db, opts.durability, || true) {
+    if crate::plan::new_file_by_pages(opts.engine, db, opts.durability, || true) {
         return generate_direct(db, opts, progress, summary, start);
     }
     let load = |conn: &Connection, summary: &mut Summary| -> Result<()> {
@@ -172,7 +173,7 @@ fn generate_with(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resu
             .filter(|c| c.gen != Gen::Rowid)
             .map(|c| c.name.clone())
             .collect();
-        let mut sink = SqliteSink::new(
+        let mut sink = Inserter::new(
             conn,
             &opts.table,
             written,
@@ -186,7 +187,6 @@ fn generate_with(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resu
             CHUNK_ROWS as usize,
             progress,
             &rejects,
-            &mut |_| Ok(()),
             summary,
         )?;
         Ok(())

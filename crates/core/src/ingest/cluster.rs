@@ -20,6 +20,7 @@ use rusqlite::Connection;
 use serde_json::Value as Json;
 
 use super::parse::{decode_key, KeyRef, Val};
+use super::upsert::{Upsert, DEFAULT_MAX_PARAMS};
 use super::window::Window;
 use super::writer::{
     history_table_sql, key_text, state_table_sql, state_upsert_sql, window_ddl, ResumeRow,
@@ -31,7 +32,8 @@ use crate::rqlite::encode;
 use crate::schema::quote_ident;
 use crate::types::ColumnType;
 
-/// Rows per upsert statement, at most (fewer when their parameters would pass 32,766).
+/// Rows per upsert statement, at most (fewer when their parameters would pass
+/// [`DEFAULT_MAX_PARAMS`]).
 const ROWS_PER_STATEMENT: usize = 256;
 
 pub(crate) struct ClusterWriter {
@@ -235,15 +237,18 @@ impl ClusterWriter {
                     let after = count(head.len() + rows.len());
                     return Ok((Some(before), after, refused));
                 }
-                Err(CallError::Statement { index, message })
-                    if (head.len()..head.len() + rows.len()).contains(&index) =>
-                {
+                Err(CallError::Statement {
+                    index,
+                    message,
+                    node,
+                }) if (head.len()..head.len() + rows.len()).contains(&index) => {
                     // One of this statement's rows is refused: find it, leave it out.
                     let k = index - head.len();
                     let Some(bad) = self.find_refused(&head, &rows[..k], &rows[k], &sorted) else {
-                        return Err(Error::usage(format!(
-                            "the cluster refused a write into {t}: {message}"
-                        )));
+                        return Err(Error::cluster(
+                            node,
+                            format!("the cluster refused a write into {t}: {message}"),
+                        ));
                     };
                     refused.push(format!(
                         "the row with key ({}) was not written: {message}",
@@ -253,10 +258,11 @@ impl ClusterWriter {
                         rows[k].rows.iter().copied().filter(|&r| r != bad).collect();
                     rows.splice(k..=k, self.statements_for(&sorted, &keep)?);
                 }
-                Err(CallError::Statement { message, .. }) => {
-                    return Err(Error::usage(format!(
-                        "the cluster refused the window's writes into {t}: {message}"
-                    )));
+                Err(CallError::Statement { message, node, .. }) => {
+                    return Err(Error::cluster(
+                        node,
+                        format!("the cluster refused the window's writes into {t}: {message}"),
+                    ));
                 }
                 Err(CallError::Cluster(e)) | Err(CallError::Uncertain(e)) => return Err(e),
             }
@@ -314,28 +320,14 @@ impl ClusterWriter {
             }
             g.push(i);
         }
-        let names: Vec<String> = self
-            .keys
-            .iter()
-            .chain(self.columns.iter().map(|(n, _)| n))
-            .map(|n| quote_ident(n))
-            .collect();
-        let width = nkeys + ncols;
-        let per = ROWS_PER_STATEMENT.min((32766 / width.max(1)).max(1));
+        let upsert = Upsert {
+            table: &self.table,
+            keys: &self.keys,
+            columns: &self.columns,
+        };
+        let per = upsert.rows_per_statement(DEFAULT_MAX_PARAMS, ROWS_PER_STATEMENT);
         let mut out = vec![];
         for present in order {
-            let set: Vec<String> = present
-                .iter()
-                .map(|&c| {
-                    let n = quote_ident(&self.columns[c as usize].0);
-                    format!("{n} = excluded.{n}")
-                })
-                .collect();
-            let conflict = if set.is_empty() {
-                "DO NOTHING".to_string()
-            } else {
-                format!("DO UPDATE SET {}", set.join(", "))
-            };
             for chunk in groups[&present].chunks(per) {
                 let mut params = vec![];
                 let mut tuples = vec![];
@@ -394,13 +386,7 @@ impl ClusterWriter {
                     }
                     tuples.push(format!("({})", ph.join(", ")));
                 }
-                let sql = format!(
-                    "INSERT INTO {} ({}) VALUES {} ON CONFLICT ({}) {conflict}",
-                    quote_ident(&self.table),
-                    names.join(", "),
-                    tuples.join(", "),
-                    names[..nkeys].join(", ")
-                );
+                let sql = upsert.insert_merge_sql(&tuples, &present);
                 let mut s = vec![b'['];
                 encode::json_str(&mut s, &sql);
                 s.extend_from_slice(&params);

@@ -438,7 +438,7 @@ fn open(
             let name = rustls::pki_types::ServerName::try_from(host.to_string())
                 .map_err(|e| Failure::Fatal(Error::usage(format!("{}: {e}", c.addr))))?;
             let conn = rustls::ClientConnection::new(cfg.clone(), name)
-                .map_err(|e| Failure::Fatal(Error::usage(format!("setting up TLS: {e}"))))?;
+                .map_err(|e| Failure::Fatal(Error::internal(format!("setting up TLS: {e}"))))?;
             let mut s = rustls::StreamOwned::new(conn, tcp);
             while s.conn.is_handshaking() {
                 match s.conn.complete_io(&mut s.sock) {
@@ -446,7 +446,7 @@ fn open(
                     Err(e) if timed_out(&e) && Instant::now() < deadline => {}
                     Err(e) => {
                         return Err(match tls_error(&e) {
-                            Some(t) => Failure::Fatal(Error::usage(tls_failure(&c.addr, t))),
+                            Some(t) => Failure::Fatal(Error::peer(&c.addr, tls_failure(t))),
                             None if timed_out(&e) => Failure::Retry(std::io::Error::new(
                                 std::io::ErrorKind::TimedOut,
                                 "the TLS handshake took too long",
@@ -476,15 +476,15 @@ fn open(
 }
 
 /// What a TLS failure means, in words (never a credential: none is sent before it).
-fn tls_failure(addr: &str, e: &rustls::Error) -> String {
+fn tls_failure(e: &rustls::Error) -> String {
     match e {
         rustls::Error::InvalidCertificate(why) => format!(
-            "{addr}: the server's certificate is not trusted ({why:?}): give the certificate of the CA that signed it, or connect to the name it was issued for"
+            "the server's certificate is not trusted ({why:?}): give the certificate of the CA that signed it, or connect to the name it was issued for"
         ),
         rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateHandshakeMessage { .. } => {
-            format!("{addr}: the server does not answer in TLS ({e}); a plain-TCP feed on loopback needs TLS turned off")
+            format!("the server does not answer in TLS ({e}); a plain-TCP feed on loopback needs TLS turned off")
         }
-        _ => format!("{addr}: the TLS handshake failed: {e}"),
+        _ => format!("the TLS handshake failed: {e}"),
     }
 }
 
@@ -619,21 +619,25 @@ pub(super) fn run(
                     silent = 0;
                     delay = c.backoff_min;
                 } else if let Some(answer) = &track.first_bad {
-                    return fail(Error::usage(format!(
-                        "{}: the server closed the connection{} without sending a message; it answered: {}",
-                        c.addr,
-                        if c.init.is_some() { " after the init line" } else { "" },
-                        shorten(answer)
-                    )));
+                    return fail(Error::peer(
+                        &c.addr,
+                        format!(
+                            "the server closed the connection{} without sending a message; it answered: {}",
+                            if c.init.is_some() { " after the init line" } else { "" },
+                            shorten(answer)
+                        ),
+                    ));
                 } else if ended.is_ok() {
                     silent += 1;
                     if silent >= SILENT_CLOSES {
-                        return fail(Error::usage(format!(
-                            "{}: the server closed {SILENT_CLOSES} connections in a row {}, sending nothing{}",
-                            c.addr,
-                            if c.init.is_some() { "right after the init line" } else { "at once" },
-                            if c.init.is_some() { ": it does not accept the init line" } else { "" }
-                        )));
+                        return fail(Error::peer(
+                            &c.addr,
+                            format!(
+                                "the server closed {SILENT_CLOSES} connections in a row {}, sending nothing{}",
+                                if c.init.is_some() { "right after the init line" } else { "at once" },
+                                if c.init.is_some() { ": it does not accept the init line" } else { "" }
+                            ),
+                        ));
                     }
                 }
                 match ended {

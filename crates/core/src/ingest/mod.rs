@@ -38,6 +38,7 @@ pub mod feed;
 pub mod listen;
 mod parse;
 mod reading;
+mod upsert;
 mod window;
 mod writer;
 

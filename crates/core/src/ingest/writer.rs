@@ -4,6 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 use super::parse::{decode_key, KeyRef, Val};
+use super::upsert::Upsert;
 use super::window::{Sorted, Window};
 use super::{CommitStats, STATE_TABLE};
 use crate::error::{Error, Result};
@@ -249,7 +250,7 @@ impl Writer {
             .limit(rusqlite::limits::Limit::SQLITE_LIMIT_VARIABLE_NUMBER)
             .map_err(sql_err("reading the parameter limit"))?
             .max(1) as usize;
-        let many = (max_params / width.max(1)).clamp(1, INSERT_ROWS);
+        let many = self.upsert().rows_per_statement(max_params, INSERT_ROWS);
         if ncols == 0 {
             return Ok(Written {
                 inserted: self.insert_keys(&sorted)?,
@@ -272,12 +273,12 @@ impl Writer {
             (None, None)
         } else {
             (
-                Some(prepare(self.update_sql())?),
-                Some(prepare(self.update_kept_sql())?),
+                Some(prepare(self.upsert().update_sql())?),
+                Some(prepare(self.upsert().update_kept_sql())?),
             )
         };
-        let mut insert_many = prepare(self.insert_sql(many))?;
-        let mut insert_one = prepare(self.insert_sql(1))?;
+        let mut insert_many = prepare(self.upsert().insert_sql(many))?;
+        let mut insert_one = prepare(self.upsert().insert_sql(1))?;
         let bind_err = sql_err("binding a row");
         let mut new_rows: Vec<usize> = Vec::with_capacity(many);
         let mut inserted = 0u64;
@@ -408,19 +409,14 @@ impl Writer {
     /// The rows of a table that has no columns but its keys: each key is inserted unless
     /// it is there. Returns the number inserted.
     fn insert_keys(&self, sorted: &Sorted) -> Result<u64> {
-        let keys: Vec<String> = self.keys.iter().map(|k| quote_ident(k)).collect();
-        let sql = format!(
-            "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING",
-            quote_ident(&self.table),
-            keys.join(", "),
-            vec!["?"; keys.len()].join(", ")
-        );
+        let nkeys = self.keys.len();
+        let sql = self.upsert().insert_keys_sql();
         let mut stmt = RawStatement::prepare(&self.conn, &sql)
             .map_err(|e| Error::sqlite(format!("preparing {sql}"), e))?;
         let mut inserted = 0;
         let result = (|| -> rusqlite::Result<()> {
             for i in 0..sorted.order.len() {
-                for (k, part) in decode_key(sorted.key(i), keys.len()).enumerate() {
+                for (k, part) in decode_key(sorted.key(i), nkeys).enumerate() {
                     match part {
                         KeyRef::Int(v) => stmt.bind_int(k + 1, v)?,
                         // SAFETY: the text is in `w`, borrowed until the bindings are
@@ -439,66 +435,13 @@ impl Writer {
         Ok(inserted)
     }
 
-    /// `UPDATE t SET c = CASE WHEN ?f THEN ?v ELSE c END, … WHERE k = ?k AND …`:
-    /// parameters are the keys, then the columns' values, then one presence flag per
-    /// column.
-    fn update_sql(&self) -> String {
-        let (nkeys, ncols) = (self.keys.len(), self.columns.len());
-        self.update_by_key(|c, n| {
-            format!(
-                "{n} = CASE WHEN ?{} THEN ?{} ELSE {n} END",
-                nkeys + ncols + c + 1,
-                nkeys + c + 1
-            )
-        })
-    }
-
-    /// `UPDATE t SET c = coalesce(?v, c), … WHERE k = ?k AND …`, for a row that sets no
-    /// column to NULL: an unbound (NULL) value keeps the column. Parameters as in
-    /// [`Writer::update_sql`], without the flags: each column costs SQLite about half
-    /// the steps of a CASE.
-    fn update_kept_sql(&self) -> String {
-        let nkeys = self.keys.len();
-        self.update_by_key(|c, n| format!("{n} = coalesce(?{}, {n})", nkeys + c + 1))
-    }
-
-    /// `UPDATE t SET <set(c, quoted name) for each column> WHERE k = ?1 AND …`.
-    fn update_by_key(&self, set: impl Fn(usize, &str) -> String) -> String {
-        let sets: Vec<String> = self
-            .columns
-            .iter()
-            .enumerate()
-            .map(|(c, (n, _))| set(c, &quote_ident(n)))
-            .collect();
-        let wheres: Vec<String> = self
-            .keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| format!("{} = ?{}", quote_ident(k), i + 1))
-            .collect();
-        format!(
-            "UPDATE {} SET {} WHERE {}",
-            quote_ident(&self.table),
-            sets.join(", "),
-            wheres.join(" AND ")
-        )
-    }
-
-    /// `INSERT INTO t (keys…, every column) VALUES (…), …` of `rows` rows.
-    fn insert_sql(&self, rows: usize) -> String {
-        let names: Vec<String> = self
-            .keys
-            .iter()
-            .chain(self.columns.iter().map(|(n, _)| n))
-            .map(|n| quote_ident(n))
-            .collect();
-        let one = format!("({})", vec!["?"; names.len()].join(", "));
-        format!(
-            "INSERT INTO {} ({}) VALUES {}",
-            quote_ident(&self.table),
-            names.join(", "),
-            vec![one; rows].join(", ")
-        )
+    /// The statements of the merge into this table.
+    fn upsert(&self) -> Upsert<'_> {
+        Upsert {
+            table: &self.table,
+            keys: &self.keys,
+            columns: &self.columns,
+        }
     }
 
     /// Creates the resume table, or adds the `file` and `position` columns to one made

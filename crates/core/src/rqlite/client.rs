@@ -38,6 +38,8 @@ pub(crate) enum CallError {
     Statement {
         index: usize,
         message: String,
+        /// The node that answered.
+        node: String,
     },
     Cluster(Error),
     /// The request may have been applied: the connection broke after it was sent, or
@@ -48,13 +50,66 @@ pub(crate) enum CallError {
 impl From<CallError> for Error {
     fn from(e: CallError) -> Error {
         match e {
-            CallError::Statement { index, message } => Error::usage(format!(
-                "the cluster refused statement {} of the request: {message}",
-                index + 1
-            )),
+            // SQLite refused the statement in the cluster: a row's constraint (no
+            // position known here: the rows path finds it), or the statement itself.
+            CallError::Statement { message, .. } if constraint_code(&message).is_some() => {
+                Error::constraint(constraint_code(&message), None, message)
+            }
+            CallError::Statement {
+                index,
+                message,
+                node,
+            } => Error::cluster(
+                node,
+                format!(
+                    "the cluster refused statement {} of the request: {message}",
+                    index + 1
+                ),
+            ),
             CallError::Cluster(e) | CallError::Uncertain(e) => e,
         }
     }
+}
+
+/// SQLite's extended result code for a constraint that `message` (SQLite's own words, as
+/// an rqlite node passes them on) names; `None` for any other refusal.
+pub(crate) fn constraint_code(message: &str) -> Option<i32> {
+    // sqlite3.h: SQLITE_CONSTRAINT (19) | n << 8.
+    const CODES: [(&str, i32); 6] = [
+        ("UNIQUE constraint failed", 2067),
+        ("PRIMARY KEY constraint failed", 1555),
+        ("NOT NULL constraint failed", 1299),
+        ("CHECK constraint failed", 275),
+        ("FOREIGN KEY constraint failed", 787),
+        ("cannot store", 3091),
+    ];
+    CODES
+        .iter()
+        .find(|(words, _)| message.contains(words))
+        .map(|&(_, code)| code)
+}
+
+/// [`constraint_code`] for a table whose primary key is `primary_key`: SQLite words a
+/// duplicate primary key as a UNIQUE failure of its columns, with the extended code
+/// SQLITE_CONSTRAINT_PRIMARYKEY (1555), which the message alone does not carry.
+pub(crate) fn constraint_code_of(message: &str, primary_key: &[String]) -> Option<i32> {
+    let code = constraint_code(message)?;
+    let columns = message
+        .split_once("UNIQUE constraint failed: ")
+        .map(|(_, cols)| cols);
+    let is_key = columns.is_some_and(|cols| {
+        let named: Vec<&str> = cols
+            .split(", ")
+            .map(|c| c.rsplit_once('.').map_or(c, |(_, col)| col))
+            .collect();
+        !primary_key.is_empty()
+            && named.len() == primary_key.len()
+            && named
+                .iter()
+                .zip(primary_key)
+                .all(|(a, b)| a.eq_ignore_ascii_case(b))
+    });
+    Some(if is_key { 1555 } else { code })
 }
 
 pub(crate) struct Client {
@@ -309,6 +364,7 @@ impl Client {
                 return Err(CallError::Statement {
                     index,
                     message: e.to_string(),
+                    node: self.node(),
                 });
             }
             let values = r

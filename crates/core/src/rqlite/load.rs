@@ -16,14 +16,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, Sender};
+use rusqlite::Connection;
 use serde_json::Value as Json;
 
-use super::client::{CallError, Client};
+use super::client::{constraint_code_of, CallError, Client};
 use super::encode::{self, Statements};
 use crate::batch::{Batch, RowOrigin};
 use crate::error::{Error, Position, Result};
 use crate::schema::quote_ident;
-use crate::sink::Sink;
+use crate::sink::BatchSink;
 use crate::types::ColumnType;
 
 /// The table a load records its progress in, in the cluster.
@@ -50,6 +51,9 @@ pub(crate) struct LoadKey {
     pub input: String,
     pub table: String,
     pub input_bytes: Option<u64>,
+    /// The table's primary key columns (none for a table without one), to tell a
+    /// refused key's constraint from a UNIQUE index's.
+    pub primary_key: Vec<String>,
 }
 
 /// What the cluster holds of a load already.
@@ -446,7 +450,7 @@ pub(crate) fn stale_progress_delete(key: &LoadKey) -> String {
     progress_delete(key)
 }
 
-impl Sink for RqliteSink<'_> {
+impl BatchSink for RqliteSink<'_> {
     fn write_batch(
         &mut self,
         batch: &Batch,
@@ -610,8 +614,8 @@ fn send_guarded(client: &Client, req: &Request, key: &LoadKey, source: &Arc<str>
         match client.execute(&req.body, true) {
             Ok(_) => return Ok(true),
             Err(CallError::Statement { index: 0, .. }) if req.after.is_some() => return Ok(false),
-            Err(CallError::Statement { index, message }) => {
-                return Err(locate(client, req, index, message, source));
+            Err(CallError::Statement { index, message, .. }) => {
+                return Err(locate(client, req, index, message, key, source));
             }
             Err(CallError::Cluster(e)) => return Err(e),
             Err(CallError::Uncertain(e)) => {
@@ -664,6 +668,7 @@ fn locate(
     req: &Request,
     index: usize,
     message: String,
+    key: &LoadKey,
     source: &Arc<str>,
 ) -> Error {
     let singles: Vec<(RowOrigin, Vec<u8>)> = match req.statements.get(index) {
@@ -703,7 +708,7 @@ fn locate(
     }
     body.extend_from_slice(b"[\"SELECT * FROM \\\"_liteload_probe_has_no_table_\\\"\"]]");
     match client.execute(&body, true) {
-        Err(CallError::Statement { index, message })
+        Err(CallError::Statement { index, message, .. })
             if (before.len()..before.len() + singles.len()).contains(&index) =>
         {
             let o = singles[index - before.len()].0;
@@ -714,7 +719,11 @@ fn locate(
                 record: o.record,
                 byte: 0,
             };
-            Error::constraint(constraint_code(&message), Some(pos), message)
+            Error::constraint(
+                constraint_code_of(&message, &key.primary_key),
+                Some(pos),
+                message,
+            )
         }
         _ => whole(),
     }
@@ -726,20 +735,164 @@ fn doc_statement_of(body: &[u8], index: usize) -> Option<encode::DocStatement> {
     encode::DocStatement::read(v.as_array()?.get(index)?)
 }
 
-/// SQLite's extended result code for a constraint that `message` (SQLite's own words, as
-/// an rqlite node passes them on) names; `None` for any other refusal.
-fn constraint_code(message: &str) -> Option<i32> {
-    // sqlite3.h: SQLITE_CONSTRAINT (19) | n << 8.
-    const CODES: [(&str, i32); 6] = [
-        ("UNIQUE constraint failed", 2067),
-        ("PRIMARY KEY constraint failed", 1555),
-        ("NOT NULL constraint failed", 1299),
-        ("CHECK constraint failed", 275),
-        ("FOREIGN KEY constraint failed", 787),
-        ("cannot store", 3091),
-    ];
-    CODES
-        .iter()
-        .find(|(words, _)| message.contains(words))
-        .map(|&(_, code)| code)
+/// The cluster's `CREATE TABLE` of `table` (its actual name and SQL), if it has one.
+pub(crate) fn cluster_table(client: &Client, table: &str) -> Result<Option<(String, String)>> {
+    let rows = client.query_rows(
+        "SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE",
+        &[Json::from(table)],
+    )?;
+    Ok(rows.first().and_then(|r| {
+        Some((
+            r.first()?.as_str()?.to_string(),
+            r.get(1)?.as_str()?.to_string(),
+        ))
+    }))
+}
+
+/// The statement (rqlite JSON) running `sql` with no parameters.
+pub(crate) fn plain(sql: &str) -> String {
+    let mut out = vec![b'['];
+    encode::json_str(&mut out, sql);
+    out.push(b']');
+    String::from_utf8(out).expect("JSON is UTF-8")
+}
+
+/// An in-memory database holding the table `sql` creates: the cluster's table, to plan
+/// against with the same checks as a file.
+pub(crate) fn mirror_of(sql: &str) -> Result<Connection> {
+    let c = Connection::open_in_memory().map_err(|e| Error::sqlite("opening :memory:", e))?;
+    c.execute_batch(sql)
+        .map_err(|e| Error::sqlite("copying the cluster's table definition", e))?;
+    Ok(c)
+}
+
+/// The column names of `table` in `conn` (none when it has no such table).
+pub(crate) fn table_columns(conn: &Connection, table: &str) -> Result<Vec<String>> {
+    Ok(crate::table::existing_columns(conn, table)?
+        .map(|(_, cols)| cols.into_iter().map(|c| c.name).collect())
+        .unwrap_or_default())
+}
+
+/// One table's rows on their way into the cluster: the request builder and its sender
+/// threads, which live on the caller's scope. Dropped before [`TableLoad::end`], the
+/// requests queued are still sent (each is a whole transaction with its progress rows,
+/// so a rerun goes on after them), and the load is not marked finished.
+pub(crate) struct TableLoad<'c, 'scope> {
+    client: &'c Client,
+    sink: RqliteSink<'c>,
+    senders: Vec<std::thread::ScopedJoinHandle<'scope, u64>>,
+    failed: Arc<Mutex<Option<Error>>>,
+    key: LoadKey,
+    source: Arc<str>,
+}
+
+impl<'c, 'scope> TableLoad<'c, 'scope> {
+    /// Starts the load `key` of rows into `table`'s `columns`, `prelude` (statements as
+    /// rqlite JSON) first in its first request: reads what the cluster holds of it
+    /// already, and starts `in_flight` senders on `scope`. `None` when an earlier run
+    /// finished it (nothing to write); what was found goes to `notes`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start<'env>(
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        client: &'c Client,
+        table: &str,
+        columns: &[String],
+        key: LoadKey,
+        source: Arc<str>,
+        mut prelude: Vec<String>,
+        shape: Shape,
+        in_flight: usize,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<Self>>
+    where
+        'c: 'scope,
+    {
+        let resume = read_resume(client, &key)?;
+        if resume.finished {
+            notes.push(format!(
+                "{} was loaded into {} before ({} rows, recorded in {}): nothing written",
+                key.input,
+                quote_ident(table),
+                resume.rows_in(),
+                PROGRESS_TABLE
+            ));
+            return Ok(None);
+        }
+        if resume.stale && resume.done.is_empty() {
+            prelude.push(stale_progress_delete(&key));
+        }
+        if !resume.done.is_empty() {
+            notes.push(format!(
+                "resumed: {} rows of {} were in {} from an earlier run, and are skipped",
+                resume.rows_in(),
+                key.input,
+                quote_ident(table)
+            ));
+        }
+        let failed = Arc::new(Mutex::new(None));
+        let answered = Arc::new(Answered::default());
+        let (tx, rx) = queue(in_flight);
+        let sink = RqliteSink::new(
+            client,
+            source.clone(),
+            table,
+            columns,
+            key.clone(),
+            resume,
+            shape,
+            prelude,
+            &tx,
+            failed.clone(),
+            answered.clone(),
+        );
+        drop(tx);
+        let senders = (0..in_flight.max(1))
+            .map(|_| {
+                let rx = rx.clone();
+                let (failed, answered) = (failed.clone(), answered.clone());
+                let (key, source) = (key.clone(), source.clone());
+                scope.spawn(move || send_all(client, rx, &failed, &answered, &key, &source))
+            })
+            .collect();
+        Ok(Some(TableLoad {
+            client,
+            sink,
+            senders,
+            failed,
+            key,
+            source,
+        }))
+    }
+
+    /// The request builder, which batches are written through.
+    pub(crate) fn sink(&mut self) -> &mut RqliteSink<'c> {
+        &mut self.sink
+    }
+
+    /// Sends the rest, waits for every answer, then marks the load finished. Returns
+    /// the rows this run wrote. A sender's failure comes first.
+    pub(crate) fn end(self) -> Result<u64> {
+        let TableLoad {
+            client,
+            mut sink,
+            senders,
+            failed,
+            key,
+            source,
+        } = self;
+        let done = sink.finish();
+        let written = sink.written;
+        drop(sink);
+        let sent: u64 = senders
+            .into_iter()
+            .map(|h| h.join().expect("a sender does not panic"))
+            .sum();
+        if let Some(e) = failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Err(e);
+        }
+        // Every request is in: the load is marked finished.
+        send_one(client, &done?, &key, &source)?;
+        debug_assert!(sent <= written);
+        Ok(written)
+    }
 }

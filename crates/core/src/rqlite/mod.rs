@@ -17,28 +17,27 @@
 
 pub(crate) mod client;
 pub(crate) mod encode;
-mod load;
+pub(crate) mod load;
 mod target;
 
-use std::collections::HashSet;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rusqlite::Connection;
 use serde_json::Value as Json;
 
 use crate::durability::Durability;
 use crate::error::{Error, Result};
 use crate::generate::{GenerateOptions, GeneratorSource, CHUNK_ROWS};
-use crate::import::{self as imp, ImportOptions};
+use crate::options::{Engine, ImportOptions};
 use crate::pipeline::{self, Rejects};
+use crate::plan::{self, Dest};
 use crate::schema::quote_ident;
+use crate::sink::rqlite::ClusterSink;
 use crate::source::Input;
 use crate::summary::{self, Durable, Progress, Stage, Summary, Writer};
-use crate::Engine;
 use client::Client;
-use load::{LoadKey, Resume, RqliteSink, Shape};
+use load::{cluster_table, mirror_of, plain, table_columns, LoadKey, Shape, TableLoad};
 
 pub use load::PROGRESS_TABLE;
 pub use target::{redact, RqliteTarget};
@@ -138,7 +137,7 @@ pub fn import(
     progress: &Progress,
 ) -> Result<Summary> {
     let start = Instant::now();
-    imp::validate_options(opts, inputs)?;
+    plan::validate_options(opts, inputs)?;
     inputs.iter().for_each(|i| i.watch(&progress.cancel_flag()));
     let client = connect(target, ropts)?;
     if choose_boot(&client, ropts.boot)? {
@@ -149,7 +148,7 @@ pub fn import(
         });
     }
     import_rows(&client, inputs, opts, ropts, progress, start)
-        .map_err(|e| imp::cause_hint(e, inputs, opts))
+        .map_err(|e| plan::cause_hint(e, inputs, opts))
 }
 
 /// Makes `opts.rows` rows in the cluster at `target`, as [`crate::generate`] makes them
@@ -242,28 +241,6 @@ fn count_rows(client: &Client, table: &str) -> Result<u64> {
         .unwrap_or(0))
 }
 
-/// The cluster's `CREATE TABLE` of `table` (its actual name and SQL), if it has one.
-fn cluster_table(client: &Client, table: &str) -> Result<Option<(String, String)>> {
-    let rows = client.query_rows(
-        "SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE",
-        &[Json::from(table)],
-    )?;
-    Ok(rows.first().and_then(|r| {
-        Some((
-            r.first()?.as_str()?.to_string(),
-            r.get(1)?.as_str()?.to_string(),
-        ))
-    }))
-}
-
-/// The statement (rqlite JSON) running `sql` with no parameters.
-fn plain(sql: &str) -> String {
-    let mut out = vec![b'['];
-    encode::json_str(&mut out, sql);
-    out.push(b']');
-    String::from_utf8(out).expect("JSON is UTF-8")
-}
-
 fn import_rows(
     client: &Client,
     inputs: &[Input],
@@ -277,217 +254,24 @@ fn import_rows(
             "parsing alone writes nothing: it needs no cluster",
         ));
     }
-    let mut summary = Summary::default();
-    let rejects = Mutex::new(Rejects::new(opts.rejects.as_deref(), opts.max_errors)?);
-    let mut created: HashSet<String> = HashSet::new();
-    for group in imp::input_groups(inputs, opts) {
-        let input = &group[0];
-        let imp::Opened {
-            mut src,
-            table,
-            columns,
-            types,
-            ..
-        } = imp::open_input(group, opts, progress, &mut summary)?;
-        // The table is planned against a copy of the cluster's schema of it, in memory:
-        // the same checks as a load into a file, and the statements that made the
-        // difference are then run in the cluster.
-        let mirror =
-            Connection::open_in_memory().map_err(|e| Error::sqlite("opening :memory:", e))?;
-        let before = cluster_table(client, &table)?;
-        if let Some((_, sql)) = &before {
-            mirror
-                .execute_batch(sql)
-                .map_err(|e| Error::sqlite("copying the cluster's table definition", e))?;
-        }
-        let plan = imp::plan_table(&mirror, &table, &columns, &types, opts, &mut created)?;
-        let after: String = mirror
-            .query_row(
-                "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
-                [&plan.table],
-                |r| r.get(0),
-            )
-            .map_err(|e| Error::sqlite("reading the planned table", e))?;
-        let mut prelude = vec![plain(&load::create_progress_sql())];
-        match &before {
-            None => prelude.push(plain(&after)),
-            Some((name, sql)) if *sql != after => {
-                let replaced = created.contains(&name.to_ascii_lowercase());
-                if replaced {
-                    prelude.push(plain(&format!("DROP TABLE {}", quote_ident(name))));
-                    prelude.push(plain(&after));
-                } else {
-                    let had: Vec<String> = table_columns(&mirror_of(sql)?, name)?;
-                    for (c, t) in plan.columns.iter().zip(&plan.types) {
-                        if !had.iter().any(|h| h.eq_ignore_ascii_case(c)) {
-                            prelude.push(plain(&crate::table::add_column_sql(name, c, *t)));
-                        }
-                    }
-                }
-            }
-            Some(_) => {}
-        }
-        src.set_types(plan.types.clone());
-        let key = LoadKey {
-            input: input.display_name(),
-            table: plan.table.clone(),
-            input_bytes: input.size(),
-        };
-        let written = run_load(
-            client,
-            src.as_mut(),
-            &plan.table,
-            &plan.columns,
-            key,
-            input.display_name().into(),
-            prelude,
-            ropts,
-            opts.batch_rows,
-            progress,
-            &rejects,
-            &mut summary,
-        )?;
-        summary.rows += written;
-        if !summary.tables.contains(&plan.table) {
-            summary.tables.push(plan.table.clone());
-        }
-    }
-    for (t, ix) in summary
-        .tables
-        .clone()
-        .iter()
-        .flat_map(|t| opts.indexes.iter().map(move |ix| (t, ix)))
-    {
-        progress.set_stage(Stage::Indexing);
-        let body = format!("[{}]", plain(&ix.sql(t)));
-        client.execute(body.as_bytes(), true).map_err(Error::from)?;
-    }
-    let (count, samples) = rejects
-        .into_inner()
-        .unwrap_or_else(|p| p.into_inner())
-        .finish()?;
-    summary.rejects = count;
-    summary.reject_samples = samples;
-    summary.durability = Durable::Cluster;
-    summary.engine = Some(Writer::Rqlite);
-    summary.rows_per_statement = 0;
+    let mut plan = plan::plan(Dest::Cluster, inputs, opts, progress)?;
+    let mut summary = std::thread::scope(|scope| {
+        let mut sink =
+            ClusterSink::new(scope, client, opts, progress, shape(ropts), ropts.in_flight);
+        crate::import::load(&mut plan, &mut sink, opts, progress)?.done()
+    })?;
     summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
     summary::finish(&mut summary, start);
     Ok(summary)
 }
 
-fn mirror_of(sql: &str) -> Result<Connection> {
-    let c = Connection::open_in_memory().map_err(|e| Error::sqlite("opening :memory:", e))?;
-    c.execute_batch(sql)
-        .map_err(|e| Error::sqlite("copying the cluster's table definition", e))?;
-    Ok(c)
-}
-
-fn table_columns(conn: &Connection, table: &str) -> Result<Vec<String>> {
-    Ok(crate::table::existing_columns(conn, table)?
-        .map(|(_, cols)| cols.into_iter().map(|c| c.name).collect())
-        .unwrap_or_default())
-}
-
-/// One source into one table of the cluster, resuming what an earlier run recorded.
-/// Returns the rows written by this run.
-#[allow(clippy::too_many_arguments)]
-fn run_load(
-    client: &Client,
-    src: &mut dyn crate::source::Source,
-    table: &str,
-    columns: &[String],
-    key: LoadKey,
-    source: Arc<str>,
-    mut prelude: Vec<String>,
-    ropts: &RqliteOptions,
-    batch_rows: usize,
-    progress: &Progress,
-    rejects: &Mutex<Rejects>,
-    summary: &mut Summary,
-) -> Result<u64> {
-    let resume: Resume = load::read_resume(client, &key)?;
-    if resume.finished {
-        summary.notes.push(format!(
-            "{} was loaded into {} before ({} rows, recorded in {}): nothing written",
-            key.input,
-            quote_ident(table),
-            resume.rows_in(),
-            PROGRESS_TABLE
-        ));
-        return Ok(0);
-    }
-    if resume.stale && resume.done.is_empty() {
-        prelude.push(load::stale_progress_delete(&key));
-    }
-    if !resume.done.is_empty() {
-        summary.notes.push(format!(
-            "resumed: {} rows of {} were in {} from an earlier run, and are skipped",
-            resume.rows_in(),
-            key.input,
-            quote_ident(table)
-        ));
-    }
-    let shape = Shape {
+/// How requests are cut.
+fn shape(ropts: &RqliteOptions) -> Shape {
+    Shape {
         request_bytes: ropts.request_bytes.max(1024),
         param_rows: 256,
         ordered: ropts.in_flight > 1,
-    };
-    let failed = Arc::new(Mutex::new(None));
-    let answered = Arc::new(load::Answered::default());
-    let (tx, rx) = load::queue(ropts.in_flight);
-    let mut sink = RqliteSink::new(
-        client,
-        source.clone(),
-        table,
-        columns,
-        key.clone(),
-        resume,
-        shape,
-        prelude,
-        &tx,
-        failed.clone(),
-        answered.clone(),
-    );
-    drop(tx);
-    std::thread::scope(|s| {
-        let senders: Vec<_> = (0..ropts.in_flight.max(1))
-            .map(|_| {
-                let rx = rx.clone();
-                let (failed, answered, key, source) = (&failed, &answered, &key, &source);
-                s.spawn(move || load::send_all(client, rx, failed, answered, key, source))
-            })
-            .collect();
-        drop(rx);
-        let result = pipeline::run(
-            src,
-            &mut sink,
-            batch_rows,
-            progress,
-            rejects,
-            &mut |_| Ok(()),
-            summary,
-        )
-        .and_then(|_| progress.check())
-        .and_then(|()| {
-            progress.set_stage(Stage::Committing);
-            sink.finish()
-        });
-        let written = sink.written;
-        drop(sink);
-        let sent: u64 = senders
-            .into_iter()
-            .map(|h| h.join().expect("a sender does not panic"))
-            .sum();
-        if let Some(e) = failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            return Err(e);
-        }
-        // Every request is in: the load is marked finished.
-        let done = result?;
-        load::send_one(client, &done, &key, &source)?;
-        debug_assert!(sent <= written);
-        Ok(written)
-    })
+    }
 }
 
 fn generate_rows(
@@ -514,6 +298,8 @@ fn generate_rows(
         ),
         table: opts.table.clone(),
         input_bytes: None,
+        // Generated rows take new rowids: no key of theirs is refused as a duplicate.
+        primary_key: vec![],
     };
     let mut prelude = vec![plain(&load::create_progress_sql())];
     let resume = load::read_resume(client, &key)?;
@@ -560,20 +346,34 @@ fn generate_rows(
         ..Summary::default()
     };
     drop(resume);
-    summary.rows = run_load(
-        client,
-        &mut src,
-        &opts.table,
-        &written,
-        key,
-        "<generate>".into(),
-        prelude,
-        ropts,
-        CHUNK_ROWS as usize,
-        progress,
-        &rejects,
-        &mut summary,
-    )?;
+    summary.rows = std::thread::scope(|scope| -> Result<u64> {
+        let Some(mut table) = TableLoad::start(
+            scope,
+            client,
+            &opts.table,
+            &written,
+            key,
+            "<generate>".into(),
+            prelude,
+            shape(ropts),
+            ropts.in_flight,
+            &mut summary.notes,
+        )?
+        else {
+            return Ok(0);
+        };
+        pipeline::run(
+            &mut src,
+            table.sink(),
+            CHUNK_ROWS as usize,
+            progress,
+            &rejects,
+            &mut summary,
+        )?;
+        progress.check()?;
+        progress.set_stage(Stage::Committing);
+        table.end()
+    })?;
     summary.durability = Durable::Cluster;
     summary.engine = Some(Writer::Rqlite);
     summary::finish(&mut summary, start);

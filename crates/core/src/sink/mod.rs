@@ -1,18 +1,32 @@
-//! Writers of batches. A sink never parses text.
+//! The writers of a load, one [`Sink`] each: the page writer into a new file
+//! ([`page`]), the page writer into a side file that SQLite's transfer copies into an
+//! existing database ([`side_file`]), SQLite's insert path through a connection
+//! ([`sqlite`]), an rqlite cluster that holds data (`rqlite`, with the network
+//! feature), and none ([`null`]). A sink never parses text, and never plans: it is
+//! handed each table as the plan and the input's sample describe it.
+//!
+//! A sink's life: [`Sink::begin`] for each table in turn (it creates or checks it, and
+//! says which types the rows must have), [`BatchSink::write_batch`] for its rows, then
+//! [`Sink::finish`] once after the last table (indexes, then commit, publish or
+//! transfer). A sink dropped before `finish` returned leaves the destination as it was.
 
-pub mod null;
+pub(crate) mod null;
+pub(crate) mod page;
 pub(crate) mod raw_stmt;
-pub mod sqlite;
+#[cfg(feature = "network")]
+pub(crate) mod rqlite;
+pub(crate) mod side_file;
+pub(crate) mod sqlite;
 
 use crate::batch::Batch;
 use crate::error::{Error, Result};
+use crate::summary::Summary;
 use crate::types::ColumnType;
 
-pub use null::NullSink;
-pub use sqlite::SqliteSink;
+pub(crate) use null::NullSink;
 
-/// Where batches go.
-pub trait Sink {
+/// What batches are written through: the part of a writer the pipeline drives.
+pub(crate) trait BatchSink {
     /// Writes every row of `batch`. A row the destination refuses (a duplicate key) is
     /// passed to `bad` with its row index; if `bad` returns an error, so does this, and
     /// the rows of `batch` written before it stay written (the caller's transaction
@@ -25,4 +39,67 @@ pub trait Sink {
 
     /// Widens the destination by `columns`; later batches carry them last.
     fn add_columns(&mut self, columns: &[(String, ColumnType)]) -> Result<()>;
+}
+
+/// A table as one input's sample describes it, handed to [`Sink::begin`].
+pub(crate) struct Sampled<'a> {
+    /// The table the plan names.
+    pub(crate) table: &'a str,
+    /// The input's columns, in the order its batches carry them.
+    pub(crate) columns: &'a [String],
+    /// Their types, inferred or given.
+    pub(crate) types: &'a [ColumnType],
+    /// The input (the first of typed inputs read together).
+    pub(crate) input: &'a crate::source::Input,
+    /// Its name, for messages.
+    pub(crate) source: &'a str,
+    /// Whether columns may appear after the sample (JSON keys first seen later).
+    pub(crate) grows: bool,
+}
+
+/// How one input's columns land in the table.
+#[derive(Clone, Debug)]
+pub(crate) struct TablePlan {
+    /// The table's actual name (an existing one's spelling).
+    pub(crate) table: String,
+    /// The table's columns the batches fill, in batch order.
+    pub(crate) columns: Vec<String>,
+    /// The types the source converts to: an existing table's declared ones where it
+    /// declares one, else the sample's.
+    pub(crate) types: Vec<ColumnType>,
+    /// Whether columns may be added to it as the input goes (created in this run, or
+    /// alter asked for).
+    pub(crate) may_alter: bool,
+}
+
+/// What [`Sink::begin`] made of a sampled table.
+pub(crate) enum Begun {
+    /// Rows go to this table.
+    Table(TablePlan),
+    /// This writer does not take the table after all (only the side file says so, when
+    /// the sample's columns are not the table's in order). Nothing was written: the
+    /// destination is as it was, and the load goes on SQLite's path.
+    Declined,
+    /// Every row of this table's input is in already (an earlier run finished its load,
+    /// as the destination records): nothing to write, the input is not read.
+    #[cfg_attr(not(feature = "network"), allow(dead_code))]
+    Skipped(TablePlan),
+}
+
+/// A writer of a whole load.
+pub(crate) trait Sink: BatchSink {
+    /// Makes the destination ready for `table`'s rows (the one begun before ends here).
+    /// Every problem with the table is found here, before any of its rows is written.
+    fn begin(&mut self, table: &Sampled<'_>) -> Result<Begun>;
+
+    /// Whether batches should carry encoded records ([`Batch::records`]): the page
+    /// writer's, which the parser threads build.
+    fn wants_records(&self) -> bool {
+        false
+    }
+
+    /// After the last table: builds the indexes, then makes the load last (commit,
+    /// publish, transfer), and fills in what the writer knows of `summary` (its
+    /// writer, durability and notes; the side file its row count too).
+    fn finish(&mut self, summary: &mut Summary) -> Result<()>;
 }

@@ -1,21 +1,22 @@
 //! [`NullSink`]: counts rows and writes nothing, to measure parsing alone.
 
-use super::Sink;
+use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
+use crate::summary::{Durable, Summary};
 use crate::types::ColumnType;
 
 /// Accepts every batch and keeps only the row count. It reads every value, so the cost
 /// of a batch's layout is measured too.
 #[derive(Debug, Default)]
-pub struct NullSink {
+pub(crate) struct NullSink {
     /// Rows taken.
-    pub rows: u64,
+    pub(crate) rows: u64,
     /// A checksum of the values seen, so the work cannot be optimized away.
-    pub checksum: u64,
+    pub(crate) checksum: u64,
 }
 
-impl Sink for NullSink {
+impl BatchSink for NullSink {
     fn write_batch(
         &mut self,
         batch: &Batch,
@@ -35,6 +36,23 @@ impl Sink for NullSink {
     }
 
     fn add_columns(&mut self, _columns: &[(String, ColumnType)]) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl Sink for NullSink {
+    /// Every table is taken as sampled, and may grow.
+    fn begin(&mut self, table: &Sampled<'_>) -> Result<Begun> {
+        Ok(Begun::Table(TablePlan {
+            table: table.table.to_string(),
+            columns: table.columns.to_vec(),
+            types: table.types.to_vec(),
+            may_alter: true,
+        }))
+    }
+
+    fn finish(&mut self, summary: &mut Summary) -> Result<()> {
+        summary.durability = Durable::NotWritten;
         Ok(())
     }
 }

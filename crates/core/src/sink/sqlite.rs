@@ -1,4 +1,6 @@
-//! [`SqliteSink`]: batches bound to a prepared multi-row INSERT.
+//! SQLite's insert path: [`SqliteSink`] takes a load's tables through a connection
+//! (creating, checking or widening each, then its rows, then the indexes), writing each
+//! table's rows through an [`Inserter`]: batches bound to a prepared multi-row INSERT.
 //!
 //! The statement inserts as many rows as SQLite's bound-parameter limit allows, read at
 //! run time with `sqlite3_limit(SQLITE_LIMIT_VARIABLE_NUMBER)` (32766 since SQLite 3.32;
@@ -6,20 +8,24 @@
 //! end of a batch go through a one-row statement. Values are bound typed (INTEGER, REAL,
 //! TEXT), never formatted into SQL.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use rusqlite::limits::Limit;
 use rusqlite::{Connection, ErrorCode};
 
 use super::raw_stmt::BatchStatement;
-use super::Sink;
+use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
 use crate::batch::Batch;
-use crate::error::{Error, Position, Result};
+use crate::error::{Error, Hint, Position, Result};
+use crate::options::ImportOptions;
 use crate::schema::quote_ident;
+use crate::summary::{Progress, Stage, Summary};
+use crate::table::{self, IfExists};
 use crate::types::ColumnType;
 
 /// Inserts batches into one table through one connection, inside the caller's transaction.
-pub struct SqliteSink<'c> {
+pub(crate) struct Inserter<'c> {
     conn: &'c Connection,
     table: String,
     columns: Vec<String>,
@@ -29,15 +35,10 @@ pub struct SqliteSink<'c> {
     single: BatchStatement<'c>,
 }
 
-/// The default cap on rows per INSERT statement. Past a few hundred rows the gain from
-/// fewer `sqlite3_step` calls is gone (see bench/README.md), and a huge VALUES list only
-/// costs prepare time.
-pub const DEFAULT_ROWS_PER_STATEMENT: usize = 512;
-
-impl<'c> SqliteSink<'c> {
+impl<'c> Inserter<'c> {
     /// Prepares inserts into `table`'s `columns` (in batch order). `source` names the
     /// input in error messages.
-    pub fn new(
+    pub(crate) fn new(
         conn: &'c Connection,
         table: &str,
         columns: Vec<String>,
@@ -45,7 +46,7 @@ impl<'c> SqliteSink<'c> {
         max_rows_per_statement: usize,
     ) -> Result<Self> {
         let single = prepare(conn, table, &columns, 1)?;
-        let mut s = SqliteSink {
+        let mut s = Inserter {
             conn,
             table: table.to_string(),
             columns,
@@ -74,7 +75,7 @@ impl<'c> SqliteSink<'c> {
     }
 
     /// Rows per multi-row statement (1 when the limit allows no more).
-    pub fn rows_per_statement(&self) -> usize {
+    pub(crate) fn rows_per_statement(&self) -> usize {
         self.multi.as_ref().map_or(1, |m| m.rows())
     }
 
@@ -145,7 +146,7 @@ fn prepare<'c>(
     })
 }
 
-impl Sink for SqliteSink<'_> {
+impl BatchSink for Inserter<'_> {
     fn write_batch(
         &mut self,
         batch: &Batch,
@@ -165,7 +166,7 @@ impl Sink for SqliteSink<'_> {
     }
 }
 
-impl SqliteSink<'_> {
+impl Inserter<'_> {
     /// `write_batch` for the rows of `batch` from `start` on.
     fn write_batch_from(
         &mut self,
@@ -200,4 +201,258 @@ impl SqliteSink<'_> {
         written += self.write_singly(batch, done..n, bad)?;
         Ok(written)
     }
+}
+
+/// SQLite's insert path for a whole load, through a connection whose transaction the
+/// caller holds (the load's own, or the program's savepoint): each table created,
+/// checked or widened as the options say, its rows inserted, then the indexes built.
+pub(crate) struct SqliteSink<'c> {
+    conn: &'c Connection,
+    opts: &'c ImportOptions,
+    progress: &'c Progress,
+    /// Tables this load created (lowercase): replaced or widened freely.
+    created: HashSet<String>,
+    /// Tables loaded, in order, for the indexes.
+    loaded: Vec<String>,
+    /// The table begun last and its statements.
+    current: Option<(TablePlan, Inserter<'c>)>,
+    rows_per_statement: usize,
+}
+
+impl<'c> SqliteSink<'c> {
+    /// A load through `conn` with `opts` (its table rules, indexes and statement size).
+    pub(crate) fn new(
+        conn: &'c Connection,
+        opts: &'c ImportOptions,
+        progress: &'c Progress,
+    ) -> Self {
+        SqliteSink {
+            conn,
+            opts,
+            progress,
+            created: HashSet::new(),
+            loaded: vec![],
+            current: None,
+            rows_per_statement: 1,
+        }
+    }
+
+    fn current(&mut self) -> Result<&mut (TablePlan, Inserter<'c>)> {
+        self.current
+            .as_mut()
+            .ok_or_else(|| Error::internal("rows came before their table was begun"))
+    }
+}
+
+impl BatchSink for SqliteSink<'_> {
+    fn write_batch(
+        &mut self,
+        batch: &Batch,
+        bad: &mut dyn FnMut(usize, Error) -> Result<()>,
+    ) -> Result<u64> {
+        self.current()?.1.write_batch(batch, bad)
+    }
+
+    fn add_columns(&mut self, columns: &[(String, ColumnType)]) -> Result<()> {
+        let conn = self.conn;
+        let (plan, inserter) = self.current()?;
+        widen(conn, plan, columns)?;
+        inserter.add_columns(columns)
+    }
+}
+
+impl Sink for SqliteSink<'_> {
+    fn begin(&mut self, table: &Sampled<'_>) -> Result<Begun> {
+        self.current = None;
+        let plan = plan_table(
+            self.conn,
+            table.table,
+            table.columns,
+            table.types,
+            self.opts,
+            &mut self.created,
+        )?;
+        let inserter = Inserter::new(
+            self.conn,
+            &plan.table,
+            plan.columns.clone(),
+            table.source.into(),
+            self.opts.rows_per_statement,
+        )?;
+        self.rows_per_statement = inserter.rows_per_statement();
+        if !self.loaded.contains(&plan.table) {
+            self.loaded.push(plan.table.clone());
+        }
+        self.current = Some((plan.clone(), inserter));
+        Ok(Begun::Table(plan))
+    }
+
+    fn finish(&mut self, summary: &mut Summary) -> Result<()> {
+        self.current = None;
+        self.progress.set_stage(Stage::Indexing);
+        for table in &self.loaded {
+            for ix in &self.opts.indexes {
+                self.progress.check()?;
+                self.conn
+                    .execute_batch(&ix.sql(table))
+                    .map_err(|e| ix.build_error(table, e))?;
+            }
+        }
+        summary.rows_per_statement = self.rows_per_statement;
+        Ok(())
+    }
+}
+
+/// Creates `table` for a load with `opts` (its sample gave `columns` of types
+/// `inferred`), or checks (and with alter widens) an existing one; `created` holds the
+/// tables this load made so far. Every problem is found here, before any row is written.
+pub(crate) fn plan_table(
+    conn: &Connection,
+    table: &str,
+    columns: &[String],
+    inferred: &[ColumnType],
+    opts: &ImportOptions,
+    created: &mut HashSet<String>,
+) -> Result<TablePlan> {
+    let exec = |sql: &str| {
+        conn.execute_batch(sql)
+            .map_err(|e| Error::sqlite(format!("running {sql}"), e))
+    };
+    let check_names = |what: &str, names: &[String], have: &[String]| -> Result<()> {
+        for n in names {
+            if !have.iter().any(|c| c.eq_ignore_ascii_case(n)) {
+                return Err(Error::usage(format!(
+                    "{what} {n:?}: table {} has no such column (columns: {})",
+                    quote_ident(table),
+                    have.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    };
+    match table::existing_columns(conn, table)? {
+        None => {
+            if columns.is_empty() {
+                return Err(Error::usage(format!(
+                    "no columns for the new table {}: the input has no records to name them",
+                    quote_ident(table)
+                )));
+            }
+            check_names("primary key column", &opts.pk, columns)?;
+            for ix in &opts.indexes {
+                check_names("index column", &ix.columns, columns)?;
+            }
+            let cols: Vec<(String, ColumnType)> = columns
+                .iter()
+                .cloned()
+                .zip(inferred.iter().copied())
+                .collect();
+            crate::schema::check_new_table(table, columns.iter().map(String::as_str))?;
+            exec(&table::create_sql(table, &cols, &opts.pk))?;
+            created.insert(table.to_ascii_lowercase());
+            Ok(TablePlan {
+                table: table.to_string(),
+                columns: columns.to_vec(),
+                types: inferred.to_vec(),
+                may_alter: true,
+            })
+        }
+        Some((actual, _))
+            if opts.if_exists != IfExists::Append
+                && !created.contains(&actual.to_ascii_lowercase()) =>
+        {
+            if opts.if_exists == IfExists::Fail {
+                return Err(Error::schema(format!(
+                    "table {} exists already",
+                    quote_ident(&actual)
+                ))
+                .with_hint(Hint::OtherTable));
+            }
+            exec(&format!("DROP TABLE {}", quote_ident(&actual)))?;
+            plan_table(conn, table, columns, inferred, opts, created)
+        }
+        Some((actual, existing)) => {
+            let ours = created.contains(&actual.to_ascii_lowercase());
+            if !opts.pk.is_empty() && !ours {
+                return Err(Error::schema(format!(
+                    "a primary key applies when liteload creates the table, and {} exists already",
+                    quote_ident(&actual)
+                )));
+            }
+            let mut names = vec![];
+            let mut types = vec![];
+            let mut have: Vec<String> = existing.iter().map(|c| c.name.clone()).collect();
+            for (i, col) in columns.iter().enumerate() {
+                match existing.iter().find(|c| c.name.eq_ignore_ascii_case(col)) {
+                    Some(c) => {
+                        let ty = if opts.types.iter().any(|(n, _)| n.eq_ignore_ascii_case(col)) {
+                            inferred[i]
+                        } else {
+                            ColumnType::from_declared(&c.declared).unwrap_or(inferred[i])
+                        };
+                        names.push(c.name.clone());
+                        types.push(ty);
+                    }
+                    None if opts.alter || ours => {
+                        exec(&table::add_column_sql(&actual, col, inferred[i]))?;
+                        names.push(col.clone());
+                        types.push(inferred[i]);
+                        have.push(col.clone());
+                    }
+                    None => {
+                        return Err(Error::schema(format!(
+                            "table {} has no column {col:?} (it has: {})",
+                            quote_ident(&actual),
+                            have.join(", ")
+                        ))
+                        .with_hint(Hint::Alter))
+                    }
+                }
+            }
+            for ix in &opts.indexes {
+                check_names("index column", &ix.columns, &have)?;
+            }
+            Ok(TablePlan {
+                table: actual,
+                columns: names,
+                types,
+                may_alter: opts.alter || ours,
+            })
+        }
+    }
+}
+
+/// Adds columns that appeared in the input after the sample.
+fn widen(conn: &Connection, plan: &TablePlan, cols: &[(String, ColumnType)]) -> Result<()> {
+    let existing = table::existing_columns(conn, &plan.table)?
+        .map(|(_, c)| c)
+        .unwrap_or_default();
+    let new = cols
+        .iter()
+        .filter(|(n, _)| !existing.iter().any(|c| c.name.eq_ignore_ascii_case(n)))
+        .count();
+    if existing.len() + new > crate::schema::MAX_COLUMNS {
+        return Err(Error::schema(format!(
+            "table {} would have {} columns, more than SQLite's limit of {}",
+            quote_ident(&plan.table),
+            existing.len() + new,
+            crate::schema::MAX_COLUMNS
+        )));
+    }
+    for (name, ty) in cols {
+        if existing.iter().any(|c| c.name.eq_ignore_ascii_case(name)) {
+            continue;
+        }
+        if !plan.may_alter {
+            return Err(Error::schema(format!(
+                "table {} has no column {name:?}, which the input has from some record on",
+                quote_ident(&plan.table)
+            ))
+            .with_hint(Hint::Alter));
+        }
+        let sql = table::add_column_sql(&plan.table, name, *ty);
+        conn.execute_batch(&sql)
+            .map_err(|e| Error::sqlite(format!("running {sql}"), e))?;
+    }
+    Ok(())
 }

@@ -1,0 +1,668 @@
+//! The plan of a load ([`ImportPlan`]), made from the options and the inputs before any
+//! writer is touched: per load (an input, or typed inputs of one schema) how it is read
+//! and which table it goes to, and the one writer that takes them all ([`Road`]),
+//! chosen in [`choose_road`] for the library, the command and the Python package alike.
+//!
+//! Each input is opened and its sample read here, so its columns and types are in the
+//! plan too: a problem with any input (a type given for a column it lacks, a table name
+//! SQLite refuses, an input that cannot be read) stops the load before anything is
+//! written. The sampled source is kept for the load where it cannot be opened again
+//! (standard input, a reader, the program's rows) and for the first load; the others
+//! are opened again when their turn comes ([`Load::source`]), so a load of many files
+//! holds one of them open at a time.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use crate::append::{self, Destination};
+use crate::durability::Durability;
+use crate::error::{Error, Hint, Result};
+use crate::options::{Engine, ImportOptions, Quoting};
+use crate::source::input::{default_table_name, Encoding};
+use crate::source::locale::LocaleHint;
+use crate::source::sniff::{self, Dialect, Given};
+use crate::source::{open_source, Format, Input, ReadOptions, Source};
+use crate::summary::{Progress, Sniffed};
+use crate::types::ColumnType;
+
+/// Where the rows of a load go.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Dest<'a> {
+    /// A database file (it may not exist yet).
+    File(&'a Path),
+    /// A connection the program holds: SQLite's insert path, whatever the engine.
+    Connection,
+    /// An rqlite cluster's database, written by statements.
+    #[cfg_attr(not(feature = "network"), allow(dead_code))]
+    Cluster,
+}
+
+/// The writer a plan chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Road {
+    /// The page writer builds a new file beside its name and puts it in place.
+    NewFile,
+    /// The page writer builds a side file beside an existing database, which SQLite's
+    /// transfer copies into the table, in one transaction of this profile (see
+    /// [`crate::append`]). If the input's sample shows columns the table does not
+    /// have in order, the load goes on SQLite's path instead, reading the input again
+    /// (the plan takes this road only for inputs that can be read again, unless the
+    /// table is new).
+    SideFile(Durability),
+    /// SQLite's insert path.
+    Sqlite,
+    /// Nothing is written: the rows are parsed and counted.
+    Null,
+}
+
+/// One load of a plan: inputs read together into one table.
+pub(crate) struct Load<'i> {
+    /// One input, or typed inputs (Parquet, Arrow) of one schema.
+    pub(crate) inputs: &'i [Input],
+    /// How they are read (format, delimiter, quote, header, encoding, …).
+    pub(crate) read: ReadOptions,
+    /// The table they go to, as the options or the file name give it.
+    pub(crate) table: String,
+    /// The columns, from the sample, in the order the batches carry them.
+    pub(crate) columns: Vec<String>,
+    /// Their types: inferred from the sample (or the input's schema), then those the
+    /// options give.
+    pub(crate) types: Vec<ColumnType>,
+    /// The source opened and sampled, while the plan keeps it (see the module's docs).
+    source: Option<Box<dyn Source>>,
+}
+
+/// A load's plan: its loads in order and the writer.
+pub(crate) struct ImportPlan<'i> {
+    pub(crate) loads: Vec<Load<'i>>,
+    pub(crate) road: Road,
+    /// What sniffing found, per input that was sniffed.
+    pub(crate) sniffed: Vec<Sniffed>,
+    /// What the samples showed: notes, and values that look like another locale's.
+    pub(crate) notes: Vec<String>,
+    pub(crate) locale_hints: Vec<LocaleHint>,
+}
+
+impl ImportPlan<'_> {
+    /// Whether every input can be read again from its start (a file, bytes in memory).
+    pub(crate) fn rereadable(&self) -> bool {
+        self.loads.iter().all(Load::rereadable)
+    }
+}
+
+/// Plans loading `inputs` into `dest` with `opts`: checks the options, reads what
+/// sniffing needs of each input, names each load's table, reads each input's sample
+/// (its columns and types), and chooses the writer. Nothing is written.
+pub(crate) fn plan<'i>(
+    dest: Dest<'_>,
+    inputs: &'i [Input],
+    opts: &ImportOptions,
+    progress: &Progress,
+) -> Result<ImportPlan<'i>> {
+    validate_options(opts, inputs)?;
+    let mut resolved = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        resolved.push(resolve(input, opts)?);
+    }
+    let formats: Vec<Format> = resolved.iter().map(|(ro, _)| ro.format).collect();
+    let mut loads = vec![];
+    let mut sniffed = vec![];
+    for (range, (read, dialect)) in groups(inputs, &formats).into_iter().zip(resolved) {
+        let inputs = &inputs[range];
+        let input = &inputs[0];
+        sniffed.extend(dialect.map(|(d, changed)| Sniffed {
+            input: input.display_name(),
+            described: d.describe(),
+            changed,
+            dialect: d,
+        }));
+        loads.push(Load {
+            inputs,
+            read,
+            table: table_name(input, opts)?,
+            columns: vec![],
+            types: vec![],
+            source: None,
+        });
+    }
+    let (mut notes, mut locale_hints) = (vec![], vec![]);
+    for (i, load) in loads.iter_mut().enumerate() {
+        let counted = progress.bytes_read.load(Ordering::Relaxed);
+        let sampled = load.open(opts, progress)?;
+        (load.columns, load.types) = (sampled.columns, sampled.types);
+        notes.extend(sampled.notes);
+        locale_hints.extend(sampled.locale_hints);
+        if i == 0 || !load.rereadable() {
+            load.source = Some(sampled.src);
+        } else {
+            // Read again from its start when its turn comes: what the sample read then
+            // is counted then.
+            drop(sampled.src);
+            let read = progress.bytes_read.load(Ordering::Relaxed) - counted;
+            progress.bytes_read.fetch_sub(read, Ordering::Relaxed);
+        }
+    }
+    let road = choose_road(dest, &loads, opts)?;
+    Ok(ImportPlan {
+        loads,
+        road,
+        sniffed,
+        notes,
+        locale_hints,
+    })
+}
+
+/// The one place the writer is chosen (see [`Engine`] for the rule of `Auto`).
+pub(crate) fn choose_road(
+    dest: Dest<'_>,
+    loads: &[Load<'_>],
+    opts: &ImportOptions,
+) -> Result<Road> {
+    let db = match dest {
+        Dest::Connection | Dest::Cluster => return Ok(Road::Sqlite),
+        Dest::File(_) if opts.parse_only => return Ok(Road::Null),
+        Dest::File(db) => db,
+    };
+    let fits = page_writer_refusal(loads, opts).is_none();
+    match opts.engine {
+        Engine::Sqlite => Ok(Road::Sqlite),
+        Engine::Auto if !fits => Ok(Road::Sqlite),
+        Engine::Auto if !db.exists() => Ok(
+            if new_file_by_pages(opts.engine, db, opts.durability, || true) {
+                Road::NewFile
+            } else {
+                Road::Sqlite
+            },
+        ),
+        Engine::Auto => Ok(match side_file(db, &loads[0], opts) {
+            Ok(Some(durability)) => Road::SideFile(durability),
+            // SQLite's path reports what keeps the side file out, if anything.
+            Ok(None) | Err(_) => Road::Sqlite,
+        }),
+        Engine::Direct => {
+            if let Some(why) = page_writer_refusal(loads, opts) {
+                return Err(
+                    Error::usage(format!("the direct engine {why}")).with_hint(Hint::SqliteEngine)
+                );
+            }
+            if db.exists() && opts.durability != Some(Durability::AtomicNew) {
+                return match side_file(db, &loads[0], opts)? {
+                    Some(durability) => Ok(Road::SideFile(durability)),
+                    None => Err(side_file_refusal(db)),
+                };
+            }
+            crate::direct::refuse_existing(db)?;
+            if !matches!(opts.durability, None | Some(Durability::AtomicNew)) {
+                return Err(Error::usage(
+                    "the direct engine writes a new file with durability atomic-new",
+                )
+                .with_hint(Hint::SqliteEngine));
+            }
+            Ok(Road::NewFile)
+        }
+    }
+}
+
+/// Why the direct engine cannot append to the table of the existing database `db`.
+pub(crate) fn side_file_refusal(db: &Path) -> Error {
+    Error::schema(format!(
+        "{}: the direct engine appends to a new table, or to one without constraint or \
+         trigger (and without rows if it has indexes) whose columns the input has in order \
+         (NDJSON and JSON: to a new table only); this one is not",
+        db.display()
+    ))
+    .with_hint(Hint::SqliteEngine)
+}
+
+/// Whether a job that writes a new file through the page writer when `fits` (its own
+/// conditions) holds takes it with `engine`: always for `Direct`, for `Auto` when the
+/// file is new and the durability the default (`atomic-new`). Import and generate share
+/// this rule.
+pub(crate) fn new_file_by_pages(
+    engine: Engine,
+    db: &Path,
+    durability: Option<Durability>,
+    fits: impl FnOnce() -> bool,
+) -> bool {
+    match engine {
+        Engine::Direct => true,
+        Engine::Sqlite => false,
+        Engine::Auto => {
+            !db.exists() && matches!(durability, None | Some(Durability::AtomicNew)) && fits()
+        }
+    }
+}
+
+/// Why the page writer cannot take these loads with these options (`None`: it can).
+fn page_writer_refusal(loads: &[Load<'_>], opts: &ImportOptions) -> Option<&'static str> {
+    if loads.len() != 1 {
+        return Some("loads one input (or typed inputs of one schema) into one table");
+    }
+    if !opts.pk.is_empty() {
+        return Some("cannot order rows by a primary key");
+    }
+    if opts.alter {
+        return Some("writes a new table, to which no column is added");
+    }
+    None
+}
+
+/// The profile of an append through a side file to the existing database `db`, or
+/// `None` when its table cannot take one (read now, without a lock: the side file's
+/// writer reads it again inside its transaction).
+fn side_file(db: &Path, load: &Load<'_>, opts: &ImportOptions) -> Result<Option<Durability>> {
+    let durability = match opts.durability {
+        None => Durability::Balanced,
+        Some(Durability::AtomicNew) => return Ok(None),
+        Some(d) => d,
+    };
+    Ok(match append::inspect(db, &load.table, opts.if_exists)? {
+        None => None,
+        Some(Destination::New | Destination::Replace { .. }) => Some(durability),
+        // The input's columns, in the table's order; the types are the table's. JSON
+        // may name a column after the sample, which such a table does not have.
+        Some(Destination::Plain { columns, .. }) => (opts.types.is_empty()
+            && !matches!(load.read.format, Format::Json | Format::Ndjson)
+            && columns.len() == load.columns.len()
+            && columns
+                .iter()
+                .zip(&load.columns)
+                .all(|((c, _), i)| c.eq_ignore_ascii_case(i)))
+        .then_some(durability),
+    })
+}
+
+/// Typed inputs (Parquet, Arrow) all together when every input is one of the same
+/// format (they must share a schema, and go to one table), else one input each: the
+/// ranges of `inputs` read as one load.
+fn groups(inputs: &[Input], formats: &[Format]) -> Vec<std::ops::Range<usize>> {
+    let typed = |i: usize| {
+        inputs[i]
+            .fixed_format()
+            .or(Some(formats[i]))
+            .filter(|f| f.is_typed())
+    };
+    let first = typed(0);
+    if inputs.len() > 1 && first.is_some() && (0..inputs.len()).all(|i| typed(i) == first) {
+        std::iter::once(0..inputs.len()).collect()
+    } else {
+        (0..inputs.len()).map(|i| i..i + 1).collect()
+    }
+}
+
+/// The table of `input`: the one the options name, else the file's stem.
+fn table_name(input: &Input, opts: &ImportOptions) -> Result<String> {
+    let table = match (&opts.table, default_table_name(input)) {
+        (Some(t), _) => t.clone(),
+        (None, Some(t)) => t,
+        (None, None) => {
+            return Err(Error::usage(format!(
+                "{}: an input without a file name gives no table name",
+                input.display_name()
+            ))
+            .with_hint(Hint::Table))
+        }
+    };
+    if let Some(problem) = crate::schema::table_name_problem(&table) {
+        return Err(Error::usage(format!(
+            "{}: {problem}; name another table",
+            input.display_name()
+        )));
+    }
+    Ok(table)
+}
+
+/// Options that no input could make right.
+pub(crate) fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result<()> {
+    if inputs.is_empty() {
+        return Err(Error::usage("no input files"));
+    }
+    if inputs.iter().filter(|i| **i == Input::Stdin).count() > 1 {
+        return Err(Error::usage("stdin (-) can be read only once"));
+    }
+    if let Some(ps) = opts.file.page_size {
+        if !(512..=65536).contains(&ps) || !ps.is_power_of_two() {
+            return Err(Error::usage(format!(
+                "page size {ps}: expected a power of two from 512 to 65536"
+            )));
+        }
+    }
+    if let Some(t) = &opts.table {
+        if t.is_empty() {
+            return Err(Error::usage("the table name is empty"));
+        }
+    }
+    // Two indexes on the same columns (SQLite ignores case in names) would get the same
+    // name: one would be dropped, or the page writer would write a schema SQLite refuses.
+    for (i, a) in opts.indexes.iter().enumerate() {
+        let key = |ix: &crate::table::IndexSpec| -> Vec<String> {
+            ix.columns.iter().map(|c| c.to_ascii_lowercase()).collect()
+        };
+        if let Some(b) = opts.indexes[i + 1..].iter().find(|b| key(b) == key(a)) {
+            return Err(Error::usage(format!(
+                "two indexes on the same columns ({} and {}): ask for one",
+                a.columns.join(", "),
+                b.columns.join(", ")
+            )));
+        }
+    }
+    if opts.read.max_record_bytes == 0 {
+        return Err(Error::usage(
+            "the longest record allowed is 0 bytes: no record could be loaded",
+        ));
+    }
+    Ok(())
+}
+
+/// An input opened and sampled: its source, its columns and their types (inferred,
+/// then overridden by the options), and what the sample showed.
+struct Opened {
+    src: Box<dyn Source>,
+    columns: Vec<String>,
+    types: Vec<ColumnType>,
+    notes: Vec<String>,
+    locale_hints: Vec<LocaleHint>,
+}
+
+impl Load<'_> {
+    /// Whether its inputs can be read again from their start (files, bytes in memory).
+    fn rereadable(&self) -> bool {
+        self.inputs
+            .iter()
+            .all(|i| matches!(i, Input::Path(_) | Input::Bytes { .. }))
+    }
+
+    /// The load's source, sampled, ready to give its rows: the one the plan kept, or
+    /// the inputs opened again (their sample must give the planned columns and types).
+    pub(crate) fn source(
+        &mut self,
+        opts: &ImportOptions,
+        progress: &Progress,
+    ) -> Result<Box<dyn Source>> {
+        if let Some(src) = self.source.take() {
+            return Ok(src);
+        }
+        if !self.rereadable() {
+            return Err(Error::internal(
+                "an input that cannot be read again was asked for twice",
+            ));
+        }
+        let again = self.open(opts, progress)?;
+        if again.columns != self.columns || again.types != self.types {
+            return Err(Error::schema(format!(
+                "{}: the input changed after the load was planned (its columns or their \
+                 types are not the ones its sample gave); run the load again",
+                self.inputs[0].display_name()
+            )));
+        }
+        Ok(again.src)
+    }
+
+    /// Opens the load's inputs and reads their sample.
+    fn open(&self, opts: &ImportOptions, progress: &Progress) -> Result<Opened> {
+        let input = &self.inputs[0];
+        let ro = &self.read;
+        let typed = ro.format.is_typed() || input.fixed_format() == Some(Format::Arrow);
+        if typed && (!opts.types.is_empty() || !opts.detect_types) {
+            return Err(Error::usage(format!(
+                "{}: the column types come from the input's schema; they cannot be set or turned off",
+                input.display_name()
+            )));
+        }
+        let mut src = if typed {
+            crate::source::open_typed(self.inputs.to_vec(), ro, progress)?
+        } else {
+            open_source(input, ro, progress)?
+        };
+        let sample = src.sample()?;
+        let locale_hints = sample
+            .locale
+            .iter()
+            .map(|(column, example, date_format)| LocaleHint {
+                input: input.display_name(),
+                column: column.clone(),
+                example: example.clone(),
+                date_format: date_format.clone(),
+            })
+            .collect();
+        let notes = sample
+            .notes
+            .iter()
+            .map(|n| format!("{}: {}", input.display_name(), n))
+            .collect();
+        let mut inferred: Vec<ColumnType> = sample
+            .guesses
+            .iter()
+            .map(|g| {
+                if opts.detect_types {
+                    g.resolve()
+                } else {
+                    ColumnType::Text
+                }
+            })
+            .collect();
+        inferred.resize(sample.columns.len(), ColumnType::Text);
+        if let Some(declared) = &sample.types {
+            inferred.clone_from(declared);
+        }
+        for (name, ty) in &opts.types {
+            match sample
+                .columns
+                .iter()
+                .position(|c| c.eq_ignore_ascii_case(name))
+            {
+                Some(i) => inferred[i] = *ty,
+                None => {
+                    return Err(Error::usage(format!(
+                    "a type is given for column {name:?}, but {} has no such column (columns: {})",
+                    input.display_name(),
+                    sample.columns.join(", ")
+                )))
+                }
+            }
+        }
+        Ok(Opened {
+            src,
+            columns: sample.columns,
+            types: inferred,
+            notes,
+            locale_hints,
+        })
+    }
+}
+
+/// The read options of `input`, and what sniffing found when it ran, with whether it
+/// changed anything the name and options alone would have given.
+fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(Dialect, bool)>)> {
+    let fixed = input.fixed_format();
+    let named = fixed
+        .or(opts.format)
+        .or_else(|| input.logical_path().and_then(|p| Format::from_path(&p)));
+    let delimited = |f: Option<Format>| f.is_none_or(|f| matches!(f, Format::Csv | Format::Tsv));
+    let open_question = named.is_none()
+        || (named == Some(Format::Csv)
+            && opts.delimiter.is_none()
+            && opts.quoting == Quoting::Default)
+        // Whether tab-separated fields are quoted is told from them, as for CSV.
+        || (named == Some(Format::Tsv) && opts.quoting == Quoting::Default)
+        || (opts.sniff_header && opts.read.header && opts.read.columns.is_none())
+        || opts.guess_encoding;
+    let mut dialect = if opts.sniff && fixed.is_none() && delimited(named) && open_question {
+        let given = Given {
+            format: named,
+            delimiter: opts.delimiter,
+            quote: match opts.quoting {
+                Quoting::Default => None,
+                Quoting::Char(c) => Some(Some(c)),
+                Quoting::Off => Some(None),
+            },
+            encoding: opts.read.encoding,
+        };
+        sniff::sniff_input(input, given)?
+    } else {
+        None
+    };
+    let format = match (named, &dialect) {
+        (Some(f), _) => f,
+        (None, Some(d)) => d.format,
+        (None, None) if input.logical_path().is_none() => Format::Csv,
+        (None, None) => {
+            return Err(Error::usage(format!(
+                "{}: cannot tell the format from the file name",
+                input.display_name()
+            ))
+            .with_hint(Hint::Format))
+        }
+    };
+    let mut ro = options_for_format(input, format, opts)?;
+    if let Some(d) = dialect.as_mut() {
+        if opts.guess_encoding && ro.encoding == Encoding::Utf8 && !d.valid_text {
+            d.encoding = Encoding::Latin1;
+            d.encoding_guessed = true;
+        }
+    }
+    if !ro.locale.is_empty() {
+        if !matches!(format, Format::Csv | Format::Tsv) {
+            return Err(Error::usage(format!(
+                "{}: decimal commas and date formats apply to delimited text (CSV, TSV), not to {format:?}",
+                input.display_name()
+            )));
+        }
+        ro.locale.rewrite()?;
+    }
+    let before = ro.clone();
+    if let Some(d) = &dialect {
+        if matches!(format, Format::Csv | Format::Tsv) {
+            if format == Format::Csv && opts.delimiter.is_none() {
+                ro.delimiter = d.delimiter;
+            }
+            // One rule for CSV and TSV: fields that start and end with a quote are quoted.
+            if opts.quoting == Quoting::Default {
+                ro.quote = d.quote;
+            }
+            if opts.sniff_header && opts.read.columns.is_none() && opts.read.header {
+                ro.header = d.header;
+            }
+        }
+        if ro.encoding == Encoding::Utf8 && d.encoding != Encoding::Utf8 {
+            // UTF-16 by its byte-order mark, or Windows-1252 guessed when asked to.
+            ro.encoding = d.encoding;
+        }
+    }
+    // What is reported is what is used: a delimiter, quote or header given by the
+    // caller stands in the dialect over what sniffing found.
+    if let Some(d) = dialect.as_mut() {
+        if matches!(format, Format::Csv | Format::Tsv) {
+            d.delimiter = ro.delimiter;
+            d.quote = ro.quote;
+            d.header = ro.header;
+        }
+        d.encoding = ro.encoding;
+    }
+    let changed = named.is_none()
+        || ro.delimiter != before.delimiter
+        || ro.quote != before.quote
+        || ro.header != before.header
+        || ro.encoding != before.encoding;
+    Ok((ro, dialect.map(|d| (d, changed))))
+}
+
+/// How a load with `opts` would read `input`: its read options, and what sniffing found
+/// when it ran. Nothing is loaded; the first bytes of standard input or a reader, read
+/// to sniff them, stay to be read.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use liteload::{read_plan, ImportOptions, Input};
+/// let input = Input::bytes("export.txt", &b"name;price\nApfel;1,5\n"[..]);
+/// let (read, sniffed) = read_plan(&input, &ImportOptions::default())?;
+/// assert_eq!(read.delimiter, b';');
+/// assert!(sniffed.is_some_and(|s| s.described.starts_with("';'-separated")));
+/// # Ok(()) }
+/// ```
+pub fn read_plan(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<Sniffed>)> {
+    let (ro, dialect) = resolve(input, opts)?;
+    Ok((
+        ro,
+        dialect.map(|(d, changed)| Sniffed {
+            input: input.display_name(),
+            described: d.describe(),
+            changed,
+            dialect: d,
+        }),
+    ))
+}
+
+/// A record of another width than the header's: if another delimiter makes every
+/// sampled record of that input the same width, the hint names it (the cause), not the
+/// ways to accept ragged rows.
+pub(crate) fn cause_hint(e: Error, inputs: &[Input], opts: &ImportOptions) -> Error {
+    if e.hint() != Some(Hint::Ragged) {
+        return e;
+    }
+    let Some(input) = e
+        .position()
+        .and_then(|p| inputs.iter().find(|i| i.display_name() == *p.path))
+    else {
+        return e;
+    };
+    // Standard input is not read again for a hint (a producer may still be writing):
+    // only bytes peeked before the load are looked at.
+    if matches!(input, Input::Stdin) && !crate::source::input::stdin_peeked() {
+        return e;
+    }
+    let Ok((used, _)) = resolve(input, opts) else {
+        return e;
+    };
+    let given = Given {
+        format: Some(Format::Csv),
+        delimiter: None,
+        quote: None,
+        encoding: used.encoding,
+    };
+    match sniff::sniff_input(input, given) {
+        Ok(Some(d)) if d.delimiter_found && d.delimiter != used.delimiter => {
+            e.with_hint(Hint::Delimiter(d.delimiter))
+        }
+        _ => e,
+    }
+}
+
+/// The read options of `input` read as `format`, before sniffing.
+fn options_for_format(input: &Input, format: Format, opts: &ImportOptions) -> Result<ReadOptions> {
+    if format == Format::Json && opts.read.skip_lines > 0 {
+        return Err(Error::usage(format!(
+            "{}: skipping lines applies to CSV, TSV and NDJSON, not to a JSON array",
+            input.display_name()
+        )));
+    }
+    let mut ro = opts.read.clone();
+    ro.format = format;
+    ro.delimiter = opts
+        .delimiter
+        .unwrap_or(if format == Format::Tsv { b'\t' } else { b',' });
+    ro.quote = match opts.quoting {
+        Quoting::Default if format == Format::Tsv => None,
+        Quoting::Default => Some(b'"'),
+        Quoting::Char(c) => Some(c),
+        Quoting::Off => None,
+    };
+    if matches!(format, Format::Csv | Format::Tsv) {
+        let shown = |b: u8| format!("{:?}", char::from(b));
+        if matches!(ro.delimiter, b'\n' | b'\r') {
+            return Err(Error::usage(format!(
+                "the delimiter {} ends lines: records could not be told apart",
+                shown(ro.delimiter)
+            )));
+        }
+        if let Some(q) = ro.quote {
+            if q == ro.delimiter || matches!(q, b'\n' | b'\r') {
+                return Err(Error::usage(format!(
+                    "the quote {} cannot be the delimiter or a line end",
+                    shown(q)
+                )));
+            }
+        }
+    }
+    Ok(ro)
+}

@@ -1,0 +1,532 @@
+//! The page writer as a sink ([`PageSink`]): one table's rows written page by page by
+//! `liteload-btree` into a file nothing else sees yet, its indexes after them, then the
+//! file put in place (a new database) or left for the side file's transfer (see
+//! [`super::side_file`]).
+//!
+//! A new database is built at [`crate::durability::temp_path`], synced, optionally
+//! checked by SQLite (`integrity_check` must say ok), and only then linked into place:
+//! an error, a cancel or a kill leaves no file at the target.
+
+use std::path::{Path, PathBuf};
+
+use liteload_btree::{DbWriter, DetachedTable, RecordBuilder, SeqFile, TableWriter, Value as Cell};
+
+use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
+use crate::batch::{Batch, Value};
+use crate::direct::{self, from_btree, IndexEntries, SortedEntries};
+use crate::durability::{self, Durability};
+use crate::error::{Error, Hint, Result};
+use crate::schema::quote_ident;
+use crate::summary::{Durable, Progress, Stage, Summary, Writer};
+use crate::table::{self, IndexSpec};
+use crate::types::ColumnType;
+
+/// Where the page writer's file goes.
+pub(crate) enum PageOut {
+    /// A new database at this path, built beside it and moved into place.
+    New(PathBuf),
+    /// An append's side file at this path, written through the page cache and left
+    /// there for the transfer (its owner removes it).
+    Side(PathBuf),
+}
+
+/// The page writer for one table of a new file.
+pub(crate) struct PageSink<'p> {
+    out: PageOut,
+    page_size: u32,
+    /// Indexes built after the rows.
+    indexes: Vec<IndexSpec>,
+    /// Bytes of index entries held in memory before they spill to sorted runs.
+    index_memory: usize,
+    verify: bool,
+    progress: &'p Progress,
+    /// The file being written while it is this sink's to remove (a failed or dropped
+    /// load removes it).
+    writing: Option<PathBuf>,
+    building: Option<Building>,
+    /// Notes of the page writer (a stale temp file removed, …).
+    notes: Vec<String>,
+    /// The table's CREATE TABLE once finished (with the columns it gained).
+    create: Option<String>,
+}
+
+/// The table being built.
+struct Building {
+    db: DbWriter<SeqFile>,
+    /// The table, set aside between calls (`None` only while a call holds it).
+    table: Option<DetachedTable>,
+    name: String,
+    /// Its columns as begun.
+    cols: Vec<(String, ColumnType)>,
+    create: String,
+    rows: Rows,
+    spill_dir: PathBuf,
+}
+
+impl<'p> PageSink<'p> {
+    /// A page writer into `out` with pages of `page_size` bytes, building `indexes`
+    /// after the rows (entries past `index_memory` bytes spill to sorted runs beside
+    /// the file); with `verify`, SQLite checks the file before it is put in place.
+    pub(crate) fn new(
+        out: PageOut,
+        page_size: u32,
+        indexes: Vec<IndexSpec>,
+        index_memory: usize,
+        verify: bool,
+        progress: &'p Progress,
+    ) -> Self {
+        PageSink {
+            out,
+            page_size,
+            indexes,
+            index_memory,
+            verify,
+            progress,
+            writing: None,
+            building: None,
+            notes: vec![],
+            create: None,
+        }
+    }
+
+    /// The table's CREATE TABLE as stored, once [`Sink::finish`] returned.
+    pub(crate) fn create_sql(&self) -> Option<&str> {
+        self.create.as_deref()
+    }
+
+    /// Runs `f` on the table writer, taken back from where it is set aside.
+    fn with_table<T>(
+        &mut self,
+        f: impl FnOnce(&mut Rows, &mut TableWriter<'_, SeqFile>) -> Result<T>,
+    ) -> Result<T> {
+        let b = self
+            .building
+            .as_mut()
+            .ok_or_else(|| Error::internal("rows came before the page writer's table"))?;
+        let detached = b
+            .table
+            .take()
+            .expect("the table is set aside between calls");
+        let mut t = b.db.attach(detached);
+        let out = f(&mut b.rows, &mut t);
+        b.table = Some(t.detach());
+        out
+    }
+}
+
+impl Drop for PageSink<'_> {
+    fn drop(&mut self) {
+        // Not finished: nothing of it may stay.
+        if let Some(path) = self.writing.take() {
+            self.building = None;
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+impl BatchSink for PageSink<'_> {
+    fn write_batch(
+        &mut self,
+        batch: &Batch,
+        _bad: &mut dyn FnMut(usize, Error) -> Result<()>,
+    ) -> Result<u64> {
+        self.with_table(|rows, t| rows.write(t, batch))
+    }
+
+    fn add_columns(&mut self, columns: &[(String, ColumnType)]) -> Result<()> {
+        self.with_table(|rows, t| rows.add_columns(t, columns))
+    }
+}
+
+impl Sink for PageSink<'_> {
+    fn begin(&mut self, sampled: &Sampled<'_>) -> Result<Begun> {
+        if self.building.is_some() || self.create.is_some() {
+            return Err(Error::internal("the page writer writes one table"));
+        }
+        let (name, columns) = (sampled.table, sampled.columns);
+        if columns.is_empty() {
+            return Err(Error::usage(format!(
+                "no columns for the new table {}: the input has no records to name them",
+                quote_ident(name)
+            )));
+        }
+        for ix in &self.indexes {
+            for c in &ix.columns {
+                if !columns.iter().any(|k| k.eq_ignore_ascii_case(c)) {
+                    return Err(Error::usage(format!(
+                        "index column {c:?}: table {} has no such column (columns: {})",
+                        quote_ident(name),
+                        columns.join(", ")
+                    )));
+                }
+            }
+        }
+        let cols: Vec<(String, ColumnType)> = columns
+            .iter()
+            .cloned()
+            .zip(sampled.types.iter().copied())
+            .collect();
+        crate::schema::check_new_table(name, columns.iter().map(String::as_str))?;
+        let create = table::create_sql(name, &cols, &[]);
+        // A new file is built beside its name; a side file is its own name.
+        let path = match &self.out {
+            PageOut::New(db) => {
+                direct::refuse_existing(db)?;
+                let (tmp, note) = durability::new_file_temp(db)?;
+                self.notes.extend(note);
+                tmp
+            }
+            PageOut::Side(side) => side.clone(),
+        };
+        let mut db = match self.out {
+            PageOut::New(_) => DbWriter::create(&path, self.page_size),
+            PageOut::Side(_) => DbWriter::create_buffered(&path, self.page_size),
+        }
+        .map_err(|e| from_btree(e, Some(&path)))?;
+        self.writing = Some(path.clone());
+        let spill_dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        let position = |c: &String| {
+            columns
+                .iter()
+                .position(|k| k.eq_ignore_ascii_case(c))
+                .expect("index columns were checked")
+        };
+        let gather: Vec<IndexEntries> = self
+            .indexes
+            .iter()
+            .map(|ix| IndexEntries::new(ix.columns.iter().map(position).collect()))
+            .collect();
+        let mut rows = Rows::new(1, (0..columns.len()).map(Some).collect()).with_indexes(
+            gather,
+            self.index_memory,
+            Some(spill_dir.clone()),
+        );
+        if sampled.grows {
+            rows = rows.growing(name, cols.clone());
+        }
+        let table = db.table(name, &create).detach();
+        self.building = Some(Building {
+            db,
+            table: Some(table),
+            name: name.to_string(),
+            cols,
+            create,
+            rows,
+            spill_dir,
+        });
+        Ok(Begun::Table(TablePlan {
+            table: name.to_string(),
+            columns: columns.to_vec(),
+            types: sampled.types.to_vec(),
+            may_alter: sampled.grows,
+        }))
+    }
+
+    fn wants_records(&self) -> bool {
+        // The parser encodes the records on its threads instead of the writer (10M-row
+        // TSV: see bench/README.md); index keys are read back from them.
+        true
+    }
+
+    fn finish(&mut self, summary: &mut Summary) -> Result<()> {
+        let Some(mut b) = self.building.take() else {
+            return Err(Error::internal("the page writer finished without a table"));
+        };
+        let path = self.writing.clone().expect("a table begun has its file");
+        let err = |e| from_btree(e, Some(&path));
+        let table = b
+            .table
+            .take()
+            .expect("the table is set aside between calls");
+        b.db.attach(table).finish().map_err(err)?;
+        let by_sqlite = write_indexes(&mut b, &self.indexes, self.progress)?;
+        b.db.finish().map_err(err)?;
+        direct::complete(&path, &by_sqlite, self.verify, self.progress)?;
+        // The table's text, with the columns it gained (the page writer stored the same).
+        let grown = b.rows.columns().filter(|c| c.len() != b.cols.len());
+        self.create = Some(match grown {
+            Some(cols) => table::create_sql(&b.name, cols, &[]),
+            None => std::mem::take(&mut b.create),
+        });
+        summary.rows_per_statement = 0;
+        summary.engine = Some(Writer::Direct);
+        summary.verified = self.verify;
+        if let PageOut::New(db) = &self.out {
+            durability::publish(&path, db)?;
+            summary.durability = Durable::Profile(Durability::AtomicNew);
+        }
+        // Published, or a side file its owner removes.
+        self.writing = None;
+        summary.notes.append(&mut self.notes);
+        Ok(())
+    }
+}
+
+/// Writes the indexes of table `b` whose entries were gathered; returns the CREATE
+/// INDEX of those whose entries were given up, for SQLite to build on the finished file.
+fn write_indexes(
+    b: &mut Building,
+    indexes: &[IndexSpec],
+    progress: &Progress,
+) -> Result<Vec<String>> {
+    progress.set_stage(Stage::Indexing);
+    let gathered = std::mem::take(&mut b.rows.indexes);
+    let (w, table_name, spill_dir) = (&mut b.db, &b.name, &b.spill_dir);
+    let mut by_sqlite = vec![];
+    for (ix, mut entries) in indexes.iter().zip(gathered) {
+        progress.check()?;
+        let (name, sql) = (ix.name(table_name), ix.stored_sql(table_name));
+        let unique_error = || {
+            Error::constraint(
+                Some(crate::error::UNIQUE),
+                None,
+                format!(
+                    "the index on {} ({}): two rows have the same key (UNIQUE constraint failed)",
+                    quote_ident(table_name),
+                    ix.columns.join(", ")
+                ),
+            )
+        };
+        if entries.spilled() {
+            // Runs on disk, merged into the page writer one entry at a time.
+            let keys = ix.columns.len();
+            let mut builder = w.index_builder(&name, table_name, &sql);
+            let mut last: Option<Vec<u8>> = None;
+            let mut merged = 0u64;
+            entries.merge(spill_dir, |rec| {
+                merged += 1;
+                if merged.is_multiple_of(1 << 20) {
+                    // A long merge stays cancellable.
+                    progress.check()?;
+                }
+                if ix.unique {
+                    if last
+                        .as_deref()
+                        .is_some_and(|l| liteload_btree::index::same_key(l, rec, keys))
+                    {
+                        return Err(unique_error());
+                    }
+                    last = Some(rec.to_vec());
+                }
+                builder
+                    .push(rec)
+                    .map_err(|e| Error::internal(format!("writing the index: {e}")))
+            })?;
+            builder
+                .finish()
+                .map_err(|e| Error::internal(format!("writing the index: {e}")))?;
+            continue;
+        }
+        let sorted = match entries.sorted() {
+            Some(sorted) => sorted,
+            None => {
+                by_sqlite.push(ix.sql(table_name));
+                continue;
+            }
+        };
+        if ix.unique && sorted.has_equal_keys(ix.columns.len()) {
+            return Err(unique_error());
+        }
+        match &sorted {
+            SortedEntries::IntPairs(pairs) => w.index_int_pairs(&name, table_name, &sql, pairs),
+            SortedEntries::Records(records) => w.index(&name, table_name, &sql, records),
+        }
+        .map_err(|e| Error::internal(format!("writing the index: {e}")))?;
+    }
+    Ok(by_sqlite)
+}
+
+/// What turns batches into a table's rows for the page writer: row `i` of the load gets
+/// rowid `first_rowid + i`, and its index entries are gathered as it goes.
+struct Rows {
+    next_rowid: i64,
+    /// For each table column: the batch column it comes from, or `None` for the rowid
+    /// alias. The batch columns appear in order: 0, 1, 2, …
+    layout: Vec<Option<usize>>,
+    /// Entries of the indexes to write after the table.
+    indexes: Vec<IndexEntries>,
+    /// The most bytes of index entries kept in memory (all indexes together).
+    index_memory: usize,
+    /// Where sorted runs of index entries go past `index_memory`; without it the
+    /// entries are given up instead.
+    spill_dir: Option<PathBuf>,
+    record: RecordBuilder,
+    /// For a table that may gain columns as the rows arrive (JSON keys first seen after
+    /// the sample): its name and columns so far (see [`Rows::growing`]).
+    growth: Option<(String, Vec<(String, ColumnType)>)>,
+}
+
+impl Rows {
+    /// Rows from rowid `first_rowid` on; `layout` gives, for each table column, the
+    /// batch column it comes from (in order) or `None` for NULL.
+    fn new(first_rowid: i64, layout: Vec<Option<usize>>) -> Self {
+        assert!(
+            layout
+                .iter()
+                .flatten()
+                .copied()
+                .eq(0..layout.iter().flatten().count()),
+            "the layout takes every batch column once, in order"
+        );
+        Rows {
+            next_rowid: first_rowid,
+            layout,
+            indexes: vec![],
+            index_memory: usize::MAX,
+            spill_dir: None,
+            record: RecordBuilder::new(),
+            growth: None,
+        }
+    }
+
+    /// Lets the table `name`, whose columns are `columns` (the layout's, in order),
+    /// gain columns at its end (see [`BatchSink::add_columns`]): rows written before hold
+    /// fewer columns, which SQLite reads as NULL, as after `ALTER TABLE ... ADD COLUMN`.
+    /// The table's text is rewritten to name them all.
+    fn growing(mut self, name: &str, columns: Vec<(String, ColumnType)>) -> Self {
+        debug_assert_eq!(columns.len(), self.layout.len());
+        self.growth = Some((name.to_string(), columns));
+        self
+    }
+
+    /// The table's columns, those it gained included (`None` unless [`Rows::growing`]).
+    fn columns(&self) -> Option<&[(String, ColumnType)]> {
+        self.growth.as_ref().map(|(_, c)| c.as_slice())
+    }
+
+    /// Also gathers the entries of these indexes (see [`Rows::into_indexes`]).
+    /// Past `memory` bytes in all (see [`IndexEntries::bytes`]) they are spilled to
+    /// sorted runs in `spill_dir` (see [`IndexEntries::merge`]), or without one given up
+    /// (see [`IndexEntries::given_up`]).
+    fn with_indexes(
+        mut self,
+        indexes: Vec<IndexEntries>,
+        memory: usize,
+        spill_dir: Option<PathBuf>,
+    ) -> Self {
+        self.indexes = indexes;
+        self.index_memory = memory;
+        self.spill_dir = spill_dir;
+        self
+    }
+
+    /// Spills (or gives up) every index's entries once they hold more than the memory
+    /// allowed.
+    fn check_index_memory(&mut self) -> Result<()> {
+        let held: usize = self.indexes.iter().map(IndexEntries::bytes).sum();
+        if held <= self.index_memory {
+            return Ok(());
+        }
+        for ix in &mut self.indexes {
+            match &self.spill_dir {
+                Some(dir) if !ix.given_up => ix.spill(dir)?,
+                _ => ix.give_up(),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Rows {
+    /// Writes `batch`'s rows into `table`.
+    fn write(&mut self, table: &mut TableWriter<'_, SeqFile>, batch: &Batch) -> Result<u64> {
+        let indexing = self.indexes.iter().any(|ix| !ix.given_up);
+        if let Some(records) = batch.records() {
+            // Rows the source encoded already, in column order (a load's layout takes
+            // every batch column in order): the index keys are read back from them.
+            debug_assert!(self.layout.iter().all(Option::is_some));
+            let mut key: Vec<Cell<'_>> = vec![];
+            for record in records.iter() {
+                table
+                    .push_record(self.next_rowid, record)
+                    .map_err(|e| from_btree(e, None))?;
+                for ix in self.indexes.iter_mut().filter(|ix| !ix.given_up) {
+                    key.clear();
+                    key.extend(
+                        ix.columns
+                            .iter()
+                            .map(|&c| record.column(c).unwrap_or(Cell::Null)),
+                    );
+                    ix.push(&key, self.next_rowid);
+                }
+                self.next_rowid += 1;
+            }
+            self.check_index_memory()?;
+            return Ok(batch.rows() as u64);
+        }
+        let mut cells: Vec<Cell<'_>> = Vec::with_capacity(self.layout.len());
+        for r in 0..batch.rows() {
+            // The layout takes batch columns in order (checked in `new`), so one pass
+            // over the row fills the table's columns.
+            let mut row = batch.row(r);
+            let record = &mut self.record;
+            record.clear();
+            cells.clear();
+            for from in &self.layout {
+                let cell = match from.and_then(|_| row.next()) {
+                    None | Some(Value::Null) => Cell::Null,
+                    Some(Value::Integer(i)) => Cell::Integer(i),
+                    Some(Value::Real(f)) => Cell::Real(f),
+                    Some(Value::Text(s)) => Cell::Text(s.as_bytes()),
+                    Some(Value::Blob(b)) => Cell::Blob(b),
+                };
+                record.value(&cell);
+                if indexing {
+                    cells.push(cell);
+                }
+            }
+            table
+                .push_built(self.next_rowid, record)
+                .map_err(|e| from_btree(e, None))?;
+            for ix in self.indexes.iter_mut().filter(|ix| !ix.given_up) {
+                let n = ix.columns.len();
+                if n <= 8 {
+                    let mut key = [Cell::Null; 8];
+                    for (k, &c) in key.iter_mut().zip(&ix.columns) {
+                        *k = cells[c];
+                    }
+                    ix.push(&key[..n], self.next_rowid);
+                } else {
+                    let key: Vec<Cell<'_>> = ix.columns.iter().map(|&c| cells[c]).collect();
+                    ix.push(&key, self.next_rowid);
+                }
+            }
+            self.next_rowid += 1;
+        }
+        self.check_index_memory()?;
+        Ok(batch.rows() as u64)
+    }
+
+    /// Adds `columns` at the table's end (see [`Rows::growing`]).
+    fn add_columns(
+        &mut self,
+        table: &mut TableWriter<'_, SeqFile>,
+        columns: &[(String, ColumnType)],
+    ) -> Result<()> {
+        let Some((name, cols)) = &mut self.growth else {
+            return Err(
+                Error::usage("the direct engine writes a fixed set of columns")
+                    .with_hint(Hint::SqliteEngine),
+            );
+        };
+        if cols.len() + columns.len() > crate::schema::MAX_COLUMNS {
+            return Err(Error::schema(format!(
+                "table {} would have {} columns, more than SQLite's limit of {}",
+                crate::schema::quote_ident(name),
+                cols.len() + columns.len(),
+                crate::schema::MAX_COLUMNS
+            )));
+        }
+        cols.extend_from_slice(columns);
+        crate::schema::check_new_table(name, cols.iter().map(|(c, _)| c.as_str()))?;
+        // The batch columns stay in table order: the new ones come last in both.
+        let first = self.layout.iter().flatten().count();
+        self.layout.extend((first..first + columns.len()).map(Some));
+        table.set_sql(&crate::table::create_sql(name, cols, &[]));
+        Ok(())
+    }
+}

@@ -1,0 +1,208 @@
+//! An rqlite cluster that holds data as a sink ([`ClusterSink`]): each table planned
+//! against an in-memory copy of the cluster's definition of it (the same checks as a
+//! load into a file), the statements that made the difference sent first, then the rows
+//! as `?transaction` requests, each recording its rows in the progress table, so a
+//! rerun after a kill goes on where the cluster stopped (see [`crate::rqlite`]).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::sqlite::plan_table;
+use super::{BatchSink, Begun, Sampled, Sink};
+use crate::batch::Batch;
+use crate::error::{Error, Result};
+use crate::options::ImportOptions;
+use crate::rqlite::client::Client;
+use crate::rqlite::load::{
+    cluster_table, create_progress_sql, mirror_of, plain, table_columns, LoadKey, Shape, TableLoad,
+};
+use crate::schema::quote_ident;
+use crate::summary::{Durable, Progress, Stage, Summary, Writer};
+use crate::types::ColumnType;
+
+/// A load into a cluster that holds data, table after table, its senders on `scope`.
+pub(crate) struct ClusterSink<'c, 'scope, 'env> {
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    client: &'c Client,
+    opts: &'c ImportOptions,
+    progress: &'c Progress,
+    shape: Shape,
+    in_flight: usize,
+    /// Tables this load created (lowercase).
+    created: HashSet<String>,
+    /// Tables loaded, in order, for the indexes.
+    loaded: Vec<String>,
+    current: Option<TableLoad<'c, 'scope>>,
+    notes: Vec<String>,
+}
+
+impl<'c, 'scope, 'env> ClusterSink<'c, 'scope, 'env>
+where
+    'c: 'scope,
+{
+    /// A load with `opts` through `client`, requests shaped by `shape`,
+    /// `in_flight` of them at once.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        client: &'c Client,
+        opts: &'c ImportOptions,
+        progress: &'c Progress,
+        shape: Shape,
+        in_flight: usize,
+    ) -> Self {
+        ClusterSink {
+            scope,
+            client,
+            opts,
+            progress,
+            shape,
+            in_flight,
+            created: HashSet::new(),
+            loaded: vec![],
+            current: None,
+            notes: vec![],
+        }
+    }
+
+    /// Ends the table begun last: the rest sent, every answer in, the load marked
+    /// finished.
+    fn end_table(&mut self) -> Result<()> {
+        if let Some(current) = self.current.take() {
+            self.progress.set_stage(Stage::Committing);
+            current.end()?;
+        }
+        Ok(())
+    }
+
+    fn current(&mut self) -> Result<&mut TableLoad<'c, 'scope>> {
+        self.current
+            .as_mut()
+            .ok_or_else(|| Error::internal("rows came before their table was begun"))
+    }
+}
+
+impl<'c, 'scope, 'env> BatchSink for ClusterSink<'c, 'scope, 'env>
+where
+    'c: 'scope,
+{
+    fn write_batch(
+        &mut self,
+        batch: &Batch,
+        bad: &mut dyn FnMut(usize, Error) -> Result<()>,
+    ) -> Result<u64> {
+        self.current()?.sink().write_batch(batch, bad)
+    }
+
+    fn add_columns(&mut self, columns: &[(String, ColumnType)]) -> Result<()> {
+        self.current()?.sink().add_columns(columns)
+    }
+}
+
+impl<'c, 'scope, 'env> Sink for ClusterSink<'c, 'scope, 'env>
+where
+    'c: 'scope,
+{
+    fn begin(&mut self, sampled: &Sampled<'_>) -> Result<Begun> {
+        self.end_table()?;
+        let client = self.client;
+        // The table is planned against a copy of the cluster's schema of it, in memory:
+        // the same checks as a load into a file, and the statements that made the
+        // difference are then run in the cluster.
+        let mirror = rusqlite::Connection::open_in_memory()
+            .map_err(|e| Error::sqlite("opening :memory:", e))?;
+        let before = cluster_table(client, sampled.table)?;
+        if let Some((_, sql)) = &before {
+            mirror
+                .execute_batch(sql)
+                .map_err(|e| Error::sqlite("copying the cluster's table definition", e))?;
+        }
+        let plan = plan_table(
+            &mirror,
+            sampled.table,
+            sampled.columns,
+            sampled.types,
+            self.opts,
+            &mut self.created,
+        )?;
+        let after: String = mirror
+            .query_row(
+                "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
+                [&plan.table],
+                |r| r.get(0),
+            )
+            .map_err(|e| Error::sqlite("reading the planned table", e))?;
+        let mut prelude = vec![plain(&create_progress_sql())];
+        match &before {
+            None => prelude.push(plain(&after)),
+            Some((name, sql)) if *sql != after => {
+                if self.created.contains(&name.to_ascii_lowercase()) {
+                    prelude.push(plain(&format!("DROP TABLE {}", quote_ident(name))));
+                    prelude.push(plain(&after));
+                } else {
+                    let had: Vec<String> = table_columns(&mirror_of(sql)?, name)?;
+                    for (c, t) in plan.columns.iter().zip(&plan.types) {
+                        if !had.iter().any(|h| h.eq_ignore_ascii_case(c)) {
+                            prelude.push(plain(&crate::table::add_column_sql(name, c, *t)));
+                        }
+                    }
+                }
+            }
+            Some(_) => {}
+        }
+        let input = sampled.input;
+        let primary_key: Vec<String> = mirror
+            .prepare("SELECT name FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk")
+            .and_then(|mut st| {
+                st.query_map([&plan.table], |r| r.get(0))?
+                    .collect::<rusqlite::Result<_>>()
+            })
+            .map_err(|e| Error::sqlite("reading the planned table's primary key", e))?;
+        let key = LoadKey {
+            input: input.display_name(),
+            table: plan.table.clone(),
+            input_bytes: input.size(),
+            primary_key,
+        };
+        if !self.loaded.contains(&plan.table) {
+            self.loaded.push(plan.table.clone());
+        }
+        let source: Arc<str> = sampled.source.into();
+        self.current = TableLoad::start(
+            self.scope,
+            client,
+            &plan.table,
+            &plan.columns,
+            key,
+            source,
+            prelude,
+            self.shape,
+            self.in_flight,
+            &mut self.notes,
+        )?;
+        Ok(match self.current {
+            Some(_) => Begun::Table(plan),
+            None => Begun::Skipped(plan),
+        })
+    }
+
+    fn finish(&mut self, summary: &mut Summary) -> Result<()> {
+        self.end_table()?;
+        for (t, ix) in self
+            .loaded
+            .iter()
+            .flat_map(|t| self.opts.indexes.iter().map(move |ix| (t, ix)))
+        {
+            self.progress.set_stage(Stage::Indexing);
+            let body = format!("[{}]", plain(&ix.sql(t)));
+            self.client
+                .execute(body.as_bytes(), true)
+                .map_err(Error::from)?;
+        }
+        summary.notes.append(&mut self.notes);
+        summary.durability = Durable::Cluster;
+        summary.engine = Some(Writer::Rqlite);
+        summary.rows_per_statement = 0;
+        Ok(())
+    }
+}
