@@ -12,7 +12,11 @@
 //! - `append`: into a file that holds another table already (the page writer's side file
 //!   and transfer where it applies, SQLite's insert path where not);
 //! - `connection`: into a connection the program holds, inside its transaction;
-//! - `null`: parsing alone (the rows are counted, nothing is written).
+//! - `null`: parsing alone (the rows are counted, nothing is written);
+//! - `rqlite`: into an rqlite node that holds data (rows as requests; with the `network`
+//!   feature, rqlited built on first use). A load that fails keeps what the cluster
+//!   committed before it (recorded, so that a rerun goes on), so after a refusal only
+//!   the error is compared.
 //!
 //! Every file is checked by `integrity_check`; after a refusal the target must be as it
 //! was (no new file, the old file byte for byte, the caller's transaction still usable).
@@ -47,6 +51,8 @@ enum Sink {
     Append,
     Connection,
     Null,
+    #[cfg(feature = "network")]
+    Rqlite,
 }
 
 /// What a case's input is made from.
@@ -84,6 +90,10 @@ struct Case {
     /// The refusal or the skipped records come from the table's constraints, which
     /// parsing alone does not see: the `null` writer counts every record.
     constraints: bool,
+    /// A record the table's constraints refuse is skipped (a bad-record budget) on
+    /// every writer but an rqlite cluster's, which stops the load at it instead (a
+    /// committed request keeps all its rows; docs/rqlite.md).
+    cluster_stops: bool,
 }
 
 /// A CSV file of `header` and `records`, every field quoted (quotes doubled).
@@ -142,6 +152,7 @@ fn csv_case(header: &[&str], types: &[&str], records: Vec<Vec<String>>) -> Case 
         },
         unsupported: &[],
         constraints: false,
+        cluster_stops: false,
     }
 }
 
@@ -227,29 +238,49 @@ fn huge_blob() -> Case {
         },
         unsupported: &[],
         constraints: false,
+        cluster_stops: false,
     }
 }
 
-/// Values that look numeric to one rule and not to another, after a sample of one record
-/// that makes the columns INTEGER, REAL and TEXT.
+/// Values that look numeric to one rule and not to another: each goes into columns made
+/// INTEGER, REAL and TEXT (by a sample of one record, or by the types given).
 const MISFITS: &[&str] = &[
     "007",
+    "02134",
+    "00501",
     " 42",
     "42 ",
     "+5",
     "-0",
     "-0.0",
     "1e3",
+    "1E+3",
     "1.0",
     "2.50",
     ".5",
     "5.",
+    "1e",
     "inf",
+    "-inf",
     "NaN",
+    "nan",
+    "Infinity",
     "0x1F",
+    "1_000",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "18446744073709551616",
+    "123456789012345678901234567890",
     "1e999",
+    "1e-999",
+    "١٢",
+    "１２",
+    "\u{a0}7",
     "9007199254740993",
     "3500000000000000.2500001",
+    "0.1",
+    "-",
     "abc",
     "",
 ];
@@ -257,6 +288,59 @@ const MISFITS: &[&str] = &[
 fn misfit_after_sample() -> Case {
     let mut records = strings(&[&["1", "1.5", "x"]]);
     records.extend(MISFITS.iter().map(|v| vec![v.to_string(); 3]));
+    let mut case = csv_case(&["i", "r", "t"], &["INTEGER", "REAL", "TEXT"], records);
+    case.options = |o| o.read.sample_rows = 1;
+    case
+}
+
+/// The same values in columns whose types are given, against what the sample says.
+fn misfit_given_types() -> Case {
+    let records: Vec<Vec<String>> = MISFITS.iter().map(|v| vec![v.to_string(); 3]).collect();
+    let mut case = csv_case(&["i", "r", "t"], &["INTEGER", "REAL", "TEXT"], records);
+    case.options = |o| {
+        *o = std::mem::take(o)
+            .column_type("i", liteload::ColumnType::Integer)
+            .column_type("r", liteload::ColumnType::Real)
+            .column_type("t", liteload::ColumnType::Text);
+    };
+    case
+}
+
+/// Numberish cells drawn from a fixed seed (digits, signs, dots, exponents, blanks and
+/// non-ASCII digits, 0 to 21 digits long) after a sample of one canonical record.
+fn numberish_cells() -> Case {
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let pick = |from: &[&str], at: u64| from[at as usize % from.len()].to_string();
+    let mut records = strings(&[&["1", "2.5", "z"]]);
+    for _ in 0..300 {
+        let mut row = vec![];
+        for _ in 0..3 {
+            let mut c = pick(&["", "", " ", "+", "-"], next(5));
+            let digits = next(22);
+            for _ in 0..digits {
+                c.push(char::from(b'0' + next(10) as u8));
+            }
+            if next(2) == 0 {
+                c.push('.');
+                for _ in 0..next(4) {
+                    c.push(char::from(b'0' + next(10) as u8));
+                }
+            }
+            if next(3) == 0 {
+                c += &pick(&["e", "E", "e+", "e-", "E-"], next(5));
+                c += &next(400).to_string();
+            }
+            c += &pick(&["", "", "", " ", "x", "٣"], next(6));
+            row.push(c);
+        }
+        records.push(row);
+    }
     let mut case = csv_case(&["i", "r", "t"], &["INTEGER", "REAL", "TEXT"], records);
     case.options = |o| o.read.sample_rows = 1;
     case
@@ -302,6 +386,7 @@ fn nan_and_infinities() -> Case {
         },
         unsupported: &[],
         constraints: false,
+        cluster_stops: false,
     }
 }
 
@@ -375,6 +460,7 @@ fn json_values() -> Case {
         },
         unsupported: &[],
         constraints: false,
+        cluster_stops: false,
     }
 }
 
@@ -385,6 +471,7 @@ fn empty_input() -> Case {
         expect: Expect::Refused(|k| matches!(k, ErrorKind::Input { .. })),
         unsupported: &[],
         constraints: false,
+        cluster_stops: false,
     }
 }
 
@@ -430,6 +517,33 @@ fn names_needing_quotes() -> Case {
     case
 }
 
+/// Indexes built after the rows, one of them UNIQUE, over keys of every kind (NULLs,
+/// which a UNIQUE index takes twice; integers at the edges; reals equal to integers;
+/// non-ASCII and NUL-free text of every length; text that misfits its column).
+fn indexed() -> Case {
+    let mut records = vec![];
+    for i in 0..500i64 {
+        let k = match i % 7 {
+            0 => String::new(),
+            1 => (i64::MAX - i).to_string(),
+            2 => (i64::MIN + i).to_string(),
+            3 => format!("{i}.0"),
+            4 => format!("{}é{i}", "x".repeat((i % 50) as usize)),
+            5 => format!("{}", i * 1_000_003),
+            _ => format!("{}.{}", i, i % 10 + 1),
+        };
+        records.push(vec![i.to_string(), k, format!("g{}", i % 13)]);
+    }
+    let mut case = csv_case(&["id", "k", "g"], &["INTEGER", "INTEGER", "TEXT"], records);
+    case.options = |o| {
+        o.read.sample_rows = 2;
+        *o = std::mem::take(o)
+            .index(["k"], true)
+            .index(["g", "id"], false);
+    };
+    case
+}
+
 fn duplicate_keys() -> Case {
     let mut case = csv_case(
         &["id", "v"],
@@ -462,6 +576,7 @@ fn duplicate_keys_skipped() -> Case {
         rows: csv_values(&["INTEGER", "TEXT"], &strings(&[&["1", "a"], &["2", "b"]])),
         rejects: 1,
     };
+    case.cluster_stops = true;
     case
 }
 
@@ -543,6 +658,7 @@ fn cancel_midway() -> Case {
         expect: Expect::Refused(|k| matches!(k, ErrorKind::Interrupted)),
         unsupported: &[],
         constraints: false,
+        cluster_stops: false,
     }
 }
 
@@ -562,6 +678,7 @@ fn source_error_midway() -> Case {
         }),
         unsupported: &[],
         constraints: false,
+        cluster_stops: false,
     }
 }
 
@@ -603,6 +720,7 @@ fn text_in_every_column_type() -> Case {
         },
         unsupported: &[],
         constraints: false,
+        cluster_stops: false,
     }
 }
 
@@ -613,6 +731,8 @@ enum Outcome {
     Table {
         columns: Vec<(String, String)>,
         rows: Vec<Vec<Value>>,
+        /// The columns of each index on `t`, in order.
+        indexes: Vec<Vec<String>>,
         summary: Summary,
     },
     Counted(Summary),
@@ -649,6 +769,23 @@ fn read_table(conn: &Connection) -> R<(Columns, Vec<Vec<Value>>)> {
         .query_map([], |r| (0..n).map(|i| r.get::<_, Value>(i)).collect())?
         .collect::<Result<Vec<Vec<Value>>, _>>()?;
     Ok((columns, rows))
+}
+
+/// The key columns of each index on `t`, by index name.
+fn indexes_of(conn: &Connection) -> R<Vec<Vec<String>>> {
+    let names: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_index_list('t') ORDER BY name")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let mut out = vec![];
+    for name in names {
+        let cols: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_index_info(?1) ORDER BY seqno")?
+            .query_map([&name], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        out.push(cols);
+    }
+    Ok(out)
 }
 
 /// The reference: a table declared with `columns`, one `INSERT` per record binding
@@ -711,10 +848,13 @@ fn run(sink: Sink, case: &Case) -> R<Outcome> {
                     Outcome::Counted(summary)
                 }
                 Ok(summary) => {
-                    let (columns, rows) = read_table(&Connection::open(&db)?)?;
+                    let conn = Connection::open(&db)?;
+                    let (columns, rows) = read_table(&conn)?;
+                    let indexes = indexes_of(&conn)?;
                     Outcome::Table {
                         columns,
                         rows,
+                        indexes,
                         summary,
                     }
                 }
@@ -743,9 +883,11 @@ fn run(sink: Sink, case: &Case) -> R<Outcome> {
                     let kept: String = conn.query_row("SELECT x FROM other", [], |r| r.get(0))?;
                     assert_eq!(kept, "kept");
                     let (columns, rows) = read_table(&conn)?;
+                    let indexes = indexes_of(&conn)?;
                     Outcome::Table {
                         columns,
                         rows,
+                        indexes,
                         summary,
                     }
                 }
@@ -762,6 +904,35 @@ fn run(sink: Sink, case: &Case) -> R<Outcome> {
                 }
             }
         }
+        #[cfg(feature = "network")]
+        Sink::Rqlite => {
+            let node = node::Node::start(dir.path())?;
+            node.execute("CREATE TABLE other(x)")?;
+            node.execute("INSERT INTO other VALUES ('kept')")?;
+            let target = liteload::rqlite::RqliteTarget::parse(&node.url())?;
+            let mut ropts = liteload::rqlite::RqliteOptions::default();
+            ropts.boot = liteload::rqlite::Boot::Never;
+            let result = liteload::rqlite::import(&target, &inputs, &opts, &ropts, &progress);
+            let copy = dir.path().join("cluster.db");
+            node.backup(&copy)?;
+            let conn = Connection::open(&copy)?;
+            let kept: String = conn.query_row("SELECT x FROM other", [], |r| r.get(0))?;
+            assert_eq!(kept, "kept");
+            match result {
+                Ok(summary) => {
+                    assert_eq!(summary.engine, Some(Writer::Rqlite));
+                    let (columns, rows) = read_table(&conn)?;
+                    let indexes = indexes_of(&conn)?;
+                    Outcome::Table {
+                        columns,
+                        rows,
+                        indexes,
+                        summary,
+                    }
+                }
+                Err(e) => Outcome::Refused(e),
+            }
+        }
         Sink::Connection => {
             existing_file(&db)?;
             let mut conn = Connection::open(&db)?;
@@ -773,9 +944,11 @@ fn run(sink: Sink, case: &Case) -> R<Outcome> {
             let outcome = match result {
                 Ok(summary) => {
                     let (columns, rows) = read_table(&tx)?;
+                    let indexes = indexes_of(&tx)?;
                     Outcome::Table {
                         columns,
                         rows,
+                        indexes,
                         summary,
                     }
                 }
@@ -808,6 +981,22 @@ fn check(sink: Sink, case: Case) -> R {
             _ => panic!("{sink:?} took a case it is said not to take"),
         }
     }
+    #[cfg(feature = "network")]
+    if case.cluster_stops && sink == Sink::Rqlite {
+        // Stopped at the refused record (SQLITE_CONSTRAINT_PRIMARYKEY), with its place.
+        match outcome {
+            Outcome::Refused(e) => match e.kind() {
+                ErrorKind::Constraint {
+                    code: Some(1555),
+                    pos: Some(pos),
+                    ..
+                } => assert_eq!((pos.line, pos.record), (4, 3)),
+                _ => panic!("{sink:?} refused with the wrong kind: {e:?}"),
+            },
+            _ => panic!("{sink:?} did not stop at the refused record"),
+        }
+        return Ok(());
+    }
     if let (true, Outcome::Counted(summary)) = (case.constraints, &outcome) {
         assert!(summary.rows > 0);
         return Ok(());
@@ -834,10 +1023,21 @@ fn check(sink: Sink, case: Case) -> R {
             Outcome::Table {
                 columns: got_columns,
                 rows,
+                indexes,
                 summary,
             },
         ) => {
             assert_eq!(&got_columns, columns, "{sink:?}: the columns");
+            // The indexes asked for, each on its columns (integrity_check has held each
+            // to the table's rows).
+            let mut opts = ImportOptions::default();
+            (case.options)(&mut opts);
+            let mut asked: Vec<Vec<String>> =
+                opts.indexes.iter().map(|ix| ix.columns.clone()).collect();
+            let mut indexes = indexes;
+            asked.sort();
+            indexes.sort();
+            assert_eq!(indexes, asked, "{sink:?}: the indexes");
             assert_eq!(summary.rows, values.len() as u64);
             assert_eq!(summary.rejects, *rejects);
             let want = reference(columns, values)?;
@@ -883,9 +1083,10 @@ macro_rules! cases {
         mod $sink {
             use super::*;
             cases!(@each $kind;
-                nul, non_ascii, huge_text, misfit_after_sample, negative_zero, integer_edges,
+                nul, non_ascii, huge_text, misfit_after_sample, misfit_given_types,
+                numberish_cells, negative_zero, integer_edges,
                 json_values, empty_input, header_only, two_thousand_columns,
-                names_colliding_by_case, names_needing_quotes, duplicate_keys,
+                names_colliding_by_case, names_needing_quotes, indexed, duplicate_keys,
                 duplicate_keys_skipped, rejects, cancel_midway, source_error_midway);
             #[cfg(feature = "arrow")]
             mod arrow {
@@ -909,3 +1110,138 @@ cases!(direct, Sink::Direct);
 cases!(append, Sink::Append);
 cases!(connection, Sink::Connection);
 cases!(null, Sink::Null);
+#[cfg(feature = "network")]
+cases!(rqlite, Sink::Rqlite);
+
+// ---- an rqlite node, for the `rqlite` writer ----
+
+/// One rqlited node on 127.0.0.1 with a database of its own, stopped when dropped
+/// (rqlited v8.43.4, built by bench/rqlite/build-rqlited.sh on first use and kept under
+/// target/, as the command's cluster tests build it; `LITELOAD_RQLITED` names another).
+#[cfg(feature = "network")]
+mod node {
+    use std::net::TcpListener;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::sync::{Mutex, OnceLock};
+    use std::time::{Duration, Instant};
+
+    use super::R;
+
+    fn rqlited() -> PathBuf {
+        static BUILT: OnceLock<PathBuf> = OnceLock::new();
+        BUILT
+            .get_or_init(|| {
+                if let Some(p) = std::env::var_os("LITELOAD_RQLITED") {
+                    return PathBuf::from(p);
+                }
+                let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+                let dest = workspace.join("target/rqlited-v8.43.4/rqlited");
+                let st = Command::new("sh")
+                    .arg(workspace.join("bench/rqlite/build-rqlited.sh"))
+                    .arg(&dest)
+                    .status()
+                    .expect("running build-rqlited.sh");
+                assert!(st.success(), "building rqlited failed");
+                dest
+            })
+            .clone()
+    }
+
+    /// Nodes start one at a time (ports are picked free, then bound by rqlited).
+    static PORTS: Mutex<()> = Mutex::new(());
+
+    fn free_port() -> R<u16> {
+        Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    }
+
+    pub(super) struct Node {
+        http: u16,
+        child: Child,
+        agent: ureq::Agent,
+    }
+
+    impl Node {
+        /// Starts a node whose data lives in `dir`, and waits until it leads.
+        pub(super) fn start(dir: &Path) -> R<Node> {
+            let bin = rqlited();
+            let _g = PORTS.lock().unwrap_or_else(|p| p.into_inner());
+            let (http, raft) = (free_port()?, free_port()?);
+            let log = std::fs::File::create(dir.join("rqlited.log"))?;
+            let child = Command::new(bin)
+                .arg("-node-id")
+                .arg("n0")
+                .arg("-http-addr")
+                .arg(format!("127.0.0.1:{http}"))
+                .arg("-raft-addr")
+                .arg(format!("127.0.0.1:{raft}"))
+                .arg(dir.join("data"))
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()?;
+            let agent: ureq::Agent = ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_global(Some(Duration::from_secs(30)))
+                .build()
+                .into();
+            let node = Node { http, child, agent };
+            let start = Instant::now();
+            loop {
+                let ready = node
+                    .agent
+                    .get(format!("{}/readyz", node.api()))
+                    .call()
+                    .is_ok_and(|r| r.status() == 200);
+                if ready {
+                    return Ok(node);
+                }
+                if start.elapsed() > Duration::from_secs(60) {
+                    return Err("rqlited was not ready in 60 s".into());
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+
+        fn api(&self) -> String {
+            format!("http://127.0.0.1:{}", self.http)
+        }
+
+        /// The target liteload writes to.
+        pub(super) fn url(&self) -> String {
+            format!("rqlite://127.0.0.1:{}", self.http)
+        }
+
+        /// Runs `sql` in the node's database.
+        pub(super) fn execute(&self, sql: &str) -> R {
+            let body = serde_json::to_vec(&[sql])?;
+            let mut resp = self
+                .agent
+                .post(format!("{}/db/execute", self.api()))
+                .header("Content-Type", "application/json")
+                .send(&body[..])?;
+            let text = resp.body_mut().read_to_string()?;
+            if resp.status() != 200 || text.contains("\"error\"") {
+                return Err(format!("{sql}: {text}").into());
+            }
+            Ok(())
+        }
+
+        /// The node's database, copied whole into `path` (rqlite's backup).
+        pub(super) fn backup(&self, path: &Path) -> R {
+            let mut resp = self.agent.get(format!("{}/db/backup", self.api())).call()?;
+            if resp.status() != 200 {
+                return Err(format!("backup: status {}", resp.status()).into());
+            }
+            let bytes = resp.body_mut().with_config().limit(1 << 30).read_to_vec()?;
+            std::fs::write(path, bytes)?;
+            Ok(())
+        }
+    }
+
+    impl Drop for Node {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
