@@ -63,7 +63,9 @@ pub enum Quoting {
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ImportOptions {
-    /// Read options; `format`, `delimiter` and `quote` there are overridden per input.
+    /// Read options. Their `format`, `delimiter` and `quote` are what a plan resolves
+    /// for each input ([`crate::read_plan`] shows them): a load refuses them set, so
+    /// that each has one place, the fields below.
     pub read: ReadOptions,
     /// The format of every input; `None` means "from each file's extension".
     pub format: Option<Format>,

@@ -346,6 +346,18 @@ pub(crate) fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result
             )));
         }
     }
+    // One place for each: the load's format, delimiter and quote are its own fields;
+    // those of `read` are what the plan resolves per input, and would be ignored.
+    let unread = ReadOptions::default();
+    if (opts.read.format, opts.read.delimiter, opts.read.quote)
+        != (unread.format, unread.delimiter, unread.quote)
+    {
+        return Err(Error::usage(
+            "the format, delimiter and quote of a load are set on the load's own options \
+             (format, delimiter, quoting); those of its read options are what the plan \
+             resolves for each input, and must be left at their defaults",
+        ));
+    }
     if opts.read.max_record_bytes == 0 {
         return Err(Error::usage(
             "the longest record allowed is 0 bytes: no record could be loaded",

@@ -572,3 +572,41 @@ fn a_cancel_stops_a_trickling_reader_at_its_next_read_and_reset_makes_progress_r
     }
     Ok(())
 }
+
+/// The format, delimiter and quote have one place each, the load's own options: set on
+/// its read options (what a plan resolves per input), they are refused, not ignored;
+/// set where they belong, they are what the plan reads with.
+#[test]
+fn format_delimiter_and_quote_have_one_place() -> R {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("x.db");
+    let input = || Input::bytes("t.txt", b"a|b\n'1|2'|3\n".to_vec());
+    let refused: [fn(&mut ImportOptions); 3] = [
+        |o| o.read.delimiter = b'|',
+        |o| o.read.quote = Some(b'\''),
+        |o| o.read.format = Format::Tsv,
+    ];
+    for set in refused {
+        let mut o = ImportOptions::default();
+        set(&mut o);
+        let e = import(&db, &[input()], &o, &Progress::default()).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::Usage(_)), "{e}");
+        assert!(e.to_string().contains("delimiter"), "{e}");
+        assert!(!db.exists());
+    }
+    let o = ImportOptions::default()
+        .format(Format::Csv)
+        .delimiter(b'|')
+        .quoting(liteload::Quoting::Char(b'\''))
+        .table("t");
+    let (read, _) = liteload::read_plan(&input(), &o)?;
+    assert_eq!(
+        (read.format, read.delimiter, read.quote),
+        (Format::Csv, b'|', Some(b'\''))
+    );
+    import(&db, &[input()], &o, &Progress::default())?;
+    let row: (String, i64) =
+        checked(&db)?.query_row("SELECT a, b FROM t", [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    assert_eq!(row, ("1|2".to_string(), 3));
+    Ok(())
+}
