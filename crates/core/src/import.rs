@@ -247,7 +247,7 @@ pub(crate) fn load(
     };
     let rejects = Mutex::new(Rejects::new(opts.rejects.as_deref(), opts.max_errors)?);
     for load in &mut plan.loads {
-        let mut src = load.source(opts, progress)?;
+        let mut src = load.source(opts, progress, &mut summary)?;
         let source = load.inputs[0].display_name();
         let sampled = Sampled {
             input: &load.inputs[0],

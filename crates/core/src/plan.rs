@@ -3,16 +3,18 @@
 //! and which table it goes to, and the one writer that takes them all ([`Road`]),
 //! chosen in [`choose_road`] for the library, the command and the Python package alike.
 //!
-//! Each input is opened and its sample read here, so its columns and types are in the
-//! plan too: a problem with any input (a type given for a column it lacks, a table name
-//! SQLite refuses, an input that cannot be read) stops the load before anything is
-//! written. The sampled source is kept for the load where it cannot be opened again
-//! (standard input, a reader, the program's rows) and for the first load; the others
-//! are opened again when their turn comes ([`Load::source`]), so a load of many files
-//! holds one of them open at a time.
+//! The first load's inputs, and every input that can be read only once (standard input,
+//! a reader, the program's rows), are opened and sampled here, so their columns and
+//! types are in the plan: for a load of one input (the page writer's, the side file's)
+//! everything is known before any writer is touched, and the side file is chosen only
+//! for a table whose columns the sample has in order. The other files of a load of
+//! many are sampled when their turn comes ([`Load::source`]), still before their table
+//! is begun, so that one sample is held at a time: sampling them all here held them all
+//! (40 files of 100k rows: 25 MB resident became 210 MB), and sampling them twice cost
+//! 16-24% of such a load (bench/README.md). A problem found then rolls the load back
+//! with everything else.
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 
 use crate::append::{self, Destination};
 use crate::durability::Durability;
@@ -63,13 +65,16 @@ pub(crate) struct Load<'i> {
     pub(crate) read: ReadOptions,
     /// The table they go to, as the options or the file name give it.
     pub(crate) table: String,
-    /// The columns, from the sample, in the order the batches carry them.
+    /// The columns, from the sample, in the order the batches carry them (once sampled:
+    /// see the module's docs).
     pub(crate) columns: Vec<String>,
     /// Their types: inferred from the sample (or the input's schema), then those the
     /// options give.
     pub(crate) types: Vec<ColumnType>,
-    /// The source opened and sampled, while the plan keeps it (see the module's docs).
+    /// The source opened and sampled, until [`Load::source`] hands it out.
     source: Option<Box<dyn Source>>,
+    /// Whether the inputs were sampled (by the plan, or by [`Load::source`]).
+    sampled: bool,
 }
 
 /// A load's plan: its loads in order and the writer.
@@ -123,24 +128,20 @@ pub(crate) fn plan<'i>(
             columns: vec![],
             types: vec![],
             source: None,
+            sampled: false,
         });
     }
     let (mut notes, mut locale_hints) = (vec![], vec![]);
     for (i, load) in loads.iter_mut().enumerate() {
-        let counted = progress.bytes_read.load(Ordering::Relaxed);
+        if i > 0 && load.rereadable() {
+            continue;
+        }
         let sampled = load.open(opts, progress)?;
         (load.columns, load.types) = (sampled.columns, sampled.types);
         notes.extend(sampled.notes);
         locale_hints.extend(sampled.locale_hints);
-        if i == 0 || !load.rereadable() {
-            load.source = Some(sampled.src);
-        } else {
-            // Read again from its start when its turn comes: what the sample read then
-            // is counted then.
-            drop(sampled.src);
-            let read = progress.bytes_read.load(Ordering::Relaxed) - counted;
-            progress.bytes_read.fetch_sub(read, Ordering::Relaxed);
-        }
+        load.source = Some(sampled.src);
+        load.sampled = true;
     }
     let road = choose_road(dest, &loads, opts)?;
     Ok(ImportPlan {
@@ -384,12 +385,16 @@ impl Load<'_> {
             .all(|i| matches!(i, Input::Path(_) | Input::Bytes { .. }))
     }
 
-    /// The load's source, sampled, ready to give its rows: the one the plan kept, or
-    /// the inputs opened again (their sample must give the planned columns and types).
+    /// The load's source, sampled, ready to give its rows: the one the plan holds, or
+    /// the inputs opened and sampled now (their columns and types are then set, and
+    /// the sample's notes go to `summary`); a load sampled and handed out before (a
+    /// side file declined it) is opened again, and its sample must give the same
+    /// columns and types.
     pub(crate) fn source(
         &mut self,
         opts: &ImportOptions,
         progress: &Progress,
+        summary: &mut crate::summary::Summary,
     ) -> Result<Box<dyn Source>> {
         if let Some(src) = self.source.take() {
             return Ok(src);
@@ -400,7 +405,12 @@ impl Load<'_> {
             ));
         }
         let again = self.open(opts, progress)?;
-        if again.columns != self.columns || again.types != self.types {
+        if !self.sampled {
+            (self.columns, self.types) = (again.columns, again.types);
+            self.sampled = true;
+            summary.notes.extend(again.notes);
+            summary.locale_hints.extend(again.locale_hints);
+        } else if again.columns != self.columns || again.types != self.types {
             return Err(Error::schema(format!(
                 "{}: the input changed after the load was planned (its columns or their \
                  types are not the ones its sample gave); run the load again",
