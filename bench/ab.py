@@ -3,8 +3,9 @@
 first, odd ones the new), medians; every database is checked (integrity_check, row count).
 With `more` as a fourth argument, also: generate 10M rows (write-up 004's table), the
 10M-row TSV with an index on Stop, the same TSV appended to a file that holds another
-table (the side-file path), and a 5M-row Parquet file (bench/parquet.py writes one; its
-path in AB_PARQUET).
+table (the side-file path), a 5M-row Parquet file (bench/parquet.py writes one; its
+path in AB_PARQUET), and the TSV's first 4M rows cut into 40 files (written under
+/tmp/bench/parts on first use), loaded into one table and into a table each.
 
     python3 bench/gen_transit.py 10000000 /tmp/bench/t10m.tsv
     python3 bench/gen_feed.py 1000000 300000 /tmp/bench/feed1m.jsonl
@@ -30,6 +31,19 @@ if len(sys.argv) > 4 and sys.argv[4] == "more":
     jobs["import 10M TSV, index on Stop"] = (["import", "{db}", f"{W}/t10m.tsv", "--table", "t", "--index", "Stop", "-q"], "SELECT count(*) FROM t", 10_000_000)
     jobs["append 10M TSV to a file with a table"] = (["import", "{db}", f"{W}/t10m.tsv", "--table", "t", "-q"], "SELECT count(*) FROM t", 10_000_000)
     setup["append 10M TSV to a file with a table"] = other_table
+    parts = f"{W}/parts"
+    if not os.path.isdir(parts):
+        os.makedirs(parts)
+        with open(f"{W}/t10m.tsv") as f:
+            header = f.readline()
+            for k in range(40):
+                with open(f"{parts}/p{k:02}.tsv", "w") as out:
+                    out.write(header)
+                    for _ in range(100_000):
+                        out.write(f.readline())
+    files = sorted(f"{parts}/{n}" for n in os.listdir(parts) if n.endswith(".tsv"))
+    jobs["import 40 TSV files into one table"] = (["import", "{db}", *files, "--table", "t", "-q"], "SELECT count(*) FROM t", 4_000_000)
+    jobs["import 40 TSV files, a table each"] = (["import", "{db}", *files, "-q"], "SELECT count(*) FROM sqlite_schema", 40)
     pq = os.environ.get("AB_PARQUET", f"{W}/p5m.parquet")
     if os.path.exists(pq):
         jobs["import 5M-row Parquet"] = (["import", "{db}", pq, "--table", "t", "-q"], "SELECT count(*) FROM t", None)
