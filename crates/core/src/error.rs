@@ -79,7 +79,7 @@ pub enum Hint {
     LineLimit,
     /// The input is one JSON object per line ([`crate::Format::Ndjson`]).
     JsonLines,
-    /// SQLite's insert path can do this where the page writer cannot ([`crate::direct::Engine::Sqlite`]).
+    /// SQLite's insert path can do this where the page writer cannot ([`crate::Engine::Sqlite`]).
     SqliteEngine,
     /// Allow columns to be added to an existing table ([`crate::ImportOptions::alter`]).
     Alter,
