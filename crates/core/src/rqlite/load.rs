@@ -869,6 +869,24 @@ impl<'c, 'scope> TableLoad<'c, 'scope> {
         &mut self.sink
     }
 
+    /// Stops after a failed load: the queue closes (what is in it is still sent, each
+    /// request a whole transaction), the senders finish; returns the first error one of
+    /// them met. The load is not marked finished.
+    pub(crate) fn abandon(self) -> Option<Error> {
+        let TableLoad {
+            sink,
+            senders,
+            failed,
+            ..
+        } = self;
+        drop(sink);
+        for h in senders {
+            let _ = h.join();
+        }
+        let e = failed.lock().unwrap_or_else(|p| p.into_inner()).take();
+        e
+    }
+
     /// Sends the rest, waits for every answer, then marks the load finished. Returns
     /// the rows this run wrote. A sender's failure comes first.
     pub(crate) fn end(self) -> Result<u64> {

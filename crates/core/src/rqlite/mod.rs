@@ -258,7 +258,12 @@ fn import_rows(
     let mut summary = std::thread::scope(|scope| {
         let mut sink =
             ClusterSink::new(scope, client, opts, progress, shape(ropts), ropts.in_flight);
-        crate::import::load(&mut plan, &mut sink, opts, progress)?.done()
+        match crate::import::load(&mut plan, &mut sink, opts, progress) {
+            Ok(loaded) => loaded.done(),
+            // A request the cluster refused stops the load: its error (the refused row,
+            // with its place) is the cause of whatever stopped the rows after it.
+            Err(e) => Err(sink.abandon().unwrap_or(e)),
+        }
     })?;
     summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
     summary::finish(&mut summary, start);

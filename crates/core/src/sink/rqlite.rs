@@ -75,6 +75,12 @@ where
         Ok(())
     }
 
+    /// After a failed load: stops the table's senders (what they were sending is sent)
+    /// and returns the first error one of them met, if any.
+    pub(crate) fn abandon(&mut self) -> Option<Error> {
+        self.current.take().and_then(TableLoad::abandon)
+    }
+
     fn current(&mut self) -> Result<&mut TableLoad<'c, 'scope>> {
         self.current
             .as_mut()
