@@ -542,7 +542,8 @@ fn kill_dash_nine_at_random_moments_loses_nothing_before_the_stored_position() -
 }
 
 /// Runs liteload to its end and returns (success, stderr).
-fn run_to_end(dir: &Path, args: &[&str]) -> Result<(bool, String), E> {
+/// Runs the client until it exits; its exit code (-1 for a signal) and stderr.
+fn run_to_end(dir: &Path, args: &[&str]) -> Result<(i32, String), E> {
     let mut child = spawn_ingest(dir, args)?;
     let deadline = Instant::now() + Duration::from_secs(60);
     while child.try_wait()?.is_none() {
@@ -552,8 +553,8 @@ fn run_to_end(dir: &Path, args: &[&str]) -> Result<(bool, String), E> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let ok = child.wait()?.success();
-    Ok((ok, stderr_of(&mut child)))
+    let code = child.wait()?.code().unwrap_or(-1);
+    Ok((code, stderr_of(&mut child)))
 }
 
 #[test]
@@ -573,16 +574,20 @@ fn a_wrong_certificate_a_refused_connection_and_a_rejected_init_line_are_clear_e
     init_file(d.path(), SECRET)?;
     let mut args = client_args(&server.addr, "a.db");
     args[8] = "other-ca.pem";
-    let (ok, err) = run_to_end(d.path(), &args)?;
-    assert!(!ok);
-    assert!(err.contains("certificate is not trusted"), "{err}");
+    let (code, err) = run_to_end(d.path(), &args)?;
+    // A server that cannot be trusted is the server's failure, not bad usage (exit 3).
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("feed server") && err.contains("certificate is not trusted"),
+        "{err}"
+    );
     assert!(!err.contains("hunter2"), "{err}");
 
     // Nothing listens there.
     let free = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let closed = format!("localhost:{free}");
-    let (ok, err) = run_to_end(d.path(), &client_args(&closed, "b.db"))?;
-    assert!(!ok);
+    let (code, err) = run_to_end(d.path(), &client_args(&closed, "b.db"))?;
+    assert_ne!(code, 0);
     assert!(
         err.contains(&format!("connecting to {closed}")) && err.to_lowercase().contains("refused"),
         "{err}"
@@ -590,8 +595,8 @@ fn a_wrong_certificate_a_refused_connection_and_a_rejected_init_line_are_clear_e
 
     // Wrong credentials: the server answers and closes.
     init_file(d.path(), "user alice password wrong-hunter2")?;
-    let (ok, err) = run_to_end(d.path(), &client_args(&server.addr, "c.db"))?;
-    assert!(!ok);
+    let (code, err) = run_to_end(d.path(), &client_args(&server.addr, "c.db"))?;
+    assert_eq!(code, 3, "{err}");
     assert!(
         err.contains("bad credentials") && err.contains("after the init line"),
         "{err}"
@@ -603,12 +608,13 @@ fn a_wrong_certificate_a_refused_connection_and_a_rejected_init_line_are_clear_e
     let mut plain = client_args(&server.addr, "d.db");
     plain[7] = "--no-tls";
     plain.remove(8);
-    let (ok, _) = run_to_end(d.path(), &plain)?;
-    assert!(!ok);
+    let (code, _) = run_to_end(d.path(), &plain)?;
+    assert_ne!(code, 0);
     let mut remote = plain.clone();
     remote[6] = "192.0.2.1:1501";
-    let (ok, err) = run_to_end(d.path(), &remote)?;
-    assert!(!ok);
+    let (code, err) = run_to_end(d.path(), &remote)?;
+    // Plain TCP off loopback is the caller's choice to mend (exit 2).
+    assert_eq!(code, 2, "{err}");
     assert!(err.contains("only for loopback"), "{err}");
     Ok(())
 }
@@ -854,8 +860,8 @@ fn a_self_signed_ca_certificate_given_as_the_ca_is_pinned_with_its_name_checked(
     assert_eq!(got, want);
     // The same certificate does not vouch for a name it does not carry.
     let by_ip = server.addr.replace("localhost", "127.0.0.1");
-    let (ok, err) = run_to_end(d.path(), &client_args(&by_ip, "q.db"))?;
-    assert!(!ok);
+    let (code, err) = run_to_end(d.path(), &client_args(&by_ip, "q.db"))?;
+    assert_ne!(code, 0);
     assert!(err.contains("not trusted"), "{err}");
     Ok(())
 }

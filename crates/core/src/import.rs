@@ -248,13 +248,11 @@ pub(crate) fn load(
     let rejects = Mutex::new(Rejects::new(opts.rejects.as_deref(), opts.max_errors)?);
     for load in &mut plan.loads {
         let mut src = load.source(opts, progress, &mut summary)?;
-        let source = load.inputs[0].display_name();
         let sampled = Sampled {
             input: &load.inputs[0],
             table: &load.table,
             columns: &load.columns,
             types: &load.types,
-            source: &source,
             grows: matches!(load.read.format, Format::Json | Format::Ndjson),
         };
         let plan = match sink.begin(&sampled)? {

@@ -112,7 +112,7 @@ pub(crate) fn plan<'i>(
     let formats: Vec<Format> = resolved.iter().map(|(ro, _)| ro.format).collect();
     let mut loads = vec![];
     let mut sniffed = vec![];
-    for (range, (read, dialect)) in groups(inputs, &formats).into_iter().zip(resolved) {
+    for (range, (read, dialect)) in groups(&formats).into_iter().zip(resolved) {
         let inputs = &inputs[range];
         let input = &inputs[0];
         sniffed.extend(dialect.map(|(d, changed)| Sniffed {
@@ -275,19 +275,13 @@ fn side_file(db: &Path, load: &Load<'_>, opts: &ImportOptions) -> Result<Option<
 
 /// Typed inputs (Parquet, Arrow) all together when every input is one of the same
 /// format (they must share a schema, and go to one table), else one input each: the
-/// ranges of `inputs` read as one load.
-fn groups(inputs: &[Input], formats: &[Format]) -> Vec<std::ops::Range<usize>> {
-    let typed = |i: usize| {
-        inputs[i]
-            .fixed_format()
-            .or(Some(formats[i]))
-            .filter(|f| f.is_typed())
-    };
-    let first = typed(0);
-    if inputs.len() > 1 && first.is_some() && (0..inputs.len()).all(|i| typed(i) == first) {
-        std::iter::once(0..inputs.len()).collect()
+/// ranges of the inputs (whose resolved formats are `formats`) read as one load.
+fn groups(formats: &[Format]) -> Vec<std::ops::Range<usize>> {
+    let n = formats.len();
+    if n > 1 && formats[0].is_typed() && formats.iter().all(|f| *f == formats[0]) {
+        std::iter::once(0..n).collect()
     } else {
-        (0..inputs.len()).map(|i| i..i + 1).collect()
+        (0..n).map(|i| i..i + 1).collect()
     }
 }
 

@@ -771,6 +771,17 @@ fn read_table(conn: &Connection) -> R<(Columns, Vec<Vec<Value>>)> {
     Ok((columns, rows))
 }
 
+/// What a writer made of a case that it took: the table `t` in `conn`, read back.
+fn table_outcome(conn: &Connection, summary: Summary) -> R<Outcome> {
+    let (columns, rows) = read_table(conn)?;
+    Ok(Outcome::Table {
+        columns,
+        rows,
+        indexes: indexes_of(conn)?,
+        summary,
+    })
+}
+
 /// The key columns of each index on `t`, by index name.
 fn indexes_of(conn: &Connection) -> R<Vec<Vec<String>>> {
     let names: Vec<String> = conn
@@ -847,17 +858,7 @@ fn run(sink: Sink, case: &Case) -> R<Outcome> {
                     assert!(!db.exists(), "parsing alone wrote a database");
                     Outcome::Counted(summary)
                 }
-                Ok(summary) => {
-                    let conn = Connection::open(&db)?;
-                    let (columns, rows) = read_table(&conn)?;
-                    let indexes = indexes_of(&conn)?;
-                    Outcome::Table {
-                        columns,
-                        rows,
-                        indexes,
-                        summary,
-                    }
-                }
+                Ok(summary) => table_outcome(&Connection::open(&db)?, summary)?,
                 Err(e) => {
                     let mut after = files_in(dir.path())?;
                     after.retain(|p| *p != rejects_file);
@@ -882,14 +883,7 @@ fn run(sink: Sink, case: &Case) -> R<Outcome> {
                     assert_eq!(mode, "wal");
                     let kept: String = conn.query_row("SELECT x FROM other", [], |r| r.get(0))?;
                     assert_eq!(kept, "kept");
-                    let (columns, rows) = read_table(&conn)?;
-                    let indexes = indexes_of(&conn)?;
-                    Outcome::Table {
-                        columns,
-                        rows,
-                        indexes,
-                        summary,
-                    }
+                    table_outcome(&conn, summary)?
                 }
                 Err(e) => {
                     let after = std::fs::read(&db)?;
@@ -921,14 +915,7 @@ fn run(sink: Sink, case: &Case) -> R<Outcome> {
             match result {
                 Ok(summary) => {
                     assert_eq!(summary.engine, Some(Writer::Rqlite));
-                    let (columns, rows) = read_table(&conn)?;
-                    let indexes = indexes_of(&conn)?;
-                    Outcome::Table {
-                        columns,
-                        rows,
-                        indexes,
-                        summary,
-                    }
+                    table_outcome(&conn, summary)?
                 }
                 Err(e) => Outcome::Refused(e),
             }
@@ -942,16 +929,7 @@ fn run(sink: Sink, case: &Case) -> R<Outcome> {
             // The caller's transaction goes on either way.
             tx.execute("INSERT INTO other VALUES ('after')", [])?;
             let outcome = match result {
-                Ok(summary) => {
-                    let (columns, rows) = read_table(&tx)?;
-                    let indexes = indexes_of(&tx)?;
-                    Outcome::Table {
-                        columns,
-                        rows,
-                        indexes,
-                        summary,
-                    }
-                }
+                Ok(summary) => table_outcome(&tx, summary)?,
                 Err(e) => {
                     let tables: i64 = tx.query_row(
                         "SELECT count(*) FROM sqlite_schema WHERE name = 't'",

@@ -49,10 +49,9 @@ pub(crate) struct Sampled<'a> {
     pub(crate) columns: &'a [String],
     /// Their types, inferred or given.
     pub(crate) types: &'a [ColumnType],
-    /// The input (the first of typed inputs read together).
+    /// The input (the first of typed inputs read together); its name is the one
+    /// messages give.
     pub(crate) input: &'a crate::source::Input,
-    /// Its name, for messages.
-    pub(crate) source: &'a str,
     /// Whether columns may appear after the sample (JSON keys first seen later).
     pub(crate) grows: bool,
 }

@@ -173,7 +173,7 @@ where
         if !self.loaded.contains(&plan.table) {
             self.loaded.push(plan.table.clone());
         }
-        let source: Arc<str> = sampled.source.into();
+        let source: Arc<str> = input.display_name().into();
         self.current = TableLoad::start(
             self.scope,
             client,

@@ -186,7 +186,6 @@ impl Sink for SideFileSink<'_> {
             table: &name,
             columns: sampled.columns,
             types: &types,
-            source: sampled.source,
             grows: sampled.grows,
         })?;
         let Begun::Table(_) = begun else {

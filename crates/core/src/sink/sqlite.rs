@@ -276,7 +276,7 @@ impl Sink for SqliteSink<'_> {
             self.conn,
             &plan.table,
             plan.columns.clone(),
-            table.source.into(),
+            table.input.display_name().into(),
             self.opts.rows_per_statement,
         )?;
         self.rows_per_statement = inserter.rows_per_statement();
