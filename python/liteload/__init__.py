@@ -6,8 +6,8 @@ which this package also installs):
 
 - :func:`write` puts a DataFrame (pandas, polars), a pyarrow Table or RecordBatchReader,
   anything else with ``__arrow_c_stream__``, or an iterable of dicts into a table.
-- :func:`import_file` loads CSV, TSV, NDJSON, JSON, Parquet or Arrow files, with every
-  option of ``liteload import``.
+- :func:`import_file` loads CSV, TSV, NDJSON, JSON, Parquet or Arrow files, bytes or
+  file objects, with the options of ``liteload import`` as keyword arguments.
 - :func:`generate` makes rows of test data; :func:`ingest` keeps a current-state table
   from sparse JSON updates; :class:`KvStore` is a blob store in one SQLite file.
 
@@ -19,7 +19,9 @@ appears whole; an existing one is changed in one transaction; Ctrl-C
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+import datetime
+import glob
+from typing import IO, Any, Callable, Iterable, Literal, Mapping, Optional, Sequence, Union
 
 from . import _liteload
 from ._liteload import (
@@ -56,44 +58,19 @@ PathLike = Union[str, "os.PathLike[str]"]
 ProgressCallback = Callable[[int, Optional[int], int, Optional[int]], Any]
 Progress = Union[None, bool, ProgressCallback]
 
-# Keyword arguments whose flag has another name.
-_FLAG_NAMES = {
-    "indexes": "index",
-    "unique_indexes": "unique-index",
-    "types": "type",
-    "columns_spec": "column",
-}
-# Flags that only shape the command's printed output.
-_OUTPUT_ONLY = {"quiet", "summary_json"}
-# Options that are on by default: False turns them off with their --no- flag.
-_NEGATABLE = {"header", "quote", "detect_types", "sniff"}
+Durability = Literal["atomic-new", "balanced", "durable", "unsafe"]
+Engine = Literal["auto", "direct", "sqlite"]
+IfExists = Literal["append", "fail", "replace"]
+Format = Literal["csv", "tsv", "ndjson", "json", "parquet", "arrow"]
+Columns = Union[str, Sequence[str]]
+#: What :func:`import_file` reads: a path (``"-"`` is stdin), bytes, or a file object.
+Source = Union[PathLike, bytes, bytearray, memoryview, IO[bytes], IO[str]]
 
 
-def _flags(options: Mapping[str, Any]) -> list:
-    """The command line flags that ``options`` (keyword arguments) stand for."""
-    out: list = []
-    for name, value in options.items():
-        if value is None or name in _OUTPUT_ONLY:
-            continue
-        flag = "--" + _FLAG_NAMES.get(name, name.replace("_", "-"))
-        if value is True:
-            out.append(flag)
-        elif value is False:
-            if name in _NEGATABLE:
-                out.append("--no-" + flag[2:])
-        elif isinstance(value, Mapping):
-            for k, v in value.items():
-                out += [flag, f"{k}={v}"]
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                if isinstance(item, (list, tuple)):
-                    item = ",".join(str(c) for c in item)
-                out += [flag, os.fspath(item) if isinstance(item, os.PathLike) else str(item)]
-        elif isinstance(value, os.PathLike):
-            out += [flag, os.fspath(value)]
-        else:
-            out += [flag, str(value)]
-    return out
+def _keywords(values: Mapping[str, Any], *leave: str) -> dict:
+    """A function's keyword arguments (its ``locals()`` at the start) for its native
+    half, which takes each by name: the parameters in ``leave`` are passed apart."""
+    return {k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in values.items() if k not in leave}
 
 
 def _reporter(progress: Progress, desc: str) -> tuple:
@@ -145,18 +122,6 @@ def _run(job: Callable[[Any], Any], progress: Progress, desc: str) -> Any:
             bar.close()
 
 
-def _columns(spec: Union[None, str, Sequence[str]]) -> list:
-    if spec is None:
-        return []
-    if isinstance(spec, str):
-        return [spec]
-    return [str(c) for c in spec]
-
-
-def _index_list(indexes: Iterable[Union[str, Sequence[str]]]) -> list:
-    return [[i] if isinstance(i, str) else [str(c) for c in i] for i in indexes]
-
-
 def _is_pandas(data: Any) -> bool:
     return type(data).__module__.startswith("pandas") and hasattr(data, "itertuples")
 
@@ -192,12 +157,12 @@ def write(
     table: str,
     data: Any,
     *,
-    mode: str = "create",
-    pk: Union[None, str, Sequence[str]] = None,
-    indexes: Iterable[Union[str, Sequence[str]]] = (),
-    unique_indexes: Iterable[Union[str, Sequence[str]]] = (),
-    durability: Optional[str] = None,
-    engine: str = "auto",
+    mode: Literal["create", "append", "replace"] = "create",
+    pk: Optional[Columns] = None,
+    indexes: Iterable[Columns] = (),
+    unique_indexes: Iterable[Columns] = (),
+    durability: Optional[Durability] = None,
+    engine: Engine = "auto",
     threads: Optional[int] = None,
     progress: Progress = None,
 ) -> Summary:
@@ -238,62 +203,134 @@ def write(
     (options that do not fit the data or the database), ``OSError`` and
     :class:`SqliteError`.
     """
+    options = _keywords(locals(), "db", "table", "data", "progress")
     try:
         rows_total = len(data)
     except TypeError:
         rows_total = None
     data = _data(data)
     return _run(
-        lambda cb: _liteload.write(
-            os.fspath(db),
-            table,
-            data,
-            mode=mode,
-            pk=_columns(pk),
-            indexes=_index_list(indexes),
-            unique_indexes=_index_list(unique_indexes),
-            durability=durability,
-            engine=engine,
-            threads=threads,
-            rows_total=rows_total,
-            progress=cb,
-        ),
+        lambda cb: _liteload.write(os.fspath(db), table, data, options, rows_total, cb),
         progress,
         f"writing {table}",
     )
 
 
+def _sources(source: Union[Source, Sequence[Source]]) -> list:
+    """The sources :func:`import_file` reads, patterns expanded."""
+    if _is_pandas(source) or hasattr(source, "__arrow_c_stream__"):
+        raise TypeError("import_file() reads files; write() puts a DataFrame or Arrow data into a table")
+    one = isinstance(source, (str, os.PathLike, bytes, bytearray, memoryview)) or hasattr(source, "read")
+    items = [source] if one else list(source)
+    if not items:
+        raise UsageError("import_file(): no source to read")
+    out: list = []
+    for item in items:
+        if isinstance(item, os.PathLike):
+            item = os.fspath(item)
+        if isinstance(item, str) and any(c in item for c in "*?[") and not os.path.exists(item):
+            # A pattern names the files it matches, in name order (as the command does
+            # for a pattern quoted against the shell).
+            found = sorted(p for p in glob.glob(item) if os.path.isfile(p))
+            if not found:
+                raise FileNotFoundError(2, "no file matches this pattern", item)
+            out += found
+        else:
+            out.append(item)
+    return out
+
+
 def import_file(
     db: PathLike,
-    path_or_paths: Union[PathLike, Sequence[PathLike]],
+    source: Union[Source, Sequence[Source]],
     *,
     table: Optional[str] = None,
+    format: Optional[Format] = None,
+    delimiter: Optional[str] = None,
+    quote: Union[None, str, bool] = None,
+    header: Optional[bool] = None,
+    columns: Optional[Sequence[str]] = None,
+    skip: int = 0,
+    encoding: Optional[str] = None,
+    sniff: bool = True,
+    guess_encoding: bool = False,
+    decimal_comma: bool = False,
+    dates: Union[None, str, Sequence[str]] = None,
+    select: Optional[Sequence[str]] = None,
+    temporal: Literal["iso", "epoch"] = "iso",
+    decimals: Literal["text", "real"] = "text",
+    if_exists: IfExists = "append",
+    alter: bool = False,
+    pk: Optional[Columns] = None,
+    indexes: Iterable[Columns] = (),
+    unique_indexes: Iterable[Columns] = (),
+    types: Optional[Mapping[str, Literal["integer", "real", "text"]]] = None,
+    detect_types: bool = True,
+    empty_null: bool = False,
+    sample: Optional[int] = None,
+    rejects: Optional[PathLike] = None,
+    max_errors: Optional[int] = None,
+    ragged: Optional[Literal["pad", "truncate"]] = None,
+    max_record_bytes: Optional[int] = None,
+    threads: Optional[int] = None,
+    durability: Optional[Durability] = None,
+    engine: Engine = "auto",
+    verify: bool = False,
+    page_size: Optional[int] = None,
+    cache_size: Optional[int] = None,
+    parse_only: bool = False,
+    batch_rows: Optional[int] = None,
+    rows_per_statement: Optional[int] = None,
+    index_memory: Optional[int] = None,
     progress: Progress = None,
-    **options: Any,
 ) -> Summary:
-    """Load files into ``db`` exactly as ``liteload import`` does.
+    """Load CSV, TSV, NDJSON, JSON, Parquet or Arrow data into ``db``.
 
-    ``path_or_paths`` is one path or a sequence of them (``"-"`` is stdin; a quoted
-    pattern such as ``"days/*.parquet"`` is expanded). Every option of ``liteload
-    import`` is a keyword argument with underscores for dashes: ``format="csv"``,
-    ``delimiter=";"``, ``header=False``, ``columns=["a", "b"]``, ``encoding="latin1"``,
-    ``ragged="pad"``, ``pk="id"``, ``indexes=["city", ("last", "first")]``,
-    ``types={"zip": "TEXT"}``, ``detect_types=False``, ``max_errors=100``,
-    ``rejects="bad.ndjson"``, ``if_exists="replace"``, ``durability="durable"``,
-    ``engine="sqlite"``, ``select=[...]``, ``temporal="epoch"``, … (see ``liteload
-    import --help`` for what each does). ``table`` names the table (default: each
-    file's name without extensions).
+    ``source`` is a path, a sequence of paths (``"-"`` is stdin; a pattern such as
+    ``"days/*.parquet"`` names the files it matches, in name order), bytes, or a file
+    object opened in binary or text mode. All sources load in one transaction. A path
+    (or a file object's ``name``) gives the table (its name without extensions) and the
+    format (its extension); bytes and unnamed streams need ``table``, and their format
+    is sniffed from their first bytes.
+
+    Format: ``format`` (default: from the extension, else sniffed), ``delimiter`` (one
+    character or ``"tab"``), ``quote`` (a character, or False for none; default ``"``
+    where the sample's fields are quoted), ``header`` (None: sniffed; True: the first
+    record names the columns; False: it is data), ``columns`` (names that replace the
+    header's), ``skip`` (lines before the header), ``encoding`` (``"utf-8"``,
+    ``"latin1"``, ``"utf-16"``, …), ``sniff=False`` (take nothing from the content),
+    ``guess_encoding`` (read non-UTF-8 as Windows-1252), ``decimal_comma``
+    (``1.234,56`` is a number), ``dates`` (strftime formats stored as ISO 8601).
+    Parquet and Arrow: ``select`` (columns to load), ``temporal`` (``"iso"`` text or
+    ``"epoch"`` integers), ``decimals`` (``"text"`` exact or ``"real"``).
+
+    Table: ``table``, ``if_exists`` (``"append"``, ``"fail"``, ``"replace"``),
+    ``alter`` (add the columns an existing table lacks), ``pk`` and ``indexes`` /
+    ``unique_indexes`` (a column name or a sequence of them, each).
+    Types: ``types`` (``{"zip": "text"}``), ``detect_types=False`` (all TEXT),
+    ``empty_null`` (every empty field is NULL), ``sample`` (records read to infer
+    types; 10,000). Bad input: ``max_errors`` (keep going past that many bad records),
+    ``rejects`` (write each bad record to this NDJSON file and keep going),
+    ``ragged`` (``"pad"`` or ``"truncate"`` rows of another length),
+    ``max_record_bytes``. Speed and safety: ``threads`` (parser threads; every core),
+    ``durability`` (None: ``"atomic-new"`` for a new file, ``"balanced"`` for an
+    existing one; ``"durable"``, ``"unsafe"``), ``engine`` (``"auto"``, ``"direct"``:
+    the page writer, ``"sqlite"``), ``verify`` (SQLite checks a page-written file
+    before it is put in place), ``page_size``, ``cache_size``, ``parse_only`` (read
+    and convert, write nothing). ``liteload import --help`` says more of each.
 
     ``progress`` as for :func:`write`. Raises :class:`BadInput` with ``.path``,
-    ``.line``, ``.column`` and ``.record`` for bad input, :class:`UsageError` for
-    options that do not fit, ``OSError`` and :class:`SqliteError`.
+    ``.line``, ``.column`` and ``.record`` for bad input, :class:`UsageError` (a
+    ``ValueError``) for a bad value or options that do not fit, ``TypeError`` for a
+    value of the wrong type, ``OSError`` and :class:`SqliteError`.
     """
-    paths = [path_or_paths] if isinstance(path_or_paths, (str, os.PathLike)) else list(path_or_paths)
-    if not paths:
-        raise UsageError("no file to import")
-    args = ["import", os.fspath(db)] + [os.fspath(p) for p in paths]
-    args += _flags({"table": table, **options})
-    return _run(lambda cb: _liteload.import_files(args, cb), progress, "importing")
+    options = _keywords(locals(), "db", "source", "progress")
+    sources = _sources(source)
+    return _run(
+        lambda cb: _liteload.import_file(os.fspath(db), sources, options, cb),
+        progress,
+        "importing",
+    )
 
 
 def generate(
@@ -302,53 +339,79 @@ def generate(
     rows: int,
     table: Optional[str] = None,
     columns: Optional[Sequence[str]] = None,
+    spec: Optional[PathLike] = None,
+    seed: int = 0,
+    threads: Optional[int] = None,
+    engine: Engine = "auto",
+    durability: Optional[Durability] = None,
+    verify: bool = False,
+    page_size: Optional[int] = None,
+    cache_size: Optional[int] = None,
+    generate_only: bool = False,
+    rows_per_statement: Optional[int] = None,
     progress: Progress = None,
-    **options: Any,
 ) -> Summary:
-    """Make ``rows`` rows of seeded test data in ``db``, as ``liteload generate`` does.
+    """Make ``rows`` rows of seeded test data in ``table`` of ``db`` (default: write-up
+    004's ``user`` table).
 
-    ``columns`` are ``NAME=GENERATOR`` specs (see ``liteload generate --help``; default:
-    write-up 004's user table). Other options as keyword arguments: ``seed``,
-    ``threads``, ``engine``, ``durability``, ``page_size``, ``spec`` (a TOML file), ….
+    ``columns`` are ``NAME=GENERATOR`` specs (``"id=rowid"``, ``"age=int:18..99"``,
+    ``"name=text:3..12"``, …; see ``liteload generate --help``), or ``spec`` names a
+    TOML file of them. ``seed`` fixes the values; ``threads`` generate them (every
+    core); ``engine``, ``durability``, ``verify``, ``page_size``, ``cache_size`` as
+    for :func:`import_file`; ``generate_only`` makes the rows and writes nothing.
     ``progress`` as for :func:`write`.
     """
-    args = ["generate", os.fspath(db)]
-    args += _flags({"rows": rows, "table": table, "columns_spec": columns, **options})
-    return _run(lambda cb: _liteload.generate(args, cb), progress, "generating")
+    options = _keywords(locals(), "db", "progress")
+    return _run(lambda cb: _liteload.generate(os.fspath(db), options, cb), progress, "generating")
 
 
 def ingest(
     db: PathLike,
-    source: Optional[Union[PathLike, Iterable[Union[str, bytes, Mapping[str, Any]]]]],
+    source: Union[None, PathLike, Iterable[Union[str, bytes, Mapping[str, Any]]]],
     *,
     table: str,
-    key: Union[str, Sequence[str]],
+    key: Columns,
+    commit_interval: Union[None, float, "datetime.timedelta"] = None,
+    commit_rows: Optional[int] = None,
+    durability: Optional[Durability] = None,
+    null: Literal["set", "keep"] = "set",
+    history: Optional[str] = None,
+    rejects: Optional[PathLike] = None,
+    strict: bool = False,
+    max_line_bytes: Optional[int] = None,
+    stats_json: Optional[PathLike] = None,
+    follow: bool = False,
+    from_start: bool = False,
+    connect: Optional[str] = None,
+    ca: Optional[PathLike] = None,
+    no_tls: bool = False,
+    init_file: Optional[PathLike] = None,
+    init_start: Union[None, str, int] = None,
+    position: Optional[str] = None,
+    stall: Union[None, float, "datetime.timedelta"] = None,
+    retries: Optional[int] = None,
     progress: Progress = None,
-    **options: Any,
 ) -> IngestSummary:
     """Keep ``table`` of ``db`` as the current state of a stream of sparse JSON updates,
     as ``liteload ingest`` does: each message updates the row with its ``key``, fields it
     lacks keep their stored values, and messages are committed in windows
-    (``commit_interval`` seconds or ``commit_rows`` messages).
+    (``commit_interval`` seconds, 1 by default, or ``commit_rows`` messages).
 
     ``source`` is a file of newline-delimited JSON (a second run resumes where the
     stored position says, unless ``from_start=True``; ``follow=True`` keeps reading as
-    it grows until Ctrl-C), or an iterable of lines (str or bytes) or dicts, or ``None``
-    with ``connect="HOST:PORT"``: liteload is then the feed's client (``ca``,
-    ``no_tls``, ``init_file``, ``init_start``, ``position``, ``stall``, ``retries``;
-    see ``liteload ingest --help``) and runs until Ctrl-C or a failure it cannot retry.
-    Other options: ``durability``, ``null="keep"``, ``history="TABLE"``, ``rejects``,
-    ``strict``, ``max_line_bytes``, ``stats_json``. Bad messages are skipped and counted
-    unless ``strict=True``.
+    it grows until Ctrl-C), an iterable of lines (str or bytes) or dicts, or ``None``
+    with ``connect="HOST:PORT"``: liteload is then the feed's client (TLS unless
+    ``no_tls=True``, to loopback only; ``ca``, ``init_file``, ``init_start``,
+    ``position``, ``stall`` seconds, ``retries``; see ``liteload ingest --help``) and
+    runs until Ctrl-C or a failure it cannot retry. Other options: ``durability``
+    (``"balanced"`` by default), ``null="keep"`` (a JSON null keeps the stored value),
+    ``history="TABLE"``, ``rejects``, ``strict``, ``max_line_bytes``, ``stats_json``.
+    Bad messages are skipped and counted unless ``strict=True``.
 
     Ctrl-C stops reading, commits what was read and raises ``KeyboardInterrupt``.
     ``progress`` as for :func:`write` (rows are messages).
     """
-    args = ["ingest", os.fspath(db)]
-    items = None
-    if isinstance(source, (str, os.PathLike)):
-        args.append(os.fspath(source))
-    else:
-        items = source
-    args += _flags({"table": table, "key": [key] if isinstance(key, str) else list(key), **options})
-    return _run(lambda cb: _liteload.ingest(args, items, cb), progress, "ingesting")
+    options = _keywords(locals(), "db", "source", "progress")
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
+    return _run(lambda cb: _liteload.ingest(os.fspath(db), source, options, cb), progress, "ingesting")

@@ -2,7 +2,7 @@
 functions, which call these)."""
 
 import os
-from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 __version__: str
 
@@ -22,9 +22,9 @@ class BadInput(Error):
     record: int
     field: Optional[str]
 
-class UsageError(Error):
-    """The options do not fit together, or do not fit the data or the database; nothing
-    was written."""
+class UsageError(Error, ValueError):
+    """The options do not fit together, or do not fit the data or the database, or a
+    keyword argument has a bad value; nothing was written."""
 
 class SchemaError(UsageError):
     """The database does not fit the load (a table exists already or is a view, lacks a
@@ -117,24 +117,17 @@ class KvStore:
     def __delitem__(self, key: Key) -> None: ...
     def __iter__(self) -> Iterator[Key]: ...
 
+# Each job takes the Python function's keyword arguments as one dict (``options``),
+# every keyword present; see liteload/__init__.py for what each means.
 def write(
     db: str,
     table: str,
     data: Any,
-    *,
-    mode: str,
-    pk: Sequence[str],
-    indexes: Sequence[Sequence[str]],
-    unique_indexes: Sequence[Sequence[str]],
-    durability: Optional[str],
-    engine: str,
-    threads: Optional[int],
-    rows_total: Optional[int],
-    progress: _Callback,
+    options: Dict[str, Any],
+    rows_total: Optional[int] = None,
+    progress: _Callback = None,
 ) -> Summary: ...
-def import_files(args: Sequence[str], progress: _Callback = None) -> Summary: ...
-def generate(args: Sequence[str], progress: _Callback = None) -> Summary: ...
-def ingest(
-    args: Sequence[str], source: Optional[Iterable[Any]] = None, progress: _Callback = None
-) -> IngestSummary: ...
+def import_file(db: str, sources: Sequence[Any], options: Dict[str, Any], progress: _Callback = None) -> Summary: ...
+def generate(db: str, options: Dict[str, Any], progress: _Callback = None) -> Summary: ...
+def ingest(db: str, source: Any, options: Dict[str, Any], progress: _Callback = None) -> IngestSummary: ...
 def cli(argv: Sequence[str]) -> int: ...

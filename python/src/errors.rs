@@ -1,8 +1,10 @@
 //! The library's errors as Python exceptions, worded in the package's keyword arguments.
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyOSError};
+use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
 
 use liteload::{ErrorKind, Hint};
 
@@ -20,20 +22,73 @@ create_exception!(
      known) and `.record` (the record's number, from 1) say where, `.field` names the \
      column when known."
 );
-create_exception!(
-    liteload,
-    UsageError,
-    Error,
-    "The options do not fit together, or do not fit the data or the database. Nothing \
-     was written."
-);
-create_exception!(
-    liteload,
-    SchemaError,
-    UsageError,
-    "The database does not fit the load: a table exists already or is a view, lacks a \
-     column the input has, or would pass SQLite's limits. Nothing was written."
-);
+
+/// `UsageError(Error, ValueError)`: a bad value or options that do not fit is a
+/// `ValueError` to Python, as pandas raises for its own (a table that exists already,
+/// an unknown `if_exists`). Two bases, which `create_exception!` cannot give, so the
+/// class is made by calling `type`, once.
+static USAGE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+/// `SchemaError(UsageError)`.
+static SCHEMA_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+fn class<'py>(
+    py: Python<'py>,
+    name: &str,
+    bases: Bound<'py, PyTuple>,
+    doc: &str,
+) -> PyResult<Py<PyType>> {
+    let body = PyDict::new(py);
+    body.set_item("__doc__", doc)?;
+    body.set_item("__module__", "liteload")?;
+    Ok(py
+        .get_type::<PyType>()
+        .call1((name, bases, body))?
+        .cast_into::<PyType>()?
+        .unbind())
+}
+
+/// The class `UsageError`.
+pub fn usage_type(py: Python<'_>) -> &Bound<'_, PyType> {
+    USAGE_ERROR
+        .get_or_init(py, || {
+            let bases = PyTuple::new(py, [py.get_type::<Error>(), py.get_type::<PyValueError>()])
+                .expect("a tuple of two classes");
+            class(
+                py,
+                "UsageError",
+                bases,
+                "The options do not fit together, or do not fit the data or the database \
+                 (also a bad value of a keyword argument: it is a ValueError). Nothing was \
+                 written.",
+            )
+            .expect("type() makes a subclass of two exception classes")
+        })
+        .bind(py)
+}
+
+/// The class `SchemaError`.
+pub fn schema_type(py: Python<'_>) -> &Bound<'_, PyType> {
+    SCHEMA_ERROR
+        .get_or_init(py, || {
+            let bases = PyTuple::new(py, [usage_type(py).clone()]).expect("a tuple of a class");
+            class(
+                py,
+                "SchemaError",
+                bases,
+                "The database does not fit the load: a table exists already or is a view, \
+                 lacks a column the input has, or would pass SQLite's limits. Nothing was \
+                 written.",
+            )
+            .expect("type() makes a subclass of an exception class")
+        })
+        .bind(py)
+}
+
+/// A `UsageError` (a `ValueError` too) saying `message`.
+pub fn usage(message: impl Into<String>) -> PyErr {
+    let message = message.into();
+    Python::attach(|py| PyErr::from_type(usage_type(py).clone(), message))
+}
 create_exception!(
     liteload,
     ConstraintError,
@@ -79,9 +134,6 @@ pub fn keyword_hint(h: Hint) -> String {
 pub fn to_py(e: anyhow::Error) -> PyErr {
     if let Some(le) = e.downcast_ref::<liteload::Error>() {
         return library_error(le);
-    }
-    if let Some(u) = e.downcast_ref::<liteload_cli::UsageError>() {
-        return UsageError::new_err(u.0.clone());
     }
     Error::new_err(format!("{e:#}"))
 }
@@ -129,8 +181,10 @@ pub fn library_error(e: &liteload::Error) -> PyErr {
             });
             err
         }
-        ErrorKind::Usage(_) => UsageError::new_err(message),
-        ErrorKind::Schema(_) => SchemaError::new_err(message),
+        ErrorKind::Usage(_) => usage(message),
+        ErrorKind::Schema(_) => {
+            Python::attach(|py| PyErr::from_type(schema_type(py).clone(), message))
+        }
         ErrorKind::Io { path, source } => {
             let file = path.as_ref().map(|p| p.display().to_string());
             match source.raw_os_error() {

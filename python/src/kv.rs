@@ -139,9 +139,9 @@ impl KvStore {
         int_keys: bool,
     ) -> PyResult<Self> {
         let mut opts = KvOptions::default();
-        opts.durability = durability.parse::<Durability>().map_err(|e| {
-            crate::errors::UsageError::new_err(format!("durability={durability:?}: {e}"))
-        })?;
+        opts.durability = durability
+            .parse::<Durability>()
+            .map_err(|e| crate::errors::usage(format!("durability={durability:?}: {e}")))?;
         opts.mmap_size = mmap_size;
         opts.page_size = page_size;
         opts.cache_size = cache_size;

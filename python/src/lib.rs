@@ -1,21 +1,23 @@
 //! The native module of the `liteload` Python package (`liteload._liteload`). Each
-//! function turns Python values into the library's inputs and options (keyword
-//! arguments arrive as the command line's flags, parsed by the command's own code so
-//! that both mean the same), runs the job with the GIL released, and returns a typed
-//! summary or raises. The public API and its documentation are in `liteload/__init__.py`.
+//! function turns Python values into the library's inputs and option types (the
+//! keyword arguments of the Python function arrive as one dict, mapped field by field
+//! in [`options`]), runs the job with the GIL released, and returns a typed summary or
+//! raises. The public API and its documentation are in `liteload/__init__.py`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod arrow;
 mod errors;
+mod keywords;
 mod kv;
+mod options;
 mod rows;
 mod run;
 mod same_file;
+mod stream;
 mod summary;
 
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,80 +25,50 @@ use std::time::Instant;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView, PyString};
 
 use liteload::ingest::feed::{self, Event, Feed};
 use liteload::ingest::Ingest;
-use liteload::{Durability, Engine, IfExists, ImportOptions, IndexSpec, Input, Progress};
+use liteload::{IfExists, ImportOptions, Input, Progress};
 
-use errors::{to_py, UsageError};
+use keywords::Keywords;
 use summary::{IngestSummary, Summary};
-
-fn usage(message: String) -> PyErr {
-    UsageError::new_err(message)
-}
 
 /// `write`: Arrow data (anything with `__arrow_c_stream__`) or an iterator of dicts into
 /// `table` of `db`.
 #[pyfunction]
-#[pyo3(signature = (db, table, data, *, mode, pk, indexes, unique_indexes, durability, engine, threads, rows_total, progress))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (db, table, data, options, rows_total = None, progress = None))]
 fn write(
     py: Python<'_>,
     db: PathBuf,
     table: String,
     data: &Bound<'_, PyAny>,
-    mode: &str,
-    pk: Vec<String>,
-    indexes: Vec<Vec<String>>,
-    unique_indexes: Vec<Vec<String>>,
-    durability: Option<&str>,
-    engine: &str,
-    threads: Option<usize>,
+    options: &Bound<'_, PyDict>,
     rows_total: Option<u64>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Summary> {
+    let mut kw = Keywords::new("write", options)?;
     let mut opts = ImportOptions::default();
     opts.table = Some(table.clone());
-    opts.if_exists = match mode {
-        "create" => IfExists::Fail,
-        "append" => IfExists::Append,
-        "replace" => IfExists::Replace,
-        other => {
-            return Err(usage(format!(
-                "mode={other:?}: expected 'create', 'append' or 'replace'"
-            )))
-        }
-    };
-    opts.pk = pk;
-    for (list, unique) in [(indexes, false), (unique_indexes, true)] {
-        for columns in list {
-            if columns.is_empty() || columns.iter().any(|c| c.is_empty()) {
-                return Err(usage(format!("an index names no column: {columns:?}")));
-            }
-            opts.indexes.push(IndexSpec { columns, unique });
-        }
-    }
-    opts.durability = durability
-        .map(|d| {
-            d.parse::<Durability>()
-                .map_err(|e| usage(format!("durability={d:?}: {e}")))
-        })
-        .transpose()?;
-    opts.engine = match engine {
-        "auto" => Engine::Auto,
-        "direct" => Engine::Direct,
-        "sqlite" => Engine::Sqlite,
-        other => {
-            return Err(usage(format!(
-                "engine={other:?}: expected 'auto', 'direct' or 'sqlite'"
-            )))
-        }
-    };
+    opts.if_exists = kw
+        .choice(
+            "mode",
+            &[
+                ("create", IfExists::Fail),
+                ("append", IfExists::Append),
+                ("replace", IfExists::Replace),
+            ],
+        )?
+        .unwrap_or(IfExists::Fail);
+    opts.pk = kw.names("pk")?;
+    opts.indexes = options::indexes(&mut kw)?;
+    opts.durability = options::durability(&mut kw)?;
+    opts.engine = options::engine(&mut kw)?;
     // Arrow data is converted on this many threads (as the command does for files).
-    opts.read.parse_threads = threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    opts.read.parse_threads = kw
+        .size("threads", 1)?
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    kw.finish()?;
     let counters = Arc::new(Progress::default());
     if let Some(n) = rows_total {
         counters.rows_total.store(n, Ordering::Relaxed);
@@ -132,154 +104,189 @@ fn write(
     result.map(Summary::from)
 }
 
-/// `import_file`: `args` are `liteload import`'s (after the program's name).
+/// `import_file`: `sources` are paths (str), bytes, or file objects; `options` holds
+/// every keyword of the Python function (see [`options::import`]).
 #[pyfunction]
-#[pyo3(signature = (args, progress = None))]
-fn import_files(
+#[pyo3(signature = (db, sources, options, progress = None))]
+fn import_file(
     py: Python<'_>,
-    args: Vec<OsString>,
+    db: PathBuf,
+    sources: Vec<Bound<'_, PyAny>>,
+    options: &Bound<'_, PyDict>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Summary> {
-    let plan = liteload_cli::options::import(args).map_err(to_py)?;
+    let mut kw = Keywords::new("import_file", options)?;
+    let opts = options::import(&mut kw)?;
+    kw.finish()?;
+    let failed: stream::Failed = Arc::new(Mutex::new(None));
+    let mut inputs = vec![];
+    for source in &sources {
+        inputs.push(input(source, &failed)?);
+    }
+    if opts.table.is_none() {
+        if let Some(unnamed) = inputs.iter().find(|i| {
+            matches!(i, Input::Reader(_) | Input::Bytes { .. }) && i.display_name().starts_with('<')
+        }) {
+            return Err(errors::usage(format!(
+                "import_file(): {} has no file name to name its table: pass table=",
+                unnamed.display_name()
+            )));
+        }
+    }
     let counters = Arc::new(Progress::default());
     let job_counters = counters.clone();
-    let target = plan.db.clone();
-    same_file::job(&target, || {
+    let target = db.clone();
+    let result = same_file::job(&target, || {
         run::run(py, &counters, None, progress, move || {
-            Ok(liteload::import(
-                &plan.db,
-                &plan.inputs,
-                &plan.options,
-                &job_counters,
-            )?)
+            Ok(liteload::import(&db, &inputs, &opts, &job_counters)?)
         })
-    })
-    .map(Summary::from)
+    });
+    // A failure of the caller's file object is the error to raise; the load stopped
+    // because of it and left the target as it was.
+    if let Some(e) = failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(e);
+    }
+    result.map(Summary::from)
 }
 
-/// `generate`: `args` are `liteload generate`'s.
+/// One source of `import_file`: a path (str; `-` is standard input), bytes-like data,
+/// or a file object (binary or text), read on the load's thread.
+fn input(source: &Bound<'_, PyAny>, failed: &stream::Failed) -> PyResult<Input> {
+    if let Ok(path) = source.cast::<PyString>() {
+        return Ok(Input::from_arg(&path.to_cow()?));
+    }
+    if source.is_instance_of::<PyBytes>()
+        || source.is_instance_of::<PyByteArray>()
+        || source.is_instance_of::<PyMemoryView>()
+    {
+        let bytes = source.py().get_type::<PyBytes>().call1((source,))?;
+        let bytes = bytes.cast::<PyBytes>()?.as_bytes().to_vec();
+        return Ok(Input::bytes("<bytes>", bytes));
+    }
+    if source.hasattr("read")? {
+        // A file opened by name keeps it (its extension tells the format, its stem the
+        // table); `<stdin>` and the like are not file names.
+        let name = source
+            .getattr("name")
+            .ok()
+            .and_then(|n| n.extract::<String>().ok())
+            .filter(|n| !n.is_empty() && !n.starts_with('<'))
+            .unwrap_or_else(|| "<stream>".into());
+        return Ok(Input::reader(
+            name,
+            stream::PyRead::new(stream::FileObject::new(source), failed.clone()),
+        ));
+    }
+    Err(PyTypeError::new_err(format!(
+        "import_file() reads a path, bytes or a file object, not {}",
+        source.get_type().name()?
+    )))
+}
+
+/// `generate`: `options` holds every keyword of the Python function.
 #[pyfunction]
-#[pyo3(signature = (args, progress = None))]
+#[pyo3(signature = (db, options, progress = None))]
 fn generate(
     py: Python<'_>,
-    args: Vec<OsString>,
+    db: PathBuf,
+    options: &Bound<'_, PyDict>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Summary> {
-    let plan = liteload_cli::options::generate(args).map_err(to_py)?;
+    let mut kw = Keywords::new("generate", options)?;
+    let opts = options::generate(&mut kw)?;
+    kw.finish()?;
     let counters = Arc::new(Progress::default());
     let job_counters = counters.clone();
-    run::run(py, &counters, None, progress, move || {
-        Ok(liteload::generate::generate(
-            &plan.db,
-            &plan.options,
-            &job_counters,
-        )?)
+    let target = db.clone();
+    same_file::job(&target, || {
+        run::run(py, &counters, None, progress, move || {
+            Ok(liteload::generate::generate(&db, &opts, &job_counters)?)
+        })
     })
     .map(Summary::from)
 }
 
-/// Lines for ingest from a Python iterator of str, bytes or dicts (a dict is one JSON
-/// object), taken a chunk at a time with the GIL held.
-struct Lines {
-    iter: Py<PyAny>,
-    buf: Vec<u8>,
-    at: usize,
-    done: bool,
-    failed: Arc<Mutex<Option<PyErr>>>,
-    stop: Arc<AtomicBool>,
-}
-
-impl Lines {
-    fn refill(&mut self) -> PyResult<()> {
-        self.buf.clear();
-        self.at = 0;
-        Python::attach(|py| {
-            let iter = self.iter.bind(py);
-            while self.buf.len() < 256 << 10 {
-                let item = match iter.call_method0("__next__") {
-                    Ok(item) => item,
-                    Err(e) if e.is_instance_of::<pyo3::exceptions::PyStopIteration>(py) => {
-                        self.done = true;
-                        return Ok(());
-                    }
-                    Err(e) => return Err(e),
-                };
-                if let Ok(s) = item.cast::<PyString>() {
-                    self.buf.extend_from_slice(s.to_cow()?.as_bytes());
-                } else if let Ok(b) = item.cast::<PyBytes>() {
-                    self.buf.extend_from_slice(b.as_bytes());
-                } else {
-                    let value = rows::value(&item, 0)?;
-                    serde_json::to_writer(&mut self.buf, &value)
-                        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
-                }
-                self.buf.push(b'\n');
-            }
-            Ok(())
-        })
-    }
-}
-
-impl Read for Lines {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        while self.at == self.buf.len() {
-            if self.done || self.stop.load(Ordering::Relaxed) {
-                return Ok(0);
-            }
-            if let Err(e) = self.refill() {
-                self.done = true;
-                let message = e.to_string();
-                *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                return Err(std::io::Error::other(message));
-            }
-        }
-        let n = out.len().min(self.buf.len() - self.at);
-        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
-    }
-}
-
-/// `ingest`: `args` are `liteload ingest`'s; `source`, when given, is an iterator of
-/// lines or dicts read instead of the file the arguments name.
+/// `ingest`: `source` is a path (str; `-` is standard input), an iterator of lines or
+/// dicts, or None with `connect=`; `options` holds every keyword of the Python function.
 #[pyfunction]
-#[pyo3(signature = (args, source = None, progress = None))]
+#[pyo3(signature = (db, source, options, progress = None))]
 fn ingest(
     py: Python<'_>,
-    args: Vec<OsString>,
-    source: Option<&Bound<'_, PyAny>>,
+    db: PathBuf,
+    source: &Bound<'_, PyAny>,
+    options: &Bound<'_, PyDict>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<IngestSummary> {
-    let plan = liteload_cli::options::ingest(args).map_err(to_py)?;
+    let mut kw = Keywords::new("ingest", options)?;
+    let plan = options::ingest(&mut kw)?;
+    kw.finish()?;
     let stop = Arc::new(AtomicBool::new(false));
     let failed = Arc::new(Mutex::new(None));
-    let feed = match (source, plan.connect, plan.source.as_deref()) {
-        (None, Some(client), _) => Feed::Connect(client),
-        (Some(items), _, _) => Feed::Reader {
-            name: "messages".into(),
-            reader: Box::new(Lines {
-                iter: items.try_iter()?.into_any().unbind(),
-                buf: Vec::new(),
-                at: 0,
-                done: false,
-                failed: failed.clone(),
-                stop: stop.clone(),
-            }),
-        },
-        (None, None, None | Some("-")) => Feed::Stdin,
-        (None, None, Some(path)) => Feed::File {
-            path: PathBuf::from(path),
-            follow: plan.follow,
-            from_start: plan.from_start,
-        },
+    let path = match source.cast::<PyString>() {
+        Ok(s) => Some(s.to_cow()?.into_owned()),
+        Err(_) => None,
     };
-    let mut feed_opts = plan.feed;
-    feed_opts.word_hint = errors::keyword_hint;
+    if path.is_none() && (plan.follow || plan.from_start) {
+        return Err(errors::usage(
+            "ingest(): follow= and from_start= are for a file source (a path)",
+        ));
+    }
+    // The rejects and stats files must not be the feed or the database: writing them
+    // would destroy what is read.
+    let feed_files: Vec<Input> = path
+        .iter()
+        .filter(|p| p.as_str() != "-")
+        .map(|p| Input::Path(p.into()))
+        .collect();
+    for out in plan.feed.rejects.iter().chain(&plan.feed.stats_json) {
+        liteload::source::input::refuse_overwriting(out, &feed_files, Some(&db))
+            .map_err(|e| errors::library_error(&e))?;
+    }
+    let feed =
+        match (plan.connect, path) {
+            (Some(_), Some(_)) => return Err(errors::usage(
+                "ingest(): a source and connect= both name the feed: pass source=None to connect",
+            )),
+            (Some(client), None) if source.is_none() => Feed::Connect(client),
+            (None, None) if source.is_none() => return Err(PyTypeError::new_err(
+                "ingest() needs a source: a path, an iterable of lines (str or bytes) or dicts, \
+                 or None with connect='HOST:PORT'",
+            )),
+            (Some(_), None) => return Err(errors::usage(
+                "ingest(): a source and connect= both name the feed: pass source=None to connect",
+            )),
+            (None, Some(p)) if p == "-" => Feed::Stdin,
+            (None, Some(p)) => Feed::File {
+                path: PathBuf::from(p),
+                follow: plan.follow,
+                from_start: plan.from_start,
+            },
+            (None, None) => {
+                let iter = source.try_iter().map_err(|_| {
+                    PyTypeError::new_err(format!(
+                        "ingest() reads a path, an iterable of lines (str or bytes) or dicts, \
+                     or None with connect=, not {}",
+                        source
+                            .get_type()
+                            .name()
+                            .map(|n| n.to_string())
+                            .unwrap_or_default()
+                    ))
+                })?;
+                Feed::Reader {
+                    name: "messages".into(),
+                    reader: Box::new(
+                        stream::PyRead::new(stream::Messages::new(&iter), failed.clone())
+                            .stopped_by(stop.clone()),
+                    ),
+                }
+            }
+        };
     let counters = Arc::new(Progress::default());
     let job_counters = counters.clone();
     let job_stop = stop.clone();
-    let db = plan.db;
     let options = plan.options;
+    let feed_opts = plan.feed;
     let start = Instant::now();
     let target = db.clone();
     let result = same_file::job(&target, || {
@@ -314,15 +321,15 @@ fn _liteload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("Error", py.get_type::<errors::Error>())?;
     m.add("BadInput", py.get_type::<errors::BadInput>())?;
-    m.add("UsageError", py.get_type::<UsageError>())?;
-    m.add("SchemaError", py.get_type::<errors::SchemaError>())?;
+    m.add("UsageError", errors::usage_type(py))?;
+    m.add("SchemaError", errors::schema_type(py))?;
     m.add("ConstraintError", py.get_type::<errors::ConstraintError>())?;
     m.add("SqliteError", py.get_type::<errors::SqliteError>())?;
     m.add_class::<Summary>()?;
     m.add_class::<IngestSummary>()?;
     m.add_class::<kv::KvStore>()?;
     m.add_function(wrap_pyfunction!(write, m)?)?;
-    m.add_function(wrap_pyfunction!(import_files, m)?)?;
+    m.add_function(wrap_pyfunction!(import_file, m)?)?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;
     m.add_function(wrap_pyfunction!(ingest, m)?)?;
     m.add_function(wrap_pyfunction!(cli, m)?)?;

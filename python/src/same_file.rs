@@ -24,7 +24,7 @@ use pyo3::PyResult;
 
 use liteload::same_process::{descriptors, file_id};
 
-use crate::errors::UsageError;
+use crate::errors::usage;
 
 /// Per file identity: the package's open stores there, and the descriptors its SQLite
 /// opened on the file while they are open.
@@ -70,7 +70,7 @@ pub fn check_id(id: (u64, u64), path: &Path) -> PyResult<()> {
     if !foreign {
         return Ok(());
     }
-    Err(UsageError::new_err(format!(
+    Err(usage(format!(
         "{} is open in this process through another copy of SQLite (a sqlite3.connect() \
          connection, or a pandas or SQLAlchemy engine's): liteload carries its own SQLite, \
          and two copies in one process do not see each other's locks, so writing now could \

@@ -108,7 +108,7 @@ def test_ingest_connects_to_a_feed_and_stores_its_position(tmp_path):
     db = tmp_path / "feed.db"
     with pytest.raises(liteload.Error) as e:
         liteload.ingest(db, None, table="t", key="id", connect=f"127.0.0.1:{srv.getsockname()[1]}",
-                        no_tls=True, init_file=init, position="seq", init_start=0, commit_interval="50ms")
+                        no_tls=True, init_file=init, position="seq", init_start=0, commit_interval=0.05)
     t.join(10)
     assert "account suspended" in str(e.value) and "s3cret" not in str(e.value)
     assert asked == ["login s3cret-pass from 0\n", "login s3cret-pass from 500\n"]

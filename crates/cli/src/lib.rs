@@ -52,145 +52,6 @@ enum Command {
     Man,
 }
 
-/// The options each command builds from its flags, for a front end that takes the same
-/// options under other names (the Python package turns keyword arguments into flags), so
-/// that both check them and mean them exactly alike. Each function takes the command
-/// line after the program's name (`["import", "db", "file.csv", "--pk", "id"]`); flags
-/// that only shape the command's output (`--quiet`, `--summary-json`) are accepted and
-/// have no effect here. A flag that does not parse, or flags that do not fit together,
-/// are a [`UsageError`].
-pub mod options {
-    use std::ffi::OsString;
-    use std::path::PathBuf;
-
-    use anyhow::Result;
-    use clap::Parser;
-    use liteload::generate::GenerateOptions;
-    use liteload::ingest::feed::FeedOptions;
-    use liteload::ingest::IngestOptions;
-    use liteload::{ImportOptions, Input};
-
-    use super::{Cli, Command, UsageError};
-
-    /// What `liteload import` would load, where, and how.
-    #[derive(Debug)]
-    pub struct Import {
-        /// The database.
-        pub db: PathBuf,
-        /// The inputs, patterns expanded.
-        pub inputs: Vec<Input>,
-        /// The options.
-        pub options: ImportOptions,
-    }
-
-    /// What `liteload generate` would make.
-    #[derive(Debug)]
-    pub struct Generate {
-        /// The database.
-        pub db: PathBuf,
-        /// The options.
-        pub options: GenerateOptions,
-    }
-
-    /// What `liteload ingest` would keep, from which file.
-    pub struct Ingest {
-        /// The database.
-        pub db: PathBuf,
-        /// The feed file; `None` or `-` is standard input.
-        pub source: Option<String>,
-        /// Keep reading the file as it grows.
-        pub follow: bool,
-        /// Ignore the stored resume point.
-        pub from_start: bool,
-        /// The table's options.
-        pub options: IngestOptions,
-        /// The feed's options.
-        pub feed: FeedOptions,
-        /// The feed to connect to instead of reading `source`.
-        pub connect: Option<liteload::ingest::connect::Connect>,
-    }
-
-    fn parse<I, T>(args: I) -> Result<Command>
-    where
-        I: IntoIterator<Item = T>,
-        T: Into<OsString> + Clone,
-    {
-        let argv =
-            std::iter::once(OsString::from("liteload")).chain(args.into_iter().map(Into::into));
-        match Cli::try_parse_from(argv) {
-            Ok(cli) => Ok(cli.command),
-            Err(e) => {
-                let text = e.render().to_string();
-                let text = text.trim().trim_start_matches("error: ");
-                Err(UsageError(text.to_string()).into())
-            }
-        }
-    }
-
-    fn wrong(what: &str) -> anyhow::Error {
-        UsageError(format!("expected the arguments of `{what}`")).into()
-    }
-
-    /// The options of `liteload import ARGS`.
-    pub fn import<I, T>(args: I) -> Result<Import>
-    where
-        I: IntoIterator<Item = T>,
-        T: Into<OsString> + Clone,
-    {
-        match parse(args)? {
-            Command::Import(a) => Ok(Import {
-                options: crate::cmd::import::options(&a)?,
-                inputs: crate::cmd::import::expand(&a.files)?,
-                db: a.db,
-            }),
-            _ => Err(wrong("import")),
-        }
-    }
-
-    /// The options of `liteload generate ARGS`.
-    pub fn generate<I, T>(args: I) -> Result<Generate>
-    where
-        I: IntoIterator<Item = T>,
-        T: Into<OsString> + Clone,
-    {
-        match parse(args)? {
-            Command::Generate(a) => Ok(Generate {
-                options: crate::cmd::generate::options(&a)?,
-                db: a.db,
-            }),
-            _ => Err(wrong("generate")),
-        }
-    }
-
-    /// The options of `liteload ingest ARGS` (a file or standard input; a listener is
-    /// refused: a front end that wants one runs the command).
-    pub fn ingest<I, T>(args: I) -> Result<Ingest>
-    where
-        I: IntoIterator<Item = T>,
-        T: Into<OsString> + Clone,
-    {
-        match parse(args)? {
-            Command::Ingest(a) => {
-                if a.listen.is_some() {
-                    return Err(UsageError("a listener is only run by the command".into()).into());
-                }
-                let (options, feed) = crate::cmd::ingest::options(&a)?;
-                let connect = crate::cmd::ingest::connect(&a)?;
-                Ok(Ingest {
-                    connect,
-                    db: a.db,
-                    source: a.source,
-                    follow: a.follow,
-                    from_start: a.from_start,
-                    options,
-                    feed,
-                })
-            }
-            _ => Err(wrong("ingest")),
-        }
-    }
-}
-
 /// Runs the command line `args` (the program's name first, as `std::env::args_os` gives
 /// it) and returns the exit status: 0 done, 1 bad input, 2 bad usage, 3 I/O or SQLite,
 /// 4 a database that does not fit, 70 a bug, 130 interrupted. Help and version requests print and return 0; a flag clap refuses
@@ -352,14 +213,23 @@ mod tests {
     /// left at its default means to a program.
     #[test]
     fn the_commands_default_engine_is_the_librarys() -> anyhow::Result<()> {
-        let import = super::options::import(["import", "x.db", "y.csv"])?;
+        use super::{Cli, Command};
+        use clap::Parser;
+        let Command::Import(a) =
+            Cli::try_parse_from(["liteload", "import", "x.db", "y.csv"])?.command
+        else {
+            panic!("parsed as another command")
+        };
+        let import = crate::cmd::import::options(&a)?;
+        assert_eq!(import.engine, liteload::ImportOptions::default().engine);
+        let Command::Generate(a) =
+            Cli::try_parse_from(["liteload", "generate", "x.db", "--rows", "1"])?.command
+        else {
+            panic!("parsed as another command")
+        };
+        let generate = crate::cmd::generate::options(&a)?;
         assert_eq!(
-            import.options.engine,
-            liteload::ImportOptions::default().engine
-        );
-        let generate = super::options::generate(["generate", "x.db", "--rows", "1"])?;
-        assert_eq!(
-            generate.options.engine,
+            generate.engine,
             liteload::generate::GenerateOptions::default().engine
         );
         Ok(())

@@ -113,6 +113,18 @@ impl FileSettings {
             cache_size,
         }
     }
+
+    /// A page size SQLite takes (a power of two from 512 to 65536), or none.
+    pub(crate) fn check(&self) -> crate::Result<()> {
+        match self.page_size {
+            Some(ps) if !(512..=65536).contains(&ps) || !ps.is_power_of_two() => {
+                Err(crate::Error::usage(format!(
+                    "page size {ps}: expected a power of two from 512 to 65536"
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// The name of the temp file an `atomic-new` load of `target` builds.

@@ -315,13 +315,7 @@ pub(crate) fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result
     if inputs.iter().filter(|i| **i == Input::Stdin).count() > 1 {
         return Err(Error::usage("stdin (-) can be read only once"));
     }
-    if let Some(ps) = opts.file.page_size {
-        if !(512..=65536).contains(&ps) || !ps.is_power_of_two() {
-            return Err(Error::usage(format!(
-                "page size {ps}: expected a power of two from 512 to 65536"
-            )));
-        }
-    }
+    opts.file.check()?;
     if let Some(t) = &opts.table {
         if t.is_empty() {
             return Err(Error::usage("the table name is empty"));

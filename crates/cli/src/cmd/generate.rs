@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{ArgAction, Args, ValueEnum};
 use liteload::generate::{default_columns, ColumnSpec, GenerateOptions};
 use liteload::FileSettings;
@@ -119,54 +119,13 @@ pub enum Engine {
     Direct,
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SpecFile {
-    table: Option<String>,
-    #[serde(default)]
-    column: Vec<SpecColumn>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SpecColumn {
-    name: String,
-    gen: String,
-    null: Option<f64>,
-}
-
-fn read_spec(path: &PathBuf) -> Result<(Option<String>, Vec<ColumnSpec>)> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    // Bytes that are not UTF-8 are a spec written wrong (usage), not a read that failed.
-    let text = String::from_utf8(bytes).map_err(|e| {
-        UsageError(format!(
-            "{}: not UTF-8 (byte {}): a spec file is TOML, which is UTF-8",
-            path.display(),
-            e.utf8_error().valid_up_to() + 1
-        ))
-    })?;
-    let file: SpecFile =
-        toml::from_str(&text).map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
-    let mut cols = vec![];
-    for c in file.column {
-        let mut s = format!("{}={}", c.name, c.gen);
-        if let Some(n) = c.null {
-            s.push_str(&format!(";null={n}"));
-        }
-        cols.push(
-            ColumnSpec::parse(&s).map_err(|e| UsageError(format!("{}: {e}", path.display())))?,
-        );
-    }
-    Ok((file.table, cols))
-}
-
 /// Checks the flags and turns them into the library's options.
 pub(crate) fn options(a: &GenerateArgs) -> Result<GenerateOptions> {
     if a.engine == Engine::Direct && a.generate_only {
         return Err(UsageError("--engine direct and --generate-only: pick one".into()).into());
     }
     let (spec_table, columns) = match (&a.spec, a.columns.is_empty()) {
-        (Some(p), _) => read_spec(p)?,
+        (Some(p), _) => liteload::generate::spec::read_file(p)?,
         (None, false) => (
             None,
             a.columns

@@ -96,6 +96,12 @@ fn validate(opts: &GenerateOptions) -> Result<()> {
     if opts.table.is_empty() {
         return Err(Error::usage("the table name is empty"));
     }
+    if opts.engine == Engine::Direct && opts.generate_only {
+        return Err(Error::usage(
+            "generating only writes nothing, and the page writer writes: pick one",
+        ));
+    }
+    opts.file.check()?;
     crate::schema::check_new_table(&opts.table, opts.columns.iter().map(|c| c.name.as_str()))
 }
 

@@ -606,6 +606,50 @@ pub fn default_columns() -> Vec<ColumnSpec> {
     .collect()
 }
 
+/// A spec file, as TOML: an optional `table = "NAME"` and `[[column]]` tables with
+/// `name`, `gen` (the spec after `=`, as above) and an optional `null` fraction.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecFile {
+    table: Option<String>,
+    #[serde(default)]
+    column: Vec<SpecColumn>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecColumn {
+    name: String,
+    gen: String,
+    null: Option<f64>,
+}
+
+/// The table name (if the file names one) and the columns of the spec file at `path`.
+/// A file that cannot be read is an I/O error; one that is not UTF-8, not TOML, or
+/// holds a column spec that does not parse is a usage error naming the file.
+pub fn read_file(path: &std::path::Path) -> crate::Result<(Option<String>, Vec<ColumnSpec>)> {
+    let bytes = std::fs::read(path).map_err(|e| crate::Error::io(Some(path.to_path_buf()), e))?;
+    let shown = path.display();
+    let text = String::from_utf8(bytes).map_err(|e| {
+        crate::Error::usage(format!(
+            "{shown}: not UTF-8 (byte {}): a spec file is TOML, which is UTF-8",
+            e.utf8_error().valid_up_to() + 1
+        ))
+    })?;
+    let file: SpecFile =
+        toml::from_str(&text).map_err(|e| crate::Error::usage(format!("{shown}: {e}")))?;
+    let mut columns = vec![];
+    for c in file.column {
+        let mut s = format!("{}={}", c.name, c.gen);
+        if let Some(n) = c.null {
+            s.push_str(&format!(";null={n}"));
+        }
+        columns
+            .push(ColumnSpec::parse(&s).map_err(|e| crate::Error::usage(format!("{shown}: {e}")))?);
+    }
+    Ok((file.table, columns))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
