@@ -5,11 +5,13 @@ With `more` as a fourth argument, also: generate 10M rows (write-up 004's table)
 10M-row TSV with an index on Stop, the same TSV appended to a file that holds another
 table (the side-file path), a 5M-row Parquet file (bench/parquet.py writes one; its
 path in AB_PARQUET), and the TSV's first 4M rows cut into 40 files (written under
-/tmp/bench/parts on first use), loaded into one table and into a table each.
+/tmp/bench/parts on first use), loaded into one table and into a table each. With
+`json` instead, the NDJSON feed and the same objects as one JSON array (written to
+/tmp/bench/feed1m.json on first use) alone.
 
     python3 bench/gen_transit.py 10000000 /tmp/bench/t10m.tsv
     python3 bench/gen_feed.py 1000000 300000 /tmp/bench/feed1m.jsonl
-    python3 bench/ab.py OLD_BINARY NEW_BINARY ROUNDS [more]
+    python3 bench/ab.py OLD_BINARY NEW_BINARY ROUNDS [more|json]
 """
 import os, sqlite3, statistics, subprocess, sys, time
 old, new, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -20,6 +22,15 @@ jobs = {
     "ingest 1M feed, 300k keys": (["ingest", "{db}", f"{W}/feed1m.jsonl", "--table", "t", "--key", "id", "-q"], "SELECT count(*) FROM t", None),
 }
 setup = {}
+if len(sys.argv) > 4 and sys.argv[4] == "json":
+    array = f"{W}/feed1m.json"
+    if not os.path.exists(array):
+        with open(f"{W}/feed1m.jsonl") as f, open(array, "w") as out:
+            out.write("[\n" + ",\n".join(line.rstrip("\n") for line in f if line.strip()) + "\n]\n")
+    jobs = {
+        "import 1M NDJSON feed": jobs["import 1M NDJSON feed"],
+        "import 1M objects as one JSON array": (["import", "{db}", array, "--table", "t", "-q"], "SELECT count(*) FROM t", 1_000_000),
+    }
 if len(sys.argv) > 4 and sys.argv[4] == "more":
     def other_table(db):
         c = sqlite3.connect(db)
