@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import datetime
 import glob
+from collections.abc import MutableMapping
 from typing import IO, Any, Callable, Iterable, Literal, Mapping, Optional, Sequence, Union
 
 from . import _liteload
@@ -29,7 +30,6 @@ from ._liteload import (
     ConstraintError,
     Error,
     IngestSummary,
-    KvStore,
     SchemaError,
     SqliteError,
     Summary,
@@ -39,6 +39,7 @@ from ._liteload import (
 __all__ = [
     "write",
     "import_file",
+    "sniff",
     "generate",
     "ingest",
     "KvStore",
@@ -71,6 +72,33 @@ def _keywords(values: Mapping[str, Any], *leave: str) -> dict:
     """A function's keyword arguments (its ``locals()`` at the start) for its native
     half, which takes each by name: the parameters in ``leave`` are passed apart."""
     return {k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in values.items() if k not in leave}
+
+
+class KvStore(_liteload.KvStore, MutableMapping):
+    """A blob store in one SQLite file, as a mutable mapping: keys are ints or strs,
+    values bytes (any bytes-like value, or a binary file object read to its end, is
+    stored as bytes). Every write commits on its own, except those of one
+    :meth:`put_many` or :meth:`update`, which commit together.
+
+    ``KvStore(path, durability="balanced", mmap_size=0, page_size=None, cache_size=None,
+    int_keys=False, create=False)``: opens the store, creating the file if needed. A
+    file that holds other tables and no store is refused (:class:`SchemaError`) unless
+    ``create=True``. ``int_keys=True`` makes a new store whose keys are ints only, each
+    the row's rowid.
+    """
+
+    def update(self, other: Any = (), /, **kwds: Any) -> None:
+        """Stores every pair of ``other`` (a mapping, or an iterable of pairs) and of the
+        keyword arguments, in one transaction: all or none."""
+        if isinstance(other, Mapping):
+            pairs: Iterable = other.items()
+        elif hasattr(other, "keys"):
+            pairs = ((k, other[k]) for k in other.keys())
+        else:
+            pairs = other
+        self.put_many(pairs)
+        if kwds:
+            self.put_many(kwds.items())
 
 
 def _reporter(progress: Progress, desc: str) -> tuple:
@@ -126,29 +154,49 @@ def _is_pandas(data: Any) -> bool:
     return type(data).__module__.startswith("pandas") and hasattr(data, "itertuples")
 
 
+def _frame(df: Any, index: bool) -> Any:
+    """A pandas frame as it is written: its index as the first column(s) when ``index``
+    (named, or ``index`` when unnamed, as ``to_sql`` does), else without it; a Period
+    column refused by name (its ordinals would be stored silently)."""
+    import pandas as pd
+
+    for name, dtype in df.dtypes.items():
+        if isinstance(dtype, pd.PeriodDtype):
+            raise UsageError(
+                f"write(): column {name!r} holds Periods ({dtype}), which SQLite has no type for: "
+                f"convert it first, e.g. df[{name!r}].dt.to_timestamp() or .astype(str)"
+            )
+    if index:
+        return df.reset_index()
+    return df
+
+
 def _pandas_rows(df: Any) -> Iterable[dict]:
     """A pandas DataFrame's rows as dicts, for frames Arrow cannot hold (an object column
     of mixed types): each value keeps its own type, as SQLite stores it."""
-    import pandas as pd
-
-    if not isinstance(df.index, pd.RangeIndex) or df.index.name is not None:
-        df = df.reset_index()
     names = [str(c) for c in df.columns]
     for row in df.itertuples(index=False, name=None):
         yield dict(zip(names, row))
 
 
-def _data(data: Any) -> Any:
+def _data(data: Any, index: bool) -> Any:
     """What to hand to the native layer: Arrow data, or an iterator of dicts."""
     if _is_pandas(data):
+        data = _frame(data, index)
         try:
             import pyarrow as pa
         except ImportError:
             return _pandas_rows(data)
         try:
-            return pa.Table.from_pandas(data)
+            t = pa.Table.from_pandas(data, preserve_index=False)
         except (pa.ArrowTypeError, pa.ArrowInvalid):
             return _pandas_rows(data)
+        # An object column with no value (an empty frame, or all None) has Arrow's null
+        # type; pandas holds text in object columns, so it is declared TEXT.
+        for i, field in enumerate(t.schema):
+            if pa.types.is_null(field.type) and data.dtypes.iloc[i] == object:
+                t = t.set_column(i, field.with_type(pa.string()), t.column(i).cast(pa.string()))
+        return t
     return data
 
 
@@ -157,7 +205,10 @@ def write(
     table: str,
     data: Any,
     *,
-    mode: Literal["create", "append", "replace"] = "create",
+    if_exists: Optional[IfExists] = None,
+    mode: Optional[Literal["create", "append", "replace"]] = None,
+    alter: bool = False,
+    index: bool = False,
     pk: Optional[Columns] = None,
     indexes: Iterable[Columns] = (),
     unique_indexes: Iterable[Columns] = (),
@@ -181,9 +232,13 @@ def write(
     structs JSON TEXT, categoricals their values), or for dicts from the values of the
     first rows.
 
-    ``mode``: ``"create"`` (the table must not exist), ``"append"`` (create it or add to
-    it, columns matched by name) or ``"replace"`` (drop it and create it anew, in the
-    load's transaction). ``pk`` names the primary key of a created table; ``indexes`` and
+    ``if_exists`` (as pandas ``to_sql``): ``"fail"`` (the default: the table must not
+    exist), ``"append"`` (create it or add to it, columns matched by name; ``alter=True``
+    adds the columns it lacks) or ``"replace"`` (drop it and create it anew, in the
+    load's transaction). ``mode`` is its older spelling (``"create"`` for ``"fail"``).
+    A pandas frame's index is not written unless ``index=True``, which writes it as the
+    first column(s), named after it (``index`` when unnamed). ``pk`` names the primary
+    key of a created table; ``indexes`` and
     ``unique_indexes`` are built after the rows (a column name or a sequence of them).
     ``durability``: None picks ``"atomic-new"`` for a new file (built beside it and
     moved into place whole) and ``"balanced"`` for an existing one (WAL, one
@@ -203,12 +258,12 @@ def write(
     (options that do not fit the data or the database), ``OSError`` and
     :class:`SqliteError`.
     """
-    options = _keywords(locals(), "db", "table", "data", "progress")
+    options = _keywords(locals(), "db", "table", "data", "progress", "index")
     try:
         rows_total = len(data)
     except TypeError:
         rows_total = None
-    data = _data(data)
+    data = _data(data, index)
     return _run(
         lambda cb: _liteload.write(os.fspath(db), table, data, options, rows_total, cb),
         progress,
@@ -259,7 +314,7 @@ def import_file(
     select: Optional[Sequence[str]] = None,
     temporal: Literal["iso", "epoch"] = "iso",
     decimals: Literal["text", "real"] = "text",
-    if_exists: IfExists = "append",
+    if_exists: IfExists = "fail",
     alter: bool = False,
     pk: Optional[Columns] = None,
     indexes: Iterable[Columns] = (),
@@ -304,7 +359,8 @@ def import_file(
     Parquet and Arrow: ``select`` (columns to load), ``temporal`` (``"iso"`` text or
     ``"epoch"`` integers), ``decimals`` (``"text"`` exact or ``"real"``).
 
-    Table: ``table``, ``if_exists`` (``"append"``, ``"fail"``, ``"replace"``),
+    Table: ``table``, ``if_exists`` (``"fail"``, the default as in pandas ``to_sql``: a
+    table that exists already is refused; ``"append"``; ``"replace"``),
     ``alter`` (add the columns an existing table lacks), ``pk`` and ``indexes`` /
     ``unique_indexes`` (a column name or a sequence of them, each).
     Types: ``types`` (``{"zip": "text"}``), ``detect_types=False`` (all TEXT),
@@ -331,6 +387,20 @@ def import_file(
         progress,
         "importing",
     )
+
+
+def sniff(source: Source) -> dict:
+    """What :func:`import_file` would take ``source`` (a path, bytes or a file object) to
+    be, from its name and first bytes, without loading it: a dict whose ``format``,
+    ``delimiter``, ``quote`` (a character, or False for none), ``header`` and
+    ``encoding`` are :func:`import_file`'s keywords (None where they do not apply), and
+    ``input``, ``bom``, ``compression``, ``described`` (in words) and ``changed``
+    (whether the content said more than the name). A file object is read from (its
+    first 64 KiB at most)."""
+    sources = _sources(source)
+    if len(sources) != 1:
+        raise UsageError(f"sniff() reads one source, and this names {len(sources)}")
+    return _liteload.sniff(sources[0])
 
 
 def generate(

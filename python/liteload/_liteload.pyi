@@ -91,9 +91,11 @@ class KvStore:
         page_size: Optional[int] = None,
         cache_size: Optional[int] = None,
         int_keys: bool = False,
+        create: bool = False,
     ) -> None:
         """Opens or creates the store. ``int_keys=True`` makes a new store whose keys
-        are ints only, each the row's rowid; an existing store keeps its file's kind."""
+        are ints only, each the row's rowid; an existing store keeps its file's kind. A
+        file with other tables and no store is refused unless ``create=True``."""
     def get(self, key: Key, default: Any = None) -> Any:
         """The value under ``key`` (bytes), or ``default``."""
     def put(self, key: Key, value: Any) -> None:
@@ -128,6 +130,7 @@ def write(
     progress: _Callback = None,
 ) -> Summary: ...
 def import_file(db: str, sources: Sequence[Any], options: Dict[str, Any], progress: _Callback = None) -> Summary: ...
+def sniff(source: Any) -> Dict[str, Any]: ...
 def generate(db: str, options: Dict[str, Any], progress: _Callback = None) -> Summary: ...
 def ingest(db: str, source: Any, options: Dict[str, Any], progress: _Callback = None) -> IngestSummary: ...
 def cli(argv: Sequence[str]) -> int: ...

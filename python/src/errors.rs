@@ -119,7 +119,9 @@ pub fn keyword_hint(h: Hint) -> String {
         Hint::Append => " (leave durability unset to append in one transaction)".into(),
         Hint::Format => "; name it with format= (csv, tsv, ndjson, json, parquet, arrow)".into(),
         Hint::Table => "; name the table with table=".into(),
-        Hint::OtherTable => "; load into another table, or pass mode='append' or 'replace'".into(),
+        Hint::OtherTable => {
+            "; load into another table, or pass if_exists='append' or 'replace'".into()
+        }
         Hint::MaxErrors(n) => format!(" (max_errors={n})"),
         Hint::Delimiter(d) => format!(
             " (the file looks {}-separated: pass delimiter={})",

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyInt, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyInt, PyMemoryView, PyString};
 
 use liteload::kv::{Key, KvOptions};
 use liteload::Durability;
@@ -15,7 +15,7 @@ use crate::errors::library_error;
 
 /// A blob store in one SQLite file: keys are integers or strings, values bytes.
 /// Every write commits on its own unless made with `put_many`.
-#[pyclass(module = "liteload")]
+#[pyclass(module = "liteload", subclass)]
 pub struct KvStore {
     /// `None` once closed. A mutex because a connection may be used by one thread at a
     /// time; Python objects may be shared between threads.
@@ -94,9 +94,18 @@ impl KvStore {
         if let Ok(b) = value.cast::<PyBytes>() {
             return store.put(k, b.as_bytes()).map_err(|e| library_error(&e));
         }
+        if value.is_instance_of::<PyByteArray>() || value.is_instance_of::<PyMemoryView>() {
+            // Copied once: a bytearray may change, and a memoryview may be of any shape;
+            // bytes() gives its contents in order.
+            let bytes = value.py().get_type::<PyBytes>().call1((value,))?;
+            let bytes = bytes.cast::<PyBytes>()?;
+            return store
+                .put(k, bytes.as_bytes())
+                .map_err(|e| library_error(&e));
+        }
         if !value.hasattr("read")? {
             return Err(PyTypeError::new_err(format!(
-                "a value is bytes or a binary file-like object, not {}",
+                "a value is bytes-like (bytes, bytearray, memoryview) or a binary file-like object, not {}",
                 value.get_type().name()?
             )));
         }
@@ -128,8 +137,13 @@ impl KvStore {
     /// `unsafe` (fastest; a crash can corrupt the file). `int_keys` makes a new store
     /// whose keys are ints only, each the row's rowid (write-up 001's layout); an
     /// existing store keeps the kind its file has.
+    ///
+    /// A file that holds other tables and no store is refused (`SchemaError`, the file
+    /// unchanged) unless `create` is true: a store opened on the wrong database does
+    /// not quietly add its table there.
     #[new]
-    #[pyo3(signature = (path, *, durability = "balanced", mmap_size = 0, page_size = None, cache_size = None, int_keys = false))]
+    #[pyo3(signature = (path, *, durability = "balanced", mmap_size = 0, page_size = None, cache_size = None, int_keys = false, create = false))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         path: PathBuf,
         durability: &str,
@@ -137,6 +151,7 @@ impl KvStore {
         page_size: Option<u32>,
         cache_size: Option<i64>,
         int_keys: bool,
+        create: bool,
     ) -> PyResult<Self> {
         let mut opts = KvOptions::default();
         opts.durability = durability
@@ -146,8 +161,16 @@ impl KvStore {
         opts.page_size = page_size;
         opts.cache_size = cache_size;
         opts.int_keys = int_keys;
+        opts.beside_other_tables = create;
         let (store, held) = crate::same_file::Held::open(&path, || {
-            liteload::kv::KvStore::open(&path, opts).map_err(|e| library_error(&e))
+            liteload::kv::KvStore::open(&path, opts).map_err(|e| match e.kind() {
+                liteload::ErrorKind::Schema(_) => {
+                    crate::errors::library_error(&liteload::Error::schema(format!(
+                        "{e} (pass create=True to add a store to it)"
+                    )))
+                }
+                _ => library_error(&e),
+            })
         })?;
         Ok(KvStore {
             store: Mutex::new(Some(store)),

@@ -29,7 +29,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView, PyString};
 
 use liteload::ingest::feed::{self, Event, Feed};
 use liteload::ingest::Ingest;
-use liteload::{IfExists, ImportOptions, Input, Progress};
+use liteload::{Encoding, Format, IfExists, ImportOptions, Input, Progress};
 
 use keywords::Keywords;
 use summary::{IngestSummary, Summary};
@@ -50,16 +50,24 @@ fn write(
     let mut kw = Keywords::new("write", options)?;
     let mut opts = ImportOptions::default();
     opts.table = Some(table.clone());
-    opts.if_exists = kw
-        .choice(
-            "mode",
-            &[
-                ("create", IfExists::Fail),
-                ("append", IfExists::Append),
-                ("replace", IfExists::Replace),
-            ],
-        )?
-        .unwrap_or(IfExists::Fail);
+    // `mode=` is the first spelling of `if_exists=` (create = fail); both may be given
+    // only when they agree.
+    let mode = kw.choice(
+        "mode",
+        &[
+            ("create", IfExists::Fail),
+            ("append", IfExists::Append),
+            ("replace", IfExists::Replace),
+        ],
+    )?;
+    let if_exists = kw.choice("if_exists", options::IF_EXISTS)?;
+    opts.if_exists = match (mode, if_exists) {
+        (Some(m), Some(i)) if m != i => {
+            return Err(kw.usage("mode= and if_exists= disagree: pass if_exists= alone"))
+        }
+        (m, i) => i.or(m).unwrap_or(IfExists::Fail),
+    };
+    opts.alter = kw.get("alter", "a bool")?;
     opts.pk = kw.names("pk")?;
     opts.indexes = options::indexes(&mut kw)?;
     opts.durability = options::durability(&mut kw)?;
@@ -181,6 +189,67 @@ fn input(source: &Bound<'_, PyAny>, failed: &stream::Failed) -> PyResult<Input> 
         "import_file() reads a path, bytes or a file object, not {}",
         source.get_type().name()?
     )))
+}
+
+/// `sniff`: what `import_file` would take `source` to be, in `import_file`'s keywords
+/// (`format`, `delimiter`, `quote`, `header`, `encoding`) and a few facts besides
+/// (`bom`, `compression`, `described`, `changed`: whether sniffing found anything the
+/// name alone does not say). Reads the first bytes only.
+#[pyfunction]
+fn sniff<'py>(py: Python<'py>, source: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    let failed: stream::Failed = Arc::new(Mutex::new(None));
+    let input = input(source, &failed)?;
+    let plan = liteload::read_plan(&input, &ImportOptions::default());
+    if let Some(e) = failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(e);
+    }
+    let (ro, sniffed) = plan.map_err(|e| errors::library_error(&e))?;
+    let delimited = matches!(ro.format, Format::Csv | Format::Tsv);
+    let out = PyDict::new(py);
+    out.set_item("input", input.display_name())?;
+    out.set_item(
+        "format",
+        match ro.format {
+            Format::Csv => "csv",
+            Format::Tsv => "tsv",
+            Format::Ndjson => "ndjson",
+            Format::Json => "json",
+            Format::Parquet => "parquet",
+            Format::Arrow => "arrow",
+            _ => "other",
+        },
+    )?;
+    let char_of = |b: u8| char::from(b).to_string();
+    if delimited {
+        out.set_item("delimiter", char_of(ro.delimiter))?;
+        match ro.quote {
+            Some(q) => out.set_item("quote", char_of(q))?,
+            None => out.set_item("quote", false)?,
+        }
+        out.set_item("header", ro.header)?;
+    } else {
+        for key in ["delimiter", "quote", "header"] {
+            out.set_item(key, py.None())?;
+        }
+    }
+    out.set_item(
+        "encoding",
+        match ro.encoding {
+            Encoding::Utf8 => "utf-8",
+            Encoding::Latin1 => "latin1",
+            Encoding::Utf16 | Encoding::Utf16Le => "utf-16le",
+            Encoding::Utf16Be => "utf-16be",
+        },
+    )?;
+    let d = sniffed.as_ref().map(|s| &s.dialect);
+    out.set_item("bom", d.is_some_and(|d| d.bom))?;
+    out.set_item(
+        "compression",
+        d.and_then(|d| d.compression).map(|c| c.name()),
+    )?;
+    out.set_item("described", sniffed.as_ref().map(|s| s.described.clone()))?;
+    out.set_item("changed", sniffed.as_ref().is_some_and(|s| s.changed))?;
+    Ok(out)
 }
 
 /// `generate`: `options` holds every keyword of the Python function.
@@ -331,6 +400,7 @@ fn _liteload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write, m)?)?;
     m.add_function(wrap_pyfunction!(import_file, m)?)?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;
+    m.add_function(wrap_pyfunction!(sniff, m)?)?;
     m.add_function(wrap_pyfunction!(ingest, m)?)?;
     m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

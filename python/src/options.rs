@@ -28,7 +28,7 @@ const ENGINES: &[(&str, Engine)] = &[
     ("sqlite", Engine::Sqlite),
 ];
 
-const IF_EXISTS: &[(&str, IfExists)] = &[
+pub const IF_EXISTS: &[(&str, IfExists)] = &[
     ("append", IfExists::Append),
     ("fail", IfExists::Fail),
     ("replace", IfExists::Replace),

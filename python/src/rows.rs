@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMemoryView, PyString, PyTuple,
+};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
@@ -27,6 +29,8 @@ pub enum Value {
     /// Text; also an integer beyond 64 bits (its digits, never a rounded float), and a
     /// date, time, decimal or any other object (its `isoformat()` or `str()`).
     Text(String),
+    /// bytes, bytearray or memoryview: a BLOB (serialized as serde bytes).
+    Bytes(Vec<u8>),
     List(Vec<Value>),
     Map(Vec<(String, Value)>),
 }
@@ -39,6 +43,7 @@ impl Serialize for Value {
             Value::Int(i) => s.serialize_i64(*i),
             Value::Float(f) => s.serialize_f64(*f),
             Value::Text(t) => s.serialize_str(t),
+            Value::Bytes(b) => s.serialize_bytes(b),
             Value::List(items) => {
                 let mut seq = s.serialize_seq(Some(items.len()))?;
                 for v in items {
@@ -85,10 +90,12 @@ pub fn value(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
     if let Ok(s) = obj.cast::<PyString>() {
         return Ok(Value::Text(s.to_cow()?.into_owned()));
     }
-    if obj.is_instance_of::<PyBytes>() {
-        return Err(pyo3::exceptions::PyTypeError::new_err(
-            "a bytes value in a dict row: store binary data from an Arrow table (a binary column becomes BLOB)",
-        ));
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(Value::Bytes(b.as_bytes().to_vec()));
+    }
+    if obj.is_instance_of::<PyByteArray>() || obj.is_instance_of::<PyMemoryView>() {
+        let b = obj.py().get_type::<PyBytes>().call1((obj,))?;
+        return Ok(Value::Bytes(b.cast::<PyBytes>()?.as_bytes().to_vec()));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
         let mut fields = Vec::with_capacity(d.len());

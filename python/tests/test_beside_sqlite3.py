@@ -59,7 +59,7 @@ def act(action, path, tmp_path, store=None):
         csv.write_text("a,b\n10,x\n11,é\n", encoding="utf-8")
         liteload.import_file(path, csv, table="t", if_exists="append")
     elif action == "kv_put_opened_after":
-        with liteload.KvStore(path) as kv:
+        with liteload.KvStore(path, create=True) as kv:
             kv.put("k", b"v")
     else:
         store.put("k", b"v")
@@ -71,7 +71,7 @@ def act(action, path, tmp_path, store=None):
 def test_beside_sqlite3_nothing_is_lost(tmp_path, state, journal, action):
     path = tmp_path / "shared.db"
     setup_db(path, journal)
-    store = liteload.KvStore(path) if action == "kv_put_opened_before" else None
+    store = liteload.KvStore(path, create=True) if action == "kv_put_opened_before" else None
     con = other_connection(path, state)
     expected = [(i, f"zoë {i}") for i in range(3)]
     try:
@@ -86,7 +86,7 @@ def test_beside_sqlite3_nothing_is_lost(tmp_path, state, journal, action):
                 return
             if store is not None:
                 store.close()
-            with liteload.KvStore(path) as kv:
+            with liteload.KvStore(path, create=True) as kv:
                 assert kv.get("k") == b"v"
             checked(path).close()
             return
@@ -115,12 +115,12 @@ def test_beside_sqlite3_nothing_is_lost(tmp_path, state, journal, action):
         check.close()
     if action.startswith("kv"):
         # A store opened before is left as it was: no value was put.
-        with liteload.KvStore(path) as kv:
+        with liteload.KvStore(path, create=True) as kv:
             assert "k" not in kv
     else:
         assert tables == {"t"}
     # With the other connection closed, the same job goes through.
-    store = liteload.KvStore(path) if action == "kv_put_opened_before" else None
+    store = liteload.KvStore(path, create=True) if action == "kv_put_opened_before" else None
     try:
         act(action, path, tmp_path, store)
     finally:
@@ -133,7 +133,7 @@ def test_a_store_of_liteload_itself_is_no_other_copy(tmp_path):
     """The package's own open store on a file does not count as another SQLite: a write
     beside it goes through, and so does the store."""
     path = tmp_path / "own.db"
-    with liteload.KvStore(path) as kv:
+    with liteload.KvStore(path, create=True) as kv:
         kv.put(1, b"one")
         liteload.write(path, "t", pa.table({"a": [1, 2]}))
         kv.put(2, b"two")

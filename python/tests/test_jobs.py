@@ -79,6 +79,15 @@ def test_ingest_bad_messages_are_counted_or_refused(tmp_path):
     assert s.messages >= 1 and s.rejects == 2
     with pytest.raises(liteload.BadInput):
         liteload.ingest(tmp_path / "strict.db", ['{"id": 1}', "not json"], table="t", key="id", strict=True)
+    # The bad message's place: its line, and its number (one message a line).
+    feed = tmp_path / "feed.ndjson"
+    feed.write_text('{"id": 1}\n{"id": 2}\n{"id": 3, oops}\n', encoding="utf-8")
+    with pytest.raises(liteload.BadInput) as e:
+        liteload.ingest(tmp_path / "strict2.db", feed, table="t", key="id", strict=True)
+    assert (e.value.line, e.value.record) == (3, 3) and e.value.path.endswith("feed.ndjson")
+    with pytest.raises(liteload.BadInput) as e:
+        liteload.ingest(tmp_path / "strict3.db", ['{"id": 1}', '{"id": 2}', "[1]"], table="t", key="id", strict=True)
+    assert (e.value.line, e.value.record) == (3, 3)
 
 
 def test_ingest_connects_to_a_feed_and_stores_its_position(tmp_path):

@@ -232,9 +232,36 @@ def test_progress_callback_and_its_exception(db, tmp_path):
 def test_unsupported_data_is_a_type_error(db):
     with pytest.raises(TypeError, match="__arrow_c_stream__"):
         liteload.write(db, "t", 42)
+    class Unprintable:
+        def __str__(self):
+            raise TypeError("no text for this")
+
     with pytest.raises(TypeError, match="row 2"):
-        liteload.write(db, "t", [{"a": 1}, {"a": b"bytes"}])
+        liteload.write(db, "t", [{"a": 1}, {"a": Unprintable()}])
     assert not db.exists()
+
+
+def test_bytes_in_dict_rows_are_blobs(db):
+    """bytes, bytearray and memoryview values are stored as BLOBs, as SQLite's own insert
+    of a bound bytes value stores them, beside values of other types in one column."""
+    data = [
+        {"id": 1, "v": b"\x00\xffraw"},
+        {"id": 2, "v": bytearray(b"ba")},
+        {"id": 3, "v": memoryview(b"mv")},
+        {"id": 4, "v": "text"},
+        {"id": 5, "v": b""},
+        {"id": 6, "v": None},
+    ]
+    liteload.write(db, "t", data)
+    got = checked(db).execute("SELECT id, v, typeof(v) FROM t ORDER BY id").fetchall()
+    assert got == [
+        (1, b"\x00\xffraw", "blob"),
+        (2, b"ba", "blob"),
+        (3, b"mv", "blob"),
+        (4, "text", "text"),
+        (5, b"", "blob"),
+        (6, None, "null"),
+    ]
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

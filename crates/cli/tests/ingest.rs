@@ -174,7 +174,7 @@ fn merges_sparse_updates_and_reports_bad_messages() -> R {
     .assert()
     .code(1)
     .stderr(predicate::str::contains(
-        "f.jsonl:3:2: expected a JSON object, found invalid JSON",
+        "f.jsonl:3:2: record 3: expected a JSON object, found invalid JSON",
     ));
     assert_eq!(
         checked_rows(&d.path().join("x.db"), "SELECT count(*) FROM t")?,

@@ -517,7 +517,9 @@ fn drive(
                                 path: from.clone(),
                                 line: m.meta.line,
                                 column: column.unwrap_or(1),
-                                record: 0,
+                                // One message a line: a message is numbered by its
+                                // line (blank lines count, as a reader's line count).
+                                record: m.meta.line,
                                 byte: 0,
                             };
                             failure = Some(Error::input(

@@ -83,6 +83,11 @@ pub struct KvOptions {
     pub cache_size: Option<i64>,
     /// A new store keys by integer, the key being the rowid (see the module notes).
     pub int_keys: bool,
+    /// A store may be added to a file that holds other tables and none (true by
+    /// default). False refuses such a file (a [`crate::ErrorKind::Schema`] error, the file
+    /// unchanged), so that a store opened on the wrong database does not quietly add
+    /// its table there; a new or empty file, or one with a store, opens either way.
+    pub beside_other_tables: bool,
 }
 
 impl Default for KvOptions {
@@ -93,6 +98,7 @@ impl Default for KvOptions {
             page_size: None,
             cache_size: None,
             int_keys: false,
+            beside_other_tables: true,
         }
     }
 }
@@ -107,6 +113,39 @@ pub fn tree_path(key: i64) -> std::path::PathBuf {
     let d = format!("{key:06}");
     let (head, tail) = d.split_at(d.len() - 4);
     [head, &tail[..2], &tail[2..]].iter().collect()
+}
+
+/// Refuses a file at `path` that holds tables and no store (read without writing; a file
+/// that does not exist passes).
+fn refuse_other_tables(path: &Path) -> Result<()> {
+    if !path.exists() {
+        return Ok(());
+    }
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let read = |path: &Path| -> rusqlite::Result<(bool, Vec<String>)> {
+        let conn = Connection::open_with_flags(path, flags)?;
+        let mut stmt = conn.prepare(
+            "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+        )?;
+        let names = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok((names.iter().any(|n| n == "kv"), names))
+    };
+    let (has_store, names) =
+        read(path).map_err(|e| Error::sqlite(format!("reading {}", path.display()), e))?;
+    if has_store || names.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<&str> = names.iter().take(3).map(String::as_str).collect();
+    Err(Error::schema(format!(
+        "{} holds other tables ({}{}) and no store: is it the database you meant? Opening it \
+         as a store would add a table `kv` to it",
+        path.display(),
+        shown.join(", "),
+        if names.len() > 3 { ", …" } else { "" }
+    )))
 }
 
 /// A blob store. Not `Sync`: open one per thread.
@@ -135,6 +174,9 @@ impl KvStore {
     /// Opens (creating if needed) the store at `path`.
     pub fn open(path: &Path, opts: KvOptions) -> Result<KvStore> {
         let pragmas = opts.durability.shared_pragmas()?;
+        if !opts.beside_other_tables {
+            refuse_other_tables(path)?;
+        }
         let conn = Connection::open(path)
             .map_err(|e| Error::sqlite(format!("opening {}", path.display()), e))?;
         let setup = || -> rusqlite::Result<bool> {
