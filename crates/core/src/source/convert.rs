@@ -1,7 +1,7 @@
 //! Turning input values into typed cells, by the type rules ([`crate::ColumnType`]) and
 //! SQLite's affinity rules.
 
-use crate::affinity::Stored;
+use crate::affinity::{Affinity, Stored};
 use crate::batch::{Batch, Cell};
 use crate::types::{classify, ColumnType, Lexeme};
 
@@ -197,8 +197,15 @@ pub fn push_scalar(
 ) -> bool {
     use std::fmt::Write;
     let column = ty;
+    // A BLOB column (bytes were in the sample) converts nothing, as SQLite's BLOB
+    // affinity: a number stays a number, text stays text.
+    let blob_column = column == ColumnType::Blob;
     let ty = ty.text_sources_type();
-    let aff = ty.affinity();
+    let aff = if blob_column {
+        Affinity::Blob
+    } else {
+        ty.affinity()
+    };
     match v {
         // Bytes are stored as they are whatever the column's affinity (SQLite converts
         // no blob); an empty list goes by its column's type.
@@ -224,19 +231,19 @@ pub fn push_scalar(
                 return false;
             }
             push_stored(batch, aff.text(s));
-            ty != ColumnType::Text
+            ty != ColumnType::Text || blob_column
         }
-        Scalar::Bool(b) if ty == ColumnType::Text => {
+        Scalar::Bool(b) if ty == ColumnType::Text && !blob_column => {
             batch.text(if b { "1" } else { "0" });
             false
         }
-        Scalar::Integer(i) if ty == ColumnType::Text => {
+        Scalar::Integer(i) if ty == ColumnType::Text && !blob_column => {
             scratch.clear();
             let _ = write!(scratch, "{i}");
             batch.text(scratch);
             false
         }
-        Scalar::Real(r) if ty == ColumnType::Text => {
+        Scalar::Real(r) if ty == ColumnType::Text && !blob_column => {
             scratch.clear();
             match serde_json::Number::from_f64(r) {
                 Some(n) => scratch.push_str(&n.to_string()),
@@ -247,11 +254,11 @@ pub fn push_scalar(
         }
         Scalar::Bool(b) => {
             push_stored(batch, aff.integer_value(i64::from(b)));
-            false
+            blob_column
         }
         Scalar::Integer(i) => {
             push_stored(batch, aff.integer_value(i));
-            false
+            blob_column
         }
         Scalar::Real(r) => {
             push_stored(batch, aff.real(r));
