@@ -663,6 +663,40 @@ fn a_refused_row_fails_the_load_with_its_position_and_leaves_the_cluster_unchang
     }
 }
 
+/// Standard input is read once: a second load of it into the same table is a new load
+/// (its name says nothing of its contents), not a finished one to skip; a file loaded
+/// again is skipped, as before.
+#[test]
+fn stdin_twice_lands_twice_and_a_file_twice_once() {
+    let c = Cluster::start(1);
+    let dir = tempfile::tempdir().unwrap();
+    // A table first, so that the loads below go in by statements, not by booting.
+    c.execute(0, "CREATE TABLE other(x)");
+    let seed = dir.path().join("seed.csv");
+    std::fs::write(&seed, "x\n1\n").unwrap();
+    let out = run(&["import", &c.url(0), seed.to_str().unwrap(), "-q"]);
+    assert!(out.status.success(), "{out:?}");
+    for (body, n) in [("a,b\n1,x\n", 1), ("a,b\n2,y\n3,z\n", 3)] {
+        let out = Command::new(liteload())
+            .args(["import", &c.url(0), "-", "--table", "t", "-q"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child.stdin.take().unwrap().write_all(body.as_bytes())?;
+                child.wait_with_output()
+            })
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        c.wait_local(0, "SELECT count(*) FROM t", &[vec![Json::from(n)]]);
+    }
+    let out = run(&["import", &c.url(0), seed.to_str().unwrap(), "-q"]);
+    assert!(out.status.success(), "{out:?}");
+    c.wait_local(0, "SELECT count(*) FROM seed", &[vec![Json::from(1)]]);
+}
+
 /// A row the table refuses, at random positions, with every in-flight setting: the load
 /// fails naming the row, and every node keeps exactly a prefix of the input, in input
 /// order and ending before the refused row, with nothing after it (requests in flight
@@ -819,6 +853,15 @@ fn a_new_single_node_cluster_is_booted_and_joining_nodes_copy_it() {
     // Booting again is refused: the database is not empty now.
     let out = run(&["import", &c.url(0), csv_s, "--rqlite-boot"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
+    // Running the load again writes nothing: the booted file recorded it as finished,
+    // as a load by statements records its last request.
+    let out = run(&["import", &c.url(0), csv_s]);
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("was loaded into") && err.contains("nothing written"),
+        "{err}"
+    );
     let bin = rqlited();
     for _ in 1..3 {
         c.add_node(&bin);

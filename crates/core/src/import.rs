@@ -278,6 +278,14 @@ pub(crate) fn load(
             &mut summary,
         )?;
         summary.rows += rows;
+        if let [input @ Input::Path(_)] = load.inputs {
+            summary.files.push(crate::summary::LoadedFile {
+                input: input.display_name(),
+                table: plan.table.clone(),
+                bytes: input.size(),
+                rows,
+            });
+        }
         if !summary.tables.contains(&plan.table) {
             summary.tables.push(plan.table.clone());
         }

@@ -223,6 +223,20 @@ pub struct Summary {
     /// Columns whose values look like decimal-comma numbers or dates in a locale's
     /// format, loaded as text because no [`crate::source::locale::Locale`] was given.
     pub locale_hints: Vec<crate::source::locale::LocaleHint>,
+    /// Each file loaded alone into its table, with its rows: what a cluster booted with
+    /// the built file records as finished ([`crate::rqlite::PROGRESS_TABLE`]), so that
+    /// running the load again writes nothing, as after a load by statements.
+    #[serde(skip)]
+    pub(crate) files: Vec<LoadedFile>,
+}
+
+/// A file that one load read alone, into `table`.
+#[derive(Clone, Debug)]
+pub(crate) struct LoadedFile {
+    pub input: String,
+    pub table: String,
+    pub bytes: Option<u64>,
+    pub rows: u64,
 }
 
 /// Fills in the timing and SQLite version of a finished run.

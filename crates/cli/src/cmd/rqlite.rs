@@ -7,12 +7,6 @@ use liteload::rqlite::{Boot, RqliteOptions, RqliteTarget};
 
 use super::UsageError;
 
-/// The environment variables that hold credentials for an `rqlite://` target, so that
-/// a password need not be on the command line.
-pub const USER_VAR: &str = "LITELOAD_RQLITE_USER";
-/// See [`USER_VAR`].
-pub const PASSWORD_VAR: &str = "LITELOAD_RQLITE_PASSWORD";
-
 /// How rows reach an rqlite cluster.
 #[derive(Args, Debug, Clone, Default)]
 pub struct RqliteArgs {
@@ -95,28 +89,9 @@ impl RqliteArgs {
 }
 
 /// The cluster `db` names, if it is an `rqlite://` URL, with credentials from the URL
-/// or else from the environment.
+/// or else from the environment ([`RqliteTarget::from_db_arg`]).
 pub fn target(db: &Path) -> Result<Option<RqliteTarget>, liteload::Error> {
-    let Some(s) = db.to_str().filter(|s| RqliteTarget::is_url(s)) else {
-        return Ok(None);
-    };
-    let mut t = RqliteTarget::parse(s)?;
-    let env_user = std::env::var(USER_VAR).ok().filter(|u| !u.is_empty());
-    let env_pass = std::env::var(PASSWORD_VAR).ok();
-    match (t.user().map(String::from), t.has_password()) {
-        (Some(u), false) => {
-            if let Some(p) = env_pass {
-                t = t.with_auth(u, p);
-            }
-        }
-        (None, _) => {
-            if let Some(u) = env_user {
-                t = t.with_auth(u, env_pass.unwrap_or_default());
-            }
-        }
-        (Some(_), true) => {}
-    }
-    Ok(Some(t))
+    RqliteTarget::from_db_arg(db)
 }
 
 /// `db` as messages show it: an rqlite URL without its password.

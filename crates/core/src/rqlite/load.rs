@@ -54,6 +54,12 @@ pub(crate) struct LoadKey {
     /// The table's primary key columns (none for a table without one), to tell a
     /// refused key's constraint from a UNIQUE index's.
     pub primary_key: Vec<String>,
+    /// The input can be read again as it was (a file): a load of it resumes where an
+    /// earlier one of the same file stopped, and one that finished is not repeated.
+    /// False for what is read once (standard input, a reader, bytes, the program's
+    /// rows or record batches): its name says nothing of its contents, so each load is
+    /// new, and the progress recorded under that name before is replaced.
+    pub resumable: bool,
 }
 
 /// What the cluster holds of a load already.
@@ -807,7 +813,15 @@ impl<'c, 'scope> TableLoad<'c, 'scope> {
     where
         'c: 'scope,
     {
-        let resume = read_resume(client, &key)?;
+        let resume = if key.resumable {
+            read_resume(client, &key)?
+        } else {
+            // Replace what a load of another input by this name recorded.
+            if client.has_table(PROGRESS_TABLE)? {
+                prelude.push(stale_progress_delete(&key));
+            }
+            Resume::default()
+        };
         if resume.finished {
             notes.push(format!(
                 "{} was loaded into {} before ({} rows, recorded in {}): nothing written",

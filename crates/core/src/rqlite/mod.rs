@@ -40,7 +40,7 @@ use client::Client;
 use load::{cluster_table, mirror_of, plain, table_columns, LoadKey, Shape, TableLoad};
 
 pub use load::PROGRESS_TABLE;
-pub use target::{redact, RqliteTarget};
+pub use target::{redact, RqliteTarget, PASSWORD_VAR, USER_VAR};
 
 /// Whether a load boots a new cluster with a file built here.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -144,7 +144,23 @@ pub fn import(
         let mut o = opts.clone();
         (o.durability, o.verify, o.engine) = boot_file_settings(o.engine);
         return boot(&client, start, progress, |db| {
-            crate::import(db, inputs, &o, progress)
+            let summary = crate::import(db, inputs, &o, progress)?;
+            let keys: Vec<(LoadKey, u64)> = summary
+                .files
+                .iter()
+                .map(|f| {
+                    let key = LoadKey {
+                        input: f.input.clone(),
+                        table: f.table.clone(),
+                        input_bytes: f.bytes,
+                        primary_key: vec![],
+                        resumable: true,
+                    };
+                    (key, f.rows)
+                })
+                .collect();
+            record_finished(db, &keys)?;
+            Ok(summary)
         });
     }
     import_rows(&client, inputs, opts, ropts, progress, start)
@@ -165,10 +181,65 @@ pub fn generate(
         let mut o = opts.clone();
         (o.durability, o.verify, o.engine) = boot_file_settings(o.engine);
         return boot(&client, start, progress, |db| {
-            crate::generate::generate(db, &o, progress)
+            let summary = crate::generate::generate(db, &o, progress)?;
+            record_finished(db, &[(generate_key(opts), summary.rows)])?;
+            Ok(summary)
         });
     }
     generate_rows(&client, opts, ropts, progress, start)
+}
+
+/// The progress key of a generate run: the same seed, rows and columns make the same
+/// rows again.
+fn generate_key(opts: &GenerateOptions) -> LoadKey {
+    let spec: Vec<String> = opts.columns.iter().map(|c| c.definition()).collect();
+    LoadKey {
+        input: format!(
+            "generate seed={} rows={} columns=({})",
+            opts.seed,
+            opts.rows,
+            spec.join(", ")
+        ),
+        table: opts.table.clone(),
+        input_bytes: None,
+        // Generated rows take new rowids: no key of theirs is refused as a duplicate.
+        primary_key: vec![],
+        resumable: true,
+    }
+}
+
+/// Records in the built file `db`, before it is sent, each load it holds as finished
+/// (`keys`, with their rows), as a load by statements records its last request: running
+/// the same load again then writes nothing and says so.
+fn record_finished(db: &std::path::Path, keys: &[(LoadKey, u64)]) -> Result<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let record = || -> rusqlite::Result<()> {
+        let mut conn = rusqlite::Connection::open(db)?;
+        let tx = conn.transaction()?;
+        tx.execute_batch(&load::create_progress_sql())?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        for (key, rows) in keys {
+            tx.execute(
+                &format!(
+                    "INSERT INTO {}(input, tbl, input_bytes, first_row, last_row, rows, last_line, done, unix_time) VALUES (?1, ?2, ?3, 1, ?4, ?4, NULL, 1, ?5)",
+                    quote_ident(PROGRESS_TABLE)
+                ),
+                rusqlite::params![
+                    key.input,
+                    key.table,
+                    key.input_bytes.and_then(|b| i64::try_from(b).ok()),
+                    i64::try_from(*rows).unwrap_or(i64::MAX),
+                    i64::try_from(now).unwrap_or(i64::MAX)
+                ],
+            )?;
+        }
+        tx.commit()
+    };
+    record().map_err(|e| Error::sqlite(format!("recording the load in {}", db.display()), e))
 }
 
 /// How the boot path builds its file: a new file (atomic-new), checked by
@@ -294,18 +365,7 @@ fn generate_rows(
     progress.rows_total.store(opts.rows, Ordering::Relaxed);
     let names: Vec<String> = opts.columns.iter().map(|c| c.name.clone()).collect();
     let spec: Vec<String> = opts.columns.iter().map(|c| c.definition()).collect();
-    let key = LoadKey {
-        input: format!(
-            "generate seed={} rows={} columns=({})",
-            opts.seed,
-            opts.rows,
-            spec.join(", ")
-        ),
-        table: opts.table.clone(),
-        input_bytes: None,
-        // Generated rows take new rowids: no key of theirs is refused as a duplicate.
-        primary_key: vec![],
-    };
+    let key = generate_key(opts);
     let mut prelude = vec![plain(&load::create_progress_sql())];
     let resume = load::read_resume(client, &key)?;
     let first_rowid = match cluster_table(client, &opts.table)? {

@@ -19,7 +19,40 @@ pub struct RqliteTarget {
     pub(crate) password: Option<String>,
 }
 
+/// The environment variable that names the user when the target names none.
+pub const USER_VAR: &str = "LITELOAD_RQLITE_USER";
+/// The environment variable that holds the password when the target holds none (with
+/// the target's user, or with [`USER_VAR`]'s).
+pub const PASSWORD_VAR: &str = "LITELOAD_RQLITE_PASSWORD";
+
 impl RqliteTarget {
+    /// The cluster that `db` names, if it is an rqlite URL rather than a file path, with
+    /// the credentials of [`USER_VAR`] and [`PASSWORD_VAR`] where the URL has none (so
+    /// that a password need not be on a command line). A URL that does not parse is a
+    /// usage error; anything else is a file (`None`).
+    pub fn from_db_arg(db: &std::path::Path) -> Result<Option<RqliteTarget>> {
+        let Some(s) = db.to_str().filter(|s| RqliteTarget::is_url(s)) else {
+            return Ok(None);
+        };
+        let mut t = RqliteTarget::parse(s)?;
+        let env_user = std::env::var(USER_VAR).ok().filter(|u| !u.is_empty());
+        let env_pass = std::env::var(PASSWORD_VAR).ok();
+        match (t.user().map(String::from), t.has_password()) {
+            (Some(u), false) => {
+                if let Some(p) = env_pass {
+                    t = t.with_auth(u, p);
+                }
+            }
+            (None, _) => {
+                if let Some(u) = env_user {
+                    t = t.with_auth(u, env_pass.unwrap_or_default());
+                }
+            }
+            (Some(_), true) => {}
+        }
+        Ok(Some(t))
+    }
+
     /// Whether `s` names an rqlite cluster (by its scheme) rather than a file.
     pub fn is_url(s: &str) -> bool {
         let lower = s.to_ascii_lowercase();

@@ -169,6 +169,7 @@ where
             table: plan.table.clone(),
             input_bytes: input.size(),
             primary_key,
+            resumable: matches!(input, crate::Input::Path(_)),
         };
         if !self.loaded.contains(&plan.table) {
             self.loaded.push(plan.table.clone());
