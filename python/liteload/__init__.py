@@ -166,8 +166,43 @@ def _frame(df: Any, index: bool) -> Any:
                 f"write(): column {name!r} holds Periods ({dtype}), which SQLite has no type for: "
                 f"convert it first, e.g. df[{name!r}].dt.to_timestamp() or .astype(str)"
             )
+        if pd.api.types.is_complex_dtype(dtype):
+            raise UsageError(
+                f"write(): column {name!r} holds complex numbers ({dtype}), which SQLite has no type for: "
+                f"convert it first, e.g. into two columns of .real and .imag"
+            )
     if index:
         return df.reset_index()
+    return df
+
+
+def _is_polars(data: Any) -> bool:
+    return type(data).__module__.startswith("polars") and hasattr(data, "schema") and hasattr(data, "with_columns")
+
+
+def _polars_frame(df: Any) -> Any:
+    """A polars frame as it is written: a column of Python objects, or of 128-bit
+    integers (which Arrow's C interface does not carry), refused by name; a column of
+    the Null type (no value at all) made TEXT, as an empty pandas object column is."""
+    import polars as pl
+
+    wide = {getattr(pl, n) for n in ("Int128", "UInt128") if hasattr(pl, n)}
+    nulls = []
+    for name, dtype in df.schema.items():
+        if dtype == pl.Object:
+            raise UsageError(
+                f"write(): column {name!r} holds Python objects (polars Object), which have no "
+                f"SQLite type: convert it first (to pl.String, or pl.Binary)"
+            )
+        if any(dtype == w for w in wide):
+            raise UsageError(
+                f"write(): column {name!r} is {dtype}, wider than SQLite's 64-bit INTEGER: "
+                f"cast it to pl.Int64 where the values fit, or to pl.String to keep every digit"
+            )
+        if dtype == pl.Null:
+            nulls.append(name)
+    if nulls:
+        df = df.with_columns([pl.col(n).cast(pl.String) for n in nulls])
     return df
 
 
@@ -197,6 +232,8 @@ def _data(data: Any, index: bool) -> Any:
             if pa.types.is_null(field.type) and data.dtypes.iloc[i] == object:
                 t = t.set_column(i, field.with_type(pa.string()), t.column(i).cast(pa.string()))
         return t
+    if _is_polars(data):
+        return _polars_frame(data)
     return data
 
 
@@ -209,6 +246,7 @@ def write(
     mode: Optional[Literal["create", "append", "replace"]] = None,
     alter: bool = False,
     index: bool = False,
+    dtype: Optional[Mapping[str, Literal["integer", "real", "text"]]] = None,
     pk: Optional[Columns] = None,
     indexes: Iterable[Columns] = (),
     unique_indexes: Iterable[Columns] = (),
@@ -217,7 +255,8 @@ def write(
     threads: Optional[int] = None,
     progress: Progress = None,
 ) -> Summary:
-    """Write ``data`` into ``table`` of the SQLite database ``db``.
+    """Write ``data`` into ``table`` of the SQLite database ``db`` (a path, or an rqlite
+    cluster: ``"rqlite://HOST:PORT"``, as the command takes it).
 
     ``data`` is anything with the Arrow PyCapsule stream interface
     (``__arrow_c_stream__``: a pyarrow Table or RecordBatchReader, a polars DataFrame, a
@@ -237,7 +276,10 @@ def write(
     adds the columns it lacks) or ``"replace"`` (drop it and create it anew, in the
     load's transaction). ``mode`` is its older spelling (``"create"`` for ``"fail"``).
     A pandas frame's index is not written unless ``index=True``, which writes it as the
-    first column(s), named after it (``index`` when unnamed). ``pk`` names the primary
+    first column(s), named after it (``index`` when unnamed). ``dtype`` (as ``to_sql``'s)
+    declares columns ``"integer"``, ``"real"`` or ``"text"`` (``{"zip": "text"}``):
+    Arrow data is cast (a value that does not convert is an error), dict rows are
+    typed so, as ``import_file``'s ``types``. ``pk`` names the primary
     key of a created table; ``indexes`` and
     ``unique_indexes`` are built after the rows (a column name or a sequence of them).
     ``durability``: None picks ``"atomic-new"`` for a new file (built beside it and
@@ -259,16 +301,59 @@ def write(
     :class:`SqliteError`.
     """
     options = _keywords(locals(), "db", "table", "data", "progress", "index")
+    if index and not _is_pandas(data):
+        raise UsageError("write(): index=True writes a pandas frame's index, and this data has none")
     try:
         rows_total = len(data)
     except TypeError:
         rows_total = None
     data = _data(data, index)
+    if dtype and hasattr(data, "__arrow_c_stream__"):
+        # Arrow data is cast here; dict rows take dtype= in the library's typing.
+        data = _cast(data, dtype)
+        options["dtype"] = None
     return _run(
         lambda cb: _liteload.write(os.fspath(db), table, data, options, rows_total, cb),
         progress,
         f"writing {table}",
     )
+
+
+_ARROW_TYPES = {"integer": "int64", "int": "int64", "real": "float64", "float": "float64", "double": "float64", "text": "string", "string": "string"}
+
+
+def _cast(data: Any, dtype: Mapping[str, str]) -> Any:
+    """Arrow data with the columns ``dtype`` names cast to Arrow's int64, float64 or
+    string, so that they are declared INTEGER, REAL or TEXT; a column it names that the
+    data lacks, a type it does not know, or a value that does not convert is a
+    UsageError naming the column."""
+    import pyarrow as pa
+
+    if _is_polars(data):
+        data = data.to_arrow()
+    if not isinstance(data, (pa.Table, pa.RecordBatchReader)):
+        data = pa.RecordBatchReader.from_stream(data)
+    schema = data.schema
+    fields = list(schema)
+    for column, kind in dtype.items():
+        if not isinstance(kind, str) or kind.lower() not in _ARROW_TYPES:
+            raise UsageError(f"write(): dtype={{{column!r}: {kind!r}}}: expected 'integer', 'real' or 'text'")
+        found = [i for i, f in enumerate(fields) if f.name.lower() == str(column).lower()]
+        if not found:
+            raise UsageError(f"write(): dtype= names column {column!r}, which the data does not have (columns: {', '.join(schema.names)})")
+        i = found[0]
+        fields[i] = fields[i].with_type(pa.type_for_alias(_ARROW_TYPES[kind.lower()]))
+    target = pa.schema(fields)
+
+    def cast(batch: Any) -> Any:
+        try:
+            return batch.cast(target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise UsageError(f"write(): dtype=: {e}") from None
+
+    if isinstance(data, pa.Table):
+        return cast(data)
+    return pa.RecordBatchReader.from_batches(target, (cast(b) for b in data))
 
 
 def _sources(source: Union[Source, Sequence[Source]]) -> list:
@@ -339,7 +424,8 @@ def import_file(
     index_memory: Optional[int] = None,
     progress: Progress = None,
 ) -> Summary:
-    """Load CSV, TSV, NDJSON, JSON, Parquet or Arrow data into ``db``.
+    """Load CSV, TSV, NDJSON, JSON, Parquet or Arrow data into ``db`` (a path, or an
+    rqlite cluster: ``"rqlite://HOST:PORT"``).
 
     ``source`` is a path, a sequence of paths (``"-"`` is stdin; a pattern such as
     ``"days/*.parquet"`` names the files it matches, in name order), bytes, or a file

@@ -7,6 +7,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod arrow;
+mod dest;
 mod errors;
 mod keywords;
 mod kv;
@@ -68,6 +69,8 @@ fn write(
         (m, i) => i.or(m).unwrap_or(IfExists::Fail),
     };
     opts.alter = kw.get("alter", "a bool")?;
+    // Arrow data arrives cast already (liteload/__init__.py); this is for dict rows.
+    opts.types = options::column_types(&mut kw, "dtype")?;
     opts.pk = kw.names("pk")?;
     opts.indexes = options::indexes(&mut kw)?;
     opts.durability = options::durability(&mut kw)?;
@@ -77,6 +80,7 @@ fn write(
         .size("threads", 1)?
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     kw.finish()?;
+    let dest = dest::Dest::of("write", db, opts.durability.is_some(), None)?;
     let counters = Arc::new(Progress::default());
     if let Some(n) = rows_total {
         counters.rows_total.store(n, Ordering::Relaxed);
@@ -97,13 +101,7 @@ fn write(
             let rows = rows::Rows::new(iter.into_any().unbind(), counters.clone(), failed.clone());
             Input::serialized(table, rows)
         };
-    let job_counters = counters.clone();
-    let target = db.clone();
-    let result = same_file::job(&target, || {
-        run::run(py, &counters, None, progress, move || {
-            Ok(liteload::import(&db, &[input], &opts, &job_counters)?)
-        })
-    });
+    let result = dest.import(py, &counters, progress, &[input], &opts);
     // A failure of the caller's own iterator is the error to raise; the load stopped
     // because of it and left the target as it was.
     if let Some(e) = failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
@@ -141,14 +139,14 @@ fn import_file(
             )));
         }
     }
+    let dest = dest::Dest::of(
+        "import_file",
+        db,
+        opts.durability.is_some(),
+        Some(&opts.file),
+    )?;
     let counters = Arc::new(Progress::default());
-    let job_counters = counters.clone();
-    let target = db.clone();
-    let result = same_file::job(&target, || {
-        run::run(py, &counters, None, progress, move || {
-            Ok(liteload::import(&db, &inputs, &opts, &job_counters)?)
-        })
-    });
+    let result = dest.import(py, &counters, progress, &inputs, &opts);
     // A failure of the caller's file object is the error to raise; the load stopped
     // because of it and left the target as it was.
     if let Some(e) = failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
@@ -264,14 +262,24 @@ fn generate(
     let mut kw = Keywords::new("generate", options)?;
     let opts = options::generate(&mut kw)?;
     kw.finish()?;
+    let dest = dest::Dest::of("generate", db, opts.durability.is_some(), Some(&opts.file))?;
     let counters = Arc::new(Progress::default());
     let job_counters = counters.clone();
-    let target = db.clone();
-    same_file::job(&target, || {
-        run::run(py, &counters, None, progress, move || {
-            Ok(liteload::generate::generate(&db, &opts, &job_counters)?)
-        })
-    })
+    dest.run(
+        py,
+        &counters,
+        None,
+        progress,
+        |path| Ok(liteload::generate::generate(path, &opts, &job_counters)?),
+        |cluster, ropts| {
+            Ok(liteload::rqlite::generate(
+                cluster,
+                &opts,
+                ropts,
+                &job_counters,
+            )?)
+        },
+    )
     .map(Summary::from)
 }
 
@@ -289,6 +297,10 @@ fn ingest(
     let mut kw = Keywords::new("ingest", options)?;
     let plan = options::ingest(&mut kw)?;
     kw.finish()?;
+    let durability_set = options
+        .get_item("durability")?
+        .is_some_and(|d| !d.is_none());
+    let dest = dest::Dest::of("ingest", db.clone(), durability_set, None)?;
     let stop = Arc::new(AtomicBool::new(false));
     let failed = Arc::new(Mutex::new(None));
     let path = match source.cast::<PyString>() {
@@ -357,25 +369,55 @@ fn ingest(
     let options = plan.options;
     let feed_opts = plan.feed;
     let start = Instant::now();
-    let target = db.clone();
-    let result = same_file::job(&target, || {
-        run::run(py, &counters, Some(&stop), progress, move || {
-            let mut engine = Ingest::open(&db, options)?;
-            let mut on = |e: Event<'_>| {
-                if let Event::Tick { totals, .. } = e {
-                    job_counters.rows.store(totals.messages, Ordering::Relaxed);
-                }
-            };
-            let totals = feed::run(&mut engine, feed, &feed_opts, job_stop, &mut on)
-                .map_err(|e| e.in_file(&db))?;
-            Ok(totals)
-        })
-    });
+    // Either closure runs, once: the feed goes to whichever it is.
+    let feed = Mutex::new(Some(feed));
+    let options = Mutex::new(Some(options));
+    let go = |engine| {
+        keep(
+            engine,
+            once(&feed),
+            &feed_opts,
+            job_stop.clone(),
+            &job_counters,
+        )
+    };
+    let result = dest.run(
+        py,
+        &counters,
+        Some(&stop),
+        progress,
+        |path| Ok(go(Ingest::open(path, once(&options))?).map_err(|e| e.in_file(path))?),
+        |cluster, ropts| Ok(go(Ingest::open_rqlite(cluster, ropts, once(&options))?)?),
+    );
     if let Some(e) = failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
         return Err(e);
     }
     let totals = result?;
     Ok(IngestSummary::new(&totals, start.elapsed().as_secs_f64()))
+}
+
+/// The value of a slot that is taken once (by whichever of two closures runs).
+fn once<T>(slot: &Mutex<Option<T>>) -> T {
+    slot.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .expect("taken by the one closure that runs")
+}
+
+/// Runs the ingest `engine` over `feed` until it ends or `stop`, counting messages.
+fn keep(
+    mut engine: Ingest,
+    feed: Feed,
+    opts: &feed::FeedOptions,
+    stop: Arc<AtomicBool>,
+    counters: &Progress,
+) -> liteload::Result<liteload::ingest::Totals> {
+    let mut on = |e: Event<'_>| {
+        if let Event::Tick { totals, .. } = e {
+            counters.rows.store(totals.messages, Ordering::Relaxed);
+        }
+    };
+    feed::run(&mut engine, feed, opts, stop, &mut on)
 }
 
 /// The `liteload` command, as installed by pip: runs `argv` (the program's name first)

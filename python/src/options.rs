@@ -147,7 +147,7 @@ pub fn import(kw: &mut Keywords<'_>) -> PyResult<ImportOptions> {
     o.if_exists = kw.choice("if_exists", IF_EXISTS)?.unwrap_or(o.if_exists);
     o.pk = kw.names("pk")?;
     o.indexes = indexes(kw)?;
-    o.types = column_types(kw)?;
+    o.types = column_types(kw, "types")?;
     o.detect_types = kw.get("detect_types", "a bool")?;
     o.read.empty_null = kw.get("empty_null", "a bool")?;
     o.read.sample_rows = kw.size("sample", 1)?.unwrap_or(o.read.sample_rows);
@@ -176,30 +176,31 @@ pub fn import(kw: &mut Keywords<'_>) -> PyResult<ImportOptions> {
     Ok(o)
 }
 
-/// `types=`: a mapping of column names to `"integer"`, `"real"` or `"text"`.
-fn column_types(kw: &mut Keywords<'_>) -> PyResult<Vec<(String, ColumnType)>> {
-    let value = kw.any("types")?;
+/// `name=` (`types=`, or `write`'s `dtype=`): a mapping of column names to
+/// `"integer"`, `"real"` or `"text"`.
+pub fn column_types(kw: &mut Keywords<'_>, name: &str) -> PyResult<Vec<(String, ColumnType)>> {
+    let value = kw.any(name)?;
     if value.is_none() {
         return Ok(vec![]);
     }
     let map = value.cast::<pyo3::types::PyDict>().map_err(|_| {
-        pyo3::exceptions::PyTypeError::new_err(
-            "types= takes a dict of column names to 'integer', 'real' or 'text'",
-        )
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "{name}= takes a dict of column names to 'integer', 'real' or 'text'"
+        ))
     })?;
     let mut out = vec![];
     for (column, ty) in map.iter() {
         let column: String = column.extract().map_err(|_| {
-            pyo3::exceptions::PyTypeError::new_err("types=: a column name is a str")
+            pyo3::exceptions::PyTypeError::new_err(format!("{name}=: a column name is a str"))
         })?;
         let ty: String = ty.extract().map_err(|_| {
             pyo3::exceptions::PyTypeError::new_err(format!(
-                "types=: the type of {column:?} is a str: 'integer', 'real' or 'text'"
+                "{name}=: the type of {column:?} is a str: 'integer', 'real' or 'text'"
             ))
         })?;
         let parsed = ty
             .parse::<ColumnType>()
-            .map_err(|e| kw.usage(format!("types={{{column:?}: {ty:?}}}: {e}")))?;
+            .map_err(|e| kw.usage(format!("{name}={{{column:?}: {ty:?}}}: {e}")))?;
         out.push((column, parsed));
     }
     Ok(out)

@@ -143,3 +143,28 @@ def test_kvstore_does_not_quietly_join_another_database(tmp_path):
     with liteload.KvStore(db) as kv:
         assert kv["k"] == b"v"
     assert rows(db, "users") == [(1,)]
+
+
+def test_dtype_declares_columns_for_frames_and_dicts(tmp_path):
+    db = tmp_path / "x.db"
+    frame = pd.DataFrame({"zip": [2134, 501], "n": [1, 2], "r": [1, 2]})
+    liteload.write(db, "t", frame, dtype={"zip": "text", "R": "real"})
+    assert declared(db, "t") == {"zip": "TEXT", "n": "INTEGER", "r": "REAL"}
+    assert rows(db, "t") == [("2134", 1, 1.0), ("501", 2, 2.0)]
+    import polars as pl
+
+    liteload.write(db, "p", pl.DataFrame({"zip": [7]}), dtype={"zip": "text"})
+    assert declared(db, "p") == {"zip": "TEXT"} and rows(db, "p") == [("7",)]
+    reader = pa.table({"a": ["1", "2"]}).to_reader()
+    liteload.write(db, "r", reader, dtype={"a": "integer"})
+    assert declared(db, "r") == {"a": "INTEGER"} and rows(db, "r") == [(1,), (2,)]
+    liteload.write(db, "d", [{"zip": "02134", "n": 1}], dtype={"zip": "text", "n": "real"})
+    assert declared(db, "d") == {"zip": "TEXT", "n": "REAL"} and rows(db, "d") == [("02134", 1.0)]
+    with pytest.raises(ValueError, match="nope"):
+        liteload.write(db, "e", frame, dtype={"nope": "text"})
+    with pytest.raises(ValueError, match="FLOATY"):
+        liteload.write(db, "e", frame, dtype={"zip": "FLOATY"})
+    with pytest.raises(ValueError, match="dtype"):
+        liteload.write(db, "e", pa.table({"a": ["x"]}), dtype={"a": "integer"})
+    with pytest.raises(ValueError, match="FLOATY"):
+        liteload.write(db, "e", [{"a": 1}], dtype={"a": "FLOATY"})

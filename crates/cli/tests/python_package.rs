@@ -29,6 +29,21 @@ fn venv() -> PathBuf {
     )
 }
 
+/// rqlited: `LITELOAD_RQLITED`, or built by bench/rqlite/build-rqlited.sh where the
+/// other tests build it (once).
+fn rqlited() -> PathBuf {
+    if let Some(p) = std::env::var_os("LITELOAD_RQLITED") {
+        return PathBuf::from(p);
+    }
+    let dest = Path::new(ROOT).join("target/rqlited-v8.43.4/rqlited");
+    common::run_ok(
+        Command::new("sh")
+            .arg(Path::new(ROOT).join("bench/rqlite/build-rqlited.sh"))
+            .arg(&dest),
+    );
+    dest
+}
+
 /// PATH without the directories that hold cargo or rustc.
 fn path_without_rust(first: &Path) -> String {
     let kept = std::env::var("PATH").unwrap_or_default();
@@ -140,6 +155,8 @@ fn the_dist_wheel_in_a_fresh_venv_then_the_pytest_suite() {
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
         .arg(Path::new(ROOT).join("python/tests"));
     no_rust(&mut pytest);
+    // rqlited for the rqlite:// target's tests (built once, as the other rqlite tests do).
+    pytest.env("LITELOAD_RQLITED", rqlited());
     let status = pytest.status().expect("running pytest");
     assert!(status.success(), "the Python package's tests failed");
 }
