@@ -206,6 +206,26 @@ def _polars_frame(df: Any) -> Any:
     return df
 
 
+def _by_columns(df: Any) -> Any:
+    """A frame Arrow cannot take whole, column by column: each column Arrow takes as it
+    would in the frame, and an object column of mixed types as the text its TEXT column
+    would store for each value; None when such a column would not be TEXT (bytes among
+    its values, or no text in the sampled rows), and the frame then goes row by row."""
+    import pyarrow as pa
+
+    arrays = []
+    for i in range(df.shape[1]):
+        column = df.iloc[:, [i]]
+        try:
+            arrays.append(pa.Table.from_pandas(column, preserve_index=False).column(0))
+        except (pa.ArrowTypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError):
+            texts = _liteload.column_text(column.iloc[:, 0].tolist())
+            if texts is None:
+                return None
+            arrays.append(pa.array(texts, pa.string()))
+    return pa.Table.from_arrays(arrays, names=[str(c) for c in df.columns])
+
+
 def _pandas_rows(df: Any) -> Iterable[dict]:
     """A pandas DataFrame's rows as dicts, for frames Arrow cannot hold (an object column
     of mixed types): each value keeps its own type, as SQLite stores it."""
@@ -224,8 +244,16 @@ def _data(data: Any, index: bool) -> Any:
             return _pandas_rows(data)
         try:
             t = pa.Table.from_pandas(data, preserve_index=False)
-        except (pa.ArrowTypeError, pa.ArrowInvalid):
-            return _pandas_rows(data)
+        except (pa.ArrowTypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError):
+            t = _by_columns(data)
+            if t is None:
+                return _pandas_rows(data)
+        # pyarrow takes str among bytes as bytes: such a column keeps each value's type
+        # only row by row.
+        for i, field in enumerate(t.schema):
+            binary = pa.types.is_binary(field.type) or pa.types.is_large_binary(field.type)
+            if binary and data.dtypes.iloc[i] == object and any(isinstance(x, str) for x in data.iloc[:, i]):
+                return _pandas_rows(data)
         # An object column with no value (an empty frame, or all None) has Arrow's null
         # type; pandas holds text in object columns, so it is declared TEXT.
         for i, field in enumerate(t.schema):
@@ -260,8 +288,10 @@ def write(
 
     ``data`` is anything with the Arrow PyCapsule stream interface
     (``__arrow_c_stream__``: a pyarrow Table or RecordBatchReader, a polars DataFrame, a
-    DuckDB relation), a pandas DataFrame (through pyarrow when it is installed; a frame
-    with object columns of mixed types goes row by row, each value keeping its type), or
+    DuckDB relation), a pandas DataFrame (through pyarrow when it is installed; an object
+    column of mixed types that holds text is converted alone, to the text its TEXT
+    column stores; one with bytes, or with no text among its first 10,000 values, makes
+    the frame go row by row, each value keeping its type), or
     an iterable of dicts (keys are columns; a key first seen after the first 10,000 rows
     adds a column).
 

@@ -443,6 +443,7 @@ fn _liteload(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import_file, m)?)?;
     m.add_function(wrap_pyfunction!(generate, m)?)?;
     m.add_function(wrap_pyfunction!(sniff, m)?)?;
+    m.add_function(wrap_pyfunction!(rows::column_text, m)?)?;
     m.add_function(wrap_pyfunction!(ingest, m)?)?;
     m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

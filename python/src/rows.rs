@@ -327,3 +327,52 @@ impl Iterator for Rows {
         }
     }
 }
+
+/// Rows a load samples to type its columns ([`liteload::ReadOptions::sample_rows`]).
+const SAMPLE_ROWS: usize = 10_000;
+
+/// One object column of a pandas frame that Arrow cannot hold (values of mixed types),
+/// as the text a TEXT column stores for each value when the frame's rows go in as
+/// dicts: so that the rest of the frame can still go through Arrow, and this column
+/// alone is converted here. `None` (each value then needs its own type, and the frame
+/// goes row by row) when the column would not be TEXT: bytes among its values (a BLOB
+/// column keeps every value's type), or no text among the sampled rows (a numeric
+/// column, whose later text would be a mismatch stored as it is).
+#[pyfunction]
+pub fn column_text(values: Vec<Bound<'_, PyAny>>) -> PyResult<Option<Vec<Option<String>>>> {
+    let values = values
+        .iter()
+        .map(|v| value(v, 0))
+        .collect::<PyResult<Vec<_>>>()?;
+    let texty = |v: &Value| match v {
+        Value::Text(_) | Value::Map(_) => true,
+        Value::List(items) => !items.is_empty(),
+        _ => false,
+    };
+    if values.iter().any(|v| matches!(v, Value::Bytes(_)))
+        || !values.iter().take(SAMPLE_ROWS).any(texty)
+    {
+        return Ok(None);
+    }
+    // As a TEXT column stores each (liteload::source::convert::push_scalar): integers
+    // and reals as their JSON text, booleans as 1/0, nested values as JSON.
+    let text = |v: Value| -> PyResult<Option<String>> {
+        Ok(match v {
+            Value::Null => None,
+            Value::Bool(b) => Some(if b { "1" } else { "0" }.to_string()),
+            Value::Int(i) => Some(i.to_string()),
+            Value::Float(f) => serde_json::Number::from_f64(f).map(|n| n.to_string()),
+            Value::Text(s) => Some(s),
+            Value::Bytes(_) => unreachable!("columns with bytes are refused above"),
+            nested @ (Value::List(_) | Value::Map(_)) => Some(
+                serde_json::to_string(&nested)
+                    .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?,
+            ),
+        })
+    };
+    values
+        .into_iter()
+        .map(text)
+        .collect::<PyResult<Vec<_>>>()
+        .map(Some)
+}

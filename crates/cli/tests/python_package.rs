@@ -119,7 +119,7 @@ fn the_dist_wheel_in_a_fresh_venv_then_the_pytest_suite() {
     // under test is the wheel's.
     let _ = Command::new(deps.join("bin/python"))
         .args(["-m", "pip", "uninstall", "--quiet", "--yes", "liteload"])
-        .status();
+        .output();
     std::fs::write(
         site(&fresh).join("liteload-test-deps.pth"),
         format!("{}\n", site(&deps).display()),
