@@ -37,6 +37,7 @@ Run it with a Python that has the peers (pip install -r ../shared/peers/requirem
 and the package (pip install ./python).
 """
 import argparse
+import importlib.metadata
 import json
 import os
 import platform
@@ -164,7 +165,7 @@ def main():
     tsv, parquet, stop_sum = transit_parquet(a.workdir, a.rows)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}")
     print(f"liteload {liteload.__version__}; pandas {pandas.__version__}, polars {polars.__version__}, "
-          f"pyarrow {pyarrow.__version__}, duckdb {duckdb.__version__}, sqlite-utils {sqlite_utils.__version__ if hasattr(sqlite_utils, '__version__') else '?'}; "
+          f"pyarrow {pyarrow.__version__}, duckdb {duckdb.__version__}, sqlite-utils {importlib.metadata.version('sqlite-utils')}; "
           f"Python's sqlite3 {sqlite3.sqlite_version}")
     db = os.path.join(a.workdir, "python-bench.db")
     out = open(a.json, "a") if a.json else None
