@@ -230,8 +230,9 @@ pub struct Summary {
     pub(crate) files: Vec<LoadedFile>,
 }
 
-/// A file that one load read alone, into `table`.
+/// A file that one load read alone, into `table`. Read by the rqlite target only.
 #[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "network"), allow(dead_code))]
 pub(crate) struct LoadedFile {
     pub input: String,
     pub table: String,
