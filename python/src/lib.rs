@@ -30,7 +30,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView, PyString};
 
 use liteload::ingest::feed::{self, Event, Feed};
 use liteload::ingest::Ingest;
-use liteload::{Encoding, Format, IfExists, ImportOptions, Input, Progress};
+use liteload::{Format, IfExists, ImportOptions, Input, Progress};
 
 use keywords::Keywords;
 use summary::{IngestSummary, Summary};
@@ -230,15 +230,7 @@ fn sniff<'py>(py: Python<'py>, source: &Bound<'py, PyAny>) -> PyResult<Bound<'py
             out.set_item(key, py.None())?;
         }
     }
-    out.set_item(
-        "encoding",
-        match ro.encoding {
-            Encoding::Utf8 => "utf-8",
-            Encoding::Latin1 => "latin1",
-            Encoding::Utf16 | Encoding::Utf16Le => "utf-16le",
-            Encoding::Utf16Be => "utf-16be",
-        },
-    )?;
+    out.set_item("encoding", ro.encoding.name())?;
     let d = sniffed.as_ref().map(|s| &s.dialect);
     out.set_item("bom", d.is_some_and(|d| d.bom))?;
     out.set_item(

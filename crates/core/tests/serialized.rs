@@ -304,6 +304,27 @@ struct WithBytes {
     maybe: Option<Vec<u8>>,
 }
 
+/// `items` serialized into table `t` of a new database by `engine`; the directory
+/// holding it goes when the first value is dropped.
+fn imported<T: serde::Serialize + Clone + Send + 'static>(
+    items: &[T],
+    engine: liteload::Engine,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let mut opts = ImportOptions::default();
+    opts.engine = engine;
+    opts.table = Some("t".into());
+    import(
+        &db,
+        &[Input::serialized("t", items.to_vec())],
+        &opts,
+        &Progress::default(),
+    )
+    .unwrap();
+    (dir, db)
+}
+
 /// `column`'s declared type and its values as `typeof:quote`, in rowid order.
 fn column_of(db: &std::path::Path, column: &str) -> (String, Vec<String>) {
     let c = Connection::open(db).unwrap();
@@ -376,13 +397,7 @@ proptest! {
             if blob_column { V::Blob(b.clone()) } else { V::Text("[]".into()) }
         };
         for engine in ENGINES {
-            let dir = tempfile::tempdir().unwrap();
-            let db = dir.path().join("x.db");
-            let mut opts = ImportOptions::default();
-            opts.engine = engine;
-            opts.table = Some("t".into());
-            import(&db, &[Input::serialized("t", items.clone())], &opts, &Progress::default())
-                .unwrap();
+            let (_dir, db) = imported(&items, engine);
             // raw: BLOB once any value holds a byte, else every value is "[]".
             let blob = items.iter().any(|i| !i.raw.is_empty());
             let (declared, got) = column_of(&db, "raw");
@@ -482,13 +497,7 @@ proptest! {
             })
             .collect();
         for engine in ENGINES {
-            let dir = tempfile::tempdir().unwrap();
-            let db = dir.path().join("x.db");
-            let mut opts = ImportOptions::default();
-            opts.engine = engine;
-            opts.table = Some("t".into());
-            import(&db, &[Input::serialized("t", items.clone())], &opts, &Progress::default())
-                .unwrap();
+            let (_dir, db) = imported(&items, engine);
             let (declared, got) = column_of(&db, "v");
             prop_assert_eq!(&declared, "BLOB");
             prop_assert_eq!(got, bound(&declared, &want), "engine {:?}", engine);

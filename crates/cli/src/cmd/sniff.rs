@@ -3,7 +3,7 @@
 use anyhow::Result;
 use clap::Args;
 use liteload::source::sniff::shown;
-use liteload::{read_plan, Encoding, Format, ImportOptions, Input};
+use liteload::{read_plan, Format, ImportOptions, Input};
 
 /// Show how `liteload import` with no format flags would read each file: compression,
 /// encoding, format, delimiter, quote and header, told from the name and the first 64 KiB.
@@ -33,15 +33,6 @@ fn format_name(f: Format) -> &'static str {
     }
 }
 
-fn encoding_name(e: Encoding) -> &'static str {
-    match e {
-        Encoding::Utf8 => "utf-8",
-        Encoding::Latin1 => "latin1",
-        Encoding::Utf16 | Encoding::Utf16Le => "utf-16le",
-        Encoding::Utf16Be => "utf-16be",
-    }
-}
-
 pub fn run(a: SniffArgs) -> Result<()> {
     let opts = ImportOptions::default();
     let mut rows = vec![];
@@ -56,7 +47,7 @@ pub fn run(a: SniffArgs) -> Result<()> {
             "delimiter": delimited.then(|| char::from(ro.delimiter).to_string()),
             "quote": if delimited { ro.quote.map(|q| char::from(q).to_string()) } else { None },
             "header": delimited.then_some(ro.header),
-            "encoding": encoding_name(ro.encoding),
+            "encoding": ro.encoding.name(),
             "bom": d.is_some_and(|d| d.bom),
             "compression": d.and_then(|d| d.compression).map(|c| c.name()),
             "sniffed": sniffed.as_ref().map(|s| s.described.clone()),
@@ -81,7 +72,7 @@ pub fn run(a: SniffArgs) -> Result<()> {
         let dash = || "-".to_string();
         let enc = format!(
             "{}{}",
-            encoding_name(ro.encoding),
+            ro.encoding.name(),
             if d.is_some_and(|d| d.bom) {
                 " (BOM)"
             } else {

@@ -486,6 +486,19 @@ pub enum Encoding {
     Utf16Be,
 }
 
+impl Encoding {
+    /// The name [`Encoding::from_str`](std::str::FromStr) reads back (UTF-16 without a
+    /// byte-order mark is read little-endian, so both say `utf-16le`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::Utf8 => "utf-8",
+            Encoding::Latin1 => "latin1",
+            Encoding::Utf16 | Encoding::Utf16Le => "utf-16le",
+            Encoding::Utf16Be => "utf-16be",
+        }
+    }
+}
+
 impl std::str::FromStr for Encoding {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
