@@ -62,7 +62,7 @@ Progress = Union[None, bool, ProgressCallback]
 Durability = Literal["atomic-new", "balanced", "durable", "unsafe"]
 Engine = Literal["auto", "direct", "sqlite"]
 IfExists = Literal["append", "fail", "replace"]
-Format = Literal["csv", "tsv", "ndjson", "json", "parquet", "arrow"]
+Format = Literal["csv", "tsv", "ndjson", "json", "xml", "parquet", "arrow"]
 Columns = Union[str, Sequence[str]]
 #: What :func:`import_file` reads: a path (``"-"`` is stdin), bytes, or a file object.
 Source = Union[PathLike, bytes, bytearray, memoryview, IO[bytes], IO[str]]
@@ -427,6 +427,7 @@ def import_file(
     decimal_comma: bool = False,
     dates: Union[None, str, Sequence[str]] = None,
     select: Optional[Sequence[str]] = None,
+    record: Optional[str] = None,
     temporal: Literal["iso", "epoch"] = "iso",
     decimals: Literal["text", "real"] = "text",
     if_exists: IfExists = "fail",
@@ -454,8 +455,8 @@ def import_file(
     index_memory: Optional[int] = None,
     progress: Progress = None,
 ) -> Summary:
-    """Load CSV, TSV, NDJSON, JSON, Parquet or Arrow data into ``db`` (a path, or an
-    rqlite cluster: ``"rqlite://HOST:PORT"``).
+    """Load CSV, TSV, NDJSON, JSON, XML, Parquet or Arrow data into ``db`` (a path, or
+    an rqlite cluster: ``"rqlite://HOST:PORT"``).
 
     ``source`` is a path, a sequence of paths (``"-"`` is stdin; a pattern such as
     ``"days/*.parquet"`` names the files it matches, in name order), bytes, or a file
@@ -473,7 +474,10 @@ def import_file(
     ``guess_encoding`` (read non-UTF-8 as Windows-1252), ``decimal_comma``
     (``1.234,56`` is a number), ``dates`` (strftime formats stored as ISO 8601).
     Parquet and Arrow: ``select`` (columns to load), ``temporal`` (``"iso"`` text or
-    ``"epoch"`` integers), ``decimals`` (``"text"`` exact or ``"real"``).
+    ``"epoch"`` integers), ``decimals`` (``"text"`` exact or ``"real"``). XML:
+    ``record`` (the record elements' path from the root, such as ``"posts/row"``;
+    default: the root and the first element name that repeats under it); each record
+    is a row, its attributes and text-only children its columns.
 
     Table: ``table``, ``if_exists`` (``"fail"``, the default as in pandas ``to_sql``: a
     table that exists already is refused; ``"append"``; ``"replace"``),
@@ -508,8 +512,8 @@ def import_file(
 def sniff(source: Source) -> dict:
     """What :func:`import_file` would take ``source`` (a path, bytes or a file object) to
     be, from its name and first bytes, without loading it: a dict whose ``format``,
-    ``delimiter``, ``quote`` (a character, or False for none), ``header`` and
-    ``encoding`` are :func:`import_file`'s keywords (None where they do not apply), and
+    ``delimiter``, ``quote`` (a character, or False for none), ``header``, ``encoding``
+    and ``record`` are :func:`import_file`'s keywords (None where they do not apply), and
     ``input``, ``bom``, ``compression``, ``described`` (in words) and ``changed``
     (whether the content said more than the name). A file object is read from (its
     first 64 KiB at most)."""

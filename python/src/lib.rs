@@ -214,6 +214,7 @@ fn sniff<'py>(py: Python<'py>, source: &Bound<'py, PyAny>) -> PyResult<Bound<'py
             Format::Json => "json",
             Format::Parquet => "parquet",
             Format::Arrow => "arrow",
+            Format::Xml => "xml",
             _ => "other",
         },
     )?;
@@ -230,8 +231,9 @@ fn sniff<'py>(py: Python<'py>, source: &Bound<'py, PyAny>) -> PyResult<Bound<'py
             out.set_item(key, py.None())?;
         }
     }
-    out.set_item("encoding", ro.encoding.name())?;
     let d = sniffed.as_ref().map(|s| &s.dialect);
+    out.set_item("encoding", d.map_or(ro.encoding, |d| d.encoding).name())?;
+    out.set_item("record", ro.record.clone())?;
     out.set_item("bom", d.is_some_and(|d| d.bom))?;
     out.set_item(
         "compression",

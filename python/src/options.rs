@@ -131,6 +131,7 @@ pub fn import(kw: &mut Keywords<'_>) -> PyResult<ImportOptions> {
     };
     let select = kw.names("select")?;
     o.read.select = (!select.is_empty()).then_some(select);
+    o.read.record = kw.option("record", "a str")?;
     o.read.temporal = kw
         .choice(
             "temporal",

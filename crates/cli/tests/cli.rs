@@ -1051,3 +1051,73 @@ fn if_exists_appends_fails_or_replaces() -> R {
     assert_eq!(decl(&db, "t")?, vec![("k".to_string(), "TEXT".to_string())]);
     Ok(())
 }
+
+/// XML: told by its extension (`.xml`, `.xml.gz`) or its first byte (stdin, `.txt`),
+/// records at the sniffed path (which `sniff` shows) or at --record; a document that is
+/// not well-formed is exit 1 with its line and column, and leaves no database.
+#[test]
+fn xml_by_name_content_and_record_path() -> R {
+    let d = TempDir::new()?;
+    let doc = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<posts>\n  <meta v=\"2\"/>\n  <row Id=\"1\" Score=\"10\" Body=\"&lt;p&gt;Hi &amp; bye&lt;/p&gt;\" Title=\"Zoë\"/>\n  <row Id=\"2\" Score=\"-1\" Body=\"x\" ParentId=\"1\"/>\n</posts>\n";
+    std::fs::write(d.path().join("Posts.xml"), doc)?;
+    std::fs::write(d.path().join("texts.txt"), doc)?;
+    std::fs::write(d.path().join("p.xml.gz"), flate2_like_gzip(doc.as_bytes())?)?;
+    liteload()
+        .current_dir(d.path())
+        .args(["sniff", "Posts.xml", "texts.txt"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("records: the elements at posts/row").count(2));
+    for (src, table) in [
+        ("Posts.xml", "Posts"),
+        ("texts.txt", "texts"),
+        ("p.xml.gz", "p"),
+    ] {
+        import(d.path(), &["o.db", src]).assert().success();
+        let db = d.path().join("o.db");
+        assert_eq!(
+            decl(&db, table)?,
+            [
+                ("Id", "INTEGER"),
+                ("Score", "INTEGER"),
+                ("Body", "TEXT"),
+                ("Title", "TEXT"),
+                ("ParentId", "INTEGER")
+            ]
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+        );
+        assert_eq!(
+            rows(
+                &db,
+                &format!("SELECT Id, Body, Title, ParentId FROM \"{table}\"")
+            )?,
+            vec![
+                vec![i(1), t("<p>Hi & bye</p>"), t("Zoë"), Value::Null],
+                vec![i(2), t("x"), Value::Null, i(1)]
+            ]
+        );
+    }
+    import(
+        d.path(),
+        &["o.db", "-", "--table", "piped", "--record", "posts/meta"],
+    )
+    .write_stdin(doc)
+    .assert()
+    .success();
+    assert_eq!(
+        rows(&d.path().join("o.db"), "SELECT v FROM piped")?,
+        vec![vec![i(2)]]
+    );
+    std::fs::write(
+        d.path().join("bad.xml"),
+        "<posts>\n  <row Id=\"1\"/>\n  <row Id=\"2\">\n</posts>\n",
+    )?;
+    import(d.path(), &["new.db", "bad.xml"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "bad.xml:4:1: ill-formed document: expected `</row>`, but `</posts>` was found",
+        ));
+    assert!(!d.path().join("new.db").exists());
+    Ok(())
+}

@@ -488,13 +488,16 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
     let named = fixed
         .or(opts.format)
         .or_else(|| input.logical_path().and_then(|p| Format::from_path(&p)));
-    let delimited = |f: Option<Format>| f.is_none_or(|f| matches!(f, Format::Csv | Format::Tsv));
+    // XML is sniffed for its record path and encoding, as delimited text for its dialect.
+    let delimited =
+        |f: Option<Format>| f.is_none_or(|f| matches!(f, Format::Csv | Format::Tsv | Format::Xml));
     let open_question = named.is_none()
         || (named == Some(Format::Csv)
             && opts.delimiter.is_none()
             && opts.quoting == Quoting::Default)
         // Whether tab-separated fields are quoted is told from them, as for CSV.
         || (named == Some(Format::Tsv) && opts.quoting == Quoting::Default)
+        || (named == Some(Format::Xml) && opts.read.record.is_none())
         || (opts.sniff_header && opts.read.header && opts.read.columns.is_none())
         || opts.guess_encoding;
     let mut dialect = if opts.sniff && fixed.is_none() && delimited(named) && open_question {
@@ -554,7 +557,13 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
                 ro.header = d.header;
             }
         }
-        if ro.encoding == Encoding::Utf8 && d.encoding != Encoding::Utf8 {
+        if format == Format::Xml {
+            // The reader tells the encoding itself (refusing a declaration the bytes
+            // contradict); the record path is the one the sample shows.
+            if ro.record.is_none() {
+                ro.record = d.record.clone();
+            }
+        } else if ro.encoding == Encoding::Utf8 && d.encoding != Encoding::Utf8 {
             // UTF-16 by its byte-order mark, or Windows-1252 guessed when asked to.
             ro.encoding = d.encoding;
         }
@@ -567,13 +576,18 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
             d.quote = ro.quote;
             d.header = ro.header;
         }
-        d.encoding = ro.encoding;
+        if format == Format::Xml {
+            d.record = ro.record.clone();
+        } else {
+            d.encoding = ro.encoding;
+        }
     }
     let changed = named.is_none()
         || ro.delimiter != before.delimiter
         || ro.quote != before.quote
         || ro.header != before.header
-        || ro.encoding != before.encoding;
+        || ro.encoding != before.encoding
+        || ro.record != before.record;
     Ok((ro, dialect.map(|d| (d, changed))))
 }
 

@@ -105,6 +105,14 @@ pub enum Lexeme {
     Blob,
 }
 
+impl Lexeme {
+    /// What a text value (a CSV field, an XML attribute) says about its column's type,
+    /// by the rules in the module docs.
+    pub fn of_text(s: &str) -> Lexeme {
+        classify(s.as_bytes())
+    }
+}
+
 /// Classifies `s` by the rules in the module docs. This is on the hot path: no allocation.
 #[inline]
 pub fn classify(s: &[u8]) -> Lexeme {

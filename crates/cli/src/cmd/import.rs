@@ -59,7 +59,7 @@ Exit codes: 0 done; 1 bad input or a row the table's constraints refuse; 2 bad u
 3 I/O or SQLite failure; 4 the database does not fit (a table exists, lacks a column);
 70 a bug in liteload; 130 interrupted.";
 
-/// Bulk-load CSV, TSV, NDJSON, JSON, Parquet or Arrow files into a table of an SQLite database.
+/// Bulk-load CSV, TSV, NDJSON, JSON, XML, Parquet or Arrow files into a table of an SQLite database.
 ///
 /// Each FILE goes into the table named by --table, or by its file name without extensions
 /// (people.csv.gz -> people); Parquet and Arrow files of one schema all go into one
@@ -80,8 +80,10 @@ pub struct ImportArgs {
 
     // ---- format
     /// Input format: csv, tsv, ndjson (one JSON object per line), json (one array of
-    /// objects), parquet, or arrow (an Arrow IPC file or stream). Default: from each
-    /// file's extension (.parquet/.pq; .arrow, .feather, .ipc, .arrows); csv for stdin.
+    /// objects), xml (an element per row, see --record), parquet, or arrow (an Arrow IPC
+    /// file or stream). Default: from each file's extension (.csv, .tsv, .ndjson/.jsonl,
+    /// .json, .xml, .parquet/.pq; .arrow, .feather, .ipc, .arrows), else from its first
+    /// bytes (`[` JSON, `{` NDJSON, `<` XML, else delimited text).
     #[arg(long, value_name = "FMT", help_heading = "Format")]
     pub format: Option<Format>,
     /// Same as --format csv.
@@ -151,6 +153,13 @@ pub struct ImportArgs {
         help_heading = "Format"
     )]
     pub columns: Option<Vec<String>>,
+    /// XML: the path of the record elements from the root, `/`-separated (posts/row,
+    /// catalog/books/book); each becomes a row, its attributes and text-only child
+    /// elements its columns (by local name), a child with children, attributes or
+    /// repeats a JSON text column, its own text the column `text`. Default: the root
+    /// and the first element name that repeats under it (`liteload sniff` shows it).
+    #[arg(long, value_name = "PATH", help_heading = "Format")]
+    pub record: Option<String>,
     /// Skip this many lines at the start of each file, before the header.
     #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Format")]
     pub skip: u64,
@@ -421,6 +430,7 @@ pub(crate) fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
                 .unwrap_or(1)
         });
         built.select = a.select.clone();
+        built.record = a.record.clone();
         built.temporal = match a.temporal {
             TemporalArg::Iso => Temporal::Iso8601,
             TemporalArg::Epoch => Temporal::Epoch,

@@ -6,7 +6,8 @@ use liteload::source::sniff::shown;
 use liteload::{read_plan, Format, ImportOptions, Input};
 
 /// Show how `liteload import` with no format flags would read each file: compression,
-/// encoding, format, delimiter, quote and header, told from the name and the first 64 KiB.
+/// encoding, format, delimiter, quote and header (XML: the record path), told from the
+/// name and the first 64 KiB.
 /// Nothing is loaded.
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
@@ -29,6 +30,7 @@ fn format_name(f: Format) -> &'static str {
         Format::Json => "json",
         Format::Parquet => "parquet",
         Format::Arrow => "arrow",
+        Format::Xml => "xml",
         _ => "other",
     }
 }
@@ -47,7 +49,8 @@ pub fn run(a: SniffArgs) -> Result<()> {
             "delimiter": delimited.then(|| char::from(ro.delimiter).to_string()),
             "quote": if delimited { ro.quote.map(|q| char::from(q).to_string()) } else { None },
             "header": delimited.then_some(ro.header),
-            "encoding": ro.encoding.name(),
+            "encoding": d.map_or(ro.encoding, |d| d.encoding).name(),
+            "record": ro.record,
             "bom": d.is_some_and(|d| d.bom),
             "compression": d.and_then(|d| d.compression).map(|c| c.name()),
             "sniffed": sniffed.as_ref().map(|s| s.described.clone()),
@@ -72,7 +75,7 @@ pub fn run(a: SniffArgs) -> Result<()> {
         let dash = || "-".to_string();
         let enc = format!(
             "{}{}",
-            ro.encoding.name(),
+            d.map_or(ro.encoding, |d| d.encoding).name(),
             if d.is_some_and(|d| d.bom) {
                 " (BOM)"
             } else {
@@ -103,6 +106,15 @@ pub fn run(a: SniffArgs) -> Result<()> {
             enc,
             d.and_then(|d| d.compression).map_or("none", |c| c.name()),
         );
+        if ro.format == Format::Xml {
+            match &ro.record {
+                Some(r) => println!("{:<width$}  records: the elements at {r}", ""),
+                None => println!(
+                    "{:<width$}  note: the sample shows no repeated element under the root: name the records with --record",
+                    ""
+                ),
+            }
+        }
         if d.is_some_and(|d| delimited && !d.delimiter_found) {
             println!(
                 "{:<width$}  note: no delimiter makes every sampled record the same width: one column, or name it with --delimiter",

@@ -30,6 +30,47 @@ impl KeyColumns {
         }
     }
 
+    /// A column for a key not seen before, named `wanted` unless that is taken; then
+    /// `alternative` (when given and free), else `wanted_2`, `wanted_3`, …. A name other
+    /// than `wanted` is noted, the key described as `what`.
+    pub fn add_named(
+        &mut self,
+        key: &str,
+        wanted: &str,
+        alternative: Option<&str>,
+        what: &str,
+    ) -> usize {
+        let free = |n: &str| !self.folded.contains_key(&n.to_ascii_lowercase());
+        let name = match alternative {
+            _ if free(wanted) => wanted.to_string(),
+            Some(a) if free(a) => a.to_string(),
+            _ => {
+                let mut k = 2;
+                while !free(&format!("{wanted}_{k}")) {
+                    k += 1;
+                }
+                format!("{wanted}_{k}")
+            }
+        };
+        if name != wanted {
+            self.notes
+                .push(format!("{what} is stored in column {name:?}"));
+        }
+        self.insert(key, name)
+    }
+
+    /// Makes `name` the column of `key`.
+    fn insert(&mut self, key: &str, name: String) -> usize {
+        let i = self.columns.len();
+        self.exact.insert(key.to_string(), i);
+        if key.len() <= ShortKeys::MAX {
+            self.short.insert(key.as_bytes(), i);
+        }
+        self.folded.insert(name.to_ascii_lowercase(), i);
+        self.columns.push(name);
+        i
+    }
+
     /// A column for a key not seen before.
     pub fn add(&mut self, key: &str) -> usize {
         let i = self.columns.len();
@@ -48,13 +89,7 @@ impl KeyColumns {
             self.notes
                 .push(format!("key {key:?} is stored in column {name:?}"));
         }
-        self.exact.insert(key.to_string(), i);
-        if key.len() <= ShortKeys::MAX {
-            self.short.insert(key.as_bytes(), i);
-        }
-        self.folded.insert(name.to_ascii_lowercase(), i);
-        self.columns.push(name);
-        i
+        self.insert(key, name)
     }
 }
 

@@ -24,6 +24,7 @@ mod serialized;
 pub mod sniff;
 pub mod tabular;
 pub(crate) mod transcode;
+pub(crate) mod xml;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -51,6 +52,8 @@ pub enum Format {
     Parquet,
     /// Arrow IPC: a file (Feather v2) or a stream, told apart by their first bytes.
     Arrow,
+    /// XML: each element at a record path is a row (see [`ReadOptions::record`]).
+    Xml,
 }
 
 impl Format {
@@ -62,7 +65,7 @@ impl Format {
 
     /// The format a file name implies (`.csv`, `.tsv`/`.tab`, `.ndjson`/`.jsonl`, `.json`,
     /// each optionally followed by `.gz`; `.parquet`/`.pq`; `.arrow`, `.feather`, `.ipc`
-    /// and `.arrows`).
+    /// and `.arrows`; `.xml`).
     pub fn from_path(p: &Path) -> Option<Format> {
         let ext = p.extension()?.to_string_lossy().to_ascii_lowercase();
         match ext.as_str() {
@@ -72,6 +75,7 @@ impl Format {
             "json" => Some(Format::Json),
             "parquet" | "pq" => Some(Format::Parquet),
             "arrow" | "feather" | "ipc" | "arrows" => Some(Format::Arrow),
+            "xml" => Some(Format::Xml),
             _ => None,
         }
     }
@@ -87,8 +91,9 @@ impl std::str::FromStr for Format {
             "json" => Ok(Format::Json),
             "parquet" | "pq" => Ok(Format::Parquet),
             "arrow" | "feather" | "ipc" | "arrows" => Ok(Format::Arrow),
+            "xml" => Ok(Format::Xml),
             other => Err(format!(
-                "unknown format {other:?} (expected csv, tsv, ndjson, json, parquet or arrow)"
+                "unknown format {other:?} (expected csv, tsv, ndjson, json, parquet, arrow or xml)"
             )),
         }
     }
@@ -149,6 +154,10 @@ pub struct ReadOptions {
     /// Delimited text: numbers with a decimal comma and dates in given formats,
     /// converted as they are read ([`locale`]); nothing by default.
     pub locale: locale::Locale,
+    /// XML: the path of the record elements from the root, `/`-separated
+    /// (`posts/row`), each step an element's qualified or local name. `None`: the root
+    /// and the first element name that repeats directly under it.
+    pub record: Option<String>,
 }
 
 impl Default for ReadOptions {
@@ -171,6 +180,7 @@ impl Default for ReadOptions {
             temporal: columnar::Temporal::Iso8601,
             decimals: columnar::Decimals::Text,
             locale: locale::Locale::default(),
+            record: None,
         }
     }
 }
@@ -264,6 +274,9 @@ pub fn open_source(
     if input.fixed_format() == Some(Format::Arrow) || opts.format.is_typed() {
         return open_typed(vec![input.clone()], opts, progress);
     }
+    if opts.format == Format::Xml {
+        return Ok(Box::new(xml::XmlSource::open(input, opts, progress)?));
+    }
     let name: Arc<str> = input.display_name().into();
     // A large, plain UTF-8 file is read in parts on several threads.
     let parts = match input {
@@ -332,7 +345,9 @@ pub fn open_source(
             name,
             opts.clone(),
         )),
-        Format::Parquet | Format::Arrow => unreachable!("typed formats are opened above"),
+        Format::Parquet | Format::Arrow | Format::Xml => {
+            unreachable!("typed formats and XML are opened above")
+        }
     })
 }
 

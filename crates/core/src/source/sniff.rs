@@ -7,7 +7,8 @@
 //!   zero as every other byte, which UTF-8 text never has); else UTF-8 (a UTF-8
 //!   byte-order mark is noted). Anything that is not valid UTF-8 is left to the reader, whose error asks
 //!   for the encoding to be named.
-//! - Format: a JSON array (`[`), newline-delimited JSON (`{`), else delimited text.
+//! - Format: a JSON array (`[`), newline-delimited JSON (`{`), XML (`<`), else delimited
+//!   text. XML's record path: the root and the first element name that repeats under it.
 //! - Delimiter and quote: every candidate (`,` `\t` `;` `|`, and any other punctuation
 //!   byte of the first line) splits the sample quote-aware. Quoting is decided before
 //!   fields are counted, one rule for CSV and TSV: where fields start and end with `"`,
@@ -76,6 +77,9 @@ pub struct Dialect {
     /// more fields won). `None` when the choice was clear.
     #[serde(serialize_with = "opt_byte_text")]
     pub also_fits: Option<u8>,
+    /// XML: the record path the sample implies (see [`super::ReadOptions::record`]),
+    /// `None` when it shows none.
+    pub record: Option<String>,
 }
 
 fn encoding_name<S: serde::Serializer>(e: &Encoding, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -94,6 +98,7 @@ fn format_name<S: serde::Serializer>(f: &Format, s: S) -> std::result::Result<S:
         Format::Json => "json",
         Format::Parquet => "parquet",
         Format::Arrow => "arrow",
+        Format::Xml => "xml",
     })
 }
 
@@ -145,6 +150,10 @@ impl Dialect {
             Format::Json => parts.push("a JSON array".into()),
             Format::Parquet => parts.push("Parquet".into()),
             Format::Arrow => parts.push("Arrow".into()),
+            Format::Xml => parts.push(match &self.record {
+                Some(r) => format!("XML, records at {r}"),
+                None => "XML".into(),
+            }),
         }
         if self.format.is_typed() {
             return parts.join(", ");
@@ -642,6 +651,7 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
                 delimiter_found: false,
                 sampled_records: 0,
                 also_fits: None,
+                record: None,
             }));
         }
     }
@@ -655,7 +665,7 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
         }
         None => (Cow::Borrowed(&raw[..]), raw_whole),
     };
-    let (encoding, bom, text) = text_of(&bytes, given.encoding);
+    let (mut encoding, bom, text) = text_of(&bytes, given.encoding);
     // UTF-16 told by its zero bytes, without a byte-order mark, is a guess, and says so.
     let utf16_guessed = given.encoding == Encoding::Utf8 && !bom && encoding != Encoding::Utf8;
     let valid_text = encoding != Encoding::Utf8 || {
@@ -685,6 +695,17 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
         ),
         _ => (b',', None, true, false, 0, None),
     };
+    let mut record = None;
+    if format == Format::Xml {
+        // The XML rules: a byte-order mark, or the declaration (a contradiction is left
+        // to the reader, whose error says where).
+        if given.encoding == Encoding::Utf8 {
+            encoding = super::xml::encoding_of(&bytes).unwrap_or(encoding);
+        }
+        record = super::xml::choose_record(text.as_bytes())
+            .ok()
+            .map(|p| p.join("/"));
+    }
     Ok(Some(Dialect {
         compression,
         encoding,
@@ -698,6 +719,7 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
         delimiter_found,
         sampled_records,
         also_fits,
+        record,
     }))
 }
 
@@ -706,6 +728,7 @@ pub fn format_of(text: &str) -> Format {
     match text.trim_start().as_bytes().first() {
         Some(b'[') => Format::Json,
         Some(b'{') => Format::Ndjson,
+        Some(b'<') => Format::Xml,
         _ => Format::Csv,
     }
 }
@@ -812,6 +835,7 @@ mod tests {
         assert_eq!(format_of("  [{\"a\":1}]"), Format::Json);
         assert_eq!(format_of("{\"a\":1}\n"), Format::Ndjson);
         assert_eq!(format_of("a,b\n"), Format::Csv);
+        assert_eq!(format_of("\n<?xml version=\"1.0\"?><a/>"), Format::Xml);
         let parquet = crate::Input::bytes("x.data", &b"PAR1\0\0"[..]);
         let given = Given {
             format: None,

@@ -1,0 +1,551 @@
+//! Record-oriented XML: each element at a record path (`posts/row`) is a row.
+//!
+//! A row's columns are its attributes and its text-only child elements, by local name
+//! (the prefix is kept only where two names would collide; a name SQLite would take for
+//! an earlier column gets `_2`, as CSV headers do, with a note); a child with children
+//! or attributes of its own, or one that repeats, is a TEXT column of JSON (see
+//! [`record`]); the record's own text is a column named `text`. Values are typed from
+//! the sample by the rules CSV fields follow; a name first seen after the sample adds a
+//! column, as NDJSON keys do.
+//!
+//! The document is read as a stream: one thread cuts it into chunks of whole records
+//! ([`split`]), others parse the chunks (quick-xml), and rows leave in document order.
+//! Memory stays bounded by the chunks in flight, whatever the document's size.
+
+mod prolog;
+mod record;
+pub(crate) mod split;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{BufRead, Read};
+use std::sync::Arc;
+
+use crossbeam_channel::{bounded, Receiver};
+
+use super::convert::{push_text_field, Mismatches};
+use super::input::{self, Encoding, Input};
+use super::keys::KeyColumns;
+use super::transcode::Transcode;
+use super::{BadRecord, Fill, ReadOptions, Sample, Source};
+use crate::batch::{Batch, Cell, RowOrigin};
+use crate::error::{Error, Position, Result};
+use crate::summary::Progress;
+use crate::types::{classify, ColumnType, Lexeme, TypeGuess};
+use prolog::Entities;
+use record::{Rows, ATTRIBUTE, CHILD};
+use split::{SplitError, Splitter};
+
+pub(crate) use prolog::encoding_of;
+pub(crate) use split::choose_record;
+
+/// A record path as given (`posts/row`, `/posts/row/`): its steps.
+pub(crate) fn path_steps(path: &str) -> Result<Vec<String>> {
+    let steps: Vec<String> = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    if steps.is_empty() || steps.iter().any(|s| s.contains(char::is_whitespace)) {
+        return Err(Error::usage(format!(
+            "{path:?} is no record path (element names from the root, separated by '/', such as posts/row)"
+        )));
+    }
+    Ok(steps)
+}
+
+/// What the threads send, in document order by its number.
+type Parsed = (u64, std::result::Result<Rows, Error>);
+
+/// An XML document as a [`Source`].
+pub(crate) struct XmlSource {
+    name: Arc<str>,
+    opts: ReadOptions,
+    /// The record path, and whether it was chosen here (not given).
+    path: Vec<String>,
+    chosen: bool,
+    rx: Receiver<Parsed>,
+    /// Chunks that arrived before their turn.
+    early: BTreeMap<u64, std::result::Result<Rows, Error>>,
+    next_seq: u64,
+    /// Parsed chunks to push, and the next row and field in the first.
+    queue: VecDeque<Rows>,
+    row: usize,
+    field: usize,
+    done: bool,
+    keys: KeyColumns,
+    types: Vec<ColumnType>,
+    records: u64,
+    mismatches: Mismatches,
+    slots: Vec<Option<(usize, usize)>>,
+}
+
+impl XmlSource {
+    /// Opens `input`: its encoding from a byte-order mark or the declaration (unless
+    /// `opts.encoding` names one other than UTF-8), its record path from
+    /// `opts.record` or [`choose_record`], and starts the threads that read it.
+    pub(crate) fn open(input: &Input, opts: &ReadOptions, progress: &Progress) -> Result<Self> {
+        let name: Arc<str> = input.display_name().into();
+        let path_of = || match input {
+            Input::Path(p) => Some(p.clone()),
+            _ => None,
+        };
+        let pos = |line: u64, column: u64, byte: u64| Position {
+            path: name.clone(),
+            line,
+            column,
+            record: 0,
+            byte,
+        };
+        let mut raw = input::open(
+            input,
+            Encoding::Utf8,
+            progress.bytes_read.clone(),
+            Some(progress.cancel_flag()),
+        )?;
+        let mut head = Vec::with_capacity(4096);
+        while head.len() < 1024 {
+            let buf = raw.fill_buf().map_err(|e| Error::io(path_of(), e))?;
+            if buf.is_empty() {
+                break;
+            }
+            let n = buf.len().min(4096 - head.len());
+            head.extend_from_slice(&buf[..n]);
+            raw.consume(n);
+        }
+        let encoding = if opts.encoding == Encoding::Utf8 {
+            encoding_of(&head).map_err(|(col, m)| Error::input(pos(1, col, 0), None, m))?
+        } else {
+            opts.encoding
+        };
+        let whole: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(head).chain(raw));
+        let decoder = match encoding {
+            Encoding::Utf8 => None,
+            Encoding::Latin1 => Some(encoding_rs::WINDOWS_1252.new_decoder_without_bom_handling()),
+            Encoding::Utf16 => Some(encoding_rs::UTF_16LE.new_decoder()),
+            Encoding::Utf16Le => Some(encoding_rs::UTF_16LE.new_decoder_with_bom_removal()),
+            Encoding::Utf16Be => Some(encoding_rs::UTF_16BE.new_decoder_with_bom_removal()),
+        };
+        let text: Box<dyn Read + Send> = match decoder {
+            None => whole,
+            Some(d) => Box::new(Transcode::new(whole, d)),
+        };
+        let mut splitter = Splitter::new(text, vec![], opts.max_record_bytes);
+        splitter
+            .fill_to(super::sniff::SAMPLE_BYTES)
+            .map_err(|e| Error::io(path_of(), e))?;
+        let (path, chosen) = match &opts.record {
+            Some(p) => (path_steps(p)?, false),
+            None => {
+                let head = splitter.head();
+                let head = &head[..head.len().min(super::sniff::SAMPLE_BYTES)];
+                let p = choose_record(head).map_err(|m| Error::input(pos(1, 1, 0), None, m))?;
+                (p, true)
+            }
+        };
+        splitter.set_path(path.clone());
+        let rx = start_threads(splitter, name.clone(), opts, path_of());
+        Ok(XmlSource {
+            name,
+            opts: opts.clone(),
+            path,
+            chosen,
+            rx,
+            early: BTreeMap::new(),
+            next_seq: 0,
+            queue: VecDeque::new(),
+            row: 0,
+            field: 0,
+            done: false,
+            keys: KeyColumns::default(),
+            types: vec![],
+            records: 0,
+            mismatches: Mismatches::default(),
+            slots: vec![],
+        })
+    }
+
+    /// The next parsed chunk in document order, `None` at the end.
+    fn next_rows(&mut self) -> Result<Option<Rows>> {
+        if self.done {
+            return Ok(None);
+        }
+        loop {
+            if let Some(r) = self.early.remove(&self.next_seq) {
+                self.next_seq += 1;
+                return r.map(Some);
+            }
+            match self.rx.recv() {
+                Ok((seq, r)) => {
+                    self.early.insert(seq, r);
+                }
+                Err(_) => {
+                    // Every sender is gone: the splitter sent its last chunk.
+                    self.done = true;
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    /// Makes sure the queue's front has a row to push; `false` at the end.
+    fn front(&mut self) -> Result<bool> {
+        loop {
+            match self.queue.front() {
+                Some(r) if self.row < r.rows.len() => return Ok(true),
+                Some(_) => {
+                    self.queue.pop_front();
+                    self.row = 0;
+                    self.field = 0;
+                }
+                None => match self.next_rows()? {
+                    Some(r) => self.queue.push_back(r),
+                    None => return Ok(false),
+                },
+            }
+        }
+    }
+
+    /// The column of a field's key, `None` if it has none yet.
+    fn column_of(&self, rows: &Rows, f: &record::Field) -> Option<usize> {
+        self.keys.get(rows.str(f.key))
+    }
+
+    /// Adds a column for `key` (a field's stored key).
+    fn add_key(keys: &mut KeyColumns, key: &str) -> usize {
+        let (kind, qname) = key.split_at(1);
+        let what = match kind.as_bytes()[0] {
+            ATTRIBUTE => format!("attribute {qname:?}"),
+            CHILD => format!("element <{qname}>"),
+            _ => "the record's own text".to_string(),
+        };
+        if kind.as_bytes()[0] != ATTRIBUTE && kind.as_bytes()[0] != CHILD {
+            return keys.add_named(key, "text", None, &what);
+        }
+        let local = qname.rsplit(':').next().unwrap_or(qname);
+        let alternative = (local != qname).then_some(qname);
+        keys.add_named(key, local, alternative, &what)
+    }
+
+    /// An error about the whole document (placed at its start).
+    fn document_error(&self, message: String) -> Error {
+        let pos = Position {
+            path: self.name.clone(),
+            line: 1,
+            column: 1,
+            record: 0,
+            byte: 0,
+        };
+        Error::input(pos, None, message)
+    }
+
+    fn lexeme(rows: &Rows, f: &record::Field) -> Lexeme {
+        if f.json {
+            Lexeme::Text
+        } else {
+            classify(rows.str(f.value).as_bytes())
+        }
+    }
+}
+
+/// The splitter's thread and the parsers' threads; rows come back on the receiver.
+fn start_threads(
+    mut splitter: Splitter,
+    name: Arc<str>,
+    opts: &ReadOptions,
+    path: Option<std::path::PathBuf>,
+) -> Receiver<Parsed> {
+    let threads = opts.parse_threads.max(1);
+    let (chunk_tx, chunk_rx) = bounded::<(
+        u64,
+        std::result::Result<(split::Chunk, Arc<Entities>), Error>,
+    )>(threads * 2);
+    let (rows_tx, rows_rx) = bounded::<Parsed>(threads * 2);
+    let max = opts.max_record_bytes;
+    let at = {
+        let name = name.clone();
+        move |line, column, byte| Position {
+            path: name.clone(),
+            line,
+            column,
+            record: 0,
+            byte,
+        }
+    };
+    let spawn_name = name.clone();
+    std::thread::spawn(move || {
+        let mut ents: Option<Arc<Entities>> = None;
+        for seq in 0u64.. {
+            let job = match splitter.next_chunk() {
+                Ok(None) => return,
+                Ok(Some(chunk)) => {
+                    if ents.is_none() {
+                        ents = match splitter.doctype.as_deref().map(Entities::from_doctype) {
+                            None => Some(Arc::default()),
+                            Some(Ok(e)) => Some(Arc::new(e)),
+                            Some(Err((_, m))) => {
+                                let (line, column, byte) = splitter.doctype_at;
+                                let e = Error::input(
+                                    at(line, column, byte),
+                                    None,
+                                    format!("the DOCTYPE: {m}"),
+                                );
+                                let _ = chunk_tx.send((seq, Err(e)));
+                                return;
+                            }
+                        };
+                    }
+                    let e = ents.clone().expect("set above");
+                    Ok((chunk, e))
+                }
+                Err(SplitError::Io(e)) => Err(Error::io(path.clone(), e)),
+                Err(SplitError::Fault(f)) => {
+                    Err(Error::input(at(f.line, f.column, f.byte), None, f.message))
+                }
+                Err(SplitError::Open { record, at: rec }) => {
+                    // The record's parser says what is wrong with it where it can.
+                    let text = String::from_utf8_lossy(&record);
+                    let mut rows = Rows::default();
+                    let parsed = record::parse_record(
+                        &text,
+                        rec.line,
+                        &Entities::default(),
+                        usize::MAX,
+                        &mut rows,
+                    );
+                    let (line, column, message) = match parsed {
+                        Err((offset, m)) => located(&record, rec, offset, m),
+                        Ok(()) => located(
+                            &record,
+                            rec,
+                            0,
+                            "the document ends inside this record".into(),
+                        ),
+                    };
+                    Err(Error::input(at(line, column, rec.byte), None, message))
+                }
+            };
+            let failed = job.is_err();
+            if chunk_tx.send((seq, job)).is_err() || failed {
+                return;
+            }
+        }
+    });
+    for _ in 0..threads {
+        let rx = chunk_rx.clone();
+        let tx = rows_tx.clone();
+        let name = spawn_name.clone();
+        std::thread::spawn(move || {
+            while let Ok((seq, job)) = rx.recv() {
+                let failed = job.is_err();
+                let out = job.and_then(|(chunk, ents)| parse_chunk(&chunk, &ents, &name, max));
+                let failed = failed || out.is_err();
+                if tx.send((seq, out)).is_err() || failed {
+                    return;
+                }
+            }
+        });
+    }
+    rows_rx
+}
+
+/// Line and column of `offset` within a record that starts at `rec`.
+fn located(
+    bytes: &[u8],
+    rec: split::RecordAt,
+    offset: usize,
+    message: String,
+) -> (u64, u64, String) {
+    let before = &bytes[..offset.min(bytes.len())];
+    match memchr::memrchr(b'\n', before) {
+        None => (rec.line, rec.column + offset as u64, message),
+        Some(k) => (
+            rec.line + memchr::memchr_iter(b'\n', before).count() as u64,
+            (offset - k) as u64,
+            message,
+        ),
+    }
+}
+
+/// Parses every record of `chunk`.
+fn parse_chunk(chunk: &split::Chunk, ents: &Entities, name: &Arc<str>, max: usize) -> Result<Rows> {
+    let mut rows = Rows::default();
+    let fail = |rec: &split::RecordAt, offset: usize, message: String| {
+        let bytes = &chunk.bytes[rec.start..rec.end];
+        let (line, column, message) = located(bytes, *rec, offset, message);
+        Error::input(
+            Position {
+                path: name.clone(),
+                line,
+                column,
+                record: 0,
+                byte: rec.byte + offset as u64,
+            },
+            None,
+            message,
+        )
+    };
+    for rec in &chunk.records {
+        let bytes = &chunk.bytes[rec.start..rec.end];
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            fail(
+                rec,
+                e.valid_up_to(),
+                "bytes that are not UTF-8 (the document's encoding is UTF-8 unless a byte-order mark or its declaration names another)".into(),
+            )
+        })?;
+        record::parse_record(text, rec.line, ents, max, &mut rows)
+            .map_err(|(offset, m)| fail(rec, offset, m))?;
+    }
+    Ok(rows)
+}
+
+impl Source for XmlSource {
+    fn sample(&mut self) -> Result<Sample> {
+        let want = self.opts.sample_rows.max(1);
+        let mut sampled = 0usize;
+        let mut guesses: Vec<TypeGuess> = vec![];
+        let mut k = 0; // chunks of the queue looked at
+        while sampled < want {
+            if k == self.queue.len() {
+                match self.next_rows()? {
+                    Some(r) => self.queue.push_back(r),
+                    None => break,
+                }
+            }
+            let rows = &self.queue[k];
+            let mut from = 0;
+            for r in &rows.rows {
+                if sampled == want {
+                    break;
+                }
+                for f in &rows.fields[from..r.fields_end] {
+                    let key = rows.str(f.key);
+                    let c = match self.keys.get(key) {
+                        Some(c) => c,
+                        None => Self::add_key(&mut self.keys, key),
+                    };
+                    if guesses.len() <= c {
+                        guesses.resize(c + 1, TypeGuess::default());
+                    }
+                    guesses[c].add(Self::lexeme(rows, f));
+                }
+                from = r.fields_end;
+                sampled += 1;
+            }
+            k += 1;
+        }
+        if sampled == 0 {
+            return Err(
+                self.document_error(format!("no record: no element at {}", self.path.join("/")))
+            );
+        }
+        if self.keys.columns.is_empty() {
+            return Err(self.document_error(format!(
+                "the {sampled} sampled records at {} hold no attribute, child element or text: there is no column to make",
+                self.path.join("/")
+            )));
+        }
+        guesses.resize(self.keys.columns.len(), TypeGuess::default());
+        let mut notes = std::mem::take(&mut self.keys.notes);
+        if self.chosen {
+            notes.insert(
+                0,
+                format!(
+                    "records are the <{}> elements ({}: the first element that repeats under the root)",
+                    self.path.last().map_or("", String::as_str),
+                    self.path.join("/")
+                ),
+            );
+        }
+        Ok(Sample {
+            columns: self.keys.columns.clone(),
+            guesses,
+            notes,
+            types: None,
+            locale: vec![],
+        })
+    }
+
+    fn set_types(&mut self, types: Vec<ColumnType>) {
+        self.types = types;
+    }
+
+    fn fill(
+        &mut self,
+        batch: &mut Batch,
+        max_rows: usize,
+        max_text: usize,
+        _bad: &mut dyn FnMut(BadRecord) -> Result<()>,
+    ) -> Result<Fill> {
+        while batch.rows() < max_rows && batch.text_bytes() < max_text {
+            if !self.front()? {
+                return Ok(Fill::Done);
+            }
+            let rows = self.queue.front().expect("front() found a row");
+            let end = rows.rows[self.row];
+            let fields = &rows.fields[self.field..end.fields_end];
+            // Keys first seen now: their columns first, typed by this record's values.
+            if fields.iter().any(|f| self.column_of(rows, f).is_none()) {
+                let first_new = self.keys.columns.len();
+                let mut added = vec![];
+                for f in fields {
+                    if self.column_of(rows, f).is_none() {
+                        let c = Self::add_key(&mut self.keys, rows.str(f.key));
+                        let mut g = TypeGuess::default();
+                        g.add(Self::lexeme(rows, f));
+                        added.push((self.keys.columns[c].clone(), g.resolve()));
+                    }
+                }
+                debug_assert_eq!(first_new + added.len(), self.keys.columns.len());
+                self.types.extend(added.iter().map(|(_, t)| *t));
+                return Ok(Fill::NewColumns(added));
+            }
+            let n = self.keys.columns.len();
+            let mut slots = std::mem::take(&mut self.slots);
+            slots.clear();
+            slots.resize(n, None);
+            for f in fields {
+                let c = self
+                    .keys
+                    .get(rows.str(f.key))
+                    .expect("every key has a column");
+                slots[c] = Some(f.value);
+            }
+            self.records += 1;
+            for (c, v) in slots.iter().enumerate() {
+                match v {
+                    None => batch.push(Cell::Null),
+                    Some(v) => {
+                        let s = rows.str(*v);
+                        let ty = self.types[c];
+                        if push_text_field(batch, s, ty, self.opts.empty_null) {
+                            self.mismatches.count += 1;
+                            if self.mismatches.first.is_none() {
+                                self.mismatches.first = Some(format!(
+                                    "{}:{}:1: {s:?} in {ty} column {:?}",
+                                    self.name, end.line, self.keys.columns[c]
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            self.slots = slots;
+            batch.finish_row(RowOrigin {
+                line: end.line,
+                record: self.records,
+            });
+            self.field = end.fields_end;
+            self.row += 1;
+        }
+        Ok(Fill::Full)
+    }
+
+    fn width(&self) -> usize {
+        self.keys.columns.len()
+    }
+
+    fn mismatches(&self) -> &Mismatches {
+        &self.mismatches
+    }
+}

@@ -1,0 +1,495 @@
+//! One record element into named values: its attributes and text-only children are
+//! text values (typed later, as CSV fields are); a child with attributes or children of
+//! its own, or a name that repeats, is one JSON value; the record's own text (trimmed,
+//! when it is not only whitespace) is named `text`.
+//!
+//! JSON for an element: a string when it has neither attributes nor children (its
+//! text); else an object with `"@name"` per attribute, one member per child name (an
+//! array when the name repeats), and `"#text"` for its own text, trimmed, when there is
+//! any. Names are qualified names as written (`dc:title`).
+
+use quick_xml::events::{BytesStart, Event};
+use quick_xml::Reader;
+use serde_json::{Map, Value};
+
+use super::prolog::{Entities, MAX_ENTITY_DEPTH};
+
+/// How deep elements may nest within a record.
+const MAX_DEPTH: usize = 256;
+
+/// The kinds of key: an attribute, a child element, the record's own text. A key is
+/// stored as its kind's byte followed by the qualified name.
+pub(crate) const ATTRIBUTE: u8 = b'@';
+pub(crate) const CHILD: u8 = b'<';
+pub(crate) const OWN_TEXT: &str = "#text";
+
+/// One named value of a record: ranges in [`Rows::text`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Field {
+    pub key: (usize, usize),
+    pub value: (usize, usize),
+    /// The value is JSON (always TEXT), not a text to type.
+    pub json: bool,
+}
+
+/// Where a row's fields end in [`Rows::fields`], and where its record starts.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RowEnd {
+    pub fields_end: usize,
+    pub line: u64,
+}
+
+/// The parsed records of one chunk, keys and values in one buffer.
+#[derive(Debug, Default)]
+pub(crate) struct Rows {
+    pub text: String,
+    pub fields: Vec<Field>,
+    pub rows: Vec<RowEnd>,
+    /// Reused while parsing: a value being normalized, a tag's attribute names.
+    value: String,
+    names: Vec<(usize, usize)>,
+}
+
+impl Rows {
+    pub(crate) fn str(&self, (a, b): (usize, usize)) -> &str {
+        &self.text[a..b]
+    }
+
+    fn push_field(&mut self, kind: u8, name: &str, value: &str, json: bool) {
+        let k = self.text.len();
+        self.text.push(char::from(kind));
+        self.text.push_str(name);
+        let v = self.text.len();
+        self.text.push_str(value);
+        self.fields.push(Field {
+            key: (k, v),
+            value: (v, self.text.len()),
+            json,
+        });
+    }
+}
+
+/// Why a record could not be read: the byte offset in it, and the message.
+pub(crate) type Fault = (usize, String);
+
+struct Node {
+    name: String,
+    attrs: Vec<(String, String)>,
+    children: Vec<Node>,
+    text: String,
+}
+
+impl Node {
+    fn simple(&self) -> bool {
+        self.attrs.is_empty() && self.children.is_empty()
+    }
+
+    fn json(&self) -> Value {
+        if self.simple() {
+            return Value::String(self.text.clone());
+        }
+        let mut m = Map::new();
+        for (k, v) in &self.attrs {
+            m.insert(format!("@{k}"), Value::String(v.clone()));
+        }
+        for (name, group) in grouped(&self.children) {
+            let v = match group.as_slice() {
+                [one] => one.json(),
+                many => Value::Array(many.iter().map(|n| n.json()).collect()),
+            };
+            m.insert(name.to_string(), v);
+        }
+        let t = trim_xml(&self.text);
+        if !t.is_empty() {
+            m.insert(OWN_TEXT.into(), Value::String(t.into()));
+        }
+        Value::Object(m)
+    }
+}
+
+/// XML's whitespace (space, tab, CR, LF) trimmed from both ends.
+pub(crate) fn trim_xml(s: &str) -> &str {
+    s.trim_matches([' ', '\t', '\r', '\n'])
+}
+
+/// Children grouped by name, in the order names first appear.
+fn grouped(children: &[Node]) -> Vec<(&str, Vec<&Node>)> {
+    let mut out: Vec<(&str, Vec<&Node>)> = vec![];
+    let mut index: hashbrown::HashMap<&str, usize> = hashbrown::HashMap::new();
+    for c in children {
+        let k = if out.len() < 16 {
+            out.iter().position(|(n, _)| *n == c.name)
+        } else {
+            if index.is_empty() {
+                index.extend(out.iter().enumerate().map(|(k, (n, _))| (*n, k)));
+            }
+            index.get(c.name.as_str()).copied()
+        };
+        match k {
+            Some(k) => out[k].1.push(c),
+            None => {
+                if !index.is_empty() || out.len() >= 16 {
+                    index.insert(&c.name, out.len());
+                }
+                out.push((&c.name, vec![c]));
+            }
+        }
+    }
+    out
+}
+
+fn quick_error(r: &Reader<&[u8]>, e: quick_xml::Error) -> Fault {
+    (r.error_position() as usize, e.to_string())
+}
+
+/// XML's name characters, loosely: what may follow a name's first character.
+fn is_name_byte(c: u8) -> bool {
+    !c.is_ascii() || c.is_ascii_alphanumeric() || matches!(c, b'_' | b':' | b'-' | b'.')
+}
+
+/// Calls `each` with every attribute's qualified name and normalized value (XML 1.0,
+/// 3.3.3: references expanded, each literal tab, newline or CR a space) in `raw`, the
+/// text of a start tag after its name. Namespace declarations (`xmlns`, `xmlns:p`) are
+/// not data and are left out. `at` is the tag's offset, for errors.
+///
+/// Hand-written rather than quick-xml's attribute iterator and value normalizer, which
+/// go a byte at a time: on bench/xml.py's posts (escaped HTML bodies of ~870 bytes) they
+/// were 36% of all CPU of a load; memchr over the values makes a load 1.5x faster.
+fn attributes(
+    raw: &str,
+    ents: &Entities,
+    at: usize,
+    (value, names): (&mut String, &mut Vec<(usize, usize)>),
+    mut each: impl FnMut(&str, &str),
+) -> Result<(), Fault> {
+    let b = raw.as_bytes();
+    names.clear();
+    let mut i = 0;
+    loop {
+        let start = i;
+        while b
+            .get(i)
+            .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            i += 1;
+        }
+        if i == b.len() || (b[i] == b'/' && i + 1 == b.len()) {
+            return Ok(());
+        }
+        if i == start {
+            return Err((at + i, "attributes must be separated by whitespace".into()));
+        }
+        let n0 = i;
+        while b.get(i).copied().is_some_and(is_name_byte) {
+            i += 1;
+        }
+        if i == n0 || b[n0].is_ascii_digit() || matches!(b[n0], b'-' | b'.') {
+            return Err((at + n0, "a character that starts no attribute name".into()));
+        }
+        let name = &raw[n0..i];
+        while b.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        if b.get(i) != Some(&b'=') {
+            return Err((at + i, format!("attribute {name:?} has no '=' and value")));
+        }
+        i += 1;
+        while b.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        let q = match b.get(i) {
+            Some(q @ (b'"' | b'\'')) => *q,
+            _ => {
+                return Err((
+                    at + i,
+                    format!("the value of attribute {name:?} is not quoted"),
+                ))
+            }
+        };
+        let v0 = i + 1;
+        let v1 = memchr::memchr(q, &b[v0..]).map(|k| v0 + k).ok_or_else(|| {
+            (
+                at + i,
+                format!("the value of attribute {name:?} is not closed"),
+            )
+        })?;
+        i = v1 + 1;
+        if names.iter().any(|&(a, z)| &raw[a..z] == name) {
+            return Err((at + n0, format!("attribute {name:?} is given twice")));
+        }
+        names.push((n0, n0 + name.len()));
+        if name == "xmlns" || name.starts_with("xmlns:") {
+            continue;
+        }
+        value.clear();
+        normalize(&raw[v0..v1], ents, 0, value).map_err(|(k, m)| (at + v0 + k, m))?;
+        each(name, value);
+    }
+}
+
+/// Appends attribute value `raw`, normalized, to `out`; an error's offset is in `raw`.
+fn normalize(raw: &str, ents: &Entities, depth: usize, out: &mut String) -> Result<(), Fault> {
+    let b = raw.as_bytes();
+    // Tabs and CRs are rare in values: look for them only where there are any.
+    let rare = memchr::memchr2(b'\t', b'\r', b).is_some();
+    let mut i = 0;
+    loop {
+        let next = if rare {
+            b[i..]
+                .iter()
+                .position(|c| matches!(c, b'&' | b'<' | b'\n' | b'\t' | b'\r'))
+        } else {
+            memchr::memchr3(b'&', b'<', b'\n', &b[i..])
+        };
+        let Some(k) = next else {
+            out.push_str(&raw[i..]);
+            return Ok(());
+        };
+        out.push_str(&raw[i..i + k]);
+        i += k;
+        match b[i] {
+            b'<' => return Err((i, "'<' in an attribute value (write it as &lt;)".into())),
+            b'\r' if b.get(i + 1) == Some(&b'\n') => {
+                out.push(' ');
+                i += 2;
+            }
+            b'&' => {
+                let end = memchr::memchr(b';', &b[i..])
+                    .filter(|&e| e > 1)
+                    .ok_or_else(|| {
+                        (
+                            i,
+                            "'&' that starts no reference (write it as &amp;)".to_string(),
+                        )
+                    })?;
+                let name = &raw[i + 1..i + end];
+                if name.starts_with('#') {
+                    ents.expand_into(name, out).map_err(|m| (i, m))?;
+                } else if let Some(t) = quick_xml::escape::resolve_predefined_entity(name) {
+                    out.push_str(t);
+                } else {
+                    let text = ents
+                        .replacement(name)
+                        .ok_or_else(|| (i, ents.why_not(name)))?;
+                    if depth >= MAX_ENTITY_DEPTH {
+                        return Err((
+                            i,
+                            format!("entity references nest more than {MAX_ENTITY_DEPTH} deep"),
+                        ));
+                    }
+                    normalize(text, ents, depth + 1, out).map_err(|(_, m)| (i, m))?;
+                }
+                i += end + 1;
+            }
+            _ => {
+                out.push(' ');
+                i += 1;
+            }
+        }
+    }
+}
+
+/// The start tag `e`'s text after its name.
+fn attribute_text<'a>(e: &'a BytesStart<'_>) -> &'a str {
+    e.attributes_raw()
+}
+
+/// Reads the element whose start tag is `e` (its end tag too, unless `empty`).
+fn node(
+    r: &mut Reader<&[u8]>,
+    e: &BytesStart<'_>,
+    empty: bool,
+    ents: &Entities,
+    depth: usize,
+) -> Result<Node, Fault> {
+    let at = r.buffer_position() as usize;
+    if depth > MAX_DEPTH {
+        return Err((at, format!("elements nest more than {MAX_DEPTH} deep")));
+    }
+    let mut n = Node {
+        name: e.name().as_ref().to_string(),
+        attrs: vec![],
+        children: vec![],
+        text: String::new(),
+    };
+    let (mut value, mut names) = (String::new(), vec![]);
+    attributes(
+        attribute_text(e),
+        ents,
+        at,
+        (&mut value, &mut names),
+        |k, v| n.attrs.push((k.into(), v.into())),
+    )?;
+    if !empty {
+        content(r, ents, depth, &mut n.children, &mut n.text)?;
+    }
+    Ok(n)
+}
+
+/// Reads an element's content up to and including its end tag.
+fn content(
+    r: &mut Reader<&[u8]>,
+    ents: &Entities,
+    depth: usize,
+    children: &mut Vec<Node>,
+    text: &mut String,
+) -> Result<(), Fault> {
+    loop {
+        let at = r.buffer_position() as usize;
+        match r.read_event().map_err(|e| quick_error(r, e))? {
+            Event::Start(c) => children.push(node(r, &c, false, ents, depth + 1)?),
+            Event::Empty(c) => children.push(node(r, &c, true, ents, depth + 1)?),
+            Event::Text(t) => text.push_str(&t.xml10_content()),
+            Event::CData(c) => text.push_str(&c.xml10_content()),
+            Event::GeneralRef(g) => ents.expand_into(&g, text).map_err(|m| (at, m))?,
+            Event::End(_) => return Ok(()),
+            Event::Comment(_) | Event::PI(_) => {}
+            Event::Decl(_) | Event::DocType(_) => {
+                return Err((at, "an XML declaration or DOCTYPE inside an element".into()))
+            }
+            Event::Eof => return Err((at, "the document ends inside an element".into())),
+        }
+    }
+}
+
+/// Parses the record element `src` into one row of `out`. `line` is where it starts.
+pub(crate) fn parse_record(
+    src: &str,
+    line: u64,
+    ents: &Entities,
+    max_bytes: usize,
+    out: &mut Rows,
+) -> Result<(), Fault> {
+    let start_text = out.text.len();
+    let mut value = std::mem::take(&mut out.value);
+    let mut names = std::mem::take(&mut out.names);
+    let result = parse_into(src, ents, out, (&mut value, &mut names));
+    out.value = value;
+    out.names = names;
+    result?;
+    finish_row(out, start_text, line, max_bytes)
+}
+
+fn parse_into(
+    src: &str,
+    ents: &Entities,
+    out: &mut Rows,
+    scratch: (&mut String, &mut Vec<(usize, usize)>),
+) -> Result<(), Fault> {
+    if let Some(tag) = src.strip_suffix("/>") {
+        // A record that is one empty-element tag (as a dump's `<row …/>`): its
+        // attributes are all it holds, read without a tokenizer.
+        let name_end = tag
+            .bytes()
+            .position(|c| !is_name_byte(c) && c != b'<')
+            .unwrap_or(tag.len());
+        return attributes(&tag[name_end..], ents, name_end, scratch, |k, v| {
+            out.push_field(ATTRIBUTE, k, v, false)
+        });
+    }
+    let mut r = Reader::from_str(src);
+    let (e, empty) = match r.read_event().map_err(|e| quick_error(&r, e))? {
+        Event::Start(e) => (e, false),
+        Event::Empty(e) => (e, true),
+        _ => return Err((0, "a record that is no element".into())),
+    };
+    let at = e.name().as_ref().len() + 1;
+    attributes(attribute_text(&e), ents, at, scratch, |k, v| {
+        out.push_field(ATTRIBUTE, k, v, false)
+    })?;
+    if !empty {
+        let mut children = vec![];
+        let mut own = String::new();
+        content(&mut r, ents, 1, &mut children, &mut own)?;
+        for (name, group) in grouped(&children) {
+            match group.as_slice() {
+                [one] if one.simple() => out.push_field(CHILD, name, &one.text, false),
+                [one] => out.push_field(CHILD, name, &one.json().to_string(), true),
+                many => {
+                    let v = Value::Array(many.iter().map(|n| n.json()).collect());
+                    out.push_field(CHILD, name, &v.to_string(), true);
+                }
+            }
+        }
+        let t = trim_xml(&own);
+        if !t.is_empty() {
+            out.push_field(OWN_TEXT.as_bytes()[0], &OWN_TEXT[1..], t, false);
+        }
+    }
+    Ok(())
+}
+
+fn finish_row(out: &mut Rows, start_text: usize, line: u64, max_bytes: usize) -> Result<(), Fault> {
+    if out.text.len() - start_text > max_bytes {
+        return Err((
+            0,
+            format!("the record's values, entities expanded, pass {max_bytes} bytes"),
+        ));
+    }
+    out.rows.push(RowEnd {
+        fields_end: out.fields.len(),
+        line,
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(src: &str) -> Vec<(String, String, bool)> {
+        let ents = Entities::from_doctype("<!DOCTYPE r [<!ENTITY e \"E&amp;\">]>").unwrap();
+        let mut out = Rows::default();
+        parse_record(src, 1, &ents, 1 << 20, &mut out).unwrap();
+        out.fields
+            .iter()
+            .map(|f| {
+                (
+                    out.str(f.key).to_string(),
+                    out.str(f.value).to_string(),
+                    f.json,
+                )
+            })
+            .collect()
+    }
+
+    fn s(k: &str, v: &str, json: bool) -> (String, String, bool) {
+        (k.into(), v.into(), json)
+    }
+
+    #[test]
+    fn attributes_children_and_text() {
+        assert_eq!(
+            row("<row Id=\"1\" xmlns:a=\"u\" a:Body=\"&lt;p&gt;&#xA;x\ty &e;\"/>"),
+            vec![s("@Id", "1", false), s("@a:Body", "<p>\nx y E&", false)]
+        );
+        assert_eq!(
+            row("<b id='7'>\n  <t>A &amp; <![CDATA[<B>]]></t>\n  <tag>x</tag><tag>y</tag>\n  <p c='1'>z</p>tail &e;\n</b>"),
+            vec![
+                s("@id", "7", false),
+                s("<t", "A & <B>", false),
+                s("<tag", "[\"x\",\"y\"]", true),
+                s("<p", "{\"@c\":\"1\",\"#text\":\"z\"}", true),
+                s("#text", "tail E&", false),
+            ]
+        );
+        assert_eq!(row("<r><e/></r>"), vec![s("<e", "", false)]);
+    }
+
+    #[test]
+    fn malformed_records_are_errors() {
+        let ents = Entities::default();
+        let mut out = Rows::default();
+        for bad in [
+            "<r><a></b></r>",
+            "<r a='1' a='2'/>",
+            "<r>&nope;</r>",
+            "<r x='&nope;'/>",
+        ] {
+            assert!(
+                parse_record(bad, 1, &ents, 1 << 20, &mut out).is_err(),
+                "{bad}"
+            );
+        }
+    }
+}
