@@ -22,12 +22,12 @@ use std::sync::Arc;
 
 use crossbeam_channel::{bounded, Receiver};
 
-use super::convert::{push_text_field, Mismatches};
+use super::convert::{push_text_field, Mismatches, Values};
 use super::input::{self, Encoding, Input};
 use super::keys::KeyColumns;
 use super::transcode::Transcode;
 use super::{BadRecord, Fill, ReadOptions, Sample, Source};
-use crate::batch::{Batch, Cell, RowOrigin};
+use crate::batch::{Batch, RowOrigin};
 use crate::error::{Error, Position, Result};
 use crate::summary::Progress;
 use crate::types::{classify, ColumnType, Lexeme, TypeGuess};
@@ -77,6 +77,8 @@ pub(crate) struct XmlSource {
     records: u64,
     mismatches: Mismatches,
     slots: Vec<Option<(usize, usize)>>,
+    /// Rows as encoded SQLite records ([`Source::make_records`]), built here.
+    record: Option<liteload_btree::RecordBuilder>,
 }
 
 impl XmlSource {
@@ -161,6 +163,7 @@ impl XmlSource {
             records: 0,
             mismatches: Mismatches::default(),
             slots: vec![],
+            record: None,
         })
     }
 
@@ -224,6 +227,79 @@ impl XmlSource {
         let local = qname.rsplit(':').next().unwrap_or(qname);
         let alternative = (local != qname).then_some(qname);
         keys.add_named(key, local, alternative, &what)
+    }
+
+    /// Pushes the next row of `rows` into `batch`, or, when it has keys that are no
+    /// columns yet, adds their columns (typed by its values) and returns them.
+    fn push_row(&mut self, batch: &mut Batch, rows: &Rows) -> Option<Vec<(String, ColumnType)>> {
+        let end = rows.rows[self.row];
+        let fields = &rows.fields[self.field..end.fields_end];
+        if fields.iter().any(|f| self.column_of(rows, f).is_none()) {
+            let mut added = vec![];
+            for f in fields {
+                if self.column_of(rows, f).is_none() {
+                    let c = Self::add_key(&mut self.keys, rows.str(f.key));
+                    let mut g = TypeGuess::default();
+                    g.add(Self::lexeme(rows, f));
+                    added.push((self.keys.columns[c].clone(), g.resolve()));
+                }
+            }
+            self.types.extend(added.iter().map(|(_, t)| *t));
+            return Some(added);
+        }
+        let mut slots = std::mem::take(&mut self.slots);
+        slots.clear();
+        slots.resize(self.keys.columns.len(), None);
+        for f in fields {
+            let c = self.column_of(rows, f).expect("every key has a column");
+            slots[c] = Some(f.value);
+        }
+        self.records += 1;
+        match self.record.take() {
+            Some(mut record) => {
+                record.clear();
+                self.convert(&mut record, rows, &slots, end.line);
+                batch.push_record(&record);
+                self.record = Some(record);
+            }
+            None => self.convert(batch, rows, &slots, end.line),
+        }
+        self.slots = slots;
+        batch.finish_row(RowOrigin {
+            line: end.line,
+            record: self.records,
+        });
+        self.field = end.fields_end;
+        self.row += 1;
+        None
+    }
+
+    /// Pushes a row's values (`slots`, per column: a range of `rows.text`, or none) into
+    /// `to`, each converted by its column's type.
+    fn convert(
+        &mut self,
+        to: &mut impl Values,
+        rows: &Rows,
+        slots: &[Option<(usize, usize)>],
+        line: u64,
+    ) {
+        for (c, v) in slots.iter().enumerate() {
+            let Some(v) = v else {
+                to.null();
+                continue;
+            };
+            let s = rows.str(*v);
+            let ty = self.types[c];
+            if push_text_field(to, s, ty, self.opts.empty_null) {
+                self.mismatches.count += 1;
+                if self.mismatches.first.is_none() {
+                    self.mismatches.first = Some(format!(
+                        "{}:{line}:1: {s:?} in {ty} column {:?}",
+                        self.name, self.keys.columns[c]
+                    ));
+                }
+            }
+        }
     }
 
     /// An error about the whole document (placed at its start).
@@ -305,13 +381,14 @@ fn start_threads(
                     // The record's parser says what is wrong with it where it can.
                     let text = String::from_utf8_lossy(&record);
                     let mut rows = Rows::default();
-                    let parsed = record::parse_record(
-                        &text,
-                        rec.line,
-                        &Entities::default(),
-                        usize::MAX,
-                        &mut rows,
-                    );
+                    // With the document's entities, so that an entity of its DTD is no
+                    // error here.
+                    let known = ents.clone().unwrap_or_else(|| {
+                        let dtd = splitter.doctype.as_deref().map(Entities::from_doctype);
+                        Arc::new(dtd.and_then(|r| r.ok()).unwrap_or_default())
+                    });
+                    let parsed =
+                        record::parse_record(&text, rec.line, &known, usize::MAX, &mut rows);
                     let (line, column, message) = match parsed {
                         Err((offset, m)) => located(&record, rec, offset, m),
                         Ok(()) => located(
@@ -368,7 +445,7 @@ fn located(
 
 /// Parses every record of `chunk`.
 fn parse_chunk(chunk: &split::Chunk, ents: &Entities, name: &Arc<str>, max: usize) -> Result<Rows> {
-    let mut rows = Rows::default();
+    let mut rows = Rows::with_capacity(chunk.bytes.len(), chunk.records.len());
     let fail = |rec: &split::RecordAt, offset: usize, message: String| {
         let bytes = &chunk.bytes[rec.start..rec.end];
         let (line, column, message) = located(bytes, *rec, offset, message);
@@ -481,62 +558,12 @@ impl Source for XmlSource {
             if !self.front()? {
                 return Ok(Fill::Done);
             }
-            let rows = self.queue.front().expect("front() found a row");
-            let end = rows.rows[self.row];
-            let fields = &rows.fields[self.field..end.fields_end];
-            // Keys first seen now: their columns first, typed by this record's values.
-            if fields.iter().any(|f| self.column_of(rows, f).is_none()) {
-                let first_new = self.keys.columns.len();
-                let mut added = vec![];
-                for f in fields {
-                    if self.column_of(rows, f).is_none() {
-                        let c = Self::add_key(&mut self.keys, rows.str(f.key));
-                        let mut g = TypeGuess::default();
-                        g.add(Self::lexeme(rows, f));
-                        added.push((self.keys.columns[c].clone(), g.resolve()));
-                    }
-                }
-                debug_assert_eq!(first_new + added.len(), self.keys.columns.len());
-                self.types.extend(added.iter().map(|(_, t)| *t));
+            let rows = self.queue.pop_front().expect("front() found a row");
+            let added = self.push_row(batch, &rows);
+            self.queue.push_front(rows);
+            if let Some(added) = added {
                 return Ok(Fill::NewColumns(added));
             }
-            let n = self.keys.columns.len();
-            let mut slots = std::mem::take(&mut self.slots);
-            slots.clear();
-            slots.resize(n, None);
-            for f in fields {
-                let c = self
-                    .keys
-                    .get(rows.str(f.key))
-                    .expect("every key has a column");
-                slots[c] = Some(f.value);
-            }
-            self.records += 1;
-            for (c, v) in slots.iter().enumerate() {
-                match v {
-                    None => batch.push(Cell::Null),
-                    Some(v) => {
-                        let s = rows.str(*v);
-                        let ty = self.types[c];
-                        if push_text_field(batch, s, ty, self.opts.empty_null) {
-                            self.mismatches.count += 1;
-                            if self.mismatches.first.is_none() {
-                                self.mismatches.first = Some(format!(
-                                    "{}:{}:1: {s:?} in {ty} column {:?}",
-                                    self.name, end.line, self.keys.columns[c]
-                                ));
-                            }
-                        }
-                    }
-                }
-            }
-            self.slots = slots;
-            batch.finish_row(RowOrigin {
-                line: end.line,
-                record: self.records,
-            });
-            self.field = end.fields_end;
-            self.row += 1;
         }
         Ok(Fill::Full)
     }
@@ -547,5 +574,10 @@ impl Source for XmlSource {
 
     fn mismatches(&self) -> &Mismatches {
         &self.mismatches
+    }
+
+    fn make_records(&mut self) -> bool {
+        self.record = Some(liteload_btree::RecordBuilder::new());
+        true
     }
 }

@@ -45,14 +45,38 @@ pub(crate) struct Rows {
     pub text: String,
     pub fields: Vec<Field>,
     pub rows: Vec<RowEnd>,
-    /// Reused while parsing: a value being normalized, a tag's attribute names.
-    value: String,
+    /// Reused while parsing: a tag's attribute names.
     names: Vec<(usize, usize)>,
 }
 
 impl Rows {
     pub(crate) fn str(&self, (a, b): (usize, usize)) -> &str {
         &self.text[a..b]
+    }
+
+    /// Rows for a chunk of `bytes` bytes and `records` records.
+    pub(crate) fn with_capacity(bytes: usize, records: usize) -> Self {
+        Rows {
+            text: String::with_capacity(bytes + bytes / 8),
+            fields: Vec::with_capacity(records * 8),
+            rows: Vec::with_capacity(records),
+            names: vec![],
+        }
+    }
+
+    /// An attribute, its raw value normalized straight into `text`.
+    fn push_attribute(&mut self, name: &str, raw: &str, ents: &Entities) -> Result<(), Fault> {
+        let k = self.text.len();
+        self.text.push(char::from(ATTRIBUTE));
+        self.text.push_str(name);
+        let v = self.text.len();
+        normalize(raw, ents, 0, &mut self.text)?;
+        self.fields.push(Field {
+            key: (k, v),
+            value: (v, self.text.len()),
+            json: false,
+        });
+        Ok(())
     }
 
     fn push_field(&mut self, kind: u8, name: &str, value: &str, json: bool) {
@@ -147,9 +171,9 @@ fn is_name_byte(c: u8) -> bool {
     !c.is_ascii() || c.is_ascii_alphanumeric() || matches!(c, b'_' | b':' | b'-' | b'.')
 }
 
-/// Calls `each` with every attribute's qualified name and normalized value (XML 1.0,
-/// 3.3.3: references expanded, each literal tab, newline or CR a space) in `raw`, the
-/// text of a start tag after its name. Namespace declarations (`xmlns`, `xmlns:p`) are
+/// Calls `each` with every attribute's qualified name and raw value (to normalize with
+/// [`normalize`]; an error's offset is in the value) in `raw`, the text of a start tag
+/// after its name. Namespace declarations (`xmlns`, `xmlns:p`) are
 /// not data and are left out. `at` is the tag's offset, for errors.
 ///
 /// Hand-written rather than quick-xml's attribute iterator and value normalizer, which
@@ -157,10 +181,9 @@ fn is_name_byte(c: u8) -> bool {
 /// were 36% of all CPU of a load; memchr over the values makes a load 1.5x faster.
 fn attributes(
     raw: &str,
-    ents: &Entities,
     at: usize,
-    (value, names): (&mut String, &mut Vec<(usize, usize)>),
-    mut each: impl FnMut(&str, &str),
+    names: &mut Vec<(usize, usize)>,
+    mut each: impl FnMut(&str, &str) -> Result<(), (usize, String)>,
 ) -> Result<(), Fault> {
     let b = raw.as_bytes();
     names.clear();
@@ -221,13 +244,12 @@ fn attributes(
         if name == "xmlns" || name.starts_with("xmlns:") {
             continue;
         }
-        value.clear();
-        normalize(&raw[v0..v1], ents, 0, value).map_err(|(k, m)| (at + v0 + k, m))?;
-        each(name, value);
+        each(name, &raw[v0..v1]).map_err(|(k, m)| (at + v0 + k, m))?;
     }
 }
 
-/// Appends attribute value `raw`, normalized, to `out`; an error's offset is in `raw`.
+/// Appends attribute value `raw`, normalized (XML 1.0, 3.3.3: references expanded, each
+/// literal tab, newline or CR a space), to `out`; an error's offset is in `raw`.
 fn normalize(raw: &str, ents: &Entities, depth: usize, out: &mut String) -> Result<(), Fault> {
     let b = raw.as_bytes();
     // Tabs and CRs are rare in values: look for them only where there are any.
@@ -312,14 +334,13 @@ fn node(
         children: vec![],
         text: String::new(),
     };
-    let (mut value, mut names) = (String::new(), vec![]);
-    attributes(
-        attribute_text(e),
-        ents,
-        at,
-        (&mut value, &mut names),
-        |k, v| n.attrs.push((k.into(), v.into())),
-    )?;
+    let mut names = vec![];
+    attributes(attribute_text(e), at, &mut names, |k, raw| {
+        let mut v = String::new();
+        normalize(raw, ents, 0, &mut v)?;
+        n.attrs.push((k.into(), v));
+        Ok(())
+    })?;
     if !empty {
         content(r, ents, depth, &mut n.children, &mut n.text)?;
     }
@@ -361,10 +382,8 @@ pub(crate) fn parse_record(
     out: &mut Rows,
 ) -> Result<(), Fault> {
     let start_text = out.text.len();
-    let mut value = std::mem::take(&mut out.value);
     let mut names = std::mem::take(&mut out.names);
-    let result = parse_into(src, ents, out, (&mut value, &mut names));
-    out.value = value;
+    let result = parse_into(src, ents, out, &mut names);
     out.names = names;
     result?;
     finish_row(out, start_text, line, max_bytes)
@@ -374,7 +393,7 @@ fn parse_into(
     src: &str,
     ents: &Entities,
     out: &mut Rows,
-    scratch: (&mut String, &mut Vec<(usize, usize)>),
+    names: &mut Vec<(usize, usize)>,
 ) -> Result<(), Fault> {
     if let Some(tag) = src.strip_suffix("/>") {
         // A record that is one empty-element tag (as a dump's `<row …/>`): its
@@ -383,8 +402,8 @@ fn parse_into(
             .bytes()
             .position(|c| !is_name_byte(c) && c != b'<')
             .unwrap_or(tag.len());
-        return attributes(&tag[name_end..], ents, name_end, scratch, |k, v| {
-            out.push_field(ATTRIBUTE, k, v, false)
+        return attributes(&tag[name_end..], name_end, names, |k, raw| {
+            out.push_attribute(k, raw, ents)
         });
     }
     let mut r = Reader::from_str(src);
@@ -394,8 +413,8 @@ fn parse_into(
         _ => return Err((0, "a record that is no element".into())),
     };
     let at = e.name().as_ref().len() + 1;
-    attributes(attribute_text(&e), ents, at, scratch, |k, v| {
-        out.push_field(ATTRIBUTE, k, v, false)
+    attributes(attribute_text(&e), at, names, |k, raw| {
+        out.push_attribute(k, raw, ents)
     })?;
     if !empty {
         let mut children = vec![];
