@@ -47,5 +47,5 @@ def test_xml_from_bytes_with_elements_and_errors(tmp_path):
     assert got == [(1, "A", '["x","y"]'), (2, "B", None)]
     with pytest.raises(liteload.BadInput) as e:
         liteload.import_file(tmp_path / "c.db", b"<lib>\n<book id='1'></lib>", table="t", record="lib/book")
-    assert (e.value.line, e.value.column) == (2, 15)
+    assert (e.value.line, e.value.column) == (2, 14)  # the `<` of `</lib>`
     assert not (tmp_path / "c.db").exists()

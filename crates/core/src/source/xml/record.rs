@@ -178,7 +178,8 @@ fn is_name_byte(c: u8) -> bool {
 ///
 /// Hand-written rather than quick-xml's attribute iterator and value normalizer, which
 /// go a byte at a time: on bench/xml.py's posts (escaped HTML bodies of ~870 bytes) they
-/// were 36% of all CPU of a load; memchr over the values makes a load 1.5x faster.
+/// were 36% of all CPU of a load; memchr over the values made it 1.4x faster (0.508 s
+/// to 0.360 s wall for 200k posts).
 fn attributes(
     raw: &str,
     at: usize,
