@@ -437,6 +437,7 @@ def import_file(
     unique_indexes: Iterable[Columns] = (),
     types: Optional[Mapping[str, Literal["integer", "real", "text"]]] = None,
     detect_types: bool = True,
+    nulls: Literal["typed", "all", "unquoted"] = "typed",
     empty_null: bool = False,
     sample: Optional[int] = None,
     rejects: Optional[PathLike] = None,
@@ -484,7 +485,10 @@ def import_file(
     ``alter`` (add the columns an existing table lacks), ``pk`` and ``indexes`` /
     ``unique_indexes`` (a column name or a sequence of them, each).
     Types: ``types`` (``{"zip": "text"}``), ``detect_types=False`` (all TEXT),
-    ``empty_null`` (every empty field is NULL), ``sample`` (records read to infer
+    ``nulls`` (which empty fields are NULL: ``"typed"``, in INTEGER and REAL columns;
+    ``"all"``; ``"unquoted"``, PostgreSQL's CSV rule: ``a,,b`` is NULL in any column and
+    ``a,"",b`` the empty string), ``empty_null`` (the same as ``nulls="all"``),
+    ``sample`` (records read to infer
     types; 10,000). Bad input: ``max_errors`` (keep going past that many bad records),
     ``rejects`` (write each bad record to this NDJSON file and keep going),
     ``ragged`` (``"pad"`` or ``"truncate"`` rows of another length),

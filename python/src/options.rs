@@ -17,7 +17,7 @@ use liteload::source::columnar::{Decimals, Temporal};
 use liteload::source::locale::Locale;
 use liteload::{
     ColumnType, Durability, Encoding, Engine, FileSettings, Format, IfExists, ImportOptions,
-    IndexSpec, Quoting, Ragged,
+    IndexSpec, Nulls, Quoting, Ragged,
 };
 
 use crate::keywords::Keywords;
@@ -150,7 +150,26 @@ pub fn import(kw: &mut Keywords<'_>) -> PyResult<ImportOptions> {
     o.indexes = indexes(kw)?;
     o.types = column_types(kw, "types")?;
     o.detect_types = kw.get("detect_types", "a bool")?;
-    o.read.empty_null = kw.get("empty_null", "a bool")?;
+    let nulls = kw
+        .choice(
+            "nulls",
+            &[
+                ("typed", Nulls::Typed),
+                ("all", Nulls::All),
+                ("unquoted", Nulls::Unquoted),
+            ],
+        )?
+        .unwrap_or_default();
+    let empty_null: bool = kw.get("empty_null", "a bool")?;
+    o.read.nulls = match (nulls, empty_null) {
+        (Nulls::Typed, true) | (Nulls::All, _) => Nulls::All,
+        (Nulls::Unquoted, true) => {
+            return Err(kw.usage(
+                "empty_null=True is nulls='all', which nulls='unquoted' contradicts: pick one",
+            ))
+        }
+        (n, _) => n,
+    };
     o.read.sample_rows = kw.size("sample", 1)?.unwrap_or(o.read.sample_rows);
     o.rejects = kw.option::<PathBuf>("rejects", "a path")?;
     o.max_errors = kw.count("max_errors")?;

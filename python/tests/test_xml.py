@@ -49,3 +49,4 @@ def test_xml_from_bytes_with_elements_and_errors(tmp_path):
         liteload.import_file(tmp_path / "c.db", b"<lib>\n<book id='1'></lib>", table="t", record="lib/book")
     assert (e.value.line, e.value.column) == (2, 14)  # the `<` of `</lib>`
     assert not (tmp_path / "c.db").exists()
+

@@ -1121,3 +1121,53 @@ fn xml_by_name_content_and_record_path() -> R {
     assert!(!d.path().join("new.db").exists());
     Ok(())
 }
+
+/// `--nulls`: typed (the default), all (`--empty-null`), unquoted (PostgreSQL's CSV
+/// rule); the last for delimited text only, and not with `--empty-null`.
+#[test]
+fn nulls_typed_all_and_unquoted() -> R {
+    let d = TempDir::new()?;
+    std::fs::write(d.path().join("t.csv"), "id,n,s\n1,7,\"\"\n2,,\n")?;
+    for (rule, want) in [
+        ("typed", vec![vec![i(7), t("")], vec![Value::Null, t("")]]),
+        (
+            "all",
+            vec![vec![i(7), Value::Null], vec![Value::Null, Value::Null]],
+        ),
+        (
+            "unquoted",
+            vec![vec![i(7), t("")], vec![Value::Null, Value::Null]],
+        ),
+    ] {
+        let db = format!("{rule}.db");
+        import(d.path(), &[&db, "t.csv", "--nulls", rule])
+            .assert()
+            .success();
+        assert_eq!(
+            rows(&d.path().join(&db), "SELECT n, s FROM t ORDER BY id")?,
+            want,
+            "{rule}"
+        );
+    }
+    import(d.path(), &["e.db", "t.csv", "--empty-null"])
+        .assert()
+        .success();
+    assert_eq!(
+        rows(&d.path().join("e.db"), "SELECT n, s FROM t ORDER BY id")?,
+        vec![vec![i(7), Value::Null], vec![Value::Null, Value::Null]]
+    );
+    import(
+        d.path(),
+        &["x.db", "t.csv", "--nulls", "unquoted", "--empty-null"],
+    )
+    .assert()
+    .code(2)
+    .stderr(predicate::str::contains("pick one"));
+    std::fs::write(d.path().join("t.ndjson"), "{\"a\": \"\"}\n")?;
+    import(d.path(), &["x.db", "t.ndjson", "--nulls", "unquoted"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("applies to CSV and TSV"));
+    assert!(!d.path().join("x.db").exists());
+    Ok(())
+}

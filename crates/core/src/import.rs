@@ -24,7 +24,7 @@ use crate::sink::page::{PageOut, PageSink};
 use crate::sink::side_file::SideFileSink;
 use crate::sink::sqlite::SqliteSink;
 use crate::sink::{Begun, NullSink, Sampled, Sink};
-use crate::source::{Format, Input};
+use crate::source::Input;
 use crate::summary::{self, Durable, Progress, Summary, Writer};
 
 /// Loads `inputs` into the database at `db`. On error the database is as it was before
@@ -253,7 +253,7 @@ pub(crate) fn load(
             table: &load.table,
             columns: &load.columns,
             types: &load.types,
-            grows: matches!(load.read.format, Format::Json | Format::Ndjson),
+            grows: load.read.format.may_add_columns(),
         };
         let plan = match sink.begin(&sampled)? {
             Begun::Table(plan) => plan,

@@ -59,7 +59,7 @@ pub use import::{import, import_into_connection};
 pub use options::{Engine, ImportOptions, Quoting, DEFAULT_ROWS_PER_STATEMENT};
 pub use plan::read_plan;
 pub use schema::quote_ident;
-pub use source::{Encoding, Format, Input, Ragged, ReadOptions};
+pub use source::{Encoding, Format, Input, Nulls, Ragged, ReadOptions};
 pub use summary::{Durable, Progress, Sniffed, Stage, Summary, Writer};
 pub use table::{IfExists, IndexSpec};
 pub use types::{ColumnType, Lexeme, TypeGuess};

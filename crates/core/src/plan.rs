@@ -261,9 +261,9 @@ fn side_file(db: &Path, load: &Load<'_>, opts: &ImportOptions) -> Result<Option<
         None => None,
         Some(Destination::New | Destination::Replace { .. }) => Some(durability),
         // The input's columns, in the table's order; the types are the table's. JSON
-        // may name a column after the sample, which such a table does not have.
+        // and XML may name a column after the sample, which such a table does not have.
         Some(Destination::Plain { columns, .. }) => (opts.types.is_empty()
-            && !matches!(load.read.format, Format::Json | Format::Ndjson)
+            && !load.read.format.may_add_columns()
             && columns.len() == load.columns.len()
             && columns
                 .iter()
@@ -657,6 +657,14 @@ fn options_for_format(input: &Input, format: Format, opts: &ImportOptions) -> Re
     if format == Format::Json && opts.read.skip_lines > 0 {
         return Err(Error::usage(format!(
             "{}: skipping lines applies to CSV, TSV and NDJSON, not to a JSON array",
+            input.display_name()
+        )));
+    }
+    if opts.read.nulls == crate::source::Nulls::Unquoted
+        && !matches!(format, Format::Csv | Format::Tsv)
+    {
+        return Err(Error::usage(format!(
+            "{}: telling quoted from unquoted empty values (NULL for unquoted ones) applies to CSV and TSV, not to {format:?}",
             input.display_name()
         )));
     }

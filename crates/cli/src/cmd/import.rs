@@ -8,8 +8,8 @@ use clap::{ArgAction, Args};
 use liteload::source::columnar::{Decimals, Temporal};
 use liteload::FileSettings;
 use liteload::{
-    ColumnType, Durability, Encoding, Format, IfExists, ImportOptions, IndexSpec, Input, Progress,
-    Quoting, Ragged, ReadOptions, Summary,
+    ColumnType, Durability, Encoding, Format, IfExists, ImportOptions, IndexSpec, Input, Nulls,
+    Progress, Quoting, Ragged, ReadOptions, Summary,
 };
 
 use super::UsageError;
@@ -230,7 +230,17 @@ pub struct ImportArgs {
     /// Store every value as TEXT (as `sqlite3 .import` does).
     #[arg(long, help_heading = "Types")]
     pub no_detect_types: bool,
-    /// Make every empty field NULL (by default only in INTEGER and REAL columns).
+    /// Which empty fields are NULL: typed (in INTEGER and REAL columns; '' in TEXT ones),
+    /// all, or unquoted (PostgreSQL's CSV rule: `a,,b` is NULL in any column, `a,"",b`
+    /// the empty string; CSV and TSV only).
+    #[arg(
+        long,
+        value_name = "RULE",
+        default_value = "typed",
+        help_heading = "Types"
+    )]
+    pub nulls: NullsArg,
+    /// Same as --nulls all.
     #[arg(long, help_heading = "Types")]
     pub empty_null: bool,
     /// Records read to infer types (and, for JSON, to find the columns).
@@ -349,6 +359,13 @@ pub enum IfExistsArg {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum NullsArg {
+    Typed,
+    All,
+    Unquoted,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum RaggedArg {
     Pad,
     Truncate,
@@ -421,7 +438,17 @@ pub(crate) fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
             l.dates.clone_from(&a.dates);
             l
         };
-        built.empty_null = a.empty_null;
+        built.nulls = match (a.nulls, a.empty_null) {
+            (NullsArg::All, _) | (NullsArg::Typed, true) => Nulls::All,
+            (NullsArg::Typed, false) => Nulls::Typed,
+            (NullsArg::Unquoted, false) => Nulls::Unquoted,
+            (NullsArg::Unquoted, true) => {
+                return Err(UsageError(
+                    "--empty-null is --nulls all, which --nulls unquoted contradicts: pick one"
+                        .into(),
+                ))
+            }
+        };
         built.sample_rows = a.sample.max(1);
         built.max_record_bytes = a.max_record_bytes;
         built.parse_threads = a.parse_threads.unwrap_or_else(|| {

@@ -1232,7 +1232,7 @@ impl JsonSource {
                 &mut record,
                 &row,
                 &self.types,
-                self.opts.empty_null,
+                self.opts.nulls == super::Nulls::All,
                 &mut self.scratch,
             );
             batch.push_record(&record);
@@ -1243,7 +1243,7 @@ impl JsonSource {
                 batch,
                 &row,
                 &self.types,
-                self.opts.empty_null,
+                self.opts.nulls == super::Nulls::All,
                 &mut self.scratch,
             )
         };
@@ -1466,7 +1466,8 @@ impl Source for JsonSource {
                         false
                     }
                     Some(v) => {
-                        let (ty, empty_null) = (self.types[i], self.opts.empty_null);
+                        let (ty, empty_null) =
+                            (self.types[i], self.opts.nulls == super::Nulls::All);
                         if self.encode {
                             push_json_value(&mut record, v, ty, empty_null, &mut self.scratch)
                         } else {

@@ -779,7 +779,7 @@ mod tests {
                 layout,
                 threads,
                 o.max_record_bytes,
-                o.empty_null,
+                o.nulls == crate::Nulls::All,
                 Arc::new(AtomicU64::new(0)),
             )
             .unwrap()

@@ -63,6 +63,12 @@ impl Format {
         matches!(self, Format::Parquet | Format::Arrow)
     }
 
+    /// Whether a record read after the sample may name a column the sample did not
+    /// have (JSON keys, XML names): the table may have to grow during the load.
+    pub fn may_add_columns(self) -> bool {
+        matches!(self, Format::Json | Format::Ndjson | Format::Xml)
+    }
+
     /// The format a file name implies (`.csv`, `.tsv`/`.tab`, `.ndjson`/`.jsonl`, `.json`,
     /// each optionally followed by `.gz`; `.parquet`/`.pq`; `.arrow`, `.feather`, `.ipc`
     /// and `.arrows`; `.xml`).
@@ -111,6 +117,34 @@ pub enum Ragged {
     Truncate,
 }
 
+/// Which empty values are NULL.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Nulls {
+    /// An empty value is NULL in an INTEGER or REAL column and `''` in a TEXT one.
+    #[default]
+    Typed,
+    /// Every empty value is NULL.
+    All,
+    /// PostgreSQL's rule for CSV: an unquoted empty field is NULL in any column, a quoted
+    /// one (`""`) is `''` in any column (and makes its column TEXT when sampled).
+    /// Delimited text only: other formats cannot say which values were quoted.
+    Unquoted,
+}
+
+impl std::str::FromStr for Nulls {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "typed" => Ok(Nulls::Typed),
+            "all" => Ok(Nulls::All),
+            "unquoted" => Ok(Nulls::Unquoted),
+            other => Err(format!(
+                "unknown NULL convention {other:?} (expected typed, all or unquoted)"
+            )),
+        }
+    }
+}
+
 /// How to read one input.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -129,8 +163,8 @@ pub struct ReadOptions {
     pub skip_lines: u64,
     /// The input's text encoding, transcoded to UTF-8 as it is read.
     pub encoding: Encoding,
-    /// Every empty field is NULL (by default only empty fields in numeric columns are).
-    pub empty_null: bool,
+    /// Which empty values are NULL (by default only those in numeric columns).
+    pub nulls: Nulls,
     /// Records with another field count than the header's.
     pub ragged: Ragged,
     /// Records to read before deciding column types.
@@ -170,7 +204,7 @@ impl Default for ReadOptions {
             columns: None,
             skip_lines: 0,
             encoding: Encoding::Utf8,
-            empty_null: false,
+            nulls: Nulls::Typed,
             ragged: Ragged::Error,
             sample_rows: 10_000,
             max_record_bytes: 64 << 20,
@@ -275,7 +309,12 @@ pub fn open_source(
         return open_typed(vec![input.clone()], opts, progress);
     }
     if opts.format == Format::Xml {
-        return Ok(Box::new(xml::XmlSource::open(input, opts, progress)?));
+        return Ok(Box::new(xml::XmlSource::open(
+            input,
+            opts,
+            progress.bytes_read.clone(),
+            progress.cancel_flag(),
+        )?));
     }
     let name: Arc<str> = input.display_name().into();
     // A large, plain UTF-8 file is read in parts on several threads.
@@ -313,7 +352,7 @@ pub fn open_source(
                 layout,
                 opts.parse_threads,
                 opts.max_record_bytes,
-                opts.empty_null,
+                opts.nulls == Nulls::All,
                 bytes_read.clone(),
             )?;
             let reader = input::open(input, opts.encoding, bytes_read, cancel)?;

@@ -653,7 +653,13 @@ impl SerializedSource {
                 None => batch.push(Cell::Null),
                 Some(f) => {
                     let v = row.scalar(f);
-                    if push_scalar(batch, v, ty, self.opts.empty_null, &mut self.scratch) {
+                    if push_scalar(
+                        batch,
+                        v,
+                        ty,
+                        self.opts.nulls == super::Nulls::All,
+                        &mut self.scratch,
+                    ) {
                         self.mismatches.count += 1;
                         if self.mismatches.first.is_none() {
                             self.mismatches.first = Some(format!(

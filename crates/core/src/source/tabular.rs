@@ -9,11 +9,11 @@ use super::delimited::{DelimitedReader, ParseError, Record, Resume};
 use super::locale::{self, Rewrite};
 use super::transcode::MALFORMED;
 use super::Encoding;
-use super::{BadRecord, Fill, Ragged, ReadOptions, Sample, Source};
+use super::{BadRecord, Fill, Nulls, Ragged, ReadOptions, Sample, Source};
 use crate::batch::{Batch, Cell, RowOrigin};
 use crate::error::{Error, Hint, Position, Result};
 use crate::schema::{clean_names, column_name_problem, numbered_names};
-use crate::types::{classify, ColumnType, TypeGuess};
+use crate::types::{classify, ColumnType, Lexeme, TypeGuess};
 
 /// Reads delimited text. Every record is checked (UTF-8, no NUL bytes, field count)
 /// before any of it reaches a batch, so a bad record never leaves half a row behind.
@@ -251,7 +251,18 @@ impl<R: Read + Send> DelimitedSource<R> {
                     s = &self.rewritten;
                 }
             }
-            if push_text_field(to, s, self.types[i], self.opts.empty_null) {
+            let ty = self.types[i];
+            let mismatch = match self.opts.nulls {
+                Nulls::Typed => push_text_field(to, s, ty, false),
+                Nulls::All => push_text_field(to, s, ty, true),
+                // PostgreSQL's rule: `""` is the empty string, whatever the column.
+                Nulls::Unquoted if s.is_empty() && rec.meta(i).quoted => {
+                    to.text("");
+                    ty.text_sources_type() != ColumnType::Text
+                }
+                Nulls::Unquoted => push_text_field(to, s, ty, true),
+            };
+            if mismatch {
                 self.mismatches.count += 1;
                 if self.mismatches.first.is_none() {
                     let m = rec.meta(i);
@@ -385,6 +396,14 @@ impl<R: Read + Send> Source for DelimitedSource<R> {
                             if std::str::from_utf8(field).is_ok_and(|s| rw.apply(s, &mut buf)) =>
                         {
                             g.add(classify(buf.as_bytes()))
+                        }
+                        // A quoted empty field is the empty string under PostgreSQL's
+                        // rule: text.
+                        _ if field.is_empty()
+                            && self.opts.nulls == Nulls::Unquoted
+                            && rec.meta(i).quoted =>
+                        {
+                            g.add(Lexeme::Text)
                         }
                         _ => g.add(classify(field)),
                     }

@@ -18,6 +18,7 @@ pub(crate) mod split;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, Read};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
 use crossbeam_channel::{bounded, Receiver};
@@ -29,7 +30,6 @@ use super::transcode::Transcode;
 use super::{BadRecord, Fill, ReadOptions, Sample, Source};
 use crate::batch::{Batch, RowOrigin};
 use crate::error::{Error, Position, Result};
-use crate::summary::Progress;
 use crate::types::{classify, ColumnType, Lexeme, TypeGuess};
 use prolog::Entities;
 use record::{Rows, ATTRIBUTE, CHILD};
@@ -85,7 +85,12 @@ impl XmlSource {
     /// Opens `input`: its encoding from a byte-order mark or the declaration (unless
     /// `opts.encoding` names one other than UTF-8), its record path from
     /// `opts.record` or [`choose_record`], and starts the threads that read it.
-    pub(crate) fn open(input: &Input, opts: &ReadOptions, progress: &Progress) -> Result<Self> {
+    pub(crate) fn open(
+        input: &Input,
+        opts: &ReadOptions,
+        bytes_read: Arc<AtomicU64>,
+        cancel: Arc<AtomicBool>,
+    ) -> Result<Self> {
         let name: Arc<str> = input.display_name().into();
         let path_of = || match input {
             Input::Path(p) => Some(p.clone()),
@@ -98,12 +103,7 @@ impl XmlSource {
             record: 0,
             byte,
         };
-        let mut raw = input::open(
-            input,
-            Encoding::Utf8,
-            progress.bytes_read.clone(),
-            Some(progress.cancel_flag()),
-        )?;
+        let mut raw = input::open(input, Encoding::Utf8, bytes_read, Some(cancel))?;
         let mut head = Vec::with_capacity(4096);
         while head.len() < 1024 {
             let buf = raw.fill_buf().map_err(|e| Error::io(path_of(), e))?;
@@ -133,13 +133,13 @@ impl XmlSource {
         };
         let mut splitter = Splitter::new(text, vec![], opts.max_record_bytes);
         splitter
-            .fill_to(super::sniff::SAMPLE_BYTES)
+            .fill_to(super::head::SAMPLE_BYTES)
             .map_err(|e| Error::io(path_of(), e))?;
         let (path, chosen) = match &opts.record {
             Some(p) => (path_steps(p)?, false),
             None => {
                 let head = splitter.head();
-                let head = &head[..head.len().min(super::sniff::SAMPLE_BYTES)];
+                let head = &head[..head.len().min(super::head::SAMPLE_BYTES)];
                 let p = choose_record(head).map_err(|m| Error::input(pos(1, 1, 0), None, m))?;
                 (p, true)
             }
@@ -290,7 +290,7 @@ impl XmlSource {
             };
             let s = rows.str(*v);
             let ty = self.types[c];
-            if push_text_field(to, s, ty, self.opts.empty_null) {
+            if push_text_field(to, s, ty, self.opts.nulls == crate::source::Nulls::All) {
                 self.mismatches.count += 1;
                 if self.mismatches.first.is_none() {
                     self.mismatches.first = Some(format!(
