@@ -276,6 +276,8 @@ def write(
     index: bool = False,
     dtype: Optional[Mapping[str, Literal["integer", "real", "text"]]] = None,
     pk: Optional[Columns] = None,
+    on_conflict: Literal["fail", "ignore", "replace", "update"] = "fail",
+    key: Optional[Columns] = None,
     indexes: Iterable[Columns] = (),
     unique_indexes: Iterable[Columns] = (),
     durability: Optional[Durability] = None,
@@ -310,7 +312,8 @@ def write(
     declares columns ``"integer"``, ``"real"`` or ``"text"`` (``{"zip": "text"}``):
     Arrow data is cast (a value that does not convert is an error), dict rows are
     typed so, as ``import_file``'s ``types``. ``pk`` names the primary
-    key of a created table; ``indexes`` and
+    key of a created table; ``on_conflict`` (``"fail"``, ``"ignore"``, ``"replace"``,
+    ``"update"``) and ``key`` as for :func:`import_file`; ``indexes`` and
     ``unique_indexes`` are built after the rows (a column name or a sequence of them).
     ``durability``: None picks ``"atomic-new"`` for a new file (built beside it and
     moved into place whole) and ``"balanced"`` for an existing one (WAL, one
@@ -433,6 +436,8 @@ def import_file(
     if_exists: IfExists = "fail",
     alter: bool = False,
     pk: Optional[Columns] = None,
+    on_conflict: Literal["fail", "ignore", "replace", "update"] = "fail",
+    key: Optional[Columns] = None,
     indexes: Iterable[Columns] = (),
     unique_indexes: Iterable[Columns] = (),
     types: Optional[Mapping[str, Literal["integer", "real", "text"]]] = None,
@@ -483,7 +488,11 @@ def import_file(
     Table: ``table``, ``if_exists`` (``"fail"``, the default as in pandas ``to_sql``: a
     table that exists already is refused; ``"append"``; ``"replace"``),
     ``alter`` (add the columns an existing table lacks), ``pk`` and ``indexes`` /
-    ``unique_indexes`` (a column name or a sequence of them, each).
+    ``unique_indexes`` (a column name or a sequence of them, each). A row whose key is
+    in the table already: ``on_conflict`` ``"fail"`` (a bad record), ``"ignore"``
+    (``INSERT OR IGNORE``), ``"replace"`` (``INSERT OR REPLACE``) or ``"update"`` (its
+    loaded columns set, the others kept, as sqlite-utils ``upsert``), matched by ``key``
+    (default: the table's primary key, else its one UNIQUE index).
     Types: ``types`` (``{"zip": "text"}``), ``detect_types=False`` (all TEXT),
     ``nulls`` (which empty fields are NULL: ``"typed"``, in INTEGER and REAL columns;
     ``"all"``; ``"unquoted"``, PostgreSQL's CSV rule: ``a,,b`` is NULL in any column and

@@ -72,6 +72,7 @@ fn write(
     // Arrow data arrives cast already (liteload/__init__.py); this is for dict rows.
     opts.types = options::column_types(&mut kw, "dtype")?;
     opts.pk = kw.names("pk")?;
+    options::conflict(&mut kw, &mut opts)?;
     opts.indexes = options::indexes(&mut kw)?;
     opts.durability = options::durability(&mut kw)?;
     opts.engine = options::engine(&mut kw)?;

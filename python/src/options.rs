@@ -17,7 +17,7 @@ use liteload::source::columnar::{Decimals, Temporal};
 use liteload::source::locale::Locale;
 use liteload::{
     ColumnType, Durability, Encoding, Engine, FileSettings, Format, IfExists, ImportOptions,
-    IndexSpec, Nulls, Quoting, Ragged,
+    IndexSpec, Nulls, OnConflict, Quoting, Ragged,
 };
 
 use crate::keywords::Keywords;
@@ -65,6 +65,23 @@ fn one_byte(kw: &Keywords<'_>, name: &str, s: &str) -> PyResult<u8> {
             "{name}={s:?}: expected one ASCII character (or 'tab')"
         ))),
     }
+}
+
+/// `on_conflict=` and `key=`.
+pub fn conflict(kw: &mut Keywords<'_>, o: &mut ImportOptions) -> PyResult<()> {
+    o.on_conflict = kw
+        .choice(
+            "on_conflict",
+            &[
+                ("fail", OnConflict::Fail),
+                ("ignore", OnConflict::Ignore),
+                ("replace", OnConflict::Replace),
+                ("update", OnConflict::Update),
+            ],
+        )?
+        .unwrap_or_default();
+    o.key = kw.names("key")?;
+    Ok(())
 }
 
 /// `indexes=` and `unique_indexes=` as index specs.
@@ -147,6 +164,7 @@ pub fn import(kw: &mut Keywords<'_>) -> PyResult<ImportOptions> {
     o.alter = kw.get("alter", "a bool")?;
     o.if_exists = kw.choice("if_exists", IF_EXISTS)?.unwrap_or(o.if_exists);
     o.pk = kw.names("pk")?;
+    conflict(kw, &mut o)?;
     o.indexes = indexes(kw)?;
     o.types = column_types(kw, "types")?;
     o.detect_types = kw.get("detect_types", "a bool")?;

@@ -1,5 +1,6 @@
 """Which empty CSV fields are NULL, from Python: the library's rule for each `nulls=`."""
 import sqlite3
+from contextlib import closing
 
 import pytest
 
@@ -23,3 +24,26 @@ def test_nulls_tell_quoted_from_unquoted_empty_fields(tmp_path):
         liteload.import_file(tmp_path / "x.db", src, nulls="unquoted", empty_null=True)
     with pytest.raises(liteload.UsageError):
         liteload.import_file(tmp_path / "j.db", b'{"a": ""}\n', table="t", format="ndjson", nulls="unquoted")
+
+
+def table(db):
+    # Closed at once: liteload refuses to write a file this process holds open through
+    # Python's own sqlite3.
+    with closing(sqlite3.connect(db)) as c:
+        return c.execute("SELECT * FROM t ORDER BY id").fetchall()
+
+
+def test_on_conflict_and_key_for_import_file_and_write(tmp_path):
+    """on_conflict= and key= as the command's --on-conflict and --key, for write too."""
+    db = tmp_path / "c.db"
+    with closing(sqlite3.connect(db)) as c:
+        c.executescript("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, n INTEGER);"
+                        "INSERT INTO t VALUES (1, 'old', 10), (2, 'two', 20);")
+    src = tmp_path / "in.csv"
+    src.write_text("id,name\n1,Ada\n3,Cy\n", encoding="utf-8")
+    liteload.import_file(db, src, table="t", if_exists="append", on_conflict="update", key="id")
+    assert table(db) == [(1, "Ada", 10), (2, "two", 20), (3, "Cy", None)]
+    liteload.write(db, "t", [{"id": 2, "name": "Bo"}, {"id": 4, "name": "Di"}], if_exists="append", on_conflict="ignore")
+    assert table(db) == [(1, "Ada", 10), (2, "two", 20), (3, "Cy", None), (4, "Di", None)]
+    with pytest.raises(liteload.UsageError):
+        liteload.import_file(db, src, table="t", if_exists="append", on_conflict="merge")

@@ -1171,3 +1171,82 @@ fn nulls_typed_all_and_unquoted() -> R {
     assert!(!d.path().join("x.db").exists());
     Ok(())
 }
+
+/// `--on-conflict` and `--key`: rows whose key is taken are refused (the default),
+/// dropped, replaced, or update the loaded columns and keep the others.
+#[test]
+fn on_conflict_fail_ignore_replace_update() -> R {
+    let d = TempDir::new()?;
+    std::fs::write(d.path().join("in.csv"), "id,name\n1,Ada\n3,Cy\n")?;
+    let setup = |db: &str| -> rusqlite::Result<()> {
+        rusqlite::Connection::open(d.path().join(db))?.execute_batch(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, n INTEGER); INSERT INTO t VALUES (1, 'old', 10), (2, 'two', 20);",
+        )
+    };
+    for (rule, want) in [
+        (
+            "ignore",
+            vec![
+                vec![i(1), t("old"), i(10)],
+                vec![i(2), t("two"), i(20)],
+                vec![i(3), t("Cy"), Value::Null],
+            ],
+        ),
+        (
+            "replace",
+            vec![
+                vec![i(1), t("Ada"), Value::Null],
+                vec![i(2), t("two"), i(20)],
+                vec![i(3), t("Cy"), Value::Null],
+            ],
+        ),
+        (
+            "update",
+            vec![
+                vec![i(1), t("Ada"), i(10)],
+                vec![i(2), t("two"), i(20)],
+                vec![i(3), t("Cy"), Value::Null],
+            ],
+        ),
+    ] {
+        let db = format!("{rule}.db");
+        setup(&db)?;
+        import(
+            d.path(),
+            &[
+                &db,
+                "in.csv",
+                "--table",
+                "t",
+                "--on-conflict",
+                rule,
+                "--key",
+                "id",
+            ],
+        )
+        .assert()
+        .success();
+        assert_eq!(
+            rows(&d.path().join(&db), "SELECT * FROM t ORDER BY id")?,
+            want,
+            "{rule}"
+        );
+    }
+    setup("fail.db")?;
+    import(d.path(), &["fail.db", "in.csv", "--table", "t"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("in.csv:2"));
+    assert_eq!(
+        rows(&d.path().join("fail.db"), "SELECT count(*) FROM t")?,
+        vec![vec![i(2)]]
+    );
+    import(
+        d.path(),
+        &["fail.db", "in.csv", "--table", "t", "--key", "id"],
+    )
+    .assert()
+    .code(2)
+    .stderr(predicate::str::contains("conflict rule"));
+    Ok(())
+}

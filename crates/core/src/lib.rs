@@ -56,7 +56,7 @@ pub use batch::{Batch, Cell, RowOrigin, TextSpan, Value};
 pub use durability::{Durability, FileSettings};
 pub use error::{Error, ErrorKind, Hint, Position, Result};
 pub use import::{import, import_into_connection};
-pub use options::{Engine, ImportOptions, Quoting, DEFAULT_ROWS_PER_STATEMENT};
+pub use options::{Engine, ImportOptions, OnConflict, Quoting, DEFAULT_ROWS_PER_STATEMENT};
 pub use plan::read_plan;
 pub use schema::quote_ident;
 pub use source::{Encoding, Format, Input, Nulls, Ragged, ReadOptions};

@@ -44,6 +44,38 @@ pub enum Quoting {
     Off,
 }
 
+/// What a row does whose key (the table's primary key or a UNIQUE index, see
+/// [`ImportOptions::key`]) is in the table already.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnConflict {
+    /// The row is refused: a bad record, as any row SQLite refuses.
+    #[default]
+    Fail,
+    /// The row is dropped, as SQLite's `INSERT OR IGNORE` drops it (which also drops a
+    /// row that breaks a NOT NULL or CHECK constraint).
+    Ignore,
+    /// The row replaces the one in the table, as SQLite's `INSERT OR REPLACE`.
+    Replace,
+    /// The loaded columns of the row in the table are set to the new values; its other
+    /// columns keep theirs (`INSERT … ON CONFLICT (key) DO UPDATE`).
+    Update,
+}
+
+impl std::str::FromStr for OnConflict {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "fail" => Ok(OnConflict::Fail),
+            "ignore" => Ok(OnConflict::Ignore),
+            "replace" => Ok(OnConflict::Replace),
+            "update" => Ok(OnConflict::Update),
+            other => Err(format!(
+                "unknown conflict rule {other:?} (expected fail, ignore, replace or update)"
+            )),
+        }
+    }
+}
+
 /// Everything `import` needs to know besides the database and the inputs.
 ///
 /// New options may be added in any release, so the struct is `#[non_exhaustive]`: start
@@ -83,6 +115,14 @@ pub struct ImportOptions {
     pub types: Vec<(String, ColumnType)>,
     /// Primary key columns of a created table.
     pub pk: Vec<String>,
+    /// What a row whose key is in the table already does. Any rule but `Fail` takes
+    /// SQLite's insert path (the page writer takes every row as it comes).
+    pub on_conflict: OnConflict,
+    /// The key for `on_conflict`: columns of the table's primary key or of one of its
+    /// UNIQUE indexes. Empty: the table's primary key, else its one UNIQUE index (for
+    /// `Update`, which needs one). A table this load creates gets these columns as its
+    /// primary key when `pk` is empty.
+    pub key: Vec<String>,
     /// Indexes built after the load.
     pub indexes: Vec<IndexSpec>,
     /// `None` picks `atomic-new` for a new file and `balanced` for an existing one.
@@ -264,6 +304,8 @@ impl Default for ImportOptions {
             detect_types: true,
             types: vec![],
             pk: vec![],
+            on_conflict: OnConflict::Fail,
+            key: vec![],
             indexes: vec![],
             durability: None,
             file: FileSettings::default(),

@@ -245,6 +245,9 @@ fn page_writer_refusal(loads: &[Load<'_>], opts: &ImportOptions) -> Option<&'sta
     if opts.alter {
         return Some("writes a new table, to which no column is added");
     }
+    if opts.on_conflict != crate::OnConflict::Fail {
+        return Some("takes every row as it comes; a rule for rows whose key is taken needs SQLite's insert path");
+    }
     None
 }
 
@@ -316,6 +319,11 @@ pub(crate) fn validate_options(opts: &ImportOptions, inputs: &[Input]) -> Result
         return Err(Error::usage("stdin (-) can be read only once"));
     }
     opts.file.check()?;
+    if !opts.key.is_empty() && opts.on_conflict == crate::OnConflict::Fail {
+        return Err(Error::usage(
+            "key columns name the key of a conflict rule (ignore, replace or update); with none, a taken key fails the row",
+        ));
+    }
     if let Some(t) = &opts.table {
         if t.is_empty() {
             return Err(Error::usage("the table name is empty"));

@@ -72,6 +72,59 @@ pub fn existing_columns(
     Ok(Some((actual, cols)))
 }
 
+/// The key rows of `table` are matched by: its primary key's columns, else those of its
+/// one UNIQUE index. An error naming what there is when neither settles it.
+pub fn unique_key(conn: &Connection, table: &str) -> Result<Vec<String>> {
+    let ctx = |e| Error::sqlite(format!("reading the keys of {}", quote_ident(table)), e);
+    let mut pk: Vec<(i64, String)> = conn
+        .prepare("SELECT pk, name FROM pragma_table_info(?1) WHERE pk > 0")
+        .and_then(|mut st| {
+            st.query_map([table], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(ctx)?;
+    if !pk.is_empty() {
+        pk.sort();
+        return Ok(pk.into_iter().map(|(_, n)| n).collect());
+    }
+    let unique: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_index_list(?1) WHERE \"unique\" AND partial = 0")
+        .and_then(|mut st| {
+            st.query_map([table], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(ctx)?;
+    match unique.as_slice() {
+        [one] => conn
+            .prepare("SELECT name FROM pragma_index_info(?1) ORDER BY seqno")
+            .and_then(|mut st| {
+                st.query_map([one], |r| r.get::<_, Option<String>>(0))?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(ctx)?
+            .into_iter()
+            .map(|c| {
+                c.ok_or_else(|| {
+                    Error::schema(format!(
+                        "the unique index {} of {} is on an expression, which rows cannot be matched by; name the key columns",
+                        quote_ident(one),
+                        quote_ident(table)
+                    ))
+                })
+            })
+            .collect(),
+        [] => Err(Error::usage(format!(
+            "{} has no primary key and no UNIQUE index: name the key columns (and give the table a UNIQUE index on them)",
+            quote_ident(table)
+        ))),
+        many => Err(Error::usage(format!(
+            "{} has no primary key and {} UNIQUE indexes: name the key columns",
+            quote_ident(table),
+            many.len()
+        ))),
+    }
+}
+
 /// `CREATE TABLE` for new columns with their types. A single INTEGER key column becomes
 /// `INTEGER PRIMARY KEY` (the rowid); other keys become a `PRIMARY KEY (…)` clause.
 pub fn create_sql(table: &str, columns: &[(String, ColumnType)], pk: &[String]) -> String {

@@ -9,7 +9,7 @@ use liteload::source::columnar::{Decimals, Temporal};
 use liteload::FileSettings;
 use liteload::{
     ColumnType, Durability, Encoding, Format, IfExists, ImportOptions, IndexSpec, Input, Nulls,
-    Progress, Quoting, Ragged, ReadOptions, Summary,
+    OnConflict, Progress, Quoting, Ragged, ReadOptions, Summary,
 };
 
 use super::UsageError;
@@ -214,6 +214,27 @@ pub struct ImportArgs {
         help_heading = "Table"
     )]
     pub pk: Vec<String>,
+    /// What a row whose key is in the table already does: fail (a bad record, the
+    /// default), ignore (dropped, as INSERT OR IGNORE), replace (as INSERT OR REPLACE), or
+    /// update (the row's loaded columns set to the new values, its others kept, as
+    /// sqlite-utils upsert). Rows go through SQLite's insert path.
+    #[arg(
+        long,
+        value_name = "RULE",
+        default_value = "fail",
+        help_heading = "Table"
+    )]
+    pub on_conflict: OnConflictArg,
+    /// The key of --on-conflict: comma-separated columns of the table's primary key or of
+    /// one of its UNIQUE indexes (default: the primary key, else the one UNIQUE index); a
+    /// table the load creates gets them as its primary key. Example: --key id
+    #[arg(
+        long,
+        value_name = "COLS",
+        value_delimiter = ',',
+        help_heading = "Table"
+    )]
+    pub key: Vec<String>,
     /// Create an index on these comma-separated columns after the rows are in
     /// (repeatable). Example: --index last,first --index city
     #[arg(long, value_name = "COLS", action = ArgAction::Append, help_heading = "Table")]
@@ -359,6 +380,14 @@ pub enum IfExistsArg {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnConflictArg {
+    Fail,
+    Ignore,
+    Replace,
+    Update,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum NullsArg {
     Typed,
     All,
@@ -496,6 +525,18 @@ pub(crate) fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
                 .filter(|s| !s.is_empty())
                 .collect();
         built.indexes = indexes;
+        built.on_conflict = match a.on_conflict {
+            OnConflictArg::Fail => OnConflict::Fail,
+            OnConflictArg::Ignore => OnConflict::Ignore,
+            OnConflictArg::Replace => OnConflict::Replace,
+            OnConflictArg::Update => OnConflict::Update,
+        };
+        built.key = a
+            .key
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
         built.durability = a.durability;
         built.file = FileSettings::new(a.page_size, a.cache_size);
         built.rejects = a.rejects.clone();

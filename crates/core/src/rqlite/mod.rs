@@ -138,6 +138,11 @@ pub fn import(
 ) -> Result<Summary> {
     let start = Instant::now();
     plan::validate_options(opts, inputs)?;
+    if opts.on_conflict != crate::OnConflict::Fail {
+        return Err(Error::usage(
+            "a conflict rule (ignore, replace, update) is not yet carried to an rqlite cluster",
+        ));
+    }
     inputs.iter().for_each(|i| i.watch(&progress.cancel_flag()));
     let client = connect(target, ropts)?;
     if choose_boot(&client, ropts.boot)? {

@@ -18,7 +18,7 @@ use super::raw_stmt::BatchStatement;
 use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
 use crate::batch::Batch;
 use crate::error::{Error, Hint, Position, Result};
-use crate::options::ImportOptions;
+use crate::options::{ImportOptions, OnConflict};
 use crate::schema::quote_ident;
 use crate::summary::{Progress, Stage, Summary};
 use crate::table::{self, IfExists};
@@ -29,6 +29,8 @@ pub(crate) struct Inserter<'c> {
     conn: &'c Connection,
     table: String,
     columns: Vec<String>,
+    /// What a row with a taken key does.
+    conflict: Conflict,
     source: Arc<str>,
     max_rows_per_statement: usize,
     multi: Option<BatchStatement<'c>>,
@@ -45,11 +47,31 @@ impl<'c> Inserter<'c> {
         source: Arc<str>,
         max_rows_per_statement: usize,
     ) -> Result<Self> {
-        let single = prepare(conn, table, &columns, 1)?;
+        Self::with_conflict(
+            conn,
+            table,
+            columns,
+            source,
+            max_rows_per_statement,
+            Conflict::default(),
+        )
+    }
+
+    /// As [`Self::new`], a row whose key is taken doing what `conflict` says.
+    pub(crate) fn with_conflict(
+        conn: &'c Connection,
+        table: &str,
+        columns: Vec<String>,
+        source: Arc<str>,
+        max_rows_per_statement: usize,
+        conflict: Conflict,
+    ) -> Result<Self> {
+        let single = prepare(conn, table, &columns, 1, &conflict)?;
         let mut s = Inserter {
             conn,
             table: table.to_string(),
             columns,
+            conflict,
             source,
             max_rows_per_statement: max_rows_per_statement.max(1),
             multi: None,
@@ -67,7 +89,13 @@ impl<'c> Inserter<'c> {
             as usize;
         let rows = (vars / self.columns.len().max(1)).min(self.max_rows_per_statement);
         self.multi = if rows > 1 {
-            Some(prepare(self.conn, &self.table, &self.columns, rows)?)
+            Some(prepare(
+                self.conn,
+                &self.table,
+                &self.columns,
+                rows,
+                &self.conflict,
+            )?)
         } else {
             None
         };
@@ -124,19 +152,92 @@ fn is_row_error(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _) if matches!(f.code, ErrorCode::ConstraintViolation | ErrorCode::TypeMismatch | ErrorCode::TooBig))
 }
 
+/// What an INSERT does with a row whose key is taken.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Conflict {
+    /// After `INSERT `: empty, `OR IGNORE ` or `OR REPLACE `.
+    or: &'static str,
+    /// For an update: the key, whose rows get the other loaded columns' new values.
+    update_key: Option<Vec<String>>,
+}
+
+impl Conflict {
+    /// The rule of `opts.on_conflict` into `table` (which exists), whose loaded columns
+    /// are `columns`. `Update` needs a key: `opts.key`, else the table's primary key,
+    /// else its one UNIQUE index; each of its columns must be loaded.
+    pub(crate) fn of(
+        conn: &Connection,
+        table: &str,
+        columns: &[String],
+        opts: &ImportOptions,
+    ) -> Result<Conflict> {
+        let or = match opts.on_conflict {
+            OnConflict::Fail | OnConflict::Update => "",
+            OnConflict::Ignore => "OR IGNORE ",
+            OnConflict::Replace => "OR REPLACE ",
+        };
+        if opts.on_conflict != OnConflict::Update {
+            return Ok(Conflict {
+                or,
+                update_key: None,
+            });
+        }
+        let key = if opts.key.is_empty() {
+            table::unique_key(conn, table)?
+        } else {
+            opts.key.clone()
+        };
+        for k in &key {
+            if !columns.iter().any(|c| c.eq_ignore_ascii_case(k)) {
+                return Err(Error::usage(format!(
+                    "key column {k:?} is not among the loaded columns ({}): rows could not be matched to the table's",
+                    columns.join(", ")
+                )));
+            }
+        }
+        Ok(Conflict {
+            or,
+            update_key: Some(key),
+        })
+    }
+
+    /// What follows the values of an INSERT of `columns`: empty, or an upsert clause that
+    /// sets every loaded column but the key's.
+    fn clause(&self, columns: &[String]) -> String {
+        let Some(key) = &self.update_key else {
+            return String::new();
+        };
+        let target: Vec<String> = key.iter().map(|k| quote_ident(k)).collect();
+        let set: Vec<String> = columns
+            .iter()
+            .filter(|c| !key.iter().any(|k| k.eq_ignore_ascii_case(c)))
+            .map(|c| format!("{0} = excluded.{0}", quote_ident(c)))
+            .collect();
+        let action = if set.is_empty() {
+            "NOTHING".to_string()
+        } else {
+            format!("UPDATE SET {}", set.join(", "))
+        };
+        format!(" ON CONFLICT ({}) DO {action}", target.join(", "))
+    }
+}
+
 fn prepare<'c>(
     conn: &'c Connection,
     table: &str,
     columns: &[String],
     rows: usize,
+    conflict: &Conflict,
 ) -> Result<BatchStatement<'c>> {
     let cols: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
     let one = format!("({})", vec!["?"; columns.len()].join(","));
     let sql = format!(
-        "INSERT INTO {} ({}) VALUES {}",
+        "INSERT {}INTO {} ({}) VALUES {}{}",
+        conflict.or,
         quote_ident(table),
         cols.join(","),
-        vec![one.as_str(); rows].join(",")
+        vec![one.as_str(); rows].join(","),
+        conflict.clause(columns)
     );
     BatchStatement::prepare(conn, &sql, rows, columns.len()).map_err(|e| {
         Error::sqlite(
@@ -161,7 +262,7 @@ impl BatchSink for Inserter<'_> {
         for (name, _) in columns {
             self.columns.push(name.clone());
         }
-        self.single = prepare(self.conn, &self.table, &self.columns, 1)?;
+        self.single = prepare(self.conn, &self.table, &self.columns, 1, &self.conflict)?;
         self.prepare_multi()
     }
 }
@@ -272,12 +373,14 @@ impl Sink for SqliteSink<'_> {
             self.opts,
             &mut self.created,
         )?;
-        let inserter = Inserter::new(
+        let conflict = Conflict::of(self.conn, &plan.table, &plan.columns, self.opts)?;
+        let inserter = Inserter::with_conflict(
             self.conn,
             &plan.table,
             plan.columns.clone(),
             table.input.display_name().into(),
             self.opts.rows_per_statement,
+            conflict,
         )?;
         self.rows_per_statement = inserter.rows_per_statement();
         if !self.loaded.contains(&plan.table) {
@@ -338,7 +441,13 @@ pub(crate) fn plan_table(
                     quote_ident(table)
                 )));
             }
-            check_names("primary key column", &opts.pk, columns)?;
+            // A conflict rule's key is the primary key of a table made for the load.
+            let pk = if opts.pk.is_empty() && opts.on_conflict != OnConflict::Fail {
+                &opts.key
+            } else {
+                &opts.pk
+            };
+            check_names("primary key column", pk, columns)?;
             for ix in &opts.indexes {
                 check_names("index column", &ix.columns, columns)?;
             }
@@ -348,7 +457,7 @@ pub(crate) fn plan_table(
                 .zip(inferred.iter().copied())
                 .collect();
             crate::schema::check_new_table(table, columns.iter().map(String::as_str))?;
-            exec(&table::create_sql(table, &cols, &opts.pk))?;
+            exec(&table::create_sql(table, &cols, pk))?;
             created.insert(table.to_ascii_lowercase());
             Ok(TablePlan {
                 table: table.to_string(),

@@ -1,0 +1,197 @@
+//! Rows whose key is taken (`OnConflict`), against SQLite itself: random rows (keys
+//! taken in the table and repeated within the input, NULLs that break NOT NULL, values
+//! that do not fit their column) loaded by liteload into a table made beforehand, and the
+//! same rows inserted one at a time by SQLite's own `INSERT`, `INSERT OR IGNORE`,
+//! `INSERT OR REPLACE` or `INSERT … ON CONFLICT (key) DO UPDATE`, each in a savepoint
+//! (a refused row rolled back and counted). Both must give the same table and the same
+//! number of refused rows.
+
+use liteload::rusqlite::{types::Value as Sql, Connection};
+use liteload::{import, ColumnType, ImportOptions, Input, OnConflict, Progress};
+use proptest::prelude::*;
+
+/// A table made beforehand, its first rows, the columns the input has, and the key.
+struct Shape {
+    ddl: &'static str,
+    table: &'static str,
+    seed_rows: &'static str,
+    columns: &'static [(&'static str, ColumnType)],
+    key: &'static [&'static str],
+}
+
+const SHAPES: &[Shape] = &[
+    Shape {
+        ddl: "CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b INTEGER NOT NULL DEFAULT 7, c REAL)",
+        table: "t",
+        seed_rows: "INSERT INTO t VALUES (1, 'one', 1, 1.5), (2, 'two', 2, 2.5), (5, NULL, 5, NULL)",
+        columns: &[("id", ColumnType::Integer), ("a", ColumnType::Text), ("b", ColumnType::Integer)],
+        key: &["id"],
+    },
+    Shape {
+        ddl: "CREATE TABLE u (k TEXT, v INTEGER, w TEXT CHECK (w <> 'bad')); CREATE UNIQUE INDEX u_k ON u (k)",
+        table: "u",
+        seed_rows: "INSERT INTO u VALUES ('x', 1, 'keep'), ('y', 2, NULL)",
+        columns: &[("w", ColumnType::Text), ("k", ColumnType::Text), ("v", ColumnType::Integer)],
+        key: &["k"],
+    },
+];
+
+fn value() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "", "1", "2", "3", "5", "x", "y", "z", "bad", "007", "é", "2.5",
+    ])
+    .prop_map(String::from)
+}
+
+/// A table's rows, and how many input rows were refused.
+type Outcome = (Vec<Vec<Sql>>, u64);
+
+fn csv_field(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+/// Loads `rows` into a fresh copy of `shape` with `rule`; returns the table's rows and
+/// the refused count, then the same from SQLite one row at a time.
+fn both(shape: &Shape, rows: &[Vec<String>], rule: OnConflict) -> (Outcome, Outcome) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let setup = |c: &Connection| {
+        c.execute_batch(&format!("{}; {};", shape.ddl, shape.seed_rows))
+            .unwrap()
+    };
+    setup(&Connection::open(&db).unwrap());
+    let names: Vec<&str> = shape.columns.iter().map(|(n, _)| *n).collect();
+    let mut text = names.join(",") + "\n";
+    for r in rows {
+        text.push_str(&r.iter().map(|v| csv_field(v)).collect::<Vec<_>>().join(","));
+        text.push('\n');
+    }
+    let src = dir.path().join("in.csv");
+    std::fs::write(&src, &text).unwrap();
+    let mut o = ImportOptions::default();
+    o.table = Some(shape.table.into());
+    o.on_conflict = rule;
+    o.max_errors = Some(1_000);
+    o.sniff = false;
+    let s = import(&db, &[Input::Path(src)], &o, &Progress::default())
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let read = |c: &Connection| -> Vec<Vec<Sql>> {
+        let mut st = c
+            .prepare(&format!("SELECT * FROM {} ORDER BY rowid", shape.table))
+            .unwrap();
+        let n = st.column_count();
+        st.query_map([], |r| (0..n).map(|i| r.get::<_, Sql>(i)).collect())
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let ours = (read(&Connection::open(&db).unwrap()), s.rejects);
+
+    let c = Connection::open_in_memory().unwrap();
+    setup(&c);
+    let or = match rule {
+        OnConflict::Ignore => "OR IGNORE ",
+        OnConflict::Replace => "OR REPLACE ",
+        _ => "",
+    };
+    let upsert = if rule == OnConflict::Update {
+        let set: Vec<String> = names
+            .iter()
+            .filter(|n| !shape.key.contains(n))
+            .map(|n| format!("{n} = excluded.{n}"))
+            .collect();
+        format!(
+            " ON CONFLICT ({}) DO UPDATE SET {}",
+            shape.key.join(", "),
+            set.join(", ")
+        )
+    } else {
+        String::new()
+    };
+    let sql = format!(
+        "INSERT {or}INTO {} ({}) VALUES ({}){upsert}",
+        shape.table,
+        names.join(", "),
+        vec!["?"; names.len()].join(", ")
+    );
+    let mut refused = 0;
+    for r in rows {
+        // The values liteload binds: text (SQLite's affinity converts it), and an empty
+        // field NULL outside a TEXT column.
+        let values = r.iter().zip(shape.columns).map(|(v, (_, ty))| {
+            if v.is_empty() && *ty != ColumnType::Text {
+                Sql::Null
+            } else {
+                Sql::Text(v.clone())
+            }
+        });
+        c.execute_batch("SAVEPOINT r").unwrap();
+        match c.execute(&sql, liteload::rusqlite::params_from_iter(values)) {
+            Ok(_) => c.execute_batch("RELEASE r").unwrap(),
+            Err(_) => {
+                refused += 1;
+                c.execute_batch("ROLLBACK TO r; RELEASE r").unwrap();
+            }
+        }
+    }
+    (ours, (read(&c), refused))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_rule_stores_what_sqlite_stores(
+        shape in 0usize..2,
+        rule in 0usize..4,
+        rows in prop::collection::vec(prop::collection::vec(value(), 3), 1..30),
+    ) {
+        let rule = [OnConflict::Fail, OnConflict::Ignore, OnConflict::Replace, OnConflict::Update][rule];
+        let (ours, sqlite) = both(&SHAPES[shape], &rows, rule);
+        prop_assert_eq!(ours, sqlite);
+    }
+}
+
+#[test]
+fn a_key_that_settles_nothing_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    Connection::open(&db)
+        .unwrap()
+        .execute_batch("CREATE TABLE n (a, b); CREATE TABLE two (a UNIQUE, b UNIQUE)")
+        .unwrap();
+    std::fs::write(dir.path().join("in.csv"), "a,b\n1,2\n").unwrap();
+    let load = |table: &str, key: &[&str], rule: OnConflict| {
+        let mut o = ImportOptions::default();
+        o.table = Some(table.into());
+        o.on_conflict = rule;
+        o.key = key.iter().map(|k| k.to_string()).collect();
+        import(
+            &db,
+            &[Input::Path(dir.path().join("in.csv"))],
+            &o,
+            &Progress::default(),
+        )
+        .err()
+        .map(|e| e.to_string())
+    };
+    assert!(load("n", &[], OnConflict::Update)
+        .unwrap()
+        .contains("has no primary key and no UNIQUE index"));
+    assert!(load("two", &[], OnConflict::Update)
+        .unwrap()
+        .contains("2 UNIQUE indexes: name the key columns"));
+    assert_eq!(load("two", &["b"], OnConflict::Update), None);
+    assert!(load("two", &["a"], OnConflict::Fail)
+        .unwrap()
+        .contains("key columns name the key of a conflict rule"));
+    // A table the load makes gets the key as its primary key.
+    assert_eq!(load("made", &["a"], OnConflict::Update), None);
+    assert_eq!(load("made", &["a"], OnConflict::Update), None);
+    let c = Connection::open(&db).unwrap();
+    assert_eq!(
+        c.query_row("SELECT count(*) FROM made", [], |r| r.get::<_, i64>(0))
+            .unwrap(),
+        1
+    );
+}
