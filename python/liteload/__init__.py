@@ -482,7 +482,8 @@ def import_file(
     Parquet and Arrow: ``select`` (columns to load), ``temporal`` (``"iso"`` text or
     ``"epoch"`` integers), ``decimals`` (``"text"`` exact or ``"real"``). XML:
     ``record`` (the record elements' path from the root, such as ``"posts/row"``;
-    default: the root and the first element name that repeats under it); each record
+    default: the root and the first element name that repeats under it, or under the
+    one element a root holds, as in ``"rss/channel/item"``); each record
     is a row, its attributes and text-only children its columns.
 
     Table: ``table``, ``if_exists`` (``"fail"``, the default as in pandas ``to_sql``: a

@@ -669,4 +669,15 @@ fn the_record_path_is_sniffed_and_reported() {
             (2, "B".into(), Some("[\"x\",\"y\"]".into()))
         ]
     );
+    // Under a wrapper: RSS's items, not its one channel.
+    let rss = b"<rss version=\"2.0\"><channel><title>t</title><link>l</link><item><title>a</title></item><item><title>b</title><link>x</link></item></channel></rss>";
+    let c = load(dir.path(), "feed.xml", rss, None, (1, 10_000)).unwrap();
+    let titles: Vec<(String, Option<String>)> = c
+        .prepare("SELECT title, link FROM t")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(titles, [("a".into(), None), ("b".into(), Some("x".into()))]);
 }

@@ -157,7 +157,8 @@ pub struct ImportArgs {
     /// catalog/books/book); each becomes a row, its attributes and text-only child
     /// elements its columns (by local name), a child with children, attributes or
     /// repeats a JSON text column, its own text the column `text`. Default: the root
-    /// and the first element name that repeats under it (`liteload sniff` shows it).
+    /// and the first element name that repeats under it, or under the one element a root
+    /// holds (rss/channel/item); `liteload sniff` shows it.
     #[arg(long, value_name = "PATH", help_heading = "Format")]
     pub record: Option<String>,
     /// Skip this many lines at the start of each file, before the header.

@@ -190,7 +190,8 @@ pub struct ReadOptions {
     pub locale: locale::Locale,
     /// XML: the path of the record elements from the root, `/`-separated
     /// (`posts/row`), each step an element's qualified or local name. `None`: the root
-    /// and the first element name that repeats directly under it.
+    /// and the first element name that repeats directly under it, or under the one
+    /// element a root holds, and so on down (`rss/channel/item`).
     pub record: Option<String>,
 }
 

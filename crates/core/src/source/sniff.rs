@@ -8,7 +8,8 @@
 //!   byte-order mark is noted). Anything that is not valid UTF-8 is left to the reader, whose error asks
 //!   for the encoding to be named.
 //! - Format: a JSON array (`[`), newline-delimited JSON (`{`), XML (`<`), else delimited
-//!   text. XML's record path: the root and the first element name that repeats under it.
+//!   text. XML's record path: the root and the first element name that repeats under it
+//!   (or under the one element a root holds, and so on down).
 //! - Delimiter and quote: every candidate (`,` `\t` `;` `|`, and any other punctuation
 //!   byte of the first line) splits the sample quote-aware. Quoting is decided before
 //!   fields are counted, one rule for CSV and TSV: where fields start and end with `"`,

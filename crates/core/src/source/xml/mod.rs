@@ -528,7 +528,7 @@ impl Source for XmlSource {
             notes.insert(
                 0,
                 format!(
-                    "records are the <{}> elements ({}: the first element that repeats under the root)",
+                    "records are the <{}> elements ({}: the first element that repeats under the root or its one child)",
                     self.path.last().map_or("", String::as_str),
                     self.path.join("/")
                 ),

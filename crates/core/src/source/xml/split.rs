@@ -51,24 +51,25 @@ pub(crate) fn step_matches(step: &str, qname: &[u8]) -> bool {
 }
 
 /// The record path a document implies: its root, and the first child name that repeats
-/// directly under it within `head` (a sample of the document), else the first child's.
-/// An error when `head` shows no root or a root without child elements.
+/// directly under it within `head` (a sample of the document); where the root holds one
+/// element only (a wrapper, as RSS's `rss/channel`), the first name that repeats under
+/// that one, and so on down; else the root's first child. An error when `head` shows no
+/// root or a root without child elements.
 pub(crate) fn choose_record(head: &[u8]) -> Result<Vec<String>, String> {
     use quick_xml::events::Event;
     let text = String::from_utf8_lossy(head);
     let mut r = quick_xml::Reader::from_str(&text);
     r.config_mut().check_end_names = false;
-    let mut depth = 0usize;
-    let mut root: Option<String> = None;
-    let mut seen: Vec<String> = vec![];
-    let name = |q: quick_xml::name::QName<'_>| q.as_ref().to_string();
+    // The sample's elements: name, and children (indexes into `nodes`).
+    let mut nodes: Vec<(String, Vec<usize>)> = vec![];
+    let mut open: Vec<usize> = vec![];
     loop {
-        let (n, empty) = match r.read_event() {
-            Ok(Event::Start(e)) => (name(e.name()), false),
-            Ok(Event::Empty(e)) => (name(e.name()), true),
+        let (name, empty) = match r.read_event() {
+            Ok(Event::Start(e)) => (e.name().as_ref().to_string(), false),
+            Ok(Event::Empty(e)) => (e.name().as_ref().to_string(), true),
             Ok(Event::End(_)) => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
+                open.pop();
+                if open.is_empty() {
                     break;
                 }
                 continue;
@@ -76,27 +77,48 @@ pub(crate) fn choose_record(head: &[u8]) -> Result<Vec<String>, String> {
             Ok(Event::Eof) | Err(_) => break,
             Ok(_) => continue,
         };
-        if depth == 0 {
-            root = Some(n);
-            if empty {
-                break;
-            }
-        } else if depth == 1 {
-            if seen.contains(&n) {
-                return Ok(vec![root.unwrap_or_default(), n]);
-            }
-            seen.push(n);
+        let k = nodes.len();
+        nodes.push((name, vec![]));
+        match open.last() {
+            Some(&parent) => nodes[parent].1.push(k),
+            None if k > 0 => break, // a second root: the sample is no document
+            None => {}
         }
         if !empty {
-            depth += 1;
+            open.push(k);
+        } else if open.is_empty() {
+            break;
         }
     }
-    match (root, seen.into_iter().next()) {
-        (Some(root), Some(first)) => Ok(vec![root, first]),
-        (Some(root), None) => Err(format!(
+    let Some((root, root_children)) = nodes.first() else {
+        return Err("no root element was found at the start of the document".into());
+    };
+    let mut path = vec![root.clone()];
+    let mut node = 0;
+    loop {
+        let names: Vec<&str> = nodes[node].1.iter().map(|&c| nodes[c].0.as_str()).collect();
+        let repeated = names
+            .iter()
+            .enumerate()
+            .find(|(i, n)| names[..*i].contains(n))
+            .map(|(_, n)| n.to_string());
+        if let Some(n) = repeated {
+            path.push(n);
+            return Ok(path);
+        }
+        match nodes[node].1.as_slice() {
+            [only] => {
+                path.push(nodes[*only].0.clone());
+                node = *only;
+            }
+            _ => break,
+        }
+    }
+    match root_children.first() {
+        Some(&c) => Ok(vec![root.clone(), nodes[c].0.clone()]),
+        None => Err(format!(
             "the root element <{root}> has no child elements to take as records; name the record element's path"
         )),
-        (None, _) => Err("no root element was found at the start of the document".into()),
     }
 }
 
