@@ -5,6 +5,7 @@ from contextlib import closing
 import pytest
 
 import liteload
+from conftest import checked
 
 
 def test_nulls_tell_quoted_from_unquoted_empty_fields(tmp_path):
@@ -14,12 +15,12 @@ def test_nulls_tell_quoted_from_unquoted_empty_fields(tmp_path):
     got = {}
     for rule in ("typed", "all", "unquoted"):
         liteload.import_file(tmp_path / f"{rule}.db", src, nulls=rule)
-        got[rule] = sqlite3.connect(tmp_path / f"{rule}.db").execute("SELECT n, s FROM t ORDER BY id").fetchall()
+        got[rule] = checked(tmp_path / f"{rule}.db").execute("SELECT n, s FROM t ORDER BY id").fetchall()
     assert got["typed"] == [("", ""), ("", "")]  # columns with no values are TEXT
     assert got["all"] == [(None, None), (None, None)]
     assert got["unquoted"] == [(None, ""), ("", None)]
     liteload.import_file(tmp_path / "e.db", src, empty_null=True)
-    assert sqlite3.connect(tmp_path / "e.db").execute("SELECT n, s FROM t ORDER BY id").fetchall() == got["all"]
+    assert checked(tmp_path / "e.db").execute("SELECT n, s FROM t ORDER BY id").fetchall() == got["all"]
     with pytest.raises(liteload.UsageError):
         liteload.import_file(tmp_path / "x.db", src, nulls="unquoted", empty_null=True)
     with pytest.raises(liteload.UsageError):
@@ -29,7 +30,7 @@ def test_nulls_tell_quoted_from_unquoted_empty_fields(tmp_path):
 def table(db):
     # Closed at once: liteload refuses to write a file this process holds open through
     # Python's own sqlite3.
-    with closing(sqlite3.connect(db)) as c:
+    with closing(checked(db)) as c:
         return c.execute("SELECT * FROM t ORDER BY id").fetchall()
 
 

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import liteload
+from conftest import checked
 
 
 def test_posts_like_rows_equal_what_etree_reads(tmp_path):
@@ -28,7 +29,7 @@ def test_posts_like_rows_equal_what_etree_reads(tmp_path):
     src.write_text(doc, encoding="utf-8")
     s = liteload.import_file(tmp_path / "so.db", src, record="posts/row")
     assert s.as_dict()["rows"] == 300
-    got = sqlite3.connect(tmp_path / "so.db").execute(
+    got = checked(tmp_path / "so.db").execute(
         "SELECT Id, Score, Body, Title, ParentId FROM Posts ORDER BY rowid").fetchall()
     want = []
     for el in ET.parse(src).getroot().iter("row"):
@@ -43,7 +44,7 @@ def test_posts_like_rows_equal_what_etree_reads(tmp_path):
 def test_xml_from_bytes_with_elements_and_errors(tmp_path):
     doc = b"<lib><book id='1'><title>A</title><tag>x</tag><tag>y</tag></book><book id='2'><title>B</title></book></lib>"
     liteload.import_file(tmp_path / "b.db", doc, table="books")
-    got = sqlite3.connect(tmp_path / "b.db").execute("SELECT id, title, tag FROM books").fetchall()
+    got = checked(tmp_path / "b.db").execute("SELECT id, title, tag FROM books").fetchall()
     assert got == [(1, "A", '["x","y"]'), (2, "B", None)]
     with pytest.raises(liteload.BadInput) as e:
         liteload.import_file(tmp_path / "c.db", b"<lib>\n<book id='1'></lib>", table="t", record="lib/book")

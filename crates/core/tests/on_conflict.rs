@@ -85,7 +85,12 @@ fn both(shape: &Shape, rows: &[Vec<String>], rule: OnConflict) -> (Outcome, Outc
             .map(Result::unwrap)
             .collect()
     };
-    let ours = (read(&Connection::open(&db).unwrap()), s.rejects);
+    let loaded = Connection::open(&db).unwrap();
+    let check: String = loaded
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    let ours = (read(&loaded), s.rejects);
 
     let c = Connection::open_in_memory().unwrap();
     setup(&c);

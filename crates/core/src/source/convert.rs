@@ -15,6 +15,17 @@ pub struct Mismatches {
     pub first: Option<String>,
 }
 
+impl Mismatches {
+    /// Counts one more; `first` describes it when it is the first.
+    #[inline]
+    pub(crate) fn note(&mut self, first: impl FnOnce() -> String) {
+        self.count += 1;
+        if self.first.is_none() {
+            self.first = Some(first());
+        }
+    }
+}
+
 /// Where a row's converted values go: a batch's cells, or an SQLite record being built
 /// (the direct engine's rows, see [`Batch::push_record`]).
 pub trait Values {

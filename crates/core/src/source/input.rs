@@ -639,16 +639,29 @@ pub fn open(
             .decoder(Box::new(buffered))
             .map_err(|e| Error::io(path_of(input), e))?,
     };
-    let decoded: Box<dyn Read + Send> = match encoding {
+    let decoded = decode(decompressed, encoding, input)?;
+    let mut br = BufReader::with_capacity(256 * 1024, decoded);
+    skip_utf8_bom(&mut br).map_err(|e| Error::io(path_of(input), e))?;
+    Ok(Box::new(br))
+}
+
+/// `raw` read in `encoding`, as UTF-8: passed through for UTF-8, else transcoded (a
+/// UTF-8 byte-order mark is skipped whatever the encoding named; UTF-16 without its own
+/// decides by its byte-order mark, little-endian without one).
+pub(crate) fn decode(
+    raw: Box<dyn Read + Send>,
+    encoding: Encoding,
+    input: &Input,
+) -> Result<Box<dyn Read + Send>> {
+    let decompressed = raw;
+    Ok(match encoding {
         Encoding::Utf8 => decompressed,
         Encoding::Latin1 => {
-            // A UTF-8 byte-order mark is skipped whatever the encoding named.
             let mut raw = BufReader::with_capacity(64 * 1024, decompressed);
             skip_utf8_bom(&mut raw).map_err(|e| Error::io(path_of(input), e))?;
             let d = encoding_rs::WINDOWS_1252.new_decoder_without_bom_handling();
             Box::new(Transcode::new(raw, d))
         }
-        // UTF-16 with its byte-order mark deciding (little-endian without one).
         Encoding::Utf16 => Box::new(Transcode::new(
             decompressed,
             encoding_rs::UTF_16LE.new_decoder(),
@@ -661,10 +674,7 @@ pub fn open(
             decompressed,
             encoding_rs::UTF_16BE.new_decoder_with_bom_removal(),
         )),
-    };
-    let mut br = BufReader::with_capacity(256 * 1024, decoded);
-    skip_utf8_bom(&mut br).map_err(|e| Error::io(path_of(input), e))?;
-    Ok(Box::new(br))
+    })
 }
 
 fn path_of(input: &Input) -> Option<PathBuf> {

@@ -660,13 +660,9 @@ impl SerializedSource {
                         self.opts.nulls == super::Nulls::All,
                         &mut self.scratch,
                     ) {
-                        self.mismatches.count += 1;
-                        if self.mismatches.first.is_none() {
-                            self.mismatches.first = Some(format!(
-                                "{}:{no}:1: {v:?} in {ty} column {:?}",
-                                self.name, self.cols.keys.columns[c]
-                            ));
-                        }
+                        let (name, column) = (&self.name, &self.cols.keys.columns[c]);
+                        self.mismatches
+                            .note(|| format!("{name}:{no}:1: {v:?} in {ty} column {column:?}"));
                     }
                 }
             }

@@ -263,14 +263,13 @@ impl<R: Read + Send> DelimitedSource<R> {
                 Nulls::Unquoted => push_text_field(to, s, ty, true),
             };
             if mismatch {
-                self.mismatches.count += 1;
-                if self.mismatches.first.is_none() {
-                    let m = rec.meta(i);
-                    self.mismatches.first = Some(format!(
-                        "{}:{}:{}: {:?} in {} column {:?}",
-                        self.name, m.line, m.column, s, self.types[i], self.columns[i]
-                    ));
-                }
+                let (name, column, m) = (&self.name, &self.columns[i], rec.meta(i));
+                self.mismatches.note(|| {
+                    format!(
+                        "{name}:{}:{}: {s:?} in {ty} column {column:?}",
+                        m.line, m.column
+                    )
+                });
             }
         }
     }

@@ -26,7 +26,6 @@ use crossbeam_channel::{bounded, Receiver};
 use super::convert::{push_text_field, Mismatches, Values};
 use super::input::{self, Encoding, Input};
 use super::keys::KeyColumns;
-use super::transcode::Transcode;
 use super::{BadRecord, Fill, ReadOptions, Sample, Source};
 use crate::batch::{Batch, RowOrigin};
 use crate::error::{Error, Position, Result};
@@ -120,17 +119,7 @@ impl XmlSource {
             opts.encoding
         };
         let whole: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(head).chain(raw));
-        let decoder = match encoding {
-            Encoding::Utf8 => None,
-            Encoding::Latin1 => Some(encoding_rs::WINDOWS_1252.new_decoder_without_bom_handling()),
-            Encoding::Utf16 => Some(encoding_rs::UTF_16LE.new_decoder()),
-            Encoding::Utf16Le => Some(encoding_rs::UTF_16LE.new_decoder_with_bom_removal()),
-            Encoding::Utf16Be => Some(encoding_rs::UTF_16BE.new_decoder_with_bom_removal()),
-        };
-        let text: Box<dyn Read + Send> = match decoder {
-            None => whole,
-            Some(d) => Box::new(Transcode::new(whole, d)),
-        };
+        let text = input::decode(whole, encoding, input)?;
         let mut splitter = Splitter::new(text, vec![], opts.max_record_bytes);
         splitter
             .fill_to(super::head::SAMPLE_BYTES)
@@ -234,7 +223,19 @@ impl XmlSource {
     fn push_row(&mut self, batch: &mut Batch, rows: &Rows) -> Option<Vec<(String, ColumnType)>> {
         let end = rows.rows[self.row];
         let fields = &rows.fields[self.field..end.fields_end];
-        if fields.iter().any(|f| self.column_of(rows, f).is_none()) {
+        // One look-up per field: its column, or a note that the row has a new key.
+        let mut slots = std::mem::take(&mut self.slots);
+        slots.clear();
+        slots.resize(self.keys.columns.len(), None);
+        let mut new_keys = false;
+        for f in fields {
+            match self.column_of(rows, f) {
+                Some(c) => slots[c] = Some(f.value),
+                None => new_keys = true,
+            }
+        }
+        self.slots = slots;
+        if new_keys {
             let mut added = vec![];
             for f in fields {
                 if self.column_of(rows, f).is_none() {
@@ -247,13 +248,7 @@ impl XmlSource {
             self.types.extend(added.iter().map(|(_, t)| *t));
             return Some(added);
         }
-        let mut slots = std::mem::take(&mut self.slots);
-        slots.clear();
-        slots.resize(self.keys.columns.len(), None);
-        for f in fields {
-            let c = self.column_of(rows, f).expect("every key has a column");
-            slots[c] = Some(f.value);
-        }
+        let slots = std::mem::take(&mut self.slots);
         self.records += 1;
         match self.record.take() {
             Some(mut record) => {
@@ -291,13 +286,9 @@ impl XmlSource {
             let s = rows.str(*v);
             let ty = self.types[c];
             if push_text_field(to, s, ty, self.opts.nulls == crate::source::Nulls::All) {
-                self.mismatches.count += 1;
-                if self.mismatches.first.is_none() {
-                    self.mismatches.first = Some(format!(
-                        "{}:{line}:1: {s:?} in {ty} column {:?}",
-                        self.name, self.keys.columns[c]
-                    ));
-                }
+                let (name, column) = (&self.name, &self.keys.columns[c]);
+                self.mismatches
+                    .note(|| format!("{name}:{line}:1: {s:?} in {ty} column {column:?}"));
             }
         }
     }

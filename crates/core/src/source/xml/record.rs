@@ -312,11 +312,6 @@ fn normalize(raw: &str, ents: &Entities, depth: usize, out: &mut String) -> Resu
     }
 }
 
-/// The start tag `e`'s text after its name.
-fn attribute_text<'a>(e: &'a BytesStart<'_>) -> &'a str {
-    e.attributes_raw()
-}
-
 /// Reads the element whose start tag is `e` (its end tag too, unless `empty`).
 fn node(
     r: &mut Reader<&[u8]>,
@@ -336,7 +331,7 @@ fn node(
         text: String::new(),
     };
     let mut names = vec![];
-    attributes(attribute_text(e), at, &mut names, |k, raw| {
+    attributes(e.attributes_raw(), at, &mut names, |k, raw| {
         let mut v = String::new();
         normalize(raw, ents, 0, &mut v)?;
         n.attrs.push((k.into(), v));
@@ -414,7 +409,7 @@ fn parse_into(
         _ => return Err((0, "a record that is no element".into())),
     };
     let at = e.name().as_ref().len() + 1;
-    attributes(attribute_text(&e), at, names, |k, raw| {
+    attributes(e.attributes_raw(), at, names, |k, raw| {
         out.push_attribute(k, raw, ents)
     })?;
     if !empty {

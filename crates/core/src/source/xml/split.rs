@@ -215,7 +215,7 @@ impl Splitter {
 
     /// The first bytes of the document (after [`Self::fill_to`]).
     pub(crate) fn head(&self) -> &[u8] {
-        &self.buf[..self.buf.len()]
+        &self.buf
     }
 
     /// Sets the record path (before the first chunk).
