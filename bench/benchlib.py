@@ -74,6 +74,32 @@ def print_table(results, sizes, base="liteload", floor=None):
                   f"{cpu:>8.2f} {rows / med:>12,.0f} {ratio:>20}  {size:>8.1f}  {runs[0][3]}")
 
 
+def print_medians(results, count, extra=None, base="liteload"):
+    """results: {tool: [(wall, cpu, peak RSS MB), ...]} of the good runs, in tool order;
+    count: the rows (or updates) each run did. Prints one line a tool (median wall time,
+    min-max, CPU, rows/s, peak RSS, time against `base`) and returns them as JSON-ready
+    dicts, each with `extra` (a dict) added."""
+    b = results.get(base)
+    base_wall = statistics.median(w for w, *_ in b) if b else None
+    print(f"{'tool':<17} {'runs':>4} {'wall s':>9} {'min-max':>15} {'CPU s':>8} {'rows/s':>11} "
+          f"{'peak RSS MB':>12} {'vs ' + base:>12}")
+    out = []
+    for name, runs in results.items():
+        if not runs:
+            print(f"{name:<17} FAILED")
+            continue
+        walls = [w for w, *_ in runs]
+        med = statistics.median(walls)
+        cpu = statistics.median(c for _, c, _ in runs)
+        rss = max(m for *_, m in runs)
+        ratio = f"{med / base_wall:.2f}x" if base_wall else ""
+        print(f"{name:<17} {len(runs):>4} {med:>9.3f} {min(walls):>7.2f}-{max(walls):<7.2f} {cpu:>8.2f} "
+              f"{count / med:>11,.0f} {rss:>12.1f} {ratio:>12}")
+        out.append({"tool": name, **(extra or {}), "wall_s": walls, "median_s": med, "cpu_s": cpu,
+                    "peak_rss_mb": rss})
+    return out
+
+
 def run_rounds(tools, rows, runs, db, verify, results, out=None, nothing_written="no database"):
     """Runs every tool `runs` times, interleaved, on a fresh `db` each time.
 

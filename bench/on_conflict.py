@@ -27,11 +27,10 @@ import os
 import random
 import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
 
-from benchlib import LITELOAD, clean, rotations, run_rss
+from benchlib import LITELOAD, clean, print_medians, rotations, run_rss
 
 EXECUTEMANY = r'''
 import csv, sqlite3, sys
@@ -130,25 +129,9 @@ def main():
                 continue
             results[name].append((wall, cpu, rss))
             print(f"  round {r + 1}: {name:<13} {wall:8.3f} s  cpu {cpu:7.2f} s  peak RSS {rss:7.1f} MB", flush=True)
-    base_wall = statistics.median(w for w, *_ in results["liteload"]) if results.get("liteload") else None
     print(f"\n{a.updates:,} upserts ({a.updates // 2:,} updates, the rest new) into {a.rows:,} rows; "
           f"{os.cpu_count()} cores; medians of {a.runs}; checksum {reference}")
-    print(f"{'tool':<14} {'runs':>4} {'wall s':>9} {'min-max':>15} {'CPU s':>8} {'rows/s':>11} {'peak RSS MB':>12} {'vs liteload':>12}")
-    out = []
-    for name in names:
-        runs = results[name]
-        if not runs:
-            print(f"{name:<14} FAILED")
-            continue
-        walls = [w for w, *_ in runs]
-        med = statistics.median(walls)
-        cpu = statistics.median(c for _, c, _ in runs)
-        rss = max(m for *_, m in runs)
-        ratio = f"{med / base_wall:.2f}x" if base_wall else ""
-        print(f"{name:<14} {len(runs):>4} {med:>9.3f} {min(walls):>7.2f}-{max(walls):<7.2f} {cpu:>8.2f} "
-              f"{a.updates / med:>11,.0f} {rss:>12.1f} {ratio:>12}")
-        out.append({"tool": name, "rows": a.rows, "updates": a.updates, "wall_s": walls, "median_s": med,
-                    "cpu_s": cpu, "peak_rss_mb": rss})
+    out = print_medians(results, a.updates, {"rows": a.rows, "updates": a.updates})
     if a.json:
         with open(a.json, "w") as f:
             for o in out:

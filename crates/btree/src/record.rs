@@ -158,6 +158,22 @@ impl<'a> Record<'a> {
         self.0
     }
 
+    /// The serial type of each field, in order: what a field is (0 NULL, 1-6, 8 and 9
+    /// integers, 7 a real, odd from 13 text, even from 12 a blob) without reading it.
+    pub fn serial_types(self) -> impl Iterator<Item = u64> + 'a {
+        let bytes = self.0;
+        let (head, mut at) = varint::get(bytes);
+        std::iter::from_fn(move || {
+            if at >= head as usize {
+                return None;
+            }
+            // The header was checked when the record was made or parsed.
+            let (t, n) = varint::get(&bytes[at..]);
+            at += n;
+            Some(t)
+        })
+    }
+
     /// Field `i` (from 0), or `None` past the last. A stored NaN reads as NULL, as SQLite
     /// reads it. Never panics: the header and body agree (see [`Record::parse`]).
     pub fn column(self, i: usize) -> Option<Value<'a>> {

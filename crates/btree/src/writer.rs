@@ -147,7 +147,10 @@ impl<W: Write + Seek> DbWriter<W> {
         }
     }
 
-    /// Writes index `name` on `table` (its `CREATE INDEX` text is `sql`) from `entries`:
+    /// Writes index `name` on `table` (its `CREATE INDEX` text is `sql`; an empty `sql`
+    /// is stored as NULL, which makes it the automatic index `name`, such as
+    /// `sqlite_autoindex_t_1`, of a UNIQUE or PRIMARY KEY constraint of the table's
+    /// `CREATE TABLE`, which then must declare it) from `entries`:
     /// records of the key columns then the rowid, already in [`index::compare`] order
     /// (the caller sorts them; a UNIQUE index must have no two equal keys). Leaves are
     /// written first, then each interior level; returns the root page.
@@ -487,7 +490,13 @@ impl<W: Write + Seek> DbWriter<W> {
                         Value::Text(t.name.as_bytes()),
                         Value::Text(t.table.as_bytes()),
                         Value::Integer(i64::from(t.root)),
-                        Value::Text(t.sql.as_bytes()),
+                        // An automatic index (of a UNIQUE or PRIMARY KEY constraint)
+                        // has no text of its own: SQLite makes it from the table's.
+                        if t.kind == "index" && t.sql.is_empty() {
+                            Value::Null
+                        } else {
+                            Value::Text(t.sql.as_bytes())
+                        },
                     ],
                     &mut record,
                 );

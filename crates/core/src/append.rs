@@ -67,6 +67,46 @@ pub(crate) enum Destination {
         columns: Vec<(String, ColumnType)>,
         indexes: Vec<Vec<String>>,
     },
+    /// An empty table made beforehand with constraints the page writer does not
+    /// check (NOT NULL, CHECK, DEFAULT, collations, UNIQUE and PRIMARY KEY indexes,
+    /// STRICT): the side file repeats its definition word for word, so the transfer
+    /// takes the two as the same and copies records and index entries unchecked. So the
+    /// side file is checked first (NOT NULL and STRICT types record by record as they
+    /// are written, UNIQUE indexes as they are built, CHECK by SQLite's `quick_check`
+    /// of the finished table), and when anything fails there,
+    /// its rows go in one at a time through SQLite's insert path instead, each refused
+    /// one a bad record ([`exact_table`] says which tables qualify).
+    Exact {
+        name: String,
+        columns: Vec<(String, ColumnType)>,
+        table: ExactTable,
+    },
+}
+
+/// The definition of a table that the side file repeats (see [`Destination::Exact`]).
+#[derive(Clone, Debug)]
+pub(crate) struct ExactTable {
+    /// Its CREATE TABLE as SQLite keeps it.
+    pub(crate) create: String,
+    /// Its indexes: name, CREATE INDEX text (`None` for a constraint's automatic
+    /// index), key columns (table columns, ascending, BINARY) and whether it is UNIQUE.
+    pub(crate) indexes: Vec<ExactIndex>,
+    /// For each column in order, whether it is NOT NULL.
+    pub(crate) not_null: Vec<bool>,
+    /// Whether the table is STRICT.
+    pub(crate) strict: bool,
+    /// Whether its text may hold a CHECK constraint (it names CHECK anywhere, a column
+    /// called `checked` included): only SQLite can evaluate one.
+    pub(crate) checks: bool,
+}
+
+/// One index of an [`ExactTable`].
+#[derive(Clone, Debug)]
+pub(crate) struct ExactIndex {
+    pub(crate) name: String,
+    pub(crate) sql: Option<String>,
+    pub(crate) columns: Vec<String>,
+    pub(crate) unique: bool,
 }
 
 /// An existing database open for an append, inside one write transaction (taken before
@@ -77,6 +117,8 @@ pub(crate) struct Target {
     /// Whether the file was in WAL mode and taken out of it for this transaction: an
     /// abort puts it back.
     was_wal: bool,
+    /// Whether the side file is attached.
+    attached: std::cell::Cell<bool>,
     pub(crate) notes: Vec<String>,
 }
 
@@ -142,6 +184,7 @@ impl Target {
             conn,
             durability,
             was_wal,
+            attached: std::cell::Cell::new(false),
             notes,
         })
     }
@@ -181,19 +224,7 @@ impl Target {
                 .execute_batch(sql)
                 .map_err(|e| Error::sqlite(format!("running {sql}"), e))
         };
-        // An absolute path: a name that starts with `file:` would be read as a URI.
-        let side_name = std::path::absolute(side).unwrap_or_else(|_| side.to_path_buf());
-        self.conn
-            .execute(
-                "ATTACH ?1 AS liteload_side",
-                [side_name.to_string_lossy().as_ref()],
-            )
-            .map_err(|e| Error::sqlite(format!("attaching {}", side.display()), e))?;
-        // The side file is read once, front to back: mapped, its pages cost no read()
-        // each (half the transfer's system calls; the other half writes the new pages).
-        let _ = self
-            .conn
-            .execute_batch("PRAGMA liteload_side.mmap_size = 1099511627776");
+        self.attach(side)?;
         if let Some(create) = create_sql {
             run(create)?;
             for sql in indexes {
@@ -216,6 +247,106 @@ impl Target {
             copies_records,
             vm_steps,
         })
+    }
+
+    /// Attaches the side file at `side` as `liteload_side` (once).
+    pub(crate) fn attach(&self, side: &Path) -> Result<()> {
+        if self.attached.get() {
+            return Ok(());
+        }
+        // An absolute path: a name that starts with `file:` would be read as a URI.
+        let side_name = std::path::absolute(side).unwrap_or_else(|_| side.to_path_buf());
+        self.conn
+            .execute(
+                "ATTACH ?1 AS liteload_side",
+                [side_name.to_string_lossy().as_ref()],
+            )
+            .map_err(|e| Error::sqlite(format!("attaching {}", side.display()), e))?;
+        self.attached.set(true);
+        // The side file is read once, front to back: mapped, its pages cost no read()
+        // each (half the transfer's system calls; the other half writes the new pages).
+        let _ = self
+            .conn
+            .execute_batch("PRAGMA liteload_side.mmap_size = 1099511627776");
+        Ok(())
+    }
+
+    /// Whether every row of the attached side file's `table` keeps the NOT NULL, CHECK
+    /// and STRICT rules of its definition (SQLite's `quick_check` of that table, which
+    /// does not look at UNIQUE: the page writer does, as it builds those indexes).
+    pub(crate) fn side_passes_checks(&self, table: &str) -> Result<bool> {
+        let ctx = |e| {
+            Error::sqlite(
+                format!("checking the side file's {}", quote_ident(table)),
+                e,
+            )
+        };
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "PRAGMA {SIDE}.quick_check({})",
+                quote_ident(table)
+            ))
+            .map_err(ctx)?;
+        let found = st
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(ctx)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(ctx)?;
+        Ok(found.len() == 1 && found[0] == "ok")
+    }
+
+    /// Inserts the attached side file's rows 1..=`rows` of `table` into the table of
+    /// the same name one at a time, by SQLite's own insert path: each refused one
+    /// (constraint, type) goes to `refused` with its rowid, SQLite's error and its
+    /// fields, and the rest stay. Returns how many went in.
+    pub(crate) fn insert_one_by_one(
+        &self,
+        table: &str,
+        rows: u64,
+        progress: &crate::summary::Progress,
+        refused: &mut dyn FnMut(i64, rusqlite::Error, serde_json::Value) -> Result<()>,
+    ) -> Result<u64> {
+        let t = quote_ident(table);
+        let sql = format!("INSERT INTO main.{t} SELECT * FROM {SIDE}.{t} WHERE rowid = ?1");
+        let ctx = |e| Error::sqlite(format!("running {sql}"), e);
+        let mut insert = self.conn.prepare(&sql).map_err(ctx)?;
+        let mut read = self
+            .conn
+            .prepare(&format!("SELECT * FROM {SIDE}.{t} WHERE rowid = ?1"))
+            .map_err(ctx)?;
+        let mut taken = 0;
+        for rowid in 1..=rows as i64 {
+            if rowid % 65536 == 0 {
+                progress.check()?;
+            }
+            match insert.execute([rowid]) {
+                Ok(n) => taken += n as u64,
+                Err(e) if crate::sink::sqlite::is_row_error(&e) => {
+                    let fields = read
+                        .query_row([rowid], |r| {
+                            (0..r.as_ref().column_count())
+                                .map(|i| {
+                                    use rusqlite::types::ValueRef;
+                                    Ok(match r.get_ref(i)? {
+                                        ValueRef::Null => serde_json::Value::Null,
+                                        ValueRef::Integer(v) => v.into(),
+                                        ValueRef::Real(v) => v.into(),
+                                        ValueRef::Text(v) => {
+                                            String::from_utf8_lossy(v).into_owned().into()
+                                        }
+                                        ValueRef::Blob(v) => crate::source::convert::blob_json(v),
+                                    })
+                                })
+                                .collect::<rusqlite::Result<Vec<_>>>()
+                        })
+                        .map_err(ctx)?;
+                    refused(rowid, e, fields.into())?;
+                }
+                Err(e) => return Err(ctx(e)),
+            }
+        }
+        Ok(taken)
     }
 
     /// Runs `sql` inside the append's transaction.
@@ -309,25 +440,137 @@ pub(crate) fn destination(
         IfExists::Replace => return Ok(Some(Destination::Replace { name })),
         IfExists::Fail => return Ok(None),
     }
-    let Some(columns) = plain_columns(conn, &name, &columns)? else {
-        return Ok(None);
-    };
-    let Some(indexes) = plain_indexes(conn, &name)? else {
-        return Ok(None);
-    };
-    if !indexes.is_empty() {
-        let sql = format!("SELECT NOT EXISTS (SELECT 1 FROM {})", quote_ident(&name));
-        let empty: bool = conn
-            .query_row(&sql, [], |r| r.get(0))
-            .map_err(|e| Error::sqlite(format!("running {sql}"), e))?;
-        if !empty {
+    let (Some(plain), Some(indexes)) = (
+        plain_columns(conn, &name, &columns)?,
+        plain_indexes(conn, &name)?,
+    ) else {
+        if !is_empty(conn, &name)? {
             return Ok(None);
         }
+        return exact_table(conn, &name, &columns);
+    };
+    let columns = plain;
+    if !indexes.is_empty() && !is_empty(conn, &name)? {
+        return Ok(None);
     }
     Ok(Some(Destination::Plain {
         name,
         columns,
         indexes,
+    }))
+}
+
+/// Whether table `name` has no row.
+fn is_empty(conn: &Connection, name: &str) -> Result<bool> {
+    let sql = format!("SELECT NOT EXISTS (SELECT 1 FROM {})", quote_ident(name));
+    conn.query_row(&sql, [], |r| r.get(0))
+        .map_err(|e| Error::sqlite(format!("running {sql}"), e))
+}
+
+/// Table `name` as a [`Destination::Exact`] (its columns and definition) when a side
+/// file can repeat it: a rowid table (not WITHOUT ROWID, no INTEGER PRIMARY KEY,
+/// whose rowids the page writer does not order) whose every column has INTEGER, REAL
+/// or TEXT affinity (STRICT's INT, INTEGER, REAL and TEXT among them) and is neither
+/// hidden nor generated; no trigger and no foreign key; every index on table columns,
+/// ascending, BINARY and not partial (UNIQUE and PRIMARY KEY ones included). NOT NULL,
+/// CHECK, DEFAULT, a column's collation and STRICT are what the side file checks or
+/// copies. `None` otherwise.
+pub(crate) fn exact_table(
+    conn: &Connection,
+    name: &str,
+    columns: &[TableColumn],
+) -> Result<Option<Destination>> {
+    let ctx = |e| Error::sqlite(format!("reading the schema of {}", quote_ident(name)), e);
+    let mut typed = vec![];
+    for c in columns {
+        match ColumnType::from_declared(&c.declared) {
+            Some(t) => typed.push((c.name.clone(), t)),
+            None => return Ok(None),
+        }
+    }
+    let not_null: Vec<bool> = conn
+        .prepare("SELECT \"notnull\" FROM pragma_table_info(?1) ORDER BY cid")
+        .and_then(|mut st| {
+            st.query_map([name], |r| r.get::<_, i64>(0).map(|n| n != 0))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(ctx)?;
+    let (create, hidden, triggers, keys, rowid_alias): (Option<String>, i64, i64, i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1), \
+             (SELECT count(*) FROM pragma_table_xinfo(?1) WHERE hidden != 0), \
+             (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ?1), \
+             (SELECT count(*) FROM pragma_foreign_key_list(?1)), \
+             (SELECT count(*) = 1 AND max(upper(type)) = 'INTEGER' \
+                FROM pragma_table_info(?1) WHERE pk > 0)",
+            [name],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )
+        .map_err(ctx)?;
+    let (strict, without_rowid): (i64, i64) = conn
+        .query_row(
+            "SELECT strict, wr FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
+            [name],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap_or((0, 1));
+    let Some(create) = create else {
+        return Ok(None);
+    };
+    if hidden != 0
+        || triggers != 0
+        || keys != 0
+        || rowid_alias != 0
+        || without_rowid != 0
+        || not_null.len() != typed.len()
+    {
+        return Ok(None);
+    }
+    let mut list = conn
+        .prepare(
+            "SELECT l.name, l.\"unique\", l.partial, s.sql FROM pragma_index_list(?1) AS l \
+             LEFT JOIN sqlite_schema AS s ON s.type = 'index' AND s.name = l.name \
+             ORDER BY l.name",
+        )
+        .map_err(ctx)?;
+    let found = list
+        .query_map([name], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, Option<String>>(3)?,
+            ))
+        })
+        .map_err(ctx)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(ctx)?;
+    let mut keys = conn.prepare(KEY_COLUMNS).map_err(ctx)?;
+    let mut indexes = vec![];
+    for (index, unique, partial, sql) in found {
+        if partial != 0 {
+            return Ok(None);
+        }
+        let Some(key) = plain_key(&mut keys, &index).map_err(ctx)? else {
+            return Ok(None);
+        };
+        indexes.push(ExactIndex {
+            name: index,
+            sql,
+            columns: key,
+            unique: unique != 0,
+        });
+    }
+    Ok(Some(Destination::Exact {
+        name: name.to_string(),
+        columns: typed,
+        table: ExactTable {
+            checks: create.to_ascii_uppercase().contains("CHECK"),
+            create,
+            indexes,
+            not_null,
+            strict: strict != 0,
+        },
     }))
 }
 
@@ -447,37 +690,47 @@ fn plain_indexes(conn: &Connection, name: &str) -> Result<Option<Vec<Vec<String>
         .map_err(ctx)?
         .collect::<rusqlite::Result<Vec<_>>>()
         .map_err(ctx)?;
-    let mut keys = conn
-        .prepare(
-            "SELECT name, \"desc\", coll FROM pragma_index_xinfo(?1) WHERE key = 1 ORDER BY seqno",
-        )
-        .map_err(ctx)?;
+    let mut keys = conn.prepare(KEY_COLUMNS).map_err(ctx)?;
     let mut indexes = vec![];
     for (index, unique, origin, partial) in found {
         if unique != 0 || origin != "c" || partial != 0 {
             return Ok(None);
         }
-        let cols = keys
-            .query_map([&index], |r| {
-                Ok((
-                    r.get::<_, Option<String>>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                ))
-            })
-            .map_err(ctx)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(ctx)?;
-        let mut key = vec![];
-        for (col, desc, coll) in cols {
-            match col {
-                Some(c) if desc == 0 && coll.as_deref() == Some("BINARY") => key.push(c),
-                _ => return Ok(None),
-            }
-        }
+        let Some(key) = plain_key(&mut keys, &index).map_err(ctx)? else {
+            return Ok(None);
+        };
         indexes.push(key);
     }
     Ok(Some(indexes))
+}
+
+/// The key columns of an index, with their order and collation (for [`plain_key`]).
+const KEY_COLUMNS: &str =
+    "SELECT name, \"desc\", coll FROM pragma_index_xinfo(?1) WHERE key = 1 ORDER BY seqno";
+
+/// The key columns of `index` when each is a table column, ascending, BINARY (what the
+/// page writer orders by); `None` otherwise. `keys` is [`KEY_COLUMNS`] prepared.
+fn plain_key(
+    keys: &mut rusqlite::Statement<'_>,
+    index: &str,
+) -> rusqlite::Result<Option<Vec<String>>> {
+    let cols = keys
+        .query_map([index], |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut key = vec![];
+    for (col, desc, coll) in cols {
+        match col {
+            Some(c) if desc == 0 && coll.as_deref() == Some("BINARY") => key.push(c),
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(key))
 }
 
 #[cfg(test)]

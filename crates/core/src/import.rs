@@ -291,6 +291,9 @@ pub(crate) fn load(
         }
     }
     progress.check()?;
+    sink.settle(&mut summary, &mut |b| {
+        rejects.lock().unwrap_or_else(|p| p.into_inner()).record(b)
+    })?;
     let (count, samples) = rejects
         .into_inner()
         .unwrap_or_else(|p| p.into_inner())

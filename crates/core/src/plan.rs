@@ -207,9 +207,10 @@ pub(crate) fn choose_road(
 /// Why the direct engine cannot append to the table of the existing database `db`.
 pub(crate) fn side_file_refusal(db: &Path) -> Error {
     Error::schema(format!(
-        "{}: the direct engine appends to a new table, or to one without constraint or \
-         trigger (and without rows if it has indexes) whose columns the input has in order \
-         (NDJSON and JSON: to a new table only); this one is not",
+        "{}: the direct engine appends to a new table, to one without constraint or \
+         trigger (and without rows if it has indexes), or to an empty one whose constraints \
+         it checks (see the docs on appends through a side file), whose columns the input \
+         has in order (NDJSON and JSON: to a new table only); this one is not",
         db.display()
     ))
     .with_hint(Hint::SqliteEngine)
@@ -265,14 +266,16 @@ fn side_file(db: &Path, load: &Load<'_>, opts: &ImportOptions) -> Result<Option<
         Some(Destination::New | Destination::Replace { .. }) => Some(durability),
         // The input's columns, in the table's order; the types are the table's. JSON
         // and XML may name a column after the sample, which such a table does not have.
-        Some(Destination::Plain { columns, .. }) => (opts.types.is_empty()
-            && !load.read.format.may_add_columns()
-            && columns.len() == load.columns.len()
-            && columns
-                .iter()
-                .zip(&load.columns)
-                .all(|((c, _), i)| c.eq_ignore_ascii_case(i)))
-        .then_some(durability),
+        Some(Destination::Plain { columns, .. } | Destination::Exact { columns, .. }) => {
+            (opts.types.is_empty()
+                && !load.read.format.may_add_columns()
+                && columns.len() == load.columns.len()
+                && columns
+                    .iter()
+                    .zip(&load.columns)
+                    .all(|((c, _), i)| c.eq_ignore_ascii_case(i)))
+            .then_some(durability)
+        }
     })
 }
 

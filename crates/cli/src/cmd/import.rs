@@ -331,9 +331,10 @@ pub struct ImportArgs {
     /// How rows are written: `sqlite` (SQLite's insert path, any target), `direct` (the
     /// page writer: one input, or Parquet/Arrow files of one schema, into a new file, or
     /// into an existing one through a side file that SQLite copies in without decoding
-    /// it: a new table, or one without constraint or trigger, and without rows if it has
-    /// indexes, whose columns the input has in order; NDJSON/JSON only into a new
-    /// table), or `auto`: `direct` for one CSV, TSV, NDJSON or JSON input (or
+    /// it: a new table, one without constraint or trigger (and without rows if it has
+    /// indexes), or an empty one made with NOT NULL, CHECK, UNIQUE, PRIMARY KEY or
+    /// STRICT (checked before the copy; a row that breaks them is a bad record), whose
+    /// columns the input has in order; NDJSON/JSON only into a new table), or `auto`: `direct` for one CSV, TSV, NDJSON or JSON input (or
     /// Parquet/Arrow inputs of one schema) where it applies and no --pk or --alter, else
     /// `sqlite`.
     #[arg(long, value_enum, default_value_t = super::generate::Engine::Auto, help_heading = "Durability and speed")]

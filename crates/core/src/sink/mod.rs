@@ -97,6 +97,18 @@ pub(crate) trait Sink: BatchSink {
         false
     }
 
+    /// After the last batch, before [`Sink::finish`]: rows the destination refuses only
+    /// once all are written (the side file of a table with constraints, checked whole)
+    /// go to `bad`, each with its position and fields; if `bad` returns an error, so
+    /// does this. Most writers refuse rows as they come, and have nothing to do here.
+    fn settle(
+        &mut self,
+        _summary: &mut Summary,
+        _bad: &mut dyn FnMut(crate::source::BadRecord) -> Result<()>,
+    ) -> Result<()> {
+        Ok(())
+    }
+
     /// After the last table: builds the indexes, then makes the load last (commit,
     /// publish, transfer), and fills in what the writer knows of `summary` (its
     /// writer, durability and notes; the side file its row count too).

@@ -48,6 +48,23 @@ pub(crate) struct PageSink<'p> {
     notes: Vec<String>,
     /// The table's CREATE TABLE once finished (with the columns it gained).
     create: Option<String>,
+    /// The definition to copy, for a side file of a table that exists (else the page
+    /// writer's own CREATE TABLE and index names).
+    given: Option<GivenSchema>,
+    /// Whether a UNIQUE index of a given schema met two rows with one key (written all
+    /// the same: such a side file is read row by row, never transferred).
+    duplicate_keys: bool,
+}
+
+/// An existing table's definition, which a side file repeats word for word so that
+/// SQLite's transfer takes the two as the same (see [`crate::append::Destination`]).
+#[derive(Clone, Debug)]
+pub(crate) struct GivenSchema {
+    /// The table's CREATE TABLE as SQLite keeps it.
+    pub(crate) create: String,
+    /// For each index of the page writer (in its order): the name, and the CREATE INDEX
+    /// text (`None` for an automatic index of a UNIQUE or PRIMARY KEY constraint).
+    pub(crate) indexes: Vec<(String, Option<String>)>,
 }
 
 /// The table being built.
@@ -86,7 +103,24 @@ impl<'p> PageSink<'p> {
             building: None,
             notes: vec![],
             create: None,
+            given: None,
+            duplicate_keys: false,
         }
+    }
+
+    /// Writes the table with `given`'s definition and index names instead of its own:
+    /// `given.indexes` pairs with this writer's indexes, and the rows must be those of
+    /// the table `given.create` makes, in its column order.
+    pub(crate) fn with_schema(mut self, given: GivenSchema) -> Self {
+        debug_assert_eq!(given.indexes.len(), self.indexes.len());
+        self.given = Some(given);
+        self
+    }
+
+    /// Whether a UNIQUE index of the given schema holds two rows with one key (known once
+    /// [`Sink::finish`] returned).
+    pub(crate) fn duplicate_keys(&self) -> bool {
+        self.duplicate_keys
     }
 
     /// The table's CREATE TABLE as stored, once [`Sink::finish`] returned.
@@ -166,8 +200,13 @@ impl Sink for PageSink<'_> {
             .cloned()
             .zip(sampled.types.iter().copied())
             .collect();
-        crate::schema::check_new_table(name, columns.iter().map(String::as_str))?;
-        let create = table::create_sql(name, &cols, &[]);
+        let create = match &self.given {
+            Some(given) => given.create.clone(),
+            None => {
+                crate::schema::check_new_table(name, columns.iter().map(String::as_str))?;
+                table::create_sql(name, &cols, &[])
+            }
+        };
         // A new file is built beside its name; a side file is its own name.
         let path = match &self.out {
             PageOut::New(db) => {
@@ -243,7 +282,9 @@ impl Sink for PageSink<'_> {
             .take()
             .expect("the table is set aside between calls");
         b.db.attach(table).finish().map_err(err)?;
-        let by_sqlite = write_indexes(&mut b, &self.indexes, self.progress)?;
+        let given = self.given.as_ref().map(|g| g.indexes.as_slice());
+        let (by_sqlite, duplicates) = write_indexes(&mut b, &self.indexes, given, self.progress)?;
+        self.duplicate_keys = duplicates;
         b.db.finish().map_err(err)?;
         direct::complete(&path, &by_sqlite, self.verify, self.progress)?;
         // The table's text, with the columns it gained (the page writer stored the same).
@@ -266,20 +307,28 @@ impl Sink for PageSink<'_> {
     }
 }
 
-/// Writes the indexes of table `b` whose entries were gathered; returns the CREATE
-/// INDEX of those whose entries were given up, for SQLite to build on the finished file.
+/// Writes the indexes of table `b` whose entries were gathered, named as `given` says
+/// where it is set; returns the CREATE INDEX of those whose entries were given up, for
+/// SQLite to build on the finished file, and whether a UNIQUE index of `given` met a
+/// key twice (without `given`, that is an error).
 fn write_indexes(
     b: &mut Building,
     indexes: &[IndexSpec],
+    given: Option<&[(String, Option<String>)]>,
     progress: &Progress,
-) -> Result<Vec<String>> {
+) -> Result<(Vec<String>, bool)> {
     progress.set_stage(Stage::Indexing);
     let gathered = std::mem::take(&mut b.rows.indexes);
     let (w, table_name, spill_dir) = (&mut b.db, &b.name, &b.spill_dir);
     let mut by_sqlite = vec![];
-    for (ix, mut entries) in indexes.iter().zip(gathered) {
+    let mut duplicates = false;
+    for (i, (ix, mut entries)) in indexes.iter().zip(gathered).enumerate() {
         progress.check()?;
-        let (name, sql) = (ix.name(table_name), ix.stored_sql(table_name));
+        let (name, sql) = match given.and_then(|g| g.get(i)) {
+            Some((name, sql)) => (name.clone(), sql.clone().unwrap_or_default()),
+            None => (ix.name(table_name), ix.stored_sql(table_name)),
+        };
+        let tolerate = given.is_some();
         let unique_error = || {
             Error::constraint(
                 Some(crate::error::UNIQUE),
@@ -303,12 +352,15 @@ fn write_indexes(
                     // A long merge stays cancellable.
                     progress.check()?;
                 }
-                if ix.unique {
+                if ix.unique && !duplicates {
                     if last
                         .as_deref()
                         .is_some_and(|l| liteload_btree::index::same_key(l, rec, keys))
                     {
-                        return Err(unique_error());
+                        if !tolerate {
+                            return Err(unique_error());
+                        }
+                        duplicates = true;
                     }
                     last = Some(rec.to_vec());
                 }
@@ -323,13 +375,21 @@ fn write_indexes(
         }
         let sorted = match entries.sorted() {
             Some(sorted) => sorted,
+            None if tolerate => {
+                return Err(Error::internal(
+                    "a side file's index entries were given up (they spill to disk)",
+                ))
+            }
             None => {
                 by_sqlite.push(ix.sql(table_name));
                 continue;
             }
         };
         if ix.unique && sorted.has_equal_keys(ix.columns.len()) {
-            return Err(unique_error());
+            if !tolerate {
+                return Err(unique_error());
+            }
+            duplicates = true;
         }
         match &sorted {
             SortedEntries::IntPairs(pairs) => w.index_int_pairs(&name, table_name, &sql, pairs),
@@ -337,7 +397,7 @@ fn write_indexes(
         }
         .map_err(|e| Error::internal(format!("writing the index: {e}")))?;
     }
-    Ok(by_sqlite)
+    Ok((by_sqlite, duplicates))
 }
 
 /// What turns batches into a table's rows for the page writer: row `i` of the load gets

@@ -154,7 +154,7 @@ impl<'c> Inserter<'c> {
 
 /// Whether SQLite refused this row for its contents (so other rows may still go in),
 /// rather than failing as a whole (disk full, I/O error).
-fn is_row_error(e: &rusqlite::Error) -> bool {
+pub(crate) fn is_row_error(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _) if matches!(f.code, ErrorCode::ConstraintViolation | ErrorCode::TypeMismatch | ErrorCode::TooBig))
 }
 
