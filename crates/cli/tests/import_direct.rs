@@ -460,9 +460,11 @@ fn appends_through_a_side_file_equal_sqlites_path() -> R {
 }
 
 /// Where SQLite would not copy records (an existing table with rows and an index, an
-/// index the page writer does not write, a trigger or a constraint, or columns in
-/// another order), the default engine takes SQLite's path with the same result, and
-/// `--engine direct` refuses, leaving the file as it was.
+/// index the page writer does not write, a trigger, or columns in another order), the
+/// default engine takes SQLite's path with the same result, and `--engine direct`
+/// refuses, leaving the file as it was. An empty table with a UNIQUE index or a CHECK
+/// constraint takes the side file with the table's own definition (checked before the
+/// copy), with the same result as SQLite's path.
 #[test]
 fn appends_the_transfer_cannot_take_go_to_sqlite() -> R {
     let d = tempfile::tempdir()?;
@@ -472,12 +474,10 @@ fn appends_the_transfer_cannot_take_go_to_sqlite() -> R {
     existing_db(&p.join("base.db"))?;
     for (setup, input) in [
         ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (a); INSERT INTO t VALUES (0, 's');", "t.csv"),
-        ("CREATE TABLE t (a INTEGER, b TEXT); CREATE UNIQUE INDEX ti ON t (a);", "t.csv"),
         ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (a DESC);", "t.csv"),
         ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (b COLLATE NOCASE);", "t.csv"),
         ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (a) WHERE a > 0;", "t.csv"),
         ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (a + 1);", "t.csv"),
-        ("CREATE TABLE t (a INTEGER, b TEXT CHECK (b <> ''));", "t.csv"),
         ("CREATE TABLE t (a INTEGER, b TEXT); CREATE TRIGGER tg AFTER INSERT ON t BEGIN SELECT 1; END;", "t.csv"),
         ("CREATE TABLE t (a INTEGER, b TEXT);", "swapped.csv"),
     ] {
@@ -495,6 +495,29 @@ fn appends_the_transfer_cannot_take_go_to_sqlite() -> R {
             .stderr(predicate::str::contains("--engine sqlite"));
         assert_eq!(dump_all(&p.join("r.db"))?, before, "{setup}");
         assert!(!p.join("r.db.liteload-append").exists());
+    }
+    for setup in [
+        "CREATE TABLE t (a INTEGER, b TEXT); CREATE UNIQUE INDEX ti ON t (a);",
+        "CREATE TABLE t (a INTEGER, b TEXT CHECK (b <> ''));",
+    ] {
+        rusqlite::Connection::open(p.join("base.db"))?
+            .execute_batch(&format!("DROP TABLE IF EXISTS t; {setup}"))?;
+        let s = import_into_copy(
+            p,
+            "base.db",
+            "s.db",
+            &["t.csv", "--table", "t", "--engine", "sqlite"],
+        )?;
+        let a = import_into_copy(p, "base.db", "a.db", &["t.csv", "--table", "t"])?;
+        assert!(
+            a.contains("direct page writer") && !s.contains("direct page writer"),
+            "{setup}: {a}"
+        );
+        assert_eq!(
+            dump_all(&p.join("a.db"))?,
+            dump_all(&p.join("s.db"))?,
+            "{setup}"
+        );
     }
     Ok(())
 }

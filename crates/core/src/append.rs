@@ -199,6 +199,22 @@ impl Target {
         destination(&self.conn, table, if_exists)
     }
 
+    /// `table` as a [`MergeTarget`] for `input` columns keyed by `key`, read inside the
+    /// append's transaction (see [`merge_target`]).
+    pub(crate) fn merge_target(
+        &self,
+        table: &str,
+        input: &[String],
+        key: &[String],
+    ) -> Result<Option<MergeTarget>> {
+        merge_target(&self.conn, table, input, key)
+    }
+
+    /// The connection, inside the append's transaction.
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
     /// The database's page size: the side file's too, so that SQLite copies each cell
     /// as it is.
     pub(crate) fn page_size(&self) -> Result<u32> {
@@ -296,21 +312,21 @@ impl Target {
         Ok(found.len() == 1 && found[0] == "ok")
     }
 
-    /// Inserts the attached side file's rows 1..=`rows` of `table` into the table of
-    /// the same name one at a time, by SQLite's own insert path: each refused one
-    /// (constraint, type) goes to `refused` with its rowid, SQLite's error and its
-    /// fields, and the rest stay. Returns how many went in.
-    pub(crate) fn insert_one_by_one(
+    /// Runs `sql`, an INSERT of the attached side file's row `?1` of `table`, for each
+    /// of its rows 1..=`rows` in turn: each refused one (constraint, type) goes to
+    /// `refused` with its rowid, SQLite's error and its fields, and the rest stay.
+    /// Returns how many went in.
+    pub(crate) fn insert_each(
         &self,
+        sql: &str,
         table: &str,
         rows: u64,
         progress: &crate::summary::Progress,
         refused: &mut dyn FnMut(i64, rusqlite::Error, serde_json::Value) -> Result<()>,
     ) -> Result<u64> {
         let t = quote_ident(table);
-        let sql = format!("INSERT INTO main.{t} SELECT * FROM {SIDE}.{t} WHERE rowid = ?1");
         let ctx = |e| Error::sqlite(format!("running {sql}"), e);
-        let mut insert = self.conn.prepare(&sql).map_err(ctx)?;
+        let mut insert = self.conn.prepare(sql).map_err(ctx)?;
         let mut read = self
             .conn
             .prepare(&format!("SELECT * FROM {SIDE}.{t} WHERE rowid = ?1"))
@@ -347,6 +363,12 @@ impl Target {
             }
         }
         Ok(taken)
+    }
+
+    /// Runs `sql` (one statement) inside the append's transaction; returns the rows it
+    /// changed.
+    pub(crate) fn execute(&self, sql: &str) -> rusqlite::Result<usize> {
+        self.conn.execute(sql, [])
     }
 
     /// Runs `sql` inside the append's transaction.
@@ -571,6 +593,86 @@ pub(crate) fn exact_table(
             not_null,
             strict: strict != 0,
         },
+    }))
+}
+
+/// An existing table whose rows an upsert's side file can be merged into by one
+/// statement in key order (see [`merge_target`]).
+#[derive(Clone, Debug)]
+pub(crate) struct MergeTarget {
+    /// The table's actual name.
+    pub(crate) name: String,
+    /// The input's columns as the table spells them, in the input's order, with the
+    /// table's types.
+    pub(crate) columns: Vec<(String, ColumnType)>,
+    /// The key: the table's INTEGER PRIMARY KEY (its rowid), one of `columns`.
+    pub(crate) key: String,
+}
+
+/// Table `table` as a [`MergeTarget`] for rows of `input` columns whose key is `key`
+/// (empty: the table's primary key), when merging them in key order stores what SQLite
+/// stores merging them in input order: the key is the table's INTEGER PRIMARY KEY (the
+/// rowid, so a new row's rowid is its key, whatever the order) and the table has no
+/// other UNIQUE index (whose conflicts would depend on the order), no trigger and no
+/// foreign key, and every input column is one of the table's, with INTEGER, REAL or TEXT
+/// affinity. `None` otherwise (or when there is no such table).
+pub(crate) fn merge_target(
+    conn: &Connection,
+    table: &str,
+    input: &[String],
+    key: &[String],
+) -> Result<Option<MergeTarget>> {
+    let encoding: String = conn
+        .query_row("PRAGMA encoding", [], |r| r.get(0))
+        .map_err(|e| Error::sqlite("reading the database's text encoding", e))?;
+    let Some((name, columns)) = table::existing_columns(conn, table)? else {
+        return Ok(None);
+    };
+    if encoding != "UTF-8" {
+        return Ok(None);
+    }
+    let ctx = |e| Error::sqlite(format!("reading the schema of {}", quote_ident(&name)), e);
+    let (pk, unique, triggers, keys, without_rowid): (Option<String>, i64, i64, i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT CASE WHEN count(*) = 1 AND upper(max(type)) = 'INTEGER' \
+                       THEN max(name) END FROM pragma_table_info(?1) WHERE pk > 0), \
+             (SELECT count(*) FROM pragma_index_list(?1) WHERE \"unique\"), \
+             (SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ?1), \
+             (SELECT count(*) FROM pragma_foreign_key_list(?1)), \
+             (SELECT count(*) FROM pragma_table_list WHERE schema = 'main' AND name = ?1 \
+                AND wr)",
+            [&name],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )
+        .map_err(ctx)?;
+    let Some(pk) = pk else {
+        return Ok(None);
+    };
+    let named = match key {
+        [] => true,
+        [k] => k.eq_ignore_ascii_case(&pk),
+        _ => false,
+    };
+    if !named || unique != 0 || triggers != 0 || keys != 0 || without_rowid != 0 {
+        return Ok(None);
+    }
+    let mut typed = vec![];
+    for c in input {
+        let Some(col) = columns.iter().find(|t| t.name.eq_ignore_ascii_case(c)) else {
+            return Ok(None);
+        };
+        let Some(ty) = ColumnType::from_declared(&col.declared) else {
+            return Ok(None);
+        };
+        typed.push((col.name.clone(), ty));
+    }
+    if !typed.iter().any(|(c, _)| c.eq_ignore_ascii_case(&pk)) {
+        return Ok(None);
+    }
+    Ok(Some(MergeTarget {
+        name,
+        columns: typed,
+        key: pk,
     }))
 }
 

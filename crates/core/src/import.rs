@@ -157,6 +157,11 @@ fn import_with(
             let mut sink = SideFileSink::new(db.to_path_buf(), durability, opts, progress);
             load(&mut plan, &mut sink, opts, progress)?
         }
+        Road::Merge(durability) => {
+            let mut sink =
+                crate::sink::merge::MergeSink::new(db.to_path_buf(), durability, opts, progress);
+            load(&mut plan, &mut sink, opts, progress)?
+        }
         Road::Sqlite => return import_with_sqlite(db, &mut plan, opts, progress, start),
     };
     let mut summary = match loaded {

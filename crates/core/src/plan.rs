@@ -51,6 +51,11 @@ pub(crate) enum Road {
     /// (the plan takes this road only for inputs that can be read again, unless the
     /// table is new).
     SideFile(Durability),
+    /// An upsert (a conflict rule) into an existing table: the page writer builds a side
+    /// file, merged into the table by one statement in key order in one transaction of
+    /// this profile (see [`crate::sink::merge`]); as for the side file, the load goes on
+    /// SQLite's path instead if the table changed since the plan.
+    Merge(Durability),
     /// SQLite's insert path.
     Sqlite,
     /// Nothing is written: the rows are parsed and counted.
@@ -164,6 +169,13 @@ pub(crate) fn choose_road(
         Dest::File(_) if opts.parse_only => return Ok(Road::Null),
         Dest::File(db) => db,
     };
+    if opts.on_conflict != crate::OnConflict::Fail && opts.engine == Engine::Auto {
+        // SQLite's path reports what keeps the merge out, if anything.
+        return Ok(match merge(db, loads, opts) {
+            Ok(Some(durability)) => Road::Merge(durability),
+            Ok(None) | Err(_) => Road::Sqlite,
+        });
+    }
     let fits = page_writer_refusal(loads, opts).is_none();
     match opts.engine {
         Engine::Sqlite => Ok(Road::Sqlite),
@@ -277,6 +289,37 @@ fn side_file(db: &Path, load: &Load<'_>, opts: &ImportOptions) -> Result<Option<
             .then_some(durability)
         }
     })
+}
+
+/// The profile of an upsert through a side file merged in key order into a table of the
+/// existing database `db`, or `None` when it cannot take one: one input read again if
+/// need be (not stdin), of columns known from the sample, no `--pk`, `--alter` or
+/// `--type`, and a table [`append::merge_target`] takes (read now, without a lock: the
+/// merge reads it again inside its transaction).
+fn merge(db: &Path, loads: &[Load<'_>], opts: &ImportOptions) -> Result<Option<Durability>> {
+    let durability = match opts.durability {
+        None => Durability::Balanced,
+        Some(Durability::AtomicNew) => return Ok(None),
+        Some(d) => d,
+    };
+    let [load] = loads else {
+        return Ok(None);
+    };
+    if !db.exists()
+        || !opts.pk.is_empty()
+        || opts.alter
+        || !opts.types.is_empty()
+        || load.read.format.may_add_columns()
+        || !load.inputs.iter().all(|i| matches!(i, Input::Path(_)))
+    {
+        return Ok(None);
+    }
+    let conn = rusqlite::Connection::open_with_flags(
+        db,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| Error::sqlite(format!("opening {}", db.display()), e))?;
+    Ok(append::merge_target(&conn, &load.table, &load.columns, &opts.key)?.map(|_| durability))
 }
 
 /// Typed inputs (Parquet, Arrow) all together when every input is one of the same

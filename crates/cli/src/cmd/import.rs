@@ -218,7 +218,9 @@ pub struct ImportArgs {
     /// What a row whose key is in the table already does: fail (a bad record, the
     /// default), ignore (dropped, as INSERT OR IGNORE), replace (as INSERT OR REPLACE), or
     /// update (the row's loaded columns set to the new values, its others kept, as
-    /// sqlite-utils upsert). Rows go through SQLite's insert path.
+    /// sqlite-utils upsert). Into a table keyed by its INTEGER PRIMARY KEY (and no other
+    /// UNIQUE index) the rows are merged from a side file in key order by one statement;
+    /// elsewhere they go through SQLite's insert path, a row per statement.
     #[arg(
         long,
         value_name = "RULE",

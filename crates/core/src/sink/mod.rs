@@ -10,6 +10,7 @@
 //! [`Sink::finish`] once after the last table (indexes, then commit, publish or
 //! transfer). A sink dropped before `finish` returned leaves the destination as it was.
 
+pub(crate) mod merge;
 pub(crate) mod null;
 pub(crate) mod page;
 pub(crate) mod raw_stmt;

@@ -41,11 +41,8 @@ pub(crate) struct SideFileSink<'p> {
 
 /// The side file of a table with constraints, between its rows and the transfer.
 struct Exact {
-    /// The input's name, for positions.
-    source: Arc<str>,
-    /// Where row `i` (rowid `i + 1` in the side file) came from: the position of a row
-    /// refused only once all are in.
-    origins: Vec<RowOrigin>,
+    /// Where each row came from.
+    origins: Origins,
     /// The rules of the table the records are checked against as they are written.
     rules: RowRules,
     /// Whether the table may have CHECK constraints, which `quick_check` evaluates.
@@ -132,6 +129,56 @@ impl RowRules {
     }
 }
 
+/// Where each row of a side file came from (row `i` is rowid `i + 1`): the position of
+/// a row SQLite refuses only once all are written.
+pub(crate) struct Origins {
+    /// The input's name, for positions.
+    source: Arc<str>,
+    rows: Vec<RowOrigin>,
+}
+
+impl Origins {
+    /// No rows yet, of input `source`.
+    pub(crate) fn new(source: Arc<str>) -> Self {
+        Origins {
+            source,
+            rows: vec![],
+        }
+    }
+
+    /// Takes the origins of `batch`'s rows, which follow those taken before.
+    pub(crate) fn push(&mut self, batch: &Batch) {
+        self.rows.extend((0..batch.rows()).map(|r| batch.origin(r)));
+    }
+
+    /// How many rows.
+    pub(crate) fn len(&self) -> u64 {
+        self.rows.len() as u64
+    }
+
+    /// The bad record of the side file's row `rowid`, which SQLite refused with `e`;
+    /// `fields` are its values as the side file holds them.
+    pub(crate) fn refused(
+        &self,
+        rowid: i64,
+        e: &rusqlite::Error,
+        fields: serde_json::Value,
+    ) -> BadRecord {
+        let origin = self.rows[(rowid - 1) as usize];
+        let pos = Position {
+            path: self.source.clone(),
+            line: origin.line,
+            column: 1,
+            record: origin.record,
+            byte: 0,
+        };
+        BadRecord {
+            error: Error::refused_row(Some(pos), e),
+            fields,
+        }
+    }
+}
+
 impl Drop for SideFileSink<'_> {
     fn drop(&mut self) {
         if self.target.is_some() {
@@ -147,9 +194,7 @@ impl BatchSink for SideFileSink<'_> {
         bad: &mut dyn FnMut(usize, Error) -> Result<()>,
     ) -> Result<u64> {
         if let Some(exact) = &mut self.exact {
-            exact
-                .origins
-                .extend((0..batch.rows()).map(|r| batch.origin(r)));
+            exact.origins.push(batch);
             if !exact.broken && exact.rules.broken_by(batch) {
                 exact.broken = true;
             }
@@ -293,8 +338,7 @@ impl Sink for SideFileSink<'_> {
             let table = exact.as_ref().expect("given comes from an exact table");
             page = page.with_schema(given);
             self.exact = Some(Exact {
-                source: sampled.input.display_name().into(),
-                origins: vec![],
+                origins: Origins::new(sampled.input.display_name().into()),
                 rules: RowRules {
                     not_null: table.not_null.clone(),
                     strict: table.strict.then(|| types.clone()),
@@ -386,26 +430,15 @@ impl SideFileSink<'_> {
             exact.settled = Some(None);
             return Ok(());
         }
-        let origins = std::mem::take(&mut exact.origins);
-        let source = exact.source.clone();
-        let taken = target.insert_one_by_one(
+        let origins = std::mem::replace(&mut exact.origins, Origins::new("".into()));
+        let t = quote_ident(name);
+        let one = format!("INSERT INTO main.{t} SELECT * FROM liteload_side.{t} WHERE rowid = ?1");
+        let taken = target.insert_each(
+            &one,
             name,
-            origins.len() as u64,
+            origins.len(),
             progress,
-            &mut |rowid, e, fields| {
-                let o = origins[(rowid - 1) as usize];
-                let pos = Position {
-                    path: source.clone(),
-                    line: o.line,
-                    column: 1,
-                    record: o.record,
-                    byte: 0,
-                };
-                bad(BadRecord {
-                    error: Error::refused_row(Some(pos), &e),
-                    fields,
-                })
-            },
+            &mut |rowid, e, fields| bad(origins.refused(rowid, &e, fields)),
         )?;
         self.exact.as_mut().expect("checked").settled = Some(Some(taken));
         Ok(())

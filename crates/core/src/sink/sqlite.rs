@@ -207,9 +207,14 @@ impl Conflict {
         })
     }
 
+    /// After `INSERT `: empty, `OR IGNORE ` or `OR REPLACE `.
+    pub(crate) fn or(&self) -> &'static str {
+        self.or
+    }
+
     /// What follows the values of an INSERT of `columns`: empty, or an upsert clause that
     /// sets every loaded column but the key's.
-    fn clause(&self, columns: &[String]) -> String {
+    pub(crate) fn clause(&self, columns: &[String]) -> String {
         let Some(key) = &self.update_key else {
             return String::new();
         };
