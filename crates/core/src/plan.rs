@@ -293,8 +293,9 @@ fn side_file(db: &Path, load: &Load<'_>, opts: &ImportOptions) -> Result<Option<
 
 /// The profile of an upsert through a side file merged in key order into a table of the
 /// existing database `db`, or `None` when it cannot take one: one input read again if
-/// need be (not stdin), of columns known from the sample, no `--pk`, `--alter` or
-/// `--type`, and a table [`append::merge_target`] takes (read now, without a lock: the
+/// need be (not stdin), of columns known from the sample, rows added to an existing
+/// table (not replacing it, not refused by it), no `--pk`, `--alter` or `--type`, and a
+/// table [`append::merge_target`] takes (read now, without a lock: the
 /// merge reads it again inside its transaction).
 fn merge(db: &Path, loads: &[Load<'_>], opts: &ImportOptions) -> Result<Option<Durability>> {
     let durability = match opts.durability {
@@ -306,6 +307,7 @@ fn merge(db: &Path, loads: &[Load<'_>], opts: &ImportOptions) -> Result<Option<D
         return Ok(None);
     };
     if !db.exists()
+        || opts.if_exists != crate::table::IfExists::Append
         || !opts.pk.is_empty()
         || opts.alter
         || !opts.types.is_empty()

@@ -190,6 +190,66 @@ proptest! {
     }
 }
 
+/// A rule with a table that is replaced, or refused because it exists, does what
+/// those say: the merge is for rows added to the table.
+#[test]
+fn a_rule_keeps_what_if_exists_says() {
+    use liteload::IfExists;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let src = dir.path().join("in.csv");
+    std::fs::write(&src, "id,a\n1,new\n3,three\n").unwrap();
+    for (if_exists, want) in [
+        (
+            IfExists::Append,
+            Some(vec![
+                (1, "new".to_string()),
+                (2, "two".into()),
+                (3, "three".into()),
+            ]),
+        ),
+        (
+            IfExists::Replace,
+            Some(vec![(1, "new".to_string()), (3, "three".into())]),
+        ),
+        (IfExists::Fail, None),
+    ] {
+        let _ = std::fs::remove_file(&db);
+        Connection::open(&db)
+            .unwrap()
+            .execute_batch(
+                "CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT); \
+                 INSERT INTO t VALUES (1, 'one', 'x'), (2, 'two', 'y');",
+            )
+            .unwrap();
+        let mut o = ImportOptions::default();
+        o.table = Some("t".into());
+        o.on_conflict = OnConflict::Update;
+        o.if_exists = if_exists;
+        // A replaced table is made from the input: the key is named for it.
+        o.key = vec!["id".into()];
+        let got = import(&db, &[Input::Path(src.clone())], &o, &Progress::default());
+        let rows: Vec<(i64, String)> = Connection::open(&db)
+            .unwrap()
+            .prepare("SELECT id, a FROM t ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        match want {
+            Some(want) => {
+                got.unwrap_or_else(|e| panic!("{if_exists:?}: {e}"));
+                assert_eq!(rows, want, "{if_exists:?}");
+            }
+            None => {
+                assert!(got.is_err(), "{if_exists:?}");
+                assert_eq!(rows, vec![(1, "one".to_string()), (2, "two".into())]);
+            }
+        }
+    }
+}
+
 #[test]
 fn a_key_that_settles_nothing_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();

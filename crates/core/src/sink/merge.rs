@@ -196,7 +196,11 @@ impl Sink for MergeSink<'_> {
         let target = self.target.as_ref().expect("just set");
         // Read again inside the transaction: no other writer changes it from here on.
         let into = match target.merge_target(sampled.table, sampled.columns, &self.opts.key)? {
-            Some(into) if !sampled.grows => into,
+            Some(into)
+                if !sampled.grows && self.opts.if_exists == crate::table::IfExists::Append =>
+            {
+                into
+            }
             _ => {
                 self.abort();
                 return Ok(Begun::Declined);
