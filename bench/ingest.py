@@ -11,7 +11,12 @@ explicit null keeps the value); a tool whose table differs is reported as not ma
 and its time is still shown, marked.
 
     python3 bench/ingest.py [--messages 1000000] [--keys 300000] [--runs 3] [--sqlite-utils-runs 1] [--workdir DIR]
-                            [--kills 10] [--send-rate 50000]
+                            [--kills 10] [--send-rate 50000] [--shape mixed|flight]
+
+--shape flight measures the other stream shape (bench/gen_feed.py --shape flight): every
+value a JSON string, keys of about 30 characters, about 12 fields a message, each key's
+four messages spread over hours (a quarter of the messages bring a new key; --keys is
+ignored). The default, mixed, is short keys drawn at random, 2-8 fields, mixed values.
 
 With --kills N, also measures liteload ingest's loss window: the feed (each line given a
 `seq`) is piped in at --send-rate messages/s and the process is killed (kill -9) at a
@@ -155,11 +160,17 @@ def main():
     ap.add_argument("--workdir", default=os.environ.get("TMPDIR", "/tmp") + "/liteload-bench")
     ap.add_argument("--kills", type=int, default=0, help="measure the loss window with this many kill -9s")
     ap.add_argument("--send-rate", type=int, default=50_000, help="messages/s piped in while measuring the loss window")
+    ap.add_argument("--shape", choices=["mixed", "flight"], default="mixed", help="the stream's shape (see above)")
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
-    feed = os.path.join(a.workdir, f"feed_{a.messages}_{a.keys}.jsonl")
+    if a.shape == "flight":
+        a.keys = max(1, a.messages // 4)
+        feed = os.path.join(a.workdir, f"feed_flight_{a.messages}.jsonl")
+    else:
+        feed = os.path.join(a.workdir, f"feed_{a.messages}_{a.keys}.jsonl")
     if not os.path.exists(feed):
-        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_feed.py"), str(a.messages), str(a.keys), feed], check=True)
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_feed.py"), str(a.messages), str(a.keys), feed,
+                        "--shape", a.shape], check=True)
     models = {False: model_of(feed), True: model_of(feed, null_keeps=True)}
     db = os.path.join(a.workdir, "ingest.db")
     tools = {
@@ -186,7 +197,7 @@ def main():
             results.setdefault(name, []).append(rec)
             clean(db)
     if results:
-        print(f"\n{a.messages:,} messages over {a.keys:,} keys")
+        print(f"\n{a.messages:,} messages over {a.keys:,} keys ({a.shape} shape)")
         print_message_medians(results, a.messages)
     if a.kills:
         loss_window(feed, a.workdir, a.kills, a.send_rate)
