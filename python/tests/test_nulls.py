@@ -48,3 +48,34 @@ def test_on_conflict_and_key_for_import_file_and_write(tmp_path):
     assert table(db) == [(1, "Ada", 10), (2, "two", 20), (3, "Cy", None), (4, "Di", None)]
     with pytest.raises(liteload.UsageError):
         liteload.import_file(db, src, table="t", if_exists="append", on_conflict="merge")
+
+
+def test_a_table_made_beforehand_keeps_its_rules(tmp_path):
+    """Into an empty STRICT table with NOT NULL, CHECK and a text primary key: the rows
+    go through the side file with the table's own definition, stored as sqlite3's
+    executemany stores them; a row that breaks a rule is a bad record with its line."""
+    ddl = ("CREATE TABLE t (id TEXT NOT NULL PRIMARY KEY, n INTEGER NOT NULL CHECK (n >= 0),"
+           " j TEXT, s TEXT) STRICT")
+    src = tmp_path / "in.csv"
+    src.write_text('id,n,j,s\nb,2,"{""k"": [1]}",""\na,1,,é\n', encoding="utf-8")
+    db, ref = tmp_path / "made.db", tmp_path / "ref.db"
+    for path in (db, ref):
+        with closing(sqlite3.connect(path)) as c:
+            c.execute(ddl)
+    got = liteload.import_file(db, src, table="t", if_exists="append", nulls="unquoted")
+    assert got.rows == 2 and got.engine == "direct", got
+    with closing(sqlite3.connect(ref)) as c:
+        c.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", [("b", 2, '{"k": [1]}', ""), ("a", 1, None, "é")])
+        c.commit()
+    assert table(db) == table(ref)
+    # A negative n and a repeated key: refused, the rest loaded, each with its line.
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,n,j,s\nc,3,,x\nd,-1,,y\nc,4,,z\n", encoding="utf-8")
+    db2 = tmp_path / "made2.db"
+    with closing(sqlite3.connect(db2)) as c:
+        c.execute(ddl)
+    got = liteload.import_file(db2, bad, table="t", if_exists="append", max_errors=5)
+    assert (got.rows, got.rejects) == (1, 2), got
+    assert "bad.csv:3" in got.reject_samples[0] and "CHECK" in got.reject_samples[0]
+    assert "bad.csv:4" in got.reject_samples[1] and "UNIQUE" in got.reject_samples[1]
+    assert table(db2) == [("c", 3, "", "x")]  # nulls="typed": an empty TEXT field is ''
