@@ -74,6 +74,45 @@ def print_table(results, sizes, base="liteload", floor=None):
                   f"{cpu:>8.2f} {rows / med:>12,.0f} {ratio:>20}  {size:>8.1f}  {runs[0][3]}")
 
 
+def checked_rounds(tools, names, runs, db, checksum, prepare=None, reference=None, good=None):
+    """Runs each tool of `names` (argv in `tools`) `runs` times, interleaved, in a process
+    of its own on `db`, cleaned and then made ready by `prepare(db)` when given. A run
+    counts only when it exits 0 and `checksum(db)` (whose first item is integrity_check's
+    answer) says "ok", passes `good` when given, and equals `reference` (the first good
+    run's when none is given). Returns ({tool: [(wall, cpu, peak RSS MB), ...]},
+    reference)."""
+    results = {n: [] for n in names}
+    width = max(map(len, names), default=0)
+    for r, order in rotations(names, runs):
+        for name in order:
+            clean(db)
+            if prepare:
+                prepare(db)
+            rc, err, wall, cpu, rss = run_rss(tools[name])
+            if rc != 0:
+                print(f"  {name}: FAILED {err[-500:]}", flush=True)
+                continue
+            got = checksum(db)
+            if got[0] == "ok" and (good is None or good(got)):
+                reference = reference or got
+            if got != reference:
+                print(f"  {name}: WRONG RESULT {got} != {reference}", flush=True)
+                continue
+            results[name].append((wall, cpu, rss))
+            print(f"  round {r + 1}: {name:<{width}} {wall:8.3f} s  cpu {cpu:7.2f} s  peak RSS {rss:7.1f} MB",
+                  flush=True)
+    return results, reference
+
+
+def write_jsonl(path, records):
+    """Writes `records` to `path`, one JSON object a line (nothing without a path)."""
+    import json
+    if path:
+        with open(path, "w") as f:
+            for o in records:
+                f.write(json.dumps(o) + "\n")
+
+
 def print_medians(results, count, extra=None, base="liteload"):
     """results: {tool: [(wall, cpu, peak RSS MB), ...]} of the good runs, in tool order;
     count: the rows (or updates) each run did. Prints one line a tool (median wall time,
@@ -82,7 +121,7 @@ def print_medians(results, count, extra=None, base="liteload"):
     b = results.get(base)
     base_wall = statistics.median(w for w, *_ in b) if b else None
     print(f"{'tool':<17} {'runs':>4} {'wall s':>9} {'min-max':>15} {'CPU s':>8} {'rows/s':>11} "
-          f"{'peak RSS MB':>12} {'vs ' + base:>12}")
+          f"{'peak RSS MB':>12} {'vs ' + base:>16}")
     out = []
     for name, runs in results.items():
         if not runs:
@@ -94,7 +133,7 @@ def print_medians(results, count, extra=None, base="liteload"):
         rss = max(m for *_, m in runs)
         ratio = f"{med / base_wall:.2f}x" if base_wall else ""
         print(f"{name:<17} {len(runs):>4} {med:>9.3f} {min(walls):>7.2f}-{max(walls):<7.2f} {cpu:>8.2f} "
-              f"{count / med:>11,.0f} {rss:>12.1f} {ratio:>12}")
+              f"{count / med:>11,.0f} {rss:>12.1f} {ratio:>16}")
         out.append({"tool": name, **(extra or {}), "wall_s": walls, "median_s": med, "cpu_s": cpu,
                     "peak_rss_mb": rss})
     return out

@@ -25,7 +25,6 @@ either; DuckDB does.
                                [--before PATH] [--tools …] [--json F]
 """
 import argparse
-import csv
 import json
 import os
 import random
@@ -33,7 +32,7 @@ import sqlite3
 import sys
 import uuid
 
-from benchlib import LITELOAD, clean, print_medians, rotations, run_rss
+from benchlib import LITELOAD, checked_rounds, print_medians, write_jsonl
 
 # (name, STRICT type, NOT NULL, kind of value)
 COLUMNS = [
@@ -184,34 +183,19 @@ def main():
     if not names:
         print(f"no tool among {a.tools!r}: the data is made, nothing is timed")
         return
-    results = {n: [] for n in names}
-    reference = None
     size = os.path.getsize(src)
-    for r, order in rotations(names, a.runs):
-        for name in order:
-            clean(db)
-            with sqlite3.connect(db) as c:
-                c.execute(DDL)
-            c.close()
-            rc, err, wall, cpu, rss = run_rss(tools[name])
-            if rc != 0:
-                print(f"  {name}: FAILED {err[-500:]}", flush=True)
-                continue
-            got = checksum(db)
-            reference = reference or got
-            if got != reference or got[0] != "ok" or got[1][0] != a.rows:
-                print(f"  {name}: WRONG RESULT {got} != {reference}", flush=True)
-                continue
-            results[name].append((wall, cpu, rss))
-            print(f"  round {r + 1}: {name:<16} {wall:8.3f} s  cpu {cpu:7.2f} s  peak RSS {rss:7.1f} MB", flush=True)
+
+    def prepare(db):
+        with sqlite3.connect(db) as c:
+            c.execute(DDL)
+        c.close()
+
+    results, _ = checked_rounds(tools, names, a.runs, db, checksum, prepare=prepare,
+                                good=lambda got: got[1][0] == a.rows)
     print(f"\n{a.rows:,} rows ({size / 1e6:,.0f} MB of CSV) into the made STRICT table; {os.cpu_count()} cores; "
           f"medians of {a.runs}")
     out = print_medians(results, a.rows, {"rows": a.rows, "csv_bytes": size})
-    if a.json:
-        with open(a.json, "w") as f:
-            for o in out:
-                f.write(json.dumps(o) + "\n")
-
+    write_jsonl(a.json, out)
 
 if __name__ == "__main__":
     main()

@@ -22,7 +22,6 @@ across tools):
 """
 import argparse
 import csv
-import json
 import os
 import random
 import shutil
@@ -30,7 +29,7 @@ import sqlite3
 import subprocess
 import sys
 
-from benchlib import LITELOAD, clean, print_medians, rotations, run_rss
+from benchlib import LITELOAD, checked_rounds, clean, print_medians, write_jsonl
 
 EXECUTEMANY = r'''
 import csv, sqlite3, sys
@@ -112,31 +111,12 @@ def main():
     if not names:
         print(f"no tool among {a.tools!r}: the data is made, nothing is timed")
         return
-    results = {n: [] for n in names}
-    reference = None
-    for r, order in rotations(names, a.runs):
-        for name in order:
-            clean(db)
-            shutil.copyfile(base, db)
-            rc, err, wall, cpu, rss = run_rss(tools[name])
-            if rc != 0:
-                print(f"  {name}: FAILED {err[-500:]}", flush=True)
-                continue
-            got = checksum(db)
-            reference = reference or got
-            if got != reference or got[0] != "ok":
-                print(f"  {name}: WRONG RESULT {got} != {reference}", flush=True)
-                continue
-            results[name].append((wall, cpu, rss))
-            print(f"  round {r + 1}: {name:<13} {wall:8.3f} s  cpu {cpu:7.2f} s  peak RSS {rss:7.1f} MB", flush=True)
+    results, reference = checked_rounds(tools, names, a.runs, db, checksum,
+                                        prepare=lambda db: shutil.copyfile(base, db))
     print(f"\n{a.updates:,} upserts ({a.updates // 2:,} updates, the rest new) into {a.rows:,} rows; "
           f"{os.cpu_count()} cores; medians of {a.runs}; checksum {reference}")
     out = print_medians(results, a.updates, {"rows": a.rows, "updates": a.updates})
-    if a.json:
-        with open(a.json, "w") as f:
-            for o in out:
-                f.write(json.dumps(o) + "\n")
-
+    write_jsonl(a.json, out)
 
 if __name__ == "__main__":
     main()

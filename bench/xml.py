@@ -27,15 +27,13 @@ Run it with a Python that has the peers (pip install -r ../shared/peers/requirem
 """
 import argparse
 import csv
-import json
 import os
 import platform
 import random
 import sqlite3
-import statistics
 import sys
 
-from benchlib import LITELOAD, clean, rotations, run_rss
+from benchlib import LITELOAD, checked_rounds, clean, print_medians, run_rss, write_jsonl
 
 COLUMNS = ["Id", "PostTypeId", "AcceptedAnswerId", "ParentId", "CreationDate", "Score",
            "ViewCount", "Body", "OwnerUserId", "OwnerDisplayName", "LastEditorUserId",
@@ -204,47 +202,13 @@ def main():
         "pandas read_xml": [sys.executable, "-c", PANDAS, xml_path, db, ddl, ",".join(cols)],
     }
     names = [t for t in a.tools.split(",") if t in tools]
-    results = {n: [] for n in names}
-    for r, order in rotations(names, a.runs):
-        for name in order:
-            clean(db)
-            rc, err, wall, cpu, rss = run_rss(tools[name])
-            if rc != 0:
-                print(f"  {name}: FAILED {err[-500:]}", flush=True)
-                continue
-            got = checksum(db)
-            # The CSV holds the same values; only its typing of Score may differ by
-            # nothing, so the whole checksum must match.
-            if got != reference:
-                print(f"  {name}: WRONG RESULT {got} != {reference}", flush=True)
-                continue
-            results[name].append((wall, cpu, rss))
-            print(f"  round {r + 1}: {name:<16} {wall:8.3f} s  cpu {cpu:7.2f} s  peak RSS {rss:7.1f} MB", flush=True)
+    # The CSV holds the same values, so the whole checksum must match the reference.
+    results, _ = checked_rounds(tools, names, a.runs, db, checksum, reference=reference)
     size = os.path.getsize(xml_path)
-    base = statistics.median(w for w, *_ in results["liteload xml"]) if results.get("liteload xml") else None
     print(f"\n{a.rows:,} posts, XML {size / 1e6:,.0f} MB, CSV {os.path.getsize(csv_path) / 1e6:,.0f} MB; "
           f"{platform.node()}, {os.cpu_count()} cores; medians of {a.runs}")
-    print(f"{'tool':<18} {'runs':>4} {'wall s':>9} {'min-max':>15} {'CPU s':>8} {'rows/s':>11} {'peak RSS MB':>12} {'vs liteload xml':>16}")
-    out = []
-    for name in names:
-        runs = results[name]
-        if not runs:
-            print(f"{name:<18} FAILED")
-            continue
-        walls = [w for w, *_ in runs]
-        med = statistics.median(walls)
-        cpu = statistics.median(c for _, c, _ in runs)
-        rss = max(m for *_, m in runs)
-        ratio = f"{med / base:.2f}x" if base else ""
-        print(f"{name:<18} {len(runs):>4} {med:>9.3f} {min(walls):>7.2f}-{max(walls):<7.2f} {cpu:>8.2f} "
-              f"{a.rows / med:>11,.0f} {rss:>12.1f} {ratio:>16}")
-        out.append({"tool": name, "rows": a.rows, "wall_s": walls, "median_s": med, "cpu_s": cpu,
-                    "peak_rss_mb": rss, "xml_bytes": size})
-    if a.json:
-        with open(a.json, "w") as f:
-            for o in out:
-                f.write(json.dumps(o) + "\n")
-
+    out = print_medians(results, a.rows, {"rows": a.rows, "xml_bytes": size}, base="liteload xml")
+    write_jsonl(a.json, out)
 
 if __name__ == "__main__":
     main()

@@ -50,6 +50,15 @@ pub(crate) fn side_path(db: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// Rolls back the append's transaction on `db` (if it began) and removes its side file:
+/// the database is as it was. For a load that failed or was dropped before its commit.
+pub(crate) fn abandon(target: Option<Target>, db: &Path) {
+    if let Some(target) = target {
+        target.abort();
+    }
+    let _ = std::fs::remove_file(side_path(db));
+}
+
 /// The attached side file's schema name.
 const SIDE: &str = "liteload_side";
 

@@ -11,6 +11,8 @@ use liteload::rusqlite::{types::Value as Sql, Connection};
 use liteload::{import, Engine, ImportOptions, Input, Nulls, Progress, Writer};
 use proptest::prelude::*;
 
+mod support;
+
 /// A table made beforehand: its definition and its columns (all of them, in order),
 /// and whether each is TEXT (where the typed NULL rule keeps an empty field as '').
 struct Shape {
@@ -87,12 +89,7 @@ struct Outcome {
 }
 
 fn read_rows(c: &Connection) -> Vec<Vec<Sql>> {
-    let mut st = c.prepare("SELECT rowid, * FROM t ORDER BY rowid").unwrap();
-    let n = st.column_count();
-    st.query_map([], |r| (0..n).map(|i| r.get::<_, Sql>(i)).collect())
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+    support::table_rows(c, "t", true)
 }
 
 /// Loads `text` into a new database holding `shape` with `engine` and `nulls`; returns
@@ -131,10 +128,7 @@ fn load_with(
     let s = import(&db, &[Input::Path(src)], &o, &Progress::default())
         .unwrap_or_else(|e| panic!("{e}\n{text}"));
     let c = Connection::open(&db).unwrap();
-    let check: String = c
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(check, "ok");
+    support::assert_intact(&c);
     // Sorted: records refused as they are read come first in the log, before those the
     // side file's check refuses.
     let mut refused = std::fs::read_to_string(&rejects)
@@ -169,36 +163,18 @@ fn reference(
         names.join(", "),
         vec!["?"; names.len()].join(", ")
     );
-    let mut refused = vec![];
-    for (i, r) in rows.iter().enumerate() {
+    let values = rows.iter().map(|r| {
         // A NUL byte is not text: the CSV reader refuses the record (docs/import.md).
         if r.iter().any(|(v, _)| v.contains('\0')) {
-            refused.push(i as u64 + 1);
-            continue;
+            return None;
         }
-        // The values liteload binds: text (SQLite's affinity converts it); an empty
-        // field is NULL outside a TEXT column (typed), or when unquoted (unquoted).
-        let values = r.iter().zip(shape.columns).map(|((v, quoted), (_, text))| {
-            let null = v.is_empty()
-                && match nulls {
-                    Nulls::Unquoted => !quoted,
-                    _ => !text,
-                };
-            if null {
-                Sql::Null
-            } else {
-                Sql::Text(v.clone())
-            }
-        });
-        c.execute_batch("SAVEPOINT r").unwrap();
-        match c.execute(&sql, liteload::rusqlite::params_from_iter(values)) {
-            Ok(_) => c.execute_batch("RELEASE r").unwrap(),
-            Err(_) => {
-                refused.push(i as u64 + 1);
-                c.execute_batch("ROLLBACK TO r; RELEASE r").unwrap();
-            }
-        }
-    }
+        let row = r.iter().zip(shape.columns);
+        Some(
+            row.map(|((v, quoted), (_, text))| support::bound(v, *quoted, *text, nulls))
+                .collect(),
+        )
+    });
+    let refused = support::insert_each(&c, &sql, values);
     (read_rows(&c), refused)
 }
 

@@ -7,11 +7,13 @@
 
 use std::path::Path;
 
-use liteload::rusqlite::{types::Value as Sql, Connection};
+use liteload::rusqlite::Connection;
 use liteload::{
     import, ColumnType, ImportOptions, Input, Lexeme, Nulls, Progress, Quoting, TypeGuess,
 };
 use proptest::prelude::*;
+
+mod support;
 
 /// A field as written: its text and whether it is quoted.
 type Field = (String, bool);
@@ -159,11 +161,7 @@ fn check(text: &str, nulls: Nulls, threads: usize) {
     }
     let types: Vec<ColumnType> = guesses.iter().map(TypeGuess::resolve).collect();
     let c = load(dir.path(), text, nulls, threads);
-    assert_eq!(
-        c.query_row("PRAGMA integrity_check", [], |r| r.get::<_, String>(0))
-            .unwrap(),
-        "ok"
-    );
+    support::assert_intact(&c);
     let decl = types
         .iter()
         .enumerate()
@@ -189,35 +187,21 @@ fn check(text: &str, nulls: Nulls, threads: usize) {
         .unwrap();
     let marks = vec!["?"; width].join(", ");
     for row in rows {
-        let values = row.iter().zip(&types).map(|((s, quoted), ty)| {
-            let null = s.is_empty()
-                && match nulls {
-                    Nulls::Typed => *ty != ColumnType::Text,
-                    Nulls::All => true,
-                    Nulls::Unquoted => !quoted,
-                };
-            if null {
-                Sql::Null
-            } else {
-                Sql::Text(s.clone())
-            }
-        });
+        let values = row
+            .iter()
+            .zip(&types)
+            .map(|((s, quoted), ty)| support::bound(s, *quoted, *ty == ColumnType::Text, nulls));
         c.execute(
             &format!("INSERT INTO want VALUES ({marks})"),
             liteload::rusqlite::params_from_iter(values),
         )
         .unwrap();
     }
-    let all = |table: &str| -> Vec<Vec<Sql>> {
-        let mut st = c
-            .prepare(&format!("SELECT * FROM {table} ORDER BY rowid"))
-            .unwrap();
-        st.query_map([], |r| (0..width).map(|i| r.get::<_, Sql>(i)).collect())
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
-    assert_eq!(all("main.t"), all("want"), "{text}");
+    assert_eq!(
+        support::table_rows(&c, "main.t", false),
+        support::table_rows(&c, "want", false),
+        "{text}"
+    );
 }
 
 proptest! {

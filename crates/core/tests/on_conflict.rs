@@ -7,8 +7,10 @@
 //! number of refused rows.
 
 use liteload::rusqlite::{types::Value as Sql, Connection};
-use liteload::{import, ColumnType, ImportOptions, Input, OnConflict, Progress};
+use liteload::{import, ColumnType, ImportOptions, Input, Nulls, OnConflict, Progress};
 use proptest::prelude::*;
+
+mod support;
 
 /// A table made beforehand, its first rows, the columns the input has, and the key.
 struct Shape {
@@ -75,21 +77,9 @@ fn both(shape: &Shape, rows: &[Vec<String>], rule: OnConflict) -> (Outcome, Outc
     o.sniff = false;
     let s = import(&db, &[Input::Path(src)], &o, &Progress::default())
         .unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let read = |c: &Connection| -> Vec<Vec<Sql>> {
-        let mut st = c
-            .prepare(&format!("SELECT * FROM {} ORDER BY rowid", shape.table))
-            .unwrap();
-        let n = st.column_count();
-        st.query_map([], |r| (0..n).map(|i| r.get::<_, Sql>(i)).collect())
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
+    let read = |c: &Connection| support::table_rows(c, shape.table, false);
     let loaded = Connection::open(&db).unwrap();
-    let check: String = loaded
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(check, "ok");
+    support::assert_intact(&loaded);
     let ours = (read(&loaded), s.rejects);
     // Into a table keyed by its rowid, the rows are merged from a side file in key order
     // (one statement, or one at a time when it refused a row).
@@ -128,26 +118,16 @@ fn both(shape: &Shape, rows: &[Vec<String>], rule: OnConflict) -> (Outcome, Outc
         names.join(", "),
         vec!["?"; names.len()].join(", ")
     );
-    let mut refused = 0;
-    for r in rows {
-        // The values liteload binds: text (SQLite's affinity converts it), and an empty
-        // field NULL outside a TEXT column.
-        let values = r.iter().zip(shape.columns).map(|(v, (_, ty))| {
-            if v.is_empty() && *ty != ColumnType::Text {
-                Sql::Null
-            } else {
-                Sql::Text(v.clone())
-            }
-        });
-        c.execute_batch("SAVEPOINT r").unwrap();
-        match c.execute(&sql, liteload::rusqlite::params_from_iter(values)) {
-            Ok(_) => c.execute_batch("RELEASE r").unwrap(),
-            Err(_) => {
-                refused += 1;
-                c.execute_batch("ROLLBACK TO r; RELEASE r").unwrap();
-            }
-        }
-    }
+    // The values liteload binds: text (SQLite's affinity converts it), and an empty
+    // field NULL outside a TEXT column.
+    let values = rows.iter().map(|r| {
+        let row = r.iter().zip(shape.columns);
+        Some(
+            row.map(|(v, (_, ty))| support::bound(v, true, *ty == ColumnType::Text, Nulls::Typed))
+                .collect(),
+        )
+    });
+    let refused = support::insert_each(&c, &sql, values).len() as u64;
     (ours, (read(&c), refused))
 }
 

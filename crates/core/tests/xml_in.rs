@@ -10,9 +10,11 @@
 use std::path::Path;
 
 use liteload::rusqlite::{types::Value as Sql, Connection};
-use liteload::{import, ColumnType, ImportOptions, Input, Lexeme, Progress, TypeGuess};
+use liteload::{import, ColumnType, ImportOptions, Input, Lexeme, Nulls, Progress, TypeGuess};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
+
+mod support;
 
 /// A small deterministic generator (xorshift), so a case is one seed.
 struct Rng(u64);
@@ -423,11 +425,7 @@ fn check(doc_bytes: &[u8], body: &str, record: &str, (threads, sample): (usize, 
     }
     let c = load(dir.path(), "d.xml", doc_bytes, Some(&path), run)
         .unwrap_or_else(|e| panic!("{e}\n{body}"));
-    assert_eq!(
-        c.query_row("PRAGMA integrity_check", [], |r| r.get::<_, String>(0))
-            .unwrap(),
-        "ok"
-    );
+    support::assert_intact(&c);
     let got_names: Vec<(String, String)> = c
         .prepare("SELECT name, type FROM pragma_table_info('t') ORDER BY cid")
         .unwrap()
@@ -482,11 +480,7 @@ fn check(doc_bytes: &[u8], body: &str, record: &str, (threads, sample): (usize, 
     for row in &rows {
         let mut values = vec![Sql::Null; names.len()];
         for (col, v, _) in row {
-            values[*col] = if v.is_empty() && types[*col] != ColumnType::Text {
-                Sql::Null
-            } else {
-                Sql::Text(v.clone())
-            };
+            values[*col] = support::bound(v, true, types[*col] == ColumnType::Text, Nulls::Typed);
         }
         c.execute(
             &format!("INSERT INTO want ({cols}) VALUES ({marks})"),
@@ -494,17 +488,11 @@ fn check(doc_bytes: &[u8], body: &str, record: &str, (threads, sample): (usize, 
         )
         .unwrap();
     }
-    let all = |table: &str| -> Vec<Vec<Sql>> {
-        let mut st = c
-            .prepare(&format!("SELECT * FROM {table} ORDER BY rowid"))
-            .unwrap();
-        let n = st.column_count();
-        st.query_map([], |r| (0..n).map(|i| r.get::<_, Sql>(i)).collect())
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
-    assert_eq!(all("main.t"), all("want"), "\n{body}");
+    assert_eq!(
+        support::table_rows(&c, "main.t", false),
+        support::table_rows(&c, "want", false),
+        "\n{body}"
+    );
 }
 
 proptest! {

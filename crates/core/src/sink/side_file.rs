@@ -88,10 +88,7 @@ impl<'p> SideFileSink<'p> {
     /// Rolls back and removes the side file: the database is as it was.
     fn abort(&mut self) {
         self.page = None;
-        if let Some(target) = self.target.take() {
-            target.abort();
-        }
-        let _ = std::fs::remove_file(append::side_path(&self.db));
+        append::abandon(self.target.take(), &self.db);
     }
 }
 

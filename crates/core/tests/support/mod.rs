@@ -1,0 +1,74 @@
+//! What the differential tests share: a table read back whole, SQLite's own integrity
+//! check, and the value liteload binds for a delimited-text field (the reference's
+//! side of each comparison).
+#![allow(dead_code)]
+
+use liteload::rusqlite::{types::Value as Sql, Connection};
+use liteload::Nulls;
+
+/// Every row of `table` (as SQL: `t`, `main.t`, `want`), ordered by rowid, with the
+/// rowid as the first value when `with_rowid`.
+pub fn table_rows(c: &Connection, table: &str, with_rowid: bool) -> Vec<Vec<Sql>> {
+    let rowid = if with_rowid { "rowid, " } else { "" };
+    let mut st = c
+        .prepare(&format!("SELECT {rowid}* FROM {table} ORDER BY rowid"))
+        .unwrap();
+    let n = st.column_count();
+    st.query_map([], |r| (0..n).map(|i| r.get::<_, Sql>(i)).collect())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Panics unless SQLite's `PRAGMA integrity_check` of the database says ok.
+pub fn assert_intact(c: &Connection) {
+    let check: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+}
+
+/// The value liteload binds for a field with text `text` (`quoted` or not) in a TEXT
+/// column (`text_column`) or another under `nulls`: the text, which SQLite's affinity
+/// converts, or NULL for an empty field the rule makes NULL (typed: outside TEXT; all:
+/// any; unquoted: an unquoted one).
+pub fn bound(text: &str, quoted: bool, text_column: bool, nulls: Nulls) -> Sql {
+    let null = text.is_empty()
+        && match nulls {
+            Nulls::Unquoted => !quoted,
+            Nulls::All => true,
+            _ => !text_column,
+        };
+    if null {
+        Sql::Null
+    } else {
+        Sql::Text(text.to_string())
+    }
+}
+
+/// SQLite's own insert path, the reference: runs `sql` (an INSERT of one row's values)
+/// for each of `rows` in a savepoint of its own, a refused row rolled back (`None`: a
+/// row the reader refuses before SQLite sees it). Returns the numbers (from 1) of the
+/// rows refused.
+pub fn insert_each(
+    c: &Connection,
+    sql: &str,
+    rows: impl IntoIterator<Item = Option<Vec<Sql>>>,
+) -> Vec<u64> {
+    let mut refused = vec![];
+    for (i, values) in rows.into_iter().enumerate() {
+        let Some(values) = values else {
+            refused.push(i as u64 + 1);
+            continue;
+        };
+        c.execute_batch("SAVEPOINT r").unwrap();
+        match c.execute(sql, liteload::rusqlite::params_from_iter(values)) {
+            Ok(_) => c.execute_batch("RELEASE r").unwrap(),
+            Err(_) => {
+                refused.push(i as u64 + 1);
+                c.execute_batch("ROLLBACK TO r; RELEASE r").unwrap();
+            }
+        }
+    }
+    refused
+}
