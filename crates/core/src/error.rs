@@ -201,6 +201,14 @@ pub enum ErrorKind {
         /// What went wrong.
         message: String,
     },
+    /// A database server that rows are read from (PostgreSQL, see [`crate::postgres`])
+    /// could not be reached, refused the credentials, or failed during the copy.
+    Database {
+        /// The server and database (`host:port/dbname`), never with a password.
+        server: String,
+        /// What went wrong, with what the server said.
+        message: String,
+    },
     /// A feed server that ingest follows ([`crate::ingest::connect`]) failed the TLS
     /// handshake, or kept closing connections without sending a message (it refused
     /// the credentials, say): retrying would not help.
@@ -302,6 +310,15 @@ impl Error {
     pub fn cluster(node: impl Into<String>, message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Cluster {
             node: node.into(),
+            message: message.into(),
+        })
+    }
+
+    /// A database server that rows are read from failed (see [`ErrorKind::Database`]).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn database(server: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Database {
+            server: server.into(),
             message: message.into(),
         })
     }
@@ -465,6 +482,7 @@ impl Error {
             ErrorKind::Interrupted => write!(f, "stopped before the end; nothing was changed")?,
             ErrorKind::Cluster { node, message } => write!(f, "rqlite node {node}: {message}")?,
             ErrorKind::Peer { peer, message } => write!(f, "feed server {peer}: {message}")?,
+            ErrorKind::Database { server, message } => write!(f, "PostgreSQL {server}: {message}")?,
         }
         match self.hint() {
             Some(h) => write!(f, "{}", hint(h)),

@@ -40,6 +40,8 @@ pub mod kv;
 mod options;
 mod pipeline;
 mod plan;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "network")]
 pub mod rqlite;
 mod run;

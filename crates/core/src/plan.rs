@@ -158,6 +158,47 @@ pub(crate) fn plan<'i>(
     })
 }
 
+/// Plans loading each of `inputs` (the program's record batches, read with `read`)
+/// into the table of the same place in `tables`, one load each, through `road`: the
+/// plan of a database copied table by table (see [`crate::postgres`]), whose tables
+/// and writer the caller knows. Each input's sample is its schema.
+#[cfg(feature = "postgres")]
+pub(crate) fn plan_tables<'i>(
+    inputs: &'i [Input],
+    tables: &[String],
+    read: &ReadOptions,
+    road: Road,
+    opts: &ImportOptions,
+    progress: &Progress,
+) -> Result<ImportPlan<'i>> {
+    let mut loads = vec![];
+    let mut notes = vec![];
+    for (i, table) in tables.iter().enumerate() {
+        let mut load = Load {
+            inputs: &inputs[i..i + 1],
+            read: read.clone(),
+            table: table.clone(),
+            columns: vec![],
+            types: vec![],
+            source: None,
+            sampled: false,
+        };
+        let sampled = load.open(opts, progress)?;
+        (load.columns, load.types) = (sampled.columns, sampled.types);
+        notes.extend(sampled.notes);
+        load.source = Some(sampled.src);
+        load.sampled = true;
+        loads.push(load);
+    }
+    Ok(ImportPlan {
+        loads,
+        road,
+        sniffed: vec![],
+        notes,
+        locale_hints: vec![],
+    })
+}
+
 /// The one place the writer is chosen (see [`Engine`] for the rule of `Auto`).
 pub(crate) fn choose_road(
     dest: Dest<'_>,

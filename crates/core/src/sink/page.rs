@@ -30,7 +30,19 @@ pub(crate) enum PageOut {
     Side(PathBuf),
 }
 
-/// The page writer for one table of a new file.
+/// How a table of a load of several tables is written (see [`PageSink::with_tables`]).
+#[derive(Clone, Debug)]
+pub(crate) struct TableShape {
+    /// The table's name.
+    pub(crate) table: String,
+    /// Its INTEGER PRIMARY KEY: a column whose values are the rowids, arriving in
+    /// strictly increasing order.
+    pub(crate) rowid: Option<String>,
+    /// Its indexes, built after its rows.
+    pub(crate) indexes: Vec<IndexSpec>,
+}
+
+/// The page writer for the tables of a new file: one, or several with their shapes.
 pub(crate) struct PageSink<'p> {
     out: PageOut,
     page_size: u32,
@@ -54,6 +66,16 @@ pub(crate) struct PageSink<'p> {
     /// Whether a UNIQUE index of a given schema met two rows with one key (written all
     /// the same: such a side file is read row by row, never transferred).
     duplicate_keys: bool,
+    /// The tables of a load of several, each begun in turn (empty: one table, with
+    /// `indexes`).
+    shapes: Vec<TableShape>,
+    /// The file's writer once a table has ended and another may follow.
+    between: Option<DbWriter<SeqFile>>,
+    /// CREATE INDEX statements of ended tables whose entries were given up, for SQLite
+    /// to run on the finished file.
+    by_sqlite: Vec<String>,
+    /// Whether the table being written takes its rowids from a column.
+    keyed: bool,
 }
 
 /// An existing table's definition, which a side file repeats word for word so that
@@ -78,6 +100,8 @@ struct Building {
     create: String,
     rows: Rows,
     spill_dir: PathBuf,
+    /// Its indexes, built after its rows.
+    indexes: Vec<IndexSpec>,
 }
 
 impl<'p> PageSink<'p> {
@@ -105,7 +129,46 @@ impl<'p> PageSink<'p> {
             create: None,
             given: None,
             duplicate_keys: false,
+            shapes: vec![],
+            between: None,
+            by_sqlite: vec![],
+            keyed: false,
         }
+    }
+
+    /// Writes several tables into the one file, each begun in turn with its shape (a
+    /// table begun without one is refused).
+    pub(crate) fn with_tables(mut self, shapes: Vec<TableShape>) -> Self {
+        self.shapes = shapes;
+        self
+    }
+
+    /// Ends the table being written (its b-tree, then its indexes), keeping the file's
+    /// writer for the next table.
+    fn end_table(&mut self) -> Result<DbWriter<SeqFile>> {
+        let Some(mut b) = self.building.take() else {
+            return Err(Error::internal("the page writer finished without a table"));
+        };
+        let path = self.writing.clone().expect("a table begun has its file");
+        let table = b
+            .table
+            .take()
+            .expect("the table is set aside between calls");
+        b.db.attach(table)
+            .finish()
+            .map_err(|e| from_btree(e, Some(&path)))?;
+        let given = self.given.as_ref().map(|g| g.indexes.as_slice());
+        let indexes = std::mem::take(&mut b.indexes);
+        let (by_sqlite, duplicates) = write_indexes(&mut b, &indexes, given, self.progress)?;
+        self.by_sqlite.extend(by_sqlite);
+        self.duplicate_keys |= duplicates;
+        // The table's text, with the columns it gained (the page writer stored the same).
+        let grown = b.rows.columns().filter(|c| c.len() != b.cols.len());
+        self.create = Some(match grown {
+            Some(cols) => table::create_sql(&b.name, cols, &[]),
+            None => std::mem::take(&mut b.create),
+        });
+        Ok(b.db)
     }
 
     /// Writes the table with `given`'s definition and index names instead of its own:
@@ -174,17 +237,48 @@ impl BatchSink for PageSink<'_> {
 
 impl Sink for PageSink<'_> {
     fn begin(&mut self, sampled: &Sampled<'_>) -> Result<Begun> {
-        if self.building.is_some() || self.create.is_some() {
-            return Err(Error::internal("the page writer writes one table"));
-        }
         let (name, columns) = (sampled.table, sampled.columns);
+        let shape = if self.shapes.is_empty() {
+            if self.building.is_some() || self.create.is_some() {
+                return Err(Error::internal("the page writer writes one table"));
+            }
+            None
+        } else {
+            let shape = self
+                .shapes
+                .iter()
+                .find(|s| s.table == name)
+                .cloned()
+                .ok_or_else(|| Error::internal(format!("no shape for table {name:?}")))?;
+            if self.building.is_some() {
+                let db = self.end_table()?;
+                self.between = Some(db);
+            }
+            Some(shape)
+        };
+        let indexes = shape
+            .as_ref()
+            .map_or_else(|| self.indexes.clone(), |s| s.indexes.clone());
+        let rowid = match shape.as_ref().and_then(|s| s.rowid.as_ref()) {
+            Some(k) => Some(
+                columns
+                    .iter()
+                    .position(|c| c.eq_ignore_ascii_case(k))
+                    .filter(|&i| sampled.types[i] == ColumnType::Integer)
+                    .ok_or_else(|| {
+                        Error::internal(format!("the key {k:?} is no INTEGER column of {name:?}"))
+                    })?,
+            ),
+            None => None,
+        };
+        self.keyed = rowid.is_some();
         if columns.is_empty() {
             return Err(Error::usage(format!(
                 "no columns for the new table {}: the input has no records to name them",
                 quote_ident(name)
             )));
         }
-        for ix in &self.indexes {
+        for ix in &indexes {
             for c in &ix.columns {
                 if !columns.iter().any(|k| k.eq_ignore_ascii_case(c)) {
                     return Err(Error::usage(format!(
@@ -204,9 +298,33 @@ impl Sink for PageSink<'_> {
             Some(given) => given.create.clone(),
             None => {
                 crate::schema::check_new_table(name, columns.iter().map(String::as_str))?;
-                table::create_sql(name, &cols, &[])
+                let pk: Vec<String> = rowid.iter().map(|&i| columns[i].clone()).collect();
+                table::create_sql(name, &cols, &pk)
             }
         };
+        if let Some(mut db) = self.between.take() {
+            // The next table of a load of several, in the same file.
+            let path = self.writing.clone().expect("a table begun has its file");
+            let spill_dir = spill_dir_of(&path);
+            let rows = self.rows_for(&indexes, columns, rowid, &spill_dir);
+            let table = db.table(name, &create).detach();
+            self.building = Some(Building {
+                db,
+                table: Some(table),
+                name: name.to_string(),
+                cols,
+                create,
+                rows,
+                spill_dir,
+                indexes,
+            });
+            return Ok(Begun::Table(TablePlan {
+                table: name.to_string(),
+                columns: columns.to_vec(),
+                types: sampled.types.to_vec(),
+                may_alter: false,
+            }));
+        }
         // A new file is built beside its name; a side file is its own name.
         let path = match &self.out {
             PageOut::New(db) => {
@@ -223,27 +341,8 @@ impl Sink for PageSink<'_> {
         }
         .map_err(|e| from_btree(e, Some(&path)))?;
         self.writing = Some(path.clone());
-        let spill_dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-            .to_path_buf();
-        let position = |c: &String| {
-            columns
-                .iter()
-                .position(|k| k.eq_ignore_ascii_case(c))
-                .expect("index columns were checked")
-        };
-        let gather: Vec<IndexEntries> = self
-            .indexes
-            .iter()
-            .map(|ix| IndexEntries::new(ix.columns.iter().map(position).collect()))
-            .collect();
-        let mut rows = Rows::new(1, (0..columns.len()).map(Some).collect()).with_indexes(
-            gather,
-            self.index_memory,
-            Some(spill_dir.clone()),
-        );
+        let spill_dir = spill_dir_of(&path);
+        let mut rows = self.rows_for(&indexes, columns, rowid, &spill_dir);
         if sampled.grows {
             rows = rows.growing(name, cols.clone());
         }
@@ -256,6 +355,7 @@ impl Sink for PageSink<'_> {
             create,
             rows,
             spill_dir,
+            indexes,
         });
         Ok(Begun::Table(TablePlan {
             table: name.to_string(),
@@ -267,32 +367,16 @@ impl Sink for PageSink<'_> {
 
     fn wants_records(&self) -> bool {
         // The parser encodes the records on its threads instead of the writer (10M-row
-        // TSV: see bench/README.md); index keys are read back from them.
-        true
+        // TSV: see bench/README.md); index keys are read back from them. A table whose
+        // rowids come from a column stores NULL there, which the record would not.
+        !self.keyed
     }
 
     fn finish(&mut self, summary: &mut Summary) -> Result<()> {
-        let Some(mut b) = self.building.take() else {
-            return Err(Error::internal("the page writer finished without a table"));
-        };
+        let db = self.end_table()?;
         let path = self.writing.clone().expect("a table begun has its file");
-        let err = |e| from_btree(e, Some(&path));
-        let table = b
-            .table
-            .take()
-            .expect("the table is set aside between calls");
-        b.db.attach(table).finish().map_err(err)?;
-        let given = self.given.as_ref().map(|g| g.indexes.as_slice());
-        let (by_sqlite, duplicates) = write_indexes(&mut b, &self.indexes, given, self.progress)?;
-        self.duplicate_keys = duplicates;
-        b.db.finish().map_err(err)?;
-        direct::complete(&path, &by_sqlite, self.verify, self.progress)?;
-        // The table's text, with the columns it gained (the page writer stored the same).
-        let grown = b.rows.columns().filter(|c| c.len() != b.cols.len());
-        self.create = Some(match grown {
-            Some(cols) => table::create_sql(&b.name, cols, &[]),
-            None => std::mem::take(&mut b.create),
-        });
+        db.finish().map_err(|e| from_btree(e, Some(&path)))?;
+        direct::complete(&path, &self.by_sqlite, self.verify, self.progress)?;
         summary.rows_per_statement = 0;
         summary.engine = Some(Writer::Direct);
         summary.verified = self.verify;
@@ -304,6 +388,44 @@ impl Sink for PageSink<'_> {
         self.writing = None;
         summary.notes.append(&mut self.notes);
         Ok(())
+    }
+}
+
+/// Where the index runs of a file at `path` spill: its directory.
+fn spill_dir_of(path: &Path) -> PathBuf {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf()
+}
+
+impl PageSink<'_> {
+    /// What turns a table's batches (of `columns`) into its rows, gathering the entries
+    /// of `indexes`; with `rowid`, that column's values are the rowids.
+    fn rows_for(
+        &self,
+        indexes: &[IndexSpec],
+        columns: &[String],
+        rowid: Option<usize>,
+        spill_dir: &Path,
+    ) -> Rows {
+        let position = |c: &String| {
+            columns
+                .iter()
+                .position(|k| k.eq_ignore_ascii_case(c))
+                .expect("index columns were checked")
+        };
+        let gather: Vec<IndexEntries> = indexes
+            .iter()
+            .map(|ix| IndexEntries::new(ix.columns.iter().map(position).collect()))
+            .collect();
+        let mut rows = Rows::new(1, (0..columns.len()).map(Some).collect()).with_indexes(
+            gather,
+            self.index_memory,
+            Some(spill_dir.to_path_buf()),
+        );
+        rows.rowid_column = rowid;
+        rows
     }
 }
 
@@ -404,6 +526,9 @@ fn write_indexes(
 /// rowid `first_rowid + i`, and its index entries are gathered as it goes.
 struct Rows {
     next_rowid: i64,
+    /// The batch column whose values are the rowids (an INTEGER PRIMARY KEY, stored as
+    /// NULL in the record), or `None` for rowids counted from `next_rowid`.
+    rowid_column: Option<usize>,
     /// For each table column: the batch column it comes from, or `None` for the rowid
     /// alias. The batch columns appear in order: 0, 1, 2, …
     layout: Vec<Option<usize>>,
@@ -434,6 +559,7 @@ impl Rows {
         );
         Rows {
             next_rowid: first_rowid,
+            rowid_column: None,
             layout,
             indexes: vec![],
             index_memory: usize::MAX,
@@ -527,7 +653,23 @@ impl Rows {
             record.clear();
             cells.clear();
             for from in &self.layout {
-                let cell = match from.and_then(|_| row.next()) {
+                let value = from.and_then(|_| row.next());
+                if *from == self.rowid_column && from.is_some() {
+                    match value {
+                        Some(Value::Integer(i)) => self.next_rowid = i,
+                        _ => {
+                            return Err(Error::internal(
+                                "an INTEGER PRIMARY KEY value that is not an integer",
+                            ))
+                        }
+                    }
+                    record.value(&Cell::Null);
+                    if indexing {
+                        cells.push(Cell::Integer(self.next_rowid));
+                    }
+                    continue;
+                }
+                let cell = match value {
                     None | Some(Value::Null) => Cell::Null,
                     Some(Value::Integer(i)) => Cell::Integer(i),
                     Some(Value::Real(f)) => Cell::Real(f),

@@ -778,11 +778,17 @@ fn fed_lane(lane: Lane, input: Receiver<Option<std::result::Result<RecordBatch, 
                 return;
             }
             Some(Err(e)) => {
-                lane.fail(Error::input(
-                    at(&lane.name, 0),
-                    None,
-                    format!("reading a record batch: {e}"),
-                ));
+                // A reader of liteload's own (a database's copy) fails with its error.
+                lane.fail(match e {
+                    ArrowError::ExternalError(inner) if inner.is::<Error>() => {
+                        *inner.downcast::<Error>().expect("checked to be one")
+                    }
+                    e => Error::input(
+                        at(&lane.name, 0),
+                        None,
+                        format!("reading a record batch: {e}"),
+                    ),
+                });
                 return;
             }
             Some(Ok(rb)) => {

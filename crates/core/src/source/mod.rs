@@ -20,6 +20,8 @@ pub mod locale;
 #[cfg(test)]
 mod outcome;
 pub mod parallel;
+#[cfg(feature = "postgres")]
+pub(crate) mod postgres;
 mod serialized;
 pub mod sniff;
 pub mod tabular;

@@ -3,6 +3,8 @@
 //! side of each comparison).
 #![allow(dead_code)]
 
+pub mod pg;
+
 use liteload::rusqlite::{types::Value as Sql, Connection};
 use liteload::Nulls;
 

@@ -1,0 +1,278 @@
+//! PostgreSQL into SQLite: the base tables of a schema (or some of them, or a query's
+//! result) copied into a SQLite file, all read inside one snapshot.
+//!
+//! Each table is read with `COPY … TO STDOUT (FORMAT binary)` on several connections
+//! that share the snapshot the first one exports (`pg_export_snapshot`), cut into block
+//! ranges (or key ranges of an integer primary key), decoded straight into Arrow
+//! batches and written by the page writer into a new file that is put in place only
+//! when every table is in (`atomic-new`): an error, a cancel or a kill leaves no file.
+//! Into a file that exists, the tables go through SQLite's insert path in one
+//! transaction (`balanced`).
+//!
+//! | PostgreSQL | SQLite |
+//! |---|---|
+//! | smallint, integer, bigint, oid | INTEGER |
+//! | real, double precision | REAL (NaN is NULL, ±Infinity kept; real as the shortest decimal PostgreSQL prints) |
+//! | numeric | TEXT, exact (`Decimals::Real`: REAL) |
+//! | boolean | INTEGER 0/1 |
+//! | text, varchar, char(n), name | TEXT |
+//! | bytea | BLOB |
+//! | uuid | TEXT |
+//! | date | TEXT `YYYY-MM-DD` |
+//! | timestamp | TEXT `YYYY-MM-DDTHH:MM:SS[.ffffff]` |
+//! | timestamptz | TEXT, the instant in UTC: `YYYY-MM-DDTHH:MM:SS[.ffffff]Z` |
+//! | time | TEXT `HH:MM:SS[.ffffff]` |
+//! | json, jsonb | TEXT, the JSON |
+//! | arrays | TEXT, a JSON array (nested for several dimensions, NULL elements `null`) |
+//! | enum, inet, cidr, interval, money | TEXT as PostgreSQL prints it |
+//! | anything else | TEXT as PostgreSQL prints it, with a note in the summary |
+//!
+//! `infinity` and `-infinity` dates and timestamps are those words; a year before 1 is
+//! written as PostgreSQL writes it, with ` BC`. A domain is its base type.
+//!
+//! Keys and indexes: a one-column integer primary key becomes the table's INTEGER
+//! PRIMARY KEY (its rows are read in key order); any other primary key and every
+//! UNIQUE index becomes a UNIQUE index, and every other b-tree index on columns an
+//! index, all built by the page writer after the rows. Expression, partial and
+//! non-b-tree indexes are skipped, each with a note.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::import::load;
+use crate::options::ImportOptions;
+use crate::plan::{self, Road};
+use crate::sink::page::{PageOut, PageSink, TableShape};
+use crate::sink::sqlite::SqliteSink;
+use crate::sink::NullSink;
+use crate::source::columnar::Decimals;
+use crate::source::postgres::catalog;
+use crate::source::postgres::connect::Server;
+use crate::source::postgres::copy::{CopyReader, Pool};
+use crate::source::postgres::decode;
+use crate::source::{Format, Input, ReadOptions};
+use crate::summary::{self, Progress, Summary};
+use crate::table::IfExists;
+
+pub use crate::source::postgres::is_postgres_url;
+
+/// What to copy from a PostgreSQL database, besides the load's [`ImportOptions`] (whose
+/// `table` names a query's table, `read.decimals` says how numerics are stored, and
+/// whose engine, durability, verify and index memory apply as for any load).
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct PgOptions {
+    /// The schema whose base tables are copied; `None`: `public`.
+    pub schema: Option<String>,
+    /// Only these tables of the schema, by their exact names; empty: all of them.
+    pub tables: Vec<String>,
+    /// Copy this query's rows instead, into the table that [`ImportOptions::table`]
+    /// names.
+    pub query: Option<String>,
+    /// Connections that copy at once; `None`: one per core, at most 8.
+    pub connections: Option<usize>,
+}
+
+/// Copies from the PostgreSQL database at `url` (a libpq URI:
+/// `postgresql://USER@HOST:PORT/DBNAME`, `?host=/socket/dir`, `sslmode=…`; the password
+/// from the URI, `PGPASSWORD` or the password file) into the SQLite database at `db`,
+/// what `pg` names, with `opts`. Every table is read inside one snapshot. On error the
+/// file is as it was before (none, for a new one).
+pub fn import_postgres(
+    db: impl AsRef<Path>,
+    url: &str,
+    pg: &PgOptions,
+    opts: &ImportOptions,
+    progress: &Progress,
+) -> Result<Summary> {
+    let db = db.as_ref();
+    let start = Instant::now();
+    refuse_options(pg, opts)?;
+    let server = Server::parse(url)?;
+    let mut main = server.connect()?;
+    main.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .map_err(|e| server.error("beginning the snapshot", &e))?;
+    let snapshot: String = main
+        .query_one("SELECT pg_export_snapshot()", &[])
+        .map_err(|e| server.error("exporting the snapshot", &e))?
+        .get(0);
+    let decimals_real = opts.read.decimals == Decimals::Real;
+    let mut notes = vec![];
+    let mut tables = match &pg.query {
+        Some(q) => {
+            let name = opts.table.as_deref().ok_or_else(|| {
+                Error::usage(
+                    "a query's rows need a table to go to: name it in ImportOptions::table",
+                )
+            })?;
+            vec![catalog::query(
+                &mut main,
+                &server,
+                q,
+                name,
+                decimals_real,
+                &mut notes,
+            )?]
+        }
+        None => {
+            let schema = pg.schema.as_deref().unwrap_or("public");
+            catalog::tables(
+                &mut main,
+                &server,
+                schema,
+                &pg.tables,
+                decimals_real,
+                &mut notes,
+            )?
+        }
+    };
+    if let (None, Some(t), [one]) = (&pg.query, &opts.table, tables.as_mut_slice()) {
+        one.name.clone_from(t);
+    }
+    for t in &tables {
+        if let Some(problem) = crate::schema::table_name_problem(&t.name) {
+            return Err(Error::usage(format!("{}: {problem}", t.shown)));
+        }
+    }
+    let workers = pg
+        .connections
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().min(8)))
+        .max(1);
+    let pool = Arc::new(Pool::new(server.clone(), snapshot));
+    let mut inputs = vec![];
+    let mut shapes = vec![];
+    for t in &tables {
+        let pieces = catalog::pieces(&mut main, &server, t, workers * 4)?;
+        let columns: Vec<(String, decode::Kind)> =
+            t.columns.iter().map(|c| (c.name.clone(), c.kind)).collect();
+        let reader = CopyReader::new(
+            t.shown.clone(),
+            &columns,
+            pieces,
+            pool.clone(),
+            workers,
+            opts.batch_rows,
+            progress.bytes_read.clone(),
+        );
+        inputs.push(Input::record_batches(t.shown.clone(), reader));
+        shapes.push(TableShape {
+            table: t.name.clone(),
+            rowid: t.rowid.map(|k| t.columns[k].name.clone()),
+            indexes: t.indexes.clone(),
+        });
+    }
+    let names: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
+    let mut read = ReadOptions {
+        format: Format::Arrow,
+        ..opts.read.clone()
+    };
+    read.parse_threads = read.parse_threads.max(workers.min(4));
+    let road = if opts.parse_only {
+        Road::Null
+    } else if plan::new_file_by_pages(opts.engine, db, opts.durability, || true) {
+        Road::NewFile
+    } else {
+        Road::Sqlite
+    };
+    let mut plan = plan::plan_tables(&inputs, &names, &read, road, opts, progress)?;
+    let mut summary = match road {
+        Road::Null => load(&mut plan, &mut NullSink::default(), opts, progress)?.done()?,
+        Road::NewFile => {
+            let page_size = opts
+                .file
+                .page_size
+                .unwrap_or(crate::direct::DEFAULT_PAGE_SIZE);
+            let mut sink = PageSink::new(
+                PageOut::New(db.to_path_buf()),
+                page_size,
+                vec![],
+                opts.index_memory,
+                opts.verify,
+                progress,
+            )
+            .with_tables(shapes);
+            load(&mut plan, &mut sink, opts, progress)?.done()?
+        }
+        _ => crate::run::through_sqlite(
+            db,
+            opts.durability,
+            opts.file,
+            progress,
+            start,
+            Summary::default(),
+            |conn, summary| {
+                // The tables this load makes get their keys; indexes come after the rows.
+                let mut made = vec![];
+                for (l, shape) in plan.loads.iter().zip(&shapes) {
+                    let exists: bool = conn
+                        .query_row(
+                            "SELECT count(*) > 0 FROM sqlite_schema WHERE name = ?1 COLLATE NOCASE",
+                            [&l.table],
+                            |r| r.get(0),
+                        )
+                        .map_err(|e| Error::sqlite("reading the schema", e))?;
+                    if exists {
+                        continue;
+                    }
+                    let cols: Vec<(String, crate::ColumnType)> = l
+                        .columns
+                        .iter()
+                        .cloned()
+                        .zip(l.types.iter().copied())
+                        .collect();
+                    let pk: Vec<String> = shape.rowid.iter().cloned().collect();
+                    conn.execute_batch(&crate::table::create_sql(&l.table, &cols, &pk))
+                        .map_err(|e| Error::sqlite(format!("creating table {:?}", l.table), e))?;
+                    made.push(shape);
+                }
+                let mut sink = SqliteSink::new(conn, opts, progress);
+                *summary = load(&mut plan, &mut sink, opts, progress)?.done()?;
+                for shape in made {
+                    for ix in &shape.indexes {
+                        conn.execute_batch(&ix.sql(&shape.table))
+                            .map_err(|e| ix.build_error(&shape.table, e))?;
+                    }
+                }
+                Ok(())
+            },
+        )?,
+    };
+    // The snapshot ends; the copy's connections close with the pool.
+    let _ = main.batch_execute("COMMIT");
+    summary.notes.extend(notes);
+    summary.bytes_read = progress
+        .bytes_read
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if road != Road::Null {
+        summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
+    }
+    summary::finish(&mut summary, start);
+    Ok(summary)
+}
+
+/// Options that a copy from a database cannot take.
+fn refuse_options(pg: &PgOptions, opts: &ImportOptions) -> Result<()> {
+    let refused = if !opts.pk.is_empty() || !opts.key.is_empty() {
+        Some("keys come from the database's own primary keys")
+    } else if !opts.indexes.is_empty() {
+        Some("indexes come from the database's own")
+    } else if opts.on_conflict != crate::OnConflict::Fail {
+        Some("a conflict rule applies to loads into a table that exists; a copy makes its tables")
+    } else if opts.alter || !opts.types.is_empty() {
+        Some("the column types come from the database")
+    } else if opts.if_exists != IfExists::Append {
+        Some("a copy makes its tables (a table that exists already gets the rows appended)")
+    } else if pg.query.is_some() && !pg.tables.is_empty() {
+        Some("a query or a list of tables, not both")
+    } else if pg.query.is_none() && opts.table.is_some() && pg.tables.len() != 1 {
+        Some("a table name goes with a query, or with one table to copy")
+    } else {
+        None
+    };
+    match refused {
+        Some(why) => Err(Error::usage(format!("copying from PostgreSQL: {why}"))),
+        None => Ok(()),
+    }
+}

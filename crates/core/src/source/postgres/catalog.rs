@@ -1,0 +1,446 @@
+//! What is copied, read from PostgreSQL's catalog inside the copy's snapshot: the base
+//! tables of a schema (or a query's result columns), each column's kind and the
+//! expression that selects it, the key that becomes an INTEGER PRIMARY KEY, and the
+//! indexes the page writer rebuilds.
+
+use postgres::Client;
+
+use super::connect::Server;
+use super::decode::Kind;
+use crate::error::{Error, Result};
+use crate::schema::quote_ident;
+use crate::table::IndexSpec;
+
+/// A column as it is copied.
+#[derive(Clone, Debug)]
+pub(crate) struct Column {
+    /// The name in SQLite (PostgreSQL's, made distinct ignoring ASCII case).
+    pub(crate) name: String,
+    pub(crate) kind: Kind,
+    /// What the copy selects: the column, or its text on the server (`col::text`,
+    /// `array_to_json(col)::text`).
+    pub(crate) select: String,
+}
+
+/// A table (or a query) to copy.
+#[derive(Clone, Debug)]
+pub(crate) struct Table {
+    /// Its name in SQLite.
+    pub(crate) name: String,
+    /// What the copy reads from: `"schema"."table"`, or `(query) q`.
+    pub(crate) from: String,
+    /// Shown in messages: `schema.table` or `query`.
+    pub(crate) shown: String,
+    pub(crate) columns: Vec<Column>,
+    /// The one-column integer primary key (an index into `columns`).
+    pub(crate) rowid: Option<usize>,
+    pub(crate) indexes: Vec<IndexSpec>,
+    /// Blocks of the table's heap at the snapshot (0 for a partitioned table or a query).
+    pub(crate) blocks: i64,
+    /// Whether block ranges (`ctid`) can cut it.
+    pub(crate) by_blocks: bool,
+}
+
+/// Built-in type OIDs (stable across PostgreSQL releases).
+mod oid {
+    pub const BOOL: u32 = 16;
+    pub const BYTEA: u32 = 17;
+    pub const NAME: u32 = 19;
+    pub const INT8: u32 = 20;
+    pub const INT2: u32 = 21;
+    pub const INT4: u32 = 23;
+    pub const TEXT: u32 = 25;
+    pub const OID: u32 = 26;
+    pub const JSON: u32 = 114;
+    pub const FLOAT4: u32 = 700;
+    pub const FLOAT8: u32 = 701;
+    pub const CIDR: u32 = 650;
+    pub const MONEY: u32 = 790;
+    pub const INET: u32 = 869;
+    pub const BPCHAR: u32 = 1042;
+    pub const VARCHAR: u32 = 1043;
+    pub const DATE: u32 = 1082;
+    pub const TIME: u32 = 1083;
+    pub const TIMESTAMP: u32 = 1114;
+    pub const TIMESTAMPTZ: u32 = 1184;
+    pub const INTERVAL: u32 = 1186;
+    pub const NUMERIC: u32 = 1700;
+    pub const UUID: u32 = 2950;
+    pub const JSONB: u32 = 3802;
+}
+
+/// A column's type as the catalog gives it: its base type (through a domain), that
+/// type's `typtype` and `typcategory`, and its name as PostgreSQL prints it.
+struct TypeInfo {
+    base: u32,
+    typtype: String,
+    category: String,
+    shown: String,
+}
+
+/// The kind of a column of type `t` and the expression that selects `col`, with a note
+/// when the column is stored as the server's text of a type the mapping does not name.
+fn column_kind(t: &TypeInfo, col: &str, decimals_real: bool) -> (Kind, String, Option<String>) {
+    let direct = match t.base {
+        oid::BOOL => Some(Kind::Bool),
+        oid::INT2 | oid::INT4 | oid::INT8 => Some(Kind::Int),
+        oid::FLOAT4 => Some(Kind::Float4),
+        oid::FLOAT8 => Some(Kind::Float8),
+        oid::TEXT | oid::VARCHAR | oid::BPCHAR | oid::NAME | oid::JSON => Some(Kind::Text),
+        oid::JSONB => Some(Kind::Jsonb),
+        oid::BYTEA => Some(Kind::Bytes),
+        oid::UUID => Some(Kind::Uuid),
+        oid::DATE => Some(Kind::Date),
+        oid::TIME => Some(Kind::Time),
+        oid::TIMESTAMP => Some(Kind::Timestamp),
+        oid::TIMESTAMPTZ => Some(Kind::TimestampTz),
+        oid::NUMERIC => Some(Kind::Numeric {
+            real: decimals_real,
+        }),
+        _ => None,
+    };
+    if let Some(kind) = direct {
+        return (kind, col.to_string(), None);
+    }
+    if t.base == oid::OID {
+        // Unsigned 32 bits: read as a bigint.
+        return (Kind::Int, format!("{col}::int8"), None);
+    }
+    if t.category == "A" {
+        return (Kind::Text, format!("array_to_json({col})::text"), None);
+    }
+    let named =
+        t.typtype == "e" || matches!(t.base, oid::INET | oid::CIDR | oid::INTERVAL | oid::MONEY);
+    let note = (!named).then(|| format!("stored as PostgreSQL's text of type {}", t.shown));
+    // format('%s') prints through the type's output function, as PostgreSQL shows a
+    // value (a cast to text may differ: inet's keeps a host's /32 or /128).
+    (
+        Kind::Text,
+        format!("CASE WHEN {col} IS NULL THEN NULL ELSE format('%s', {col}) END"),
+        note,
+    )
+}
+
+/// The base tables of `schema` (those named in `only`, when it names any), in name
+/// order, as `server`'s catalog shows them through `client` (inside the snapshot).
+/// Notes go to `notes`.
+pub(crate) fn tables(
+    client: &mut Client,
+    server: &Server,
+    schema: &str,
+    only: &[String],
+    decimals_real: bool,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Table>> {
+    let q = |e: postgres::Error| server.error("reading the catalog", &e);
+    let rows = client
+        .query(
+            "SELECT c.oid, c.relname::text, c.relkind = 'p', \
+             (pg_relation_size(c.oid) / current_setting('block_size')::int8)::int8 \
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition \
+             ORDER BY c.relname",
+            &[&schema],
+        )
+        .map_err(q)?;
+    let mut found: Vec<(u32, String, bool, i64)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect();
+    if !only.is_empty() {
+        for name in only {
+            if !found.iter().any(|(_, n, _, _)| n == name) {
+                let listed: Vec<&str> = found.iter().map(|(_, n, _, _)| n.as_str()).collect();
+                return Err(Error::usage(format!(
+                    "{}: schema {schema:?} has no table {name:?} (tables: {})",
+                    server.shown,
+                    if listed.is_empty() {
+                        "none".into()
+                    } else {
+                        listed.join(", ")
+                    }
+                )));
+            }
+        }
+        found.retain(|(_, n, _, _)| only.contains(n));
+    }
+    if found.is_empty() {
+        return Err(Error::usage(format!(
+            "{}: schema {schema:?} has no tables to copy",
+            server.shown
+        )));
+    }
+    let mut out: Vec<Table> = vec![];
+    for (rel, pg_name, partitioned, blocks) in found {
+        let shown = format!("{schema}.{pg_name}");
+        let type_rows = client
+            .query(
+                "SELECT a.attname::text, a.attnum, b.oid, b.typtype::text, b.typcategory::text, \
+                 format_type(a.atttypid, a.atttypmod) \
+                 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid \
+                 JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END \
+                 WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+                &[&rel],
+            )
+            .map_err(q)?;
+        let raw: Vec<String> = type_rows.iter().map(|r| r.get(0)).collect();
+        let attnums: Vec<i16> = type_rows.iter().map(|r| r.get(1)).collect();
+        let (names, renamed) = crate::schema::clean_names(&raw);
+        notes.extend(renamed.into_iter().map(|n| format!("{shown}: {n}")));
+        let mut columns = vec![];
+        for (r, name) in type_rows.iter().zip(&names) {
+            let t = TypeInfo {
+                base: r.get(2),
+                typtype: r.get(3),
+                category: r.get(4),
+                shown: r.get(5),
+            };
+            let pg_col: String = r.get(0);
+            let (kind, select, note) = column_kind(&t, &quote_ident(&pg_col), decimals_real);
+            if let Some(n) = note {
+                notes.push(format!("{shown}: column {pg_col:?} {n}"));
+            }
+            columns.push(Column {
+                name: name.clone(),
+                kind,
+                select,
+            });
+        }
+        if columns.is_empty() {
+            notes.push(format!("{shown}: skipped, it has no columns"));
+            continue;
+        }
+        let (rowid, indexes) = keys(client, server, rel, &attnums, &columns, &shown, notes)?;
+        // Two PostgreSQL tables whose names differ only in case would be one in SQLite.
+        let mut name = pg_name.clone();
+        let mut n = 2;
+        while out.iter().any(|t| t.name.eq_ignore_ascii_case(&name)) {
+            name = format!("{pg_name}_{n}");
+            n += 1;
+        }
+        if name != pg_name {
+            notes.push(format!(
+                "{shown}: loaded as table {name:?} (another table has its name but for case)"
+            ));
+        }
+        out.push(Table {
+            name,
+            from: format!("{}.{}", quote_ident(schema), quote_ident(&pg_name)),
+            shown,
+            columns,
+            rowid,
+            indexes,
+            blocks,
+            by_blocks: !partitioned,
+        });
+    }
+    Ok(out)
+}
+
+/// The integer primary key (as a column index) and the indexes of table `rel`, whose
+/// columns (by `attnums`) are `columns`. Indexes SQLite cannot have as they are
+/// (expressions, partial, not b-tree) are noted and skipped.
+fn keys(
+    client: &mut Client,
+    server: &Server,
+    rel: u32,
+    attnums: &[i16],
+    columns: &[Column],
+    shown: &str,
+    notes: &mut Vec<String>,
+) -> Result<(Option<usize>, Vec<IndexSpec>)> {
+    let rows = client
+        .query(
+            "SELECT c.relname::text, i.indisunique, i.indisprimary, \
+             i.indexprs IS NOT NULL OR i.indpred IS NOT NULL, am.amname::text, \
+             i.indnkeyatts::int4, i.indkey::int2[] \
+             FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+             JOIN pg_am am ON am.oid = c.relam \
+             WHERE i.indrelid = $1 ORDER BY i.indisprimary DESC, c.relname",
+            &[&rel],
+        )
+        .map_err(|e| server.error("reading the catalog", &e))?;
+    let mut rowid = None;
+    let mut specs: Vec<IndexSpec> = vec![];
+    for r in rows {
+        let name: String = r.get(0);
+        let (unique, primary, partial): (bool, bool, bool) = (r.get(1), r.get(2), r.get(3));
+        let method: String = r.get(4);
+        let nkeys = usize::try_from(r.get::<_, i32>(5)).unwrap_or(0);
+        let key: Vec<i16> = r.get(6);
+        if partial || method != "btree" {
+            let why = if partial {
+                "an expression or partial index"
+            } else {
+                "not a b-tree index"
+            };
+            notes.push(format!("{shown}: index {name:?} skipped ({why})"));
+            continue;
+        }
+        let cols: Option<Vec<usize>> = key
+            .iter()
+            .take(nkeys)
+            .map(|a| attnums.iter().position(|x| x == a))
+            .collect();
+        let Some(cols) = cols.filter(|c| !c.is_empty()) else {
+            notes.push(format!(
+                "{shown}: index {name:?} skipped (an expression index)"
+            ));
+            continue;
+        };
+        if primary && rowid.is_none() && cols.len() == 1 && columns[cols[0]].kind == Kind::Int {
+            rowid = Some(cols[0]);
+            continue;
+        }
+        let names: Vec<String> = cols.iter().map(|&c| columns[c].name.clone()).collect();
+        let same = |s: &IndexSpec| {
+            s.columns.len() == names.len()
+                && s.columns
+                    .iter()
+                    .zip(&names)
+                    .all(|(a, b)| a.eq_ignore_ascii_case(b))
+        };
+        if let Some(existing) = specs.iter_mut().find(|s| same(s)) {
+            existing.unique |= unique;
+            continue;
+        }
+        specs.push(IndexSpec {
+            columns: names,
+            unique,
+        });
+    }
+    Ok((rowid, specs))
+}
+
+/// The result columns of `query` as a table named `name`, read from `(query) q`.
+pub(crate) fn query(
+    client: &mut Client,
+    server: &Server,
+    sql: &str,
+    name: &str,
+    decimals_real: bool,
+    notes: &mut Vec<String>,
+) -> Result<Table> {
+    let stmt = client
+        .prepare(sql)
+        .map_err(|e| server.error("preparing the query", &e))?;
+    if stmt.columns().is_empty() {
+        return Err(Error::usage("the query returns no columns"));
+    }
+    let raw: Vec<String> = stmt
+        .columns()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    for (i, a) in raw.iter().enumerate() {
+        if raw[..i].contains(a) {
+            return Err(Error::usage(format!(
+                "the query returns two columns named {a:?}: name each column once (AS)"
+            )));
+        }
+    }
+    let (names, renamed) = crate::schema::clean_names(&raw);
+    notes.extend(renamed.into_iter().map(|n| format!("query: {n}")));
+    let mut columns = vec![];
+    for (c, name) in stmt.columns().iter().zip(names) {
+        let row = client
+            .query_one(
+                "SELECT b.oid, b.typtype::text, b.typcategory::text, format_type($1::oid, NULL) \
+                 FROM pg_type t JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END \
+                 WHERE t.oid = $1::oid",
+                &[&c.type_().oid()],
+            )
+            .map_err(|e| server.error("reading the catalog", &e))?;
+        let t = TypeInfo {
+            base: row.get(0),
+            typtype: row.get(1),
+            category: row.get(2),
+            shown: row.get(3),
+        };
+        let (kind, select, note) =
+            column_kind(&t, &format!("q.{}", quote_ident(c.name())), decimals_real);
+        if let Some(n) = note {
+            notes.push(format!("query: column {:?} {n}", c.name()));
+        }
+        columns.push(Column { name, kind, select });
+    }
+    Ok(Table {
+        name: name.to_string(),
+        from: format!("({sql}) q"),
+        shown: "query".into(),
+        columns,
+        rowid: None,
+        indexes: vec![],
+        blocks: 0,
+        by_blocks: false,
+    })
+}
+
+/// The COPY statements that read `table` in pieces, in the order their rows go: block
+/// ranges of about `blocks_per_piece` blocks, key ranges of the integer primary key
+/// (each in key order), or one piece.
+pub(crate) fn pieces(
+    client: &mut Client,
+    server: &Server,
+    table: &Table,
+    want: usize,
+) -> Result<Vec<String>> {
+    let select: Vec<&str> = table.columns.iter().map(|c| c.select.as_str()).collect();
+    let head = format!("COPY (SELECT {} FROM {}", select.join(", "), table.from);
+    let tail = ") TO STDOUT (FORMAT binary)";
+    // Below this a table is read in one piece: a connection costs more than it saves.
+    const MIN_BLOCKS: i64 = 2048;
+    if let Some(k) = table.rowid {
+        let key = quote_ident(&pg_column(table, k));
+        let order = format!(" ORDER BY {key}");
+        if want < 2 || table.blocks < MIN_BLOCKS {
+            return Ok(vec![format!("{head}{order}{tail}")]);
+        }
+        let row = client
+            .query_one(
+                &format!(
+                    "SELECT min({key})::int8, max({key})::int8 FROM {}",
+                    table.from
+                ),
+                &[],
+            )
+            .map_err(|e| server.error(&format!("reading the key range of {}", table.shown), &e))?;
+        let (lo, hi): (Option<i64>, Option<i64>) = (row.get(0), row.get(1));
+        let (Some(lo), Some(hi)) = (lo, hi) else {
+            return Ok(vec![format!("{head}{order}{tail}")]);
+        };
+        let n = want as i128;
+        let span = i128::from(hi) - i128::from(lo) + 1;
+        let cut = |i: i128| (i128::from(lo) + span * i / n) as i64;
+        return Ok((0..n)
+            .map(|i| {
+                let lower = (i > 0).then(|| format!("{key} >= {}", cut(i)));
+                let upper = (i < n - 1).then(|| format!("{key} < {}", cut(i + 1)));
+                let conds: Vec<String> = lower.into_iter().chain(upper).collect();
+                format!("{head} WHERE {}{order}{tail}", conds.join(" AND "))
+            })
+            .collect());
+    }
+    if !table.by_blocks || want < 2 || table.blocks < MIN_BLOCKS {
+        return Ok(vec![format!("{head}{tail}")]);
+    }
+    let n = want as i64;
+    let cut = |i: i64| table.blocks * i / n;
+    Ok((0..n)
+        .map(|i| {
+            // The last range is open: the heap may have grown since it was measured.
+            let lower = (i > 0).then(|| format!("ctid >= '({},0)'::tid", cut(i)));
+            let upper = (i < n - 1).then(|| format!("ctid < '({},0)'::tid", cut(i + 1)));
+            let conds: Vec<String> = lower.into_iter().chain(upper).collect();
+            format!("{head} WHERE {}{tail}", conds.join(" AND "))
+        })
+        .collect())
+}
+
+/// The PostgreSQL name of column `c` of `table` (its select expression is the quoted name).
+fn pg_column(table: &Table, c: usize) -> String {
+    let s = &table.columns[c].select;
+    s.strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .map_or_else(|| s.clone(), |s| s.replace("\"\"", "\""))
+}

@@ -1,0 +1,384 @@
+//! A table (or a query) read as binary COPY on several connections at once, all inside
+//! one snapshot, and handed on as Arrow record batches in a fixed order.
+//!
+//! The rows are cut into pieces (block ranges of the table, or key ranges of an
+//! integer primary key, each its own `COPY (SELECT …) TO STDOUT (FORMAT binary)`).
+//! Worker threads take the pieces in order, each on a connection of the [`Pool`] that
+//! has set its transaction to the exported snapshot, and decode them into batches; the
+//! reader hands the batches on piece by piece, so the rows come in piece order (key
+//! order for a key's ranges). A worker starts a piece at most [`AHEAD`] pieces past the
+//! one being read, which bounds what is held in memory. Dropping the reader stops the
+//! workers at their next batch.
+
+use std::io::BufRead;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use crossbeam_channel::{unbounded, Receiver, Sender};
+use postgres::Client;
+
+use super::connect::Server;
+use super::decode::{self, Decoder, Kind, Next};
+use crate::error::{Error, Result};
+
+/// Pieces a worker may run ahead of the one being read.
+const AHEAD: usize = 2;
+
+/// Connections inside one exported snapshot, made as they are needed and reused.
+pub(crate) struct Pool {
+    server: Server,
+    snapshot: String,
+    idle: Mutex<Vec<Client>>,
+}
+
+impl Pool {
+    pub(crate) fn new(server: Server, snapshot: String) -> Self {
+        Pool {
+            server,
+            snapshot,
+            idle: Mutex::new(vec![]),
+        }
+    }
+
+    pub(crate) fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// An idle connection, or a new one in a read-only transaction that sees the
+    /// snapshot.
+    fn take(&self) -> Result<Client> {
+        if let Some(c) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Ok(c);
+        }
+        let mut c = self.server.connect()?;
+        // The snapshot's name is the server's own (`pg_export_snapshot`), quoted as a
+        // literal all the same.
+        let quoted = self.snapshot.replace('\'', "''");
+        c.batch_execute(&format!(
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '{quoted}'"
+        ))
+        .map_err(|e| self.server.error("joining the copy's snapshot", &e))?;
+        Ok(c)
+    }
+
+    fn give(&self, c: Client) {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+    }
+}
+
+/// What a worker hands on for one piece.
+enum Msg {
+    Batch(RecordBatch),
+    Done,
+    Failed(Error),
+}
+
+/// What the workers and the reader share.
+struct Shared {
+    /// The next piece a worker takes.
+    next: Mutex<usize>,
+    /// The piece the reader is on, with its condition (workers wait on it).
+    reading: Mutex<usize>,
+    moved: Condvar,
+    stop: AtomicBool,
+}
+
+/// The rows of one table or query, read when first asked for (see the module's docs).
+pub(crate) struct CopyReader {
+    /// Shown in messages: `schema.table`, or `query`.
+    name: String,
+    schema: SchemaRef,
+    kinds: Vec<Kind>,
+    pieces: Arc<Vec<String>>,
+    pool: Arc<Pool>,
+    workers: usize,
+    batch_rows: usize,
+    bytes_read: Arc<AtomicU64>,
+    running: Option<Running>,
+}
+
+struct Running {
+    shared: Arc<Shared>,
+    pieces: Vec<Receiver<Msg>>,
+    at: usize,
+}
+
+impl CopyReader {
+    /// A reader of `pieces` (COPY statements whose rows have `columns`), on up to
+    /// `workers` connections of `pool`, in batches of `batch_rows`; the COPY bytes it
+    /// reads are added to `bytes_read`.
+    pub(crate) fn new(
+        name: String,
+        columns: &[(String, Kind)],
+        pieces: Vec<String>,
+        pool: Arc<Pool>,
+        workers: usize,
+        batch_rows: usize,
+        bytes_read: Arc<AtomicU64>,
+    ) -> Self {
+        CopyReader {
+            name,
+            schema: decode::schema(columns),
+            kinds: columns.iter().map(|c| c.1).collect(),
+            pieces: Arc::new(pieces),
+            pool,
+            workers: workers.max(1),
+            batch_rows: batch_rows.max(1),
+            bytes_read,
+            running: None,
+        }
+    }
+
+    fn start(&mut self) -> Running {
+        let shared = Arc::new(Shared {
+            next: Mutex::new(0),
+            reading: Mutex::new(0),
+            moved: Condvar::new(),
+            stop: AtomicBool::new(false),
+        });
+        let (senders, receivers): (Vec<Sender<Msg>>, Vec<Receiver<Msg>>) =
+            self.pieces.iter().map(|_| unbounded()).unzip();
+        let senders = Arc::new(senders);
+        for _ in 0..self.workers.min(self.pieces.len()) {
+            let work = Work {
+                name: self.name.clone(),
+                schema: self.schema.clone(),
+                kinds: self.kinds.clone(),
+                pieces: self.pieces.clone(),
+                pool: self.pool.clone(),
+                batch_rows: self.batch_rows,
+                bytes_read: self.bytes_read.clone(),
+                shared: shared.clone(),
+                senders: senders.clone(),
+            };
+            std::thread::Builder::new()
+                .name("liteload-pg-copy".into())
+                .spawn(move || work.run())
+                .expect("a thread for the copy");
+        }
+        Running {
+            shared,
+            pieces: receivers,
+            at: 0,
+        }
+    }
+}
+
+impl Drop for CopyReader {
+    fn drop(&mut self) {
+        if let Some(r) = &self.running {
+            r.shared.stop.store(true, Ordering::SeqCst);
+            r.shared.moved.notify_all();
+        }
+    }
+}
+
+impl Iterator for CopyReader {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.running.is_none() {
+            let r = self.start();
+            self.running = Some(r);
+        }
+        let r = self.running.as_mut().expect("started");
+        loop {
+            let rx = r.pieces.get(r.at)?;
+            match rx.recv() {
+                Ok(Msg::Batch(b)) => return Some(Ok(b)),
+                Ok(Msg::Done) => {
+                    r.at += 1;
+                    *r.shared.reading.lock().unwrap_or_else(|p| p.into_inner()) = r.at;
+                    r.shared.moved.notify_all();
+                }
+                Ok(Msg::Failed(e)) => {
+                    r.at = r.pieces.len();
+                    r.shared.stop.store(true, Ordering::SeqCst);
+                    r.shared.moved.notify_all();
+                    return Some(Err(ArrowError::ExternalError(Box::new(e))));
+                }
+                Err(_) => {
+                    r.at = r.pieces.len();
+                    return Some(Err(ArrowError::ExternalError(Box::new(Error::internal(
+                        format!("{}: a copying thread stopped early", self.name),
+                    )))));
+                }
+            }
+        }
+    }
+}
+
+impl RecordBatchReader for CopyReader {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+/// One worker's share of a reader.
+struct Work {
+    name: String,
+    schema: SchemaRef,
+    kinds: Vec<Kind>,
+    pieces: Arc<Vec<String>>,
+    pool: Arc<Pool>,
+    batch_rows: usize,
+    bytes_read: Arc<AtomicU64>,
+    shared: Arc<Shared>,
+    senders: Arc<Vec<Sender<Msg>>>,
+}
+
+/// Bytes of text and blobs at which a batch is handed on, whatever its row count.
+const BATCH_BYTES: usize = 16 << 20;
+
+impl Work {
+    fn run(self) {
+        loop {
+            let piece = {
+                let mut next = self.shared.next.lock().unwrap_or_else(|p| p.into_inner());
+                if *next >= self.pieces.len() {
+                    return;
+                }
+                *next += 1;
+                *next - 1
+            };
+            // Wait until the reader is near this piece.
+            {
+                let mut reading = self
+                    .shared
+                    .reading
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                while piece > *reading + AHEAD && !self.shared.stop.load(Ordering::SeqCst) {
+                    reading = self
+                        .shared
+                        .moved
+                        .wait(reading)
+                        .unwrap_or_else(|p| p.into_inner());
+                }
+            }
+            if self.shared.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            let tx = &self.senders[piece];
+            match self.copy(piece, tx) {
+                Ok(true) => {
+                    let _ = tx.send(Msg::Done);
+                }
+                Ok(false) => return,
+                Err(e) => {
+                    let _ = tx.send(Msg::Failed(e));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Runs piece `piece`, sending its batches to `tx`; `Ok(false)` when the reader
+    /// has gone.
+    fn copy(&self, piece: usize, tx: &Sender<Msg>) -> Result<bool> {
+        let mut client = self.pool.take()?;
+        let server = self.pool.server();
+        let sql = &self.pieces[piece];
+        let mut decoder = Decoder::new(self.kinds.clone(), self.schema.clone());
+        let width = self.kinds.len();
+        let mut reader = client
+            .copy_out(sql.as_str())
+            .map_err(|e| server.error(&format!("copying {}", self.name), &e))?;
+        let read_err = |e: std::io::Error| {
+            Error::database(server.shown.clone(), format!("copying {}: {e}", self.name))
+        };
+        // Bytes of a tuple cut between two of the server's messages.
+        let mut carry: Vec<u8> = vec![];
+        let mut header = true;
+        let mut ended = false;
+        let mut row = 0u64;
+        loop {
+            let buf = reader.fill_buf().map_err(read_err)?;
+            if buf.is_empty() {
+                break;
+            }
+            let n = buf.len();
+            self.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+            let data: &[u8] = if carry.is_empty() {
+                buf
+            } else {
+                carry.extend_from_slice(buf);
+                &carry
+            };
+            let mut at = 0;
+            if header {
+                match decode::header_len(data).map_err(|m| self.bad(row, None, m))? {
+                    Some(h) => {
+                        at = h;
+                        header = false;
+                    }
+                    None => {
+                        let keep = data.to_vec();
+                        reader.consume(n);
+                        carry = keep;
+                        continue;
+                    }
+                }
+            }
+            while at < data.len() && !ended {
+                match decode::next_tuple(&data[at..], width).map_err(|m| self.bad(row, None, m))? {
+                    Next::Tuple(len) => {
+                        row += 1;
+                        decoder
+                            .push(&data[at..at + len])
+                            .map_err(|b| self.bad(row, Some(b.column), b.message))?;
+                        at += len;
+                        let full =
+                            decoder.rows() >= self.batch_rows || decoder.bytes() >= BATCH_BYTES;
+                        if full
+                            && (tx.send(Msg::Batch(decoder.finish())).is_err()
+                                || self.shared.stop.load(Ordering::SeqCst))
+                        {
+                            return Ok(false);
+                        }
+                    }
+                    Next::End => {
+                        at += 2;
+                        ended = true;
+                    }
+                    Next::More => break,
+                }
+            }
+            let rest = data[at..].to_vec();
+            reader.consume(n);
+            carry = rest;
+        }
+        drop(reader);
+        if !ended || !carry.is_empty() {
+            return Err(Error::database(
+                server.shown.clone(),
+                format!(
+                    "copying {}: the COPY output ended in the middle of a row",
+                    self.name
+                ),
+            ));
+        }
+        if decoder.rows() > 0 && tx.send(Msg::Batch(decoder.finish())).is_err() {
+            return Ok(false);
+        }
+        self.pool.give(client);
+        Ok(true)
+    }
+
+    /// A value or tuple the decoder refused: the server sent what its type does not
+    /// allow (a bug, or another server speaking for PostgreSQL).
+    fn bad(&self, row: u64, column: Option<usize>, message: String) -> Error {
+        let column = column
+            .and_then(|c| self.schema.fields().get(c))
+            .map_or(String::new(), |f| format!(", column {:?}", f.name()));
+        Error::database(
+            self.pool.server().shown.clone(),
+            format!(
+                "copying {}: row {row} of a piece{column}: {message}",
+                self.name
+            ),
+        )
+    }
+}

@@ -1,0 +1,540 @@
+//! PostgreSQL into SQLite against a real server (see `support/pg.rs`): every cell of
+//! every mapped type equals the server's own text output mapped by the documented table
+//! (read through the text protocol, not the binary COPY liteload uses); keys and indexes;
+//! a query; and the failures a user meets (a wrong password, no server, a missing table,
+//! a server that dies mid-copy), each a clear error that leaves no file.
+#![cfg(feature = "postgres")]
+
+mod support;
+
+use liteload::postgres::{import_postgres, PgOptions};
+use liteload::rusqlite::{types::Value as Sql, Connection};
+use liteload::{ErrorKind, ImportOptions, Progress};
+use serde_json::Value as Json;
+use support::pg::PgServer;
+
+/// The hostile all-types table.
+const ALL_TYPES: &str = r#"
+CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy ☺');
+CREATE DOMAIN posint AS integer CHECK (VALUE > 0);
+CREATE TABLE all_types (
+  i2 smallint, i4 integer, i8 bigint, f4 real, f8 double precision, n numeric, n2 numeric(12,2),
+  b boolean, t text, v varchar(20), c char(5), by bytea, u uuid, d date, ts timestamp,
+  tz timestamptz, tm time, j json, jb jsonb, ia integer[], ta text[], na integer[][],
+  m mood, ip inet, net cidr, iv interval, mo money, pt point, dom posint, "Mixed Case ""q""" text
+);
+INSERT INTO all_types VALUES
+ (-32768, -2147483648, -9223372036854775808, 1.1, -0.0, 1234567890123456789012345678901234567890.0123456789, -0.50,
+  true, E'emoji 🎉, quote \" '' and\nnewline\r\ttab', 'ünïcödé', 'ab', E'\\x00ff0000', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',
+  '0001-01-01', '0001-01-01 00:00:00', '9999-12-31 23:59:59.999999+00', '23:59:59.999999', '{"k": [1, "é"], "z": null}',
+  '{"b": 2, "a": [true, null, "x\"y"]}', '{1,NULL,3}', '{"a b","c,d",NULL,"q\"r","NULL"}', '{{1,2},{3,NULL}}',
+  'happy ☺', '192.168.0.1/24', '10.0.0.0/8', '1 year 2 mons 3 days 04:05:06.7', 1234.5, '(1.5,-2)', 7, 'x'),
+ (32767, 2147483647, 9223372036854775807, 'NaN', 'Infinity', 'NaN', 0, false, '', '', '', '', NULL,
+  '9999-12-31', '9999-12-31 23:59:59.999999', '2026-11-28 12:34:56.5-08:30', '00:00:00', '[]', '{}', '{}', '{}', '{}',
+  'sad', '::1', '::/0', '-1 days', -0.01, '(0,0)', 1, ''),
+ (0, 0, 0, '-Infinity', 1e300, 'Infinity', 99999999.99, NULL, NULL, NULL, NULL, NULL, NULL,
+  'infinity', '-infinity', 'infinity', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+ (NULL, NULL, NULL, 3.4028235e38, 2.2250738585072014e-308, '-Infinity', NULL, NULL, repeat('長', 10000), NULL, NULL, decode(repeat('00', 5000), 'hex'), NULL,
+  '2000-02-29', '1999-12-31 23:59:59', '1970-01-01 00:00:00+00', '12:00:00', 'null', '"s"', '{NULL}', '{""}', '{{{1}}}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+ (1, 1, 1, 0.1, 0.1, 0.000000000000000000000000000001, 0.01, true, 'ok', 'ok', 'ok', '\x41', '00000000-0000-0000-0000-000000000000',
+  '0044-03-15 BC', '0044-03-15 12:00:00 BC', '0044-03-15 12:00:00+00 BC', '00:00:00.000001', '1', '1.0', '{-1}', '{"\\"}', '{{1},{2}}',
+  'ok', '0.0.0.0', '0.0.0.0/32', '0', 0, '(1,1)', 2, NULL);
+"#;
+
+/// The value the mapping table promises for a value of type `ty` that the server
+/// prints as `text` (session time zone UTC, DateStyle ISO, bytea hex).
+fn expected(ty: &str, text: Option<&str>) -> Sql {
+    let Some(s) = text else { return Sql::Null };
+    let float = |s: &str| -> Sql {
+        let f: f64 = s.parse().unwrap_or_else(|_| panic!("{ty} {s:?}"));
+        if f.is_nan() {
+            Sql::Null
+        } else {
+            Sql::Real(f)
+        }
+    };
+    match ty {
+        "smallint" | "integer" | "bigint" | "posint" => Sql::Integer(s.parse().unwrap()),
+        "real" | "double precision" => float(s),
+        "boolean" => Sql::Integer(i64::from(s == "t")),
+        "bytea" => {
+            let hex = s.strip_prefix("\\x").unwrap();
+            Sql::Blob(
+                (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                    .collect(),
+            )
+        }
+        "timestamp without time zone" | "time without time zone" => {
+            Sql::Text(s.replacen(' ', "T", 1))
+        }
+        "timestamp with time zone" if s.contains("infinity") => Sql::Text(s.into()),
+        "timestamp with time zone" => {
+            let t = s.replacen(' ', "T", 1);
+            let (instant, bc) = match t.strip_suffix(" BC") {
+                Some(i) => (i.to_string(), " BC"),
+                None => (t.clone(), ""),
+            };
+            Sql::Text(format!("{}Z{bc}", instant.strip_suffix("+00").unwrap()))
+        }
+        t if t.ends_with("[]") => Sql::Text(pg_array(s, t.starts_with("integer")).to_string()),
+        _ => Sql::Text(s.to_string()),
+    }
+}
+
+/// A PostgreSQL array literal (`{1,NULL,{"a b"}}`) as JSON: numbers when `numbers`,
+/// else strings; `NULL` unquoted is null.
+fn pg_array(s: &str, numbers: bool) -> Json {
+    fn parse(b: &[u8], at: &mut usize, numbers: bool) -> Json {
+        assert_eq!(b[*at], b'{');
+        *at += 1;
+        let mut out = vec![];
+        loop {
+            match b[*at] {
+                b'}' => {
+                    *at += 1;
+                    return Json::Array(out);
+                }
+                b',' => *at += 1,
+                b'{' => out.push(parse(b, at, numbers)),
+                b'"' => {
+                    *at += 1;
+                    let mut v = vec![];
+                    while b[*at] != b'"' {
+                        if b[*at] == b'\\' {
+                            *at += 1;
+                        }
+                        v.push(b[*at]);
+                        *at += 1;
+                    }
+                    *at += 1;
+                    out.push(Json::String(String::from_utf8(v).unwrap()));
+                }
+                _ => {
+                    let start = *at;
+                    while b[*at] != b',' && b[*at] != b'}' {
+                        *at += 1;
+                    }
+                    let raw = std::str::from_utf8(&b[start..*at]).unwrap();
+                    out.push(match raw {
+                        "NULL" => Json::Null,
+                        r if numbers => serde_json::from_str(r).unwrap(),
+                        r => Json::String(r.into()),
+                    });
+                }
+            }
+        }
+    }
+    // Several dimensions come as nested arrays; an empty array is `{}`.
+    parse(s.as_bytes(), &mut 0, numbers)
+}
+
+fn read_sqlite(db: &std::path::Path, table: &str) -> (Vec<String>, Vec<String>, Vec<Vec<Sql>>) {
+    let c = Connection::open(db).unwrap();
+    support::assert_intact(&c);
+    let mut st = c
+        .prepare(&format!(
+            "SELECT name, type FROM pragma_table_info('{table}') ORDER BY cid"
+        ))
+        .unwrap();
+    let (names, types): (Vec<String>, Vec<String>) = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .unzip();
+    let rows = support::table_rows(&c, &format!("\"{table}\""), false);
+    (names, types, rows)
+}
+
+fn same(a: &Sql, b: &Sql) -> bool {
+    match (a, b) {
+        (Sql::Text(x), Sql::Text(y)) if x.starts_with(['[', '{']) => {
+            // JSON compared as values (jsonb and arrays print their own spacing).
+            match (
+                serde_json::from_str::<Json>(x),
+                serde_json::from_str::<Json>(y),
+            ) {
+                (Ok(p), Ok(q)) => p == q,
+                _ => x == y,
+            }
+        }
+        _ => a == b,
+    }
+}
+
+#[test]
+fn every_type_copies_as_the_server_prints_it() {
+    let pg = PgServer::start();
+    pg.database("types", ALL_TYPES);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("out.db");
+    let summary = import_postgres(
+        &db,
+        &pg.socket_url("types"),
+        &PgOptions::default(),
+        &ImportOptions::default(),
+        &Progress::default(),
+    )
+    .unwrap();
+    assert_eq!(summary.rows, 5);
+    assert!(
+        summary
+            .notes
+            .iter()
+            .any(|n| n.contains("\"pt\"") && n.contains("point")),
+        "a note for the point column: {:?}",
+        summary.notes
+    );
+    assert!(!summary
+        .notes
+        .iter()
+        .any(|n| n.contains("\"ip\"") || n.contains("\"m\"")));
+    let (names, types, rows) = read_sqlite(&db, "all_types");
+    assert_eq!(names.last().unwrap(), "Mixed Case \"q\"");
+
+    // The reference: the server's text output of every value, in insertion order.
+    let mut c = pg.client("types");
+    c.batch_execute("SET TIME ZONE 'UTC'; SET DateStyle = ISO; SET extra_float_digits = 1")
+        .unwrap();
+    let tys: Vec<String> = c
+        .query(
+            "SELECT format_type(atttypid, NULL) FROM pg_attribute \
+             WHERE attrelid = 'all_types'::regclass AND attnum > 0 ORDER BY attnum",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut want = vec![];
+    for m in c.simple_query("SELECT * FROM all_types").unwrap() {
+        if let postgres::SimpleQueryMessage::Row(r) = m {
+            want.push(
+                (0..r.len())
+                    .map(|i| expected(&tys[i], r.get(i)))
+                    .collect::<Vec<_>>(),
+            );
+        }
+    }
+    assert_eq!(rows.len(), want.len());
+    for (r, (got, w)) in rows.iter().zip(&want).enumerate() {
+        for (i, (g, w)) in got.iter().zip(w).enumerate() {
+            assert!(
+                same(g, w),
+                "row {r}, column {} ({}): got {g:?}, want {w:?}",
+                names[i],
+                tys[i]
+            );
+        }
+    }
+    let declared: Vec<(&str, &str)> = names
+        .iter()
+        .map(String::as_str)
+        .zip(types.iter().map(String::as_str))
+        .collect();
+    for (col, ty) in [
+        ("i8", "INTEGER"),
+        ("f4", "REAL"),
+        ("n", "TEXT"),
+        ("b", "INTEGER"),
+        ("by", "BLOB"),
+        ("ts", "TEXT"),
+        ("dom", "INTEGER"),
+        ("ia", "TEXT"),
+    ] {
+        assert!(declared.contains(&(col, ty)), "{col} {ty} in {declared:?}");
+    }
+
+    // numeric as REAL on request.
+    let db2 = dir.path().join("real.db");
+    let mut opts = ImportOptions::default();
+    opts.read.decimals = liteload::source::columnar::Decimals::Real;
+    let mut pick = PgOptions::default();
+    pick.query = Some("SELECT n2, n FROM all_types ORDER BY i4 NULLS LAST".into());
+    opts.table = Some("nums".into());
+    import_postgres(
+        &db2,
+        &pg.socket_url("types"),
+        &pick,
+        &opts,
+        &Progress::default(),
+    )
+    .unwrap();
+    let (_, types, rows) = read_sqlite(&db2, "nums");
+    assert_eq!(types, ["REAL", "REAL"]);
+    assert_eq!(rows[0][0], Sql::Real(-0.5));
+    assert_eq!(rows[1][1], Sql::Real(f64::INFINITY));
+    assert_eq!(rows[2][1], Sql::Real(1.0e-30));
+    assert_eq!(rows[3][1], Sql::Null, "numeric NaN is NULL as REAL");
+}
+
+#[test]
+fn keys_and_indexes_and_pieces() {
+    let pg = PgServer::start();
+    // Wide enough rows that each table is cut into several pieces (2048 blocks and more).
+    pg.database(
+        "keys",
+        "CREATE TABLE keyed (id bigint PRIMARY KEY, code text UNIQUE, grp int, pad text);
+         INSERT INTO keyed SELECT g * 3 - 100000, 'c' || g, g % 97, repeat('x', 200) FROM generate_series(1, 120000) g;
+         CREATE INDEX keyed_grp ON keyed (grp, code);
+         CREATE INDEX keyed_expr ON keyed (lower(code));
+         CREATE INDEX keyed_part ON keyed (grp) WHERE grp > 5;
+         CREATE TABLE pair (a int, b text, n int, PRIMARY KEY (a, b));
+         INSERT INTO pair SELECT g % 1000, 'b' || g, g FROM generate_series(1, 150000) g;
+         CREATE INDEX pair_gin ON pair USING hash (b);
+         DELETE FROM pair WHERE n % 10 = 0;
+         CREATE TABLE \"Pair\" (x int);
+         INSERT INTO \"Pair\" VALUES (1), (2);
+         CREATE SCHEMA other; CREATE TABLE other.t (v text); INSERT INTO other.t VALUES ('o');",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("keys.db");
+    let mut pgo = PgOptions::default();
+    pgo.connections = Some(3);
+    let summary = import_postgres(
+        &db,
+        &pg.socket_url("keys"),
+        &pgo,
+        &ImportOptions::default(),
+        &Progress::default(),
+    )
+    .unwrap();
+    assert_eq!(summary.rows, 120_000 + 135_000 + 2);
+    let notes = summary.notes.join("\n");
+    for skipped in ["keyed_expr", "keyed_part", "pair_gin"] {
+        assert!(notes.contains(skipped), "{skipped} in {notes}");
+    }
+    // "Pair" sorts first (C collation) and keeps its name.
+    assert!(
+        notes.contains("public.pair: loaded as table \"pair_2\""),
+        "{notes}"
+    );
+    let c = Connection::open(&db).unwrap();
+    support::assert_intact(&c);
+    // The integer key is the rowid, and every row came in key order.
+    let create: String = c
+        .query_row(
+            "SELECT sql FROM sqlite_schema WHERE name = 'keyed'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(create.contains("\"id\" INTEGER PRIMARY KEY"), "{create}");
+    let (n, bad, sum): (i64, i64, i64) = c
+        .query_row(
+            "SELECT count(*), sum(rowid != id OR id IS NULL), sum(id) FROM keyed",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!((n, bad), (120_000, 0));
+    let want: i64 = pg
+        .client("keys")
+        .query_one("SELECT sum(id)::int8 FROM keyed", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(sum, want);
+    let indexes: Vec<(String, String, i64)> = c
+        .prepare(
+            "SELECT m.name, group_concat(ii.name, ','), m.\"unique\" FROM sqlite_schema s \
+             JOIN pragma_index_list(s.name) m JOIN pragma_index_info(m.name) ii \
+             WHERE s.type = 'table' GROUP BY s.name, m.name ORDER BY s.name, m.name",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let shown: Vec<(&str, i64)> = indexes
+        .iter()
+        .map(|(_, cols, u)| (cols.as_str(), *u))
+        .collect();
+    assert_eq!(
+        shown,
+        [("code", 1), ("grp,code", 0), ("a,b", 1)],
+        "{indexes:?}"
+    );
+    // The indexes answer as SQLite's own would: every key found.
+    let found: i64 = c
+        .query_row(
+            "SELECT count(*) FROM pair_2 INDEXED BY \"idx_pair_2_a_b\" WHERE a = 7 AND b >= ''",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let want: i64 = pg
+        .client("keys")
+        .query_one("SELECT count(*) FROM pair WHERE a = 7", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(found, want);
+
+    // Another schema, some tables, and a query.
+    let db = dir.path().join("other.db");
+    let mut pgo = PgOptions::default();
+    pgo.schema = Some("other".into());
+    import_postgres(
+        &db,
+        &pg.socket_url("keys"),
+        &pgo,
+        &ImportOptions::default(),
+        &Progress::default(),
+    )
+    .unwrap();
+    let (_, _, rows) = read_sqlite(&db, "t");
+    assert_eq!(rows, [[Sql::Text("o".into())]]);
+    let db = dir.path().join("some.db");
+    let mut pgo = PgOptions::default();
+    pgo.tables = vec!["Pair".into()];
+    import_postgres(
+        &db,
+        &pg.socket_url("keys"),
+        &pgo,
+        &ImportOptions::default(),
+        &Progress::default(),
+    )
+    .unwrap();
+    let (_, _, rows) = read_sqlite(&db, "Pair");
+    assert_eq!(rows.len(), 2);
+
+    // Into a file that exists: SQLite's insert path, the same keys.
+    let existing = dir.path().join("existing.db");
+    Connection::open(&existing)
+        .unwrap()
+        .execute_batch("CREATE TABLE mine (x); INSERT INTO mine VALUES (1);")
+        .unwrap();
+    let mut pgo = PgOptions::default();
+    pgo.tables = vec!["keyed".into()];
+    import_postgres(
+        &existing,
+        &pg.socket_url("keys"),
+        &pgo,
+        &ImportOptions::default(),
+        &Progress::default(),
+    )
+    .unwrap();
+    let c = Connection::open(&existing).unwrap();
+    support::assert_intact(&c);
+    let (n, bad): (i64, i64) = c
+        .query_row("SELECT count(*), sum(rowid != id) FROM keyed", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((n, bad), (120_000, 0));
+    let ix: i64 = c
+        .query_row("SELECT count(*) FROM pragma_index_list('keyed')", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(ix, 2);
+}
+
+#[test]
+fn failures_are_clear_and_leave_no_file() {
+    let pg = PgServer::start();
+    pg.database(
+        "big",
+        "CREATE TABLE big (id int, v text);
+         INSERT INTO big SELECT g, repeat('v', 100) FROM generate_series(1, 3000000) g;",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let run = |url: &str, pgo: &PgOptions| {
+        import_postgres(
+            &db,
+            url,
+            pgo,
+            &ImportOptions::default(),
+            &Progress::default(),
+        )
+    };
+    let tcp = pg.tcp_url("big");
+    let no_file = |what: &str| {
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{what} left {left:?}");
+    };
+
+    // A wrong password: the server's words, the password never shown.
+    let e = run(
+        &tcp.replace("postgres@", "postgres:wrong-pw@"),
+        &PgOptions::default(),
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e.kind(), ErrorKind::Database { .. }), "{text}");
+    assert!(text.contains("password authentication failed"), "{text}");
+    assert!(!text.contains("wrong-pw"), "{text}");
+    no_file("a wrong password");
+
+    // Nothing listening.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let e = run(
+        &format!(
+            "postgresql://postgres:{}@127.0.0.1:{port}/big",
+            support::pg::PASSWORD
+        ),
+        &PgOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("onnection refused"), "{e}");
+    no_file("no server");
+
+    // A table that is not there.
+    let mut pgo = PgOptions::default();
+    pgo.tables = vec!["nope".into()];
+    let e = run(&pg.socket_url("big"), &pgo).unwrap_err();
+    assert!(
+        e.to_string().contains("no table \"nope\" (tables: big)"),
+        "{e}"
+    );
+    no_file("a missing table");
+
+    // The password from the password file, over TCP.
+    let pass = dir.path().join("pgpass");
+    std::fs::write(
+        &pass,
+        format!("127.0.0.1:*:big:postgres:{}\n", support::pg::PASSWORD),
+    )
+    .unwrap();
+    std::env::set_var("PGPASSFILE", &pass);
+    let mut pgo = PgOptions::default();
+    pgo.query = Some("SELECT 1 AS one".into());
+    let mut opts = ImportOptions::default();
+    opts.table = Some("one".into());
+    import_postgres(&db, &tcp, &pgo, &opts, &Progress::default()).unwrap();
+    std::env::remove_var("PGPASSFILE");
+    std::fs::remove_file(&db).unwrap();
+    std::fs::remove_file(&pass).unwrap();
+
+    // The server dies while the rows are copied.
+    let progress = Progress::default();
+    std::thread::scope(|s| {
+        let load = s.spawn(|| {
+            import_postgres(
+                &db,
+                &pg.socket_url("big"),
+                &PgOptions::default(),
+                &ImportOptions::default(),
+                &progress,
+            )
+        });
+        while progress
+            .bytes_read
+            .load(std::sync::atomic::Ordering::Relaxed)
+            < 1 << 20
+        {
+            assert!(
+                !load.is_finished(),
+                "the copy ended before the server was stopped"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        pg.kill();
+        let e = load.join().unwrap().unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::Database { .. }), "{e}");
+    });
+    no_file("a server that died");
+}
