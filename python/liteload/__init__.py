@@ -401,7 +401,9 @@ def _sources(source: Union[Source, Sequence[Source]]) -> list:
     for item in items:
         if isinstance(item, os.PathLike):
             item = os.fspath(item)
-        if isinstance(item, str) and any(c in item for c in "*?[") and not os.path.exists(item):
+        if isinstance(item, str) and item.lower().startswith(("postgresql://", "postgres://")):
+            out.append(item)
+        elif isinstance(item, str) and any(c in item for c in "*?[") and not os.path.exists(item):
             # A pattern names the files it matches, in name order (as the command does
             # for a pattern quoted against the shell).
             found = sorted(p for p in glob.glob(item) if os.path.isfile(p))
@@ -459,10 +461,24 @@ def import_file(
     batch_rows: Optional[int] = None,
     rows_per_statement: Optional[int] = None,
     index_memory: Optional[int] = None,
+    schema: Optional[str] = None,
+    tables: Optional[Columns] = None,
+    query: Optional[str] = None,
+    connections: Optional[int] = None,
     progress: Progress = None,
 ) -> Summary:
     """Load CSV, TSV, NDJSON, JSON, XML, Parquet or Arrow data into ``db`` (a path, or
-    an rqlite cluster: ``"rqlite://HOST:PORT"``).
+    an rqlite cluster: ``"rqlite://HOST:PORT"``), or copy a PostgreSQL database.
+
+    PostgreSQL: ``source`` is a ``"postgresql://USER@HOST:PORT/DBNAME"`` URI (libpq's
+    syntax, ``?host=/socket/dir`` for a socket; the password from the URI,
+    ``PGPASSWORD`` or ``~/.pgpass``). Every base table of ``schema`` (default
+    ``"public"``), or those ``tables`` names, goes into a table of the same name, all
+    read inside one snapshot; ``query`` copies a query's rows into ``table``;
+    ``connections`` copy at once (default: one per core, at most 8). The types map as
+    ``liteload import --help`` shows (``decimals`` applies to numeric); a one-column
+    integer primary key becomes the INTEGER PRIMARY KEY, other keys and b-tree indexes
+    are rebuilt.
 
     ``source`` is a path, a sequence of paths (``"-"`` is stdin; a pattern such as
     ``"days/*.parquet"`` names the files it matches, in name order), bytes, or a file

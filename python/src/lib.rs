@@ -124,7 +124,55 @@ fn import_file(
 ) -> PyResult<Summary> {
     let mut kw = Keywords::new("import_file", options)?;
     let opts = options::import(&mut kw)?;
+    let mut pg = liteload::postgres::PgOptions::default();
+    pg.schema = kw.option("schema", "a str")?;
+    pg.tables = kw.names("tables")?;
+    pg.query = kw.option("query", "a str")?;
+    pg.connections = kw.size("connections", 1)?;
     kw.finish()?;
+    let url = match sources.as_slice() {
+        [one] => one
+            .cast::<PyString>()
+            .ok()
+            .map(|s| s.to_cow().map(|c| c.into_owned()))
+            .transpose()?
+            .filter(|s| liteload::postgres::is_postgres_url(s)),
+        _ => None,
+    };
+    let pg_keywords = pg.schema.is_some()
+        || !pg.tables.is_empty()
+        || pg.query.is_some()
+        || pg.connections.is_some();
+    if let Some(url) = url {
+        let dest = dest::Dest::of(
+            "import_file",
+            db,
+            opts.durability.is_some(),
+            Some(&opts.file),
+        )?;
+        let counters = Arc::new(Progress::default());
+        let c = counters.clone();
+        return dest
+            .run(
+                py,
+                &counters,
+                None,
+                progress,
+                move |path| Ok(liteload::postgres::import_postgres(path, &url, &pg, &opts, &c)?),
+                |_, _| {
+                    Err(liteload::Error::usage(
+                        "a PostgreSQL database is copied into a file; to fill a cluster, copy into a file first",
+                    )
+                    .into())
+                },
+            )
+            .map(Summary::from);
+    }
+    if pg_keywords {
+        return Err(errors::usage(
+            "import_file(): schema=, tables=, query= and connections= go with a postgresql:// source",
+        ));
+    }
     let failed: stream::Failed = Arc::new(Mutex::new(None));
     let mut inputs = vec![];
     for source in &sources {

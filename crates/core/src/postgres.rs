@@ -213,6 +213,14 @@ pub fn import_postgres(
                             |r| r.get(0),
                         )
                         .map_err(|e| Error::sqlite("reading the schema", e))?;
+                    if exists && opts.if_exists == IfExists::Fail {
+                        return Err(Error::schema(format!(
+                            "table {} exists already in {}",
+                            crate::schema::quote_ident(&l.table),
+                            db.display()
+                        ))
+                        .with_hint(crate::Hint::OtherTable));
+                    }
                     if exists {
                         continue;
                     }
@@ -227,8 +235,13 @@ pub fn import_postgres(
                         .map_err(|e| Error::sqlite(format!("creating table {:?}", l.table), e))?;
                     made.push(shape);
                 }
-                let mut sink = SqliteSink::new(conn, opts, progress);
-                *summary = load(&mut plan, &mut sink, opts, progress)?.done()?;
+                // The tables are there now: the rows are added to them.
+                let appending = ImportOptions {
+                    if_exists: IfExists::Append,
+                    ..opts.clone()
+                };
+                let mut sink = SqliteSink::new(conn, &appending, progress);
+                *summary = load(&mut plan, &mut sink, &appending, progress)?.done()?;
                 for shape in made {
                     for ix in &shape.indexes {
                         conn.execute_batch(&ix.sql(&shape.table))
@@ -262,8 +275,8 @@ fn refuse_options(pg: &PgOptions, opts: &ImportOptions) -> Result<()> {
         Some("a conflict rule applies to loads into a table that exists; a copy makes its tables")
     } else if opts.alter || !opts.types.is_empty() {
         Some("the column types come from the database")
-    } else if opts.if_exists != IfExists::Append {
-        Some("a copy makes its tables (a table that exists already gets the rows appended)")
+    } else if opts.if_exists == IfExists::Replace {
+        Some("a copy makes its tables; it does not replace tables that exist")
     } else if pg.query.is_some() && !pg.tables.is_empty() {
         Some("a query or a list of tables, not both")
     } else if pg.query.is_none() && opts.table.is_some() && pg.tables.len() != 1 {

@@ -24,6 +24,21 @@ Examples:
   liteload import shop.db more_orders.csv --table orders --alter
   liteload import shop.db dirty.csv --rejects rejects.ndjson --max-errors 100
   liteload import trips.db 'days/*.parquet' --table trips --select id,stop,at
+  liteload import copy.db 'postgresql://ann@db.example.com/shop'        every table of public
+  liteload import copy.db 'postgresql:///shop?host=/var/run/postgresql' --tables orders,items
+  liteload import top.db 'postgresql://ann@db/shop' --query 'SELECT * FROM orders WHERE total > 100' --table big
+
+PostgreSQL (a postgresql:// URI as the one input): every base table of the schema (--schema,
+  default public; --tables for some) is copied into a table of the same name, all inside one
+  snapshot, with binary COPY on several connections (--connections). The password comes from
+  the URI, PGPASSWORD or ~/.pgpass, never needed on the command line; sslmode is honored.
+  Types: smallint/integer/bigint INTEGER; real/double REAL (NaN NULL); numeric exact TEXT
+  (--decimals real: REAL); boolean 0/1; text/varchar/char TEXT; bytea BLOB; uuid TEXT; date
+  YYYY-MM-DD; timestamp ISO 8601; timestamptz ISO 8601 in UTC with Z; time HH:MM:SS[.ffffff];
+  json/jsonb and arrays JSON TEXT; anything else its text as PostgreSQL prints it. A
+  one-column integer primary key becomes INTEGER PRIMARY KEY; other keys and unique
+  constraints UNIQUE indexes; b-tree indexes on columns are rebuilt (others are skipped,
+  with a note).
 
 Parquet and Arrow: the types come from the file's schema: integers and booleans INTEGER,
   floats REAL (NaN as NULL), strings TEXT, binary BLOB, decimals exact TEXT (--decimals
@@ -74,9 +89,39 @@ pub struct ImportArgs {
     pub db: PathBuf,
 
     /// Input files; `-` reads stdin. A `.gz` suffix is decompressed. A quoted pattern
-    /// (`'data/*.parquet'`) is expanded.
+    /// (`'data/*.parquet'`) is expanded. Or one PostgreSQL database:
+    /// `postgresql://USER@HOST:PORT/DBNAME` (see --schema, --tables, --query).
     #[arg(required = true)]
     pub files: Vec<String>,
+
+    // ---- PostgreSQL
+    /// PostgreSQL: the schema whose base tables are copied.
+    #[arg(long, value_name = "NAME", help_heading = "PostgreSQL")]
+    pub schema: Option<String>,
+
+    /// PostgreSQL: copy only these tables (exact names, comma-separated).
+    #[arg(
+        long,
+        value_name = "A,B",
+        value_delimiter = ',',
+        help_heading = "PostgreSQL",
+        conflicts_with = "query"
+    )]
+    pub tables: Vec<String>,
+
+    /// PostgreSQL: copy this query's rows instead, into the table --table names.
+    #[arg(
+        long,
+        value_name = "SQL",
+        help_heading = "PostgreSQL",
+        conflicts_with = "schema",
+        requires = "table"
+    )]
+    pub query: Option<String>,
+
+    /// PostgreSQL: connections that copy at once (default: one per core, at most 8).
+    #[arg(long, value_name = "N", help_heading = "PostgreSQL", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub connections: Option<u16>,
 
     // ---- format
     /// Input format: csv, tsv, ndjson (one JSON object per line), json (one array of
@@ -190,7 +235,8 @@ pub struct ImportArgs {
     /// timestamp's unit since 1970-01-01 UTC).
     #[arg(long, value_enum, value_name = "HOW", default_value_t = TemporalArg::Iso, help_heading = "Parquet and Arrow")]
     pub temporal: TemporalArg,
-    /// Parquet/Arrow decimals: `text` (exact, every digit) or `real` (nearest double).
+    /// Parquet/Arrow decimals and PostgreSQL numerics: `text` (exact, every digit) or
+    /// `real` (nearest double).
     #[arg(long, value_enum, value_name = "HOW", default_value_t = DecimalsArg::Text, help_heading = "Parquet and Arrow")]
     pub decimals: DecimalsArg,
 
@@ -566,7 +612,11 @@ pub(crate) fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
 
 pub fn run(a: ImportArgs) -> Result<()> {
     let opts = options(&a)?;
-    let inputs = expand(&a.files)?;
+    let postgres = postgres_source(&a)?;
+    let inputs = match postgres {
+        Some(_) => vec![],
+        None => expand(&a.files)?,
+    };
     if opts.durability == Some(Durability::Unsafe) && !a.quiet {
         eprintln!(
             "warning: --durability unsafe: a crash or power loss during this load can leave {} corrupt",
@@ -585,16 +635,53 @@ pub fn run(a: ImportArgs) -> Result<()> {
         Some(_) => {}
         None => a.rqlite.check_file()?,
     }
+    if postgres.is_some() && cluster.is_some() {
+        return Err(UsageError(
+            "a PostgreSQL database is copied into a file; to fill a cluster, copy into a file first".into(),
+        )
+        .into());
+    }
     let progress = Arc::new(Progress::default());
     crate::progress::cancel_on_signals(progress.clone())?;
     let bar = Bar::start(progress.clone(), a.quiet);
-    let result = match &cluster {
-        Some(t) => liteload::rqlite::import(t, &inputs, &opts, &a.rqlite.options(), &progress),
-        None => liteload::import(&a.db, &inputs, &opts, &progress),
+    let result = match (&cluster, postgres) {
+        (_, Some((url, pg))) => {
+            liteload::postgres::import_postgres(&a.db, &url, &pg, &opts, &progress)
+        }
+        (Some(t), None) => {
+            liteload::rqlite::import(t, &inputs, &opts, &a.rqlite.options(), &progress)
+        }
+        (None, None) => liteload::import(&a.db, &inputs, &opts, &progress),
     };
     drop(bar);
     let summary = result?;
     report(&a, &summary).context("writing the summary")
+}
+
+/// The PostgreSQL database the inputs name, with what to copy of it; `None` for files.
+fn postgres_source(a: &ImportArgs) -> Result<Option<(String, liteload::postgres::PgOptions)>> {
+    let is_pg = |f: &String| liteload::postgres::is_postgres_url(f);
+    let pg_flags =
+        a.schema.is_some() || !a.tables.is_empty() || a.query.is_some() || a.connections.is_some();
+    match a.files.as_slice() {
+        [one] if is_pg(one) => {
+            let mut pg = liteload::postgres::PgOptions::default();
+            pg.schema.clone_from(&a.schema);
+            pg.tables.clone_from(&a.tables);
+            pg.query.clone_from(&a.query);
+            pg.connections = a.connections.map(usize::from);
+            Ok(Some((one.clone(), pg)))
+        }
+        files if files.iter().any(is_pg) => Err(UsageError(
+            "a PostgreSQL database is the one input of its load: copy files in another run".into(),
+        )
+        .into()),
+        _ if pg_flags => Err(UsageError(
+            "--schema, --tables, --query and --connections go with a postgresql:// input".into(),
+        )
+        .into()),
+        _ => Ok(None),
+    }
 }
 
 /// The inputs the arguments name. An argument that names no file but holds a glob
