@@ -45,6 +45,24 @@ INSERT INTO all_types VALUES
 /// prints as `text` (session time zone UTC, DateStyle ISO, bytea hex).
 fn expected(ty: &str, text: Option<&str>) -> Sql {
     let Some(s) = text else { return Sql::Null };
+    // PostgreSQL drops a fraction's trailing zeros; the mapping writes six digits.
+    let six = |s: &str| -> String {
+        match s.find('.') {
+            Some(p) => {
+                let end = s[p + 1..]
+                    .find(|c: char| !c.is_ascii_digit())
+                    .map_or(s.len(), |e| p + 1 + e);
+                format!("{}{:0<6}{}", &s[..=p], &s[p + 1..end], &s[end..])
+            }
+            None => s.to_string(),
+        }
+    };
+    let timed = matches!(
+        ty,
+        "timestamp without time zone" | "time without time zone" | "timestamp with time zone"
+    );
+    let owned = if timed { six(s) } else { s.to_string() };
+    let s = owned.as_str();
     let float = |s: &str| -> Sql {
         let f: f64 = s.parse().unwrap_or_else(|_| panic!("{ty} {s:?}"));
         if f.is_nan() {

@@ -39,7 +39,7 @@ pub(crate) enum Kind {
     Uuid,
     /// date: `YYYY-MM-DD`.
     Date,
-    /// time: `HH:MM:SS[.ffffff]`.
+    /// time: `HH:MM:SS[.ffffff]` (six digits when the fraction is not zero).
     Time,
     /// timestamp: `YYYY-MM-DDTHH:MM:SS[.ffffff]`.
     Timestamp,
@@ -351,7 +351,8 @@ fn ymd(y: i64, m: u32, d: u32, s: &mut String) {
     write!(s, "{year:04}-{m:02}-{d:02}").expect("a String takes any write");
 }
 
-/// `HH:MM:SS` and, when there are any, the microseconds without trailing zeros.
+/// `HH:MM:SS` and, when there are any, the six digits of the microseconds (as Python's
+/// `isoformat` writes them).
 fn time_of_day(micros: i64, s: &mut String) {
     let secs = micros.div_euclid(1_000_000);
     let frac = micros.rem_euclid(1_000_000);
@@ -364,9 +365,7 @@ fn time_of_day(micros: i64, s: &mut String) {
     )
     .expect("a String takes any write");
     if frac != 0 {
-        let digits = format!("{frac:06}");
-        s.push('.');
-        s.push_str(digits.trim_end_matches('0'));
+        write!(s, ".{frac:06}").expect("a String takes any write");
     }
 }
 
@@ -524,7 +523,7 @@ mod tests {
         assert_eq!(s, "1999-12-31T23:59:59.999999Z");
         s.clear();
         time_of_day(45_296_250_000, &mut s);
-        assert_eq!(s, "12:34:56.25");
+        assert_eq!(s, "12:34:56.250000");
         s.clear();
         date(-730_120, &mut s);
         assert_eq!(s, "0001-12-31 BC");
