@@ -528,7 +528,9 @@ def import_file(
     ``progress`` as for :func:`write`. Raises :class:`BadInput` with ``.path``,
     ``.line``, ``.column`` and ``.record`` for bad input, :class:`UsageError` (a
     ``ValueError``) for a bad value or options that do not fit, ``TypeError`` for a
-    value of the wrong type, ``OSError`` and :class:`SqliteError`.
+    value of the wrong type, ``OSError`` and :class:`SqliteError`; ``ConnectionError``
+    (an ``OSError``) when a PostgreSQL server cannot be reached, refuses the login or
+    fails during the copy.
     """
     options = _keywords(locals(), "db", "source", "progress")
     sources = _sources(source)

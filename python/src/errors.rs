@@ -196,6 +196,9 @@ pub fn library_error(e: &liteload::Error) -> PyErr {
             }
         }
         ErrorKind::Sqlite { .. } => SqliteError::new_err(message),
+        // A database server that could not be reached, refused the login or failed
+        // during the copy: an OSError, as a failed socket is in Python.
+        ErrorKind::Database { .. } => pyo3::exceptions::PyConnectionError::new_err(message),
         ErrorKind::Interrupted => PyKeyboardInterrupt::new_err(message),
         _ => Error::new_err(message),
     }

@@ -62,9 +62,19 @@ def _url(server, db):
     return f"postgresql://postgres@/{db}?host={d}&port={port}"
 
 
+class _Json:
+    """A json or jsonb value as psycopg read it (its JSON null is not SQL's NULL)."""
+
+    def __init__(self, text):
+        self.value = json.loads(text)
+
+
 def _connect(server, db="postgres"):
+    from psycopg.types.json import set_json_loads
     d, port = server
-    return psycopg.connect(host=d, port=port, user="postgres", dbname=db, autocommit=True)
+    conn = psycopg.connect(host=d, port=port, user="postgres", dbname=db, autocommit=True)
+    set_json_loads(_Json, conn)
+    return conn
 
 
 def _database(server, name, sql=None):
@@ -105,7 +115,9 @@ def _expected(v):
     if isinstance(v, (ipaddress.IPv4Address, ipaddress.IPv6Address, ipaddress.IPv4Interface,
                       ipaddress.IPv6Interface, ipaddress.IPv4Network, ipaddress.IPv6Network)):
         return str(v)
-    if isinstance(v, (list, dict)):
+    if isinstance(v, _Json):
+        return ("json", v.value)
+    if isinstance(v, list):
         return ("json", v)
     return v
 
@@ -253,6 +265,6 @@ def test_one_snapshot_and_clear_errors(server, tmp_path):
         liteload.import_file(str(tmp_path / "x.db"), _url(server, "snap"), tables=["nope"])
     with pytest.raises(liteload.UsageError, match="postgresql://"):
         liteload.import_file(str(tmp_path / "x.db"), str(tmp_path / "a.csv"), schema="public")
-    with pytest.raises(OSError):
+    with pytest.raises(ConnectionError, match="refused"):
         liteload.import_file(str(tmp_path / "x.db"), "postgresql://postgres@127.0.0.1:1/none")
     assert not os.path.exists(tmp_path / "x.db")

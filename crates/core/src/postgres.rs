@@ -144,7 +144,9 @@ pub fn import_postgres(
     let mut inputs = vec![];
     let mut shapes = vec![];
     for t in &tables {
-        let pieces = catalog::pieces(&mut main, &server, t, workers * 4)?;
+        // Four pieces a connection, and no piece of more than 128 MB of heap.
+        let want = (workers * 4).max(usize::try_from(t.blocks / 16_384).unwrap_or(0));
+        let pieces = catalog::pieces(&mut main, &server, t, want)?;
         let columns: Vec<(String, decode::Kind)> =
             t.columns.iter().map(|c| (c.name.clone(), c.kind)).collect();
         let reader = CopyReader::new(

@@ -302,48 +302,15 @@ impl Sink for PageSink<'_> {
                 table::create_sql(name, &cols, &pk)
             }
         };
-        if let Some(mut db) = self.between.take() {
-            // The next table of a load of several, in the same file.
-            let path = self.writing.clone().expect("a table begun has its file");
-            let spill_dir = spill_dir_of(&path);
-            let rows = self.rows_for(&indexes, columns, rowid, &spill_dir);
-            let table = db.table(name, &create).detach();
-            self.building = Some(Building {
-                db,
-                table: Some(table),
-                name: name.to_string(),
-                cols,
-                create,
-                rows,
-                spill_dir,
-                indexes,
-            });
-            return Ok(Begun::Table(TablePlan {
-                table: name.to_string(),
-                columns: columns.to_vec(),
-                types: sampled.types.to_vec(),
-                may_alter: false,
-            }));
-        }
-        // A new file is built beside its name; a side file is its own name.
-        let path = match &self.out {
-            PageOut::New(db) => {
-                direct::refuse_existing(db)?;
-                let (tmp, note) = durability::new_file_temp(db)?;
-                self.notes.extend(note);
-                tmp
-            }
-            PageOut::Side(side) => side.clone(),
+        let (mut db, grows) = match self.between.take() {
+            // The next table of a load of several, in the same file: its columns are fixed.
+            Some(db) => (db, false),
+            None => (self.create_file()?, sampled.grows),
         };
-        let mut db = match self.out {
-            PageOut::New(_) => DbWriter::create(&path, self.page_size),
-            PageOut::Side(_) => DbWriter::create_buffered(&path, self.page_size),
-        }
-        .map_err(|e| from_btree(e, Some(&path)))?;
-        self.writing = Some(path.clone());
+        let path = self.writing.clone().expect("a table begun has its file");
         let spill_dir = spill_dir_of(&path);
         let mut rows = self.rows_for(&indexes, columns, rowid, &spill_dir);
-        if sampled.grows {
+        if grows {
             rows = rows.growing(name, cols.clone());
         }
         let table = db.table(name, &create).detach();
@@ -361,7 +328,7 @@ impl Sink for PageSink<'_> {
             table: name.to_string(),
             columns: columns.to_vec(),
             types: sampled.types.to_vec(),
-            may_alter: sampled.grows,
+            may_alter: grows,
         }))
     }
 
@@ -400,6 +367,27 @@ fn spill_dir_of(path: &Path) -> PathBuf {
 }
 
 impl PageSink<'_> {
+    /// Creates the file the tables go to (a new database beside its name, a side file
+    /// as its own name), which is this sink's to remove until it is finished.
+    fn create_file(&mut self) -> Result<DbWriter<SeqFile>> {
+        let path = match &self.out {
+            PageOut::New(db) => {
+                direct::refuse_existing(db)?;
+                let (tmp, note) = durability::new_file_temp(db)?;
+                self.notes.extend(note);
+                tmp
+            }
+            PageOut::Side(side) => side.clone(),
+        };
+        let db = match self.out {
+            PageOut::New(_) => DbWriter::create(&path, self.page_size),
+            PageOut::Side(_) => DbWriter::create_buffered(&path, self.page_size),
+        }
+        .map_err(|e| from_btree(e, Some(&path)))?;
+        self.writing = Some(path);
+        Ok(db)
+    }
+
     /// What turns a table's batches (of `columns`) into its rows, gathering the entries
     /// of `indexes`; with `rowid`, that column's values are the rowids.
     fn rows_for(

@@ -4,8 +4,9 @@
 //! (`secret`, SCRAM) over TCP, as an unprivileged user (`nobody`) when the tests run as
 //! root. Stopped (immediately) when dropped. `.ci/run` installs the package when it is
 //! missing.
+#![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 pub struct PgServer {
@@ -132,10 +133,6 @@ impl PgServer {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-    }
-
-    pub fn socket_dir(&self) -> &Path {
-        self.dir.path()
     }
 
     /// A URI over the Unix socket (trusted: no password).

@@ -7,7 +7,9 @@
 //! has set its transaction to the exported snapshot, and decode them into batches; the
 //! reader hands the batches on piece by piece, so the rows come in piece order (key
 //! order for a key's ranges). A worker starts a piece at most [`AHEAD`] pieces past the
-//! one being read, which bounds what is held in memory. Dropping the reader stops the
+//! one being read and holds at most [`HELD`] batches of it, which bounds what is held
+//! in memory (a worker that waits on a later piece cannot stall the reader: the piece
+//! being read was taken first, by a worker of its own). Dropping the reader stops the
 //! workers at their next batch.
 
 use std::io::BufRead;
@@ -16,7 +18,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
-use crossbeam_channel::{unbounded, Receiver, Sender};
+use crossbeam_channel::{bounded, Receiver, Sender};
 use postgres::Client;
 
 use super::connect::Server;
@@ -25,6 +27,10 @@ use crate::error::{Error, Result};
 
 /// Pieces a worker may run ahead of the one being read.
 const AHEAD: usize = 2;
+
+/// Batches of a piece held before its worker waits for the reader: with [`AHEAD`], what
+/// a reader holds in memory is bounded whatever the size of the table.
+const HELD: usize = 16;
 
 /// Connections inside one exported snapshot, made as they are needed and reused.
 pub(crate) struct Pool {
@@ -139,7 +145,7 @@ impl CopyReader {
             stop: AtomicBool::new(false),
         });
         let (senders, receivers): (Vec<Sender<Msg>>, Vec<Receiver<Msg>>) =
-            self.pieces.iter().map(|_| unbounded()).unzip();
+            self.pieces.iter().map(|_| bounded(HELD)).unzip();
         let senders = Arc::new(senders);
         for _ in 0..self.workers.min(self.pieces.len()) {
             let work = Work {
