@@ -269,7 +269,7 @@ fn every_type_copies_as_the_server_prints_it() {
     let mut opts = ImportOptions::default();
     opts.read.decimals = liteload::source::columnar::Decimals::Real;
     let mut pick = PgOptions::default();
-    pick.query = Some("SELECT n2, n FROM all_types ORDER BY i4 NULLS LAST".into());
+    pick.query = Some("SELECT n2, n, i2 AS n FROM all_types ORDER BY i4 NULLS LAST".into());
     opts.table = Some("nums".into());
     import_postgres(
         &db2,
@@ -279,8 +279,9 @@ fn every_type_copies_as_the_server_prints_it() {
         &Progress::default(),
     )
     .unwrap();
-    let (_, types, rows) = read_sqlite(&db2, "nums");
-    assert_eq!(types, ["REAL", "REAL"]);
+    let (names, types, rows) = read_sqlite(&db2, "nums");
+    assert_eq!(names, ["n2", "n", "n_2"], "two columns of one name are told apart");
+    assert_eq!(types, ["REAL", "REAL", "INTEGER"]);
     assert_eq!(rows[0][0], Sql::Real(-0.5));
     assert_eq!(rows[1][1], Sql::Real(f64::INFINITY));
     assert_eq!(rows[2][1], Sql::Real(1.0e-30));
@@ -302,6 +303,8 @@ fn keys_and_indexes_and_pieces() {
          INSERT INTO pair SELECT g % 1000, 'b' || g, g FROM generate_series(1, 150000) g;
          CREATE INDEX pair_gin ON pair USING hash (b);
          DELETE FROM pair WHERE n % 10 = 0;
+         CREATE TABLE nulls (a int UNIQUE, b text UNIQUE, c int, d text, UNIQUE (c, d));
+         INSERT INTO nulls VALUES (NULL, NULL, NULL, 'x'), (NULL, NULL, NULL, 'x'), (1, 'x', 1, NULL), (2, 'y', 1, NULL);
          CREATE TABLE \"Pair\" (x int);
          INSERT INTO \"Pair\" VALUES (1), (2);
          CREATE SCHEMA other; CREATE TABLE other.t (v text); INSERT INTO other.t VALUES ('o');",
@@ -318,7 +321,7 @@ fn keys_and_indexes_and_pieces() {
         &Progress::default(),
     )
     .unwrap();
-    assert_eq!(summary.rows, 120_000 + 135_000 + 2);
+    assert_eq!(summary.rows, 120_000 + 135_000 + 2 + 4);
     let notes = summary.notes.join("\n");
     for skipped in ["keyed_expr", "keyed_part", "pair_gin"] {
         assert!(notes.contains(skipped), "{skipped} in {notes}");
@@ -370,7 +373,7 @@ fn keys_and_indexes_and_pieces() {
         .collect();
     assert_eq!(
         shown,
-        [("code", 1), ("grp,code", 0), ("a,b", 1)],
+        [("code", 1), ("grp,code", 0), ("a", 1), ("b", 1), ("c,d", 1), ("a,b", 1)],
         "{indexes:?}"
     );
     // The indexes answer as SQLite's own would: every key found.

@@ -332,15 +332,11 @@ pub(crate) fn query(
         .iter()
         .map(|c| c.name().to_string())
         .collect();
-    for (i, a) in raw.iter().enumerate() {
-        if raw[..i].contains(a) {
-            return Err(Error::usage(format!(
-                "the query returns two columns named {a:?}: name each column once (AS)"
-            )));
-        }
-    }
+    // Columns are named apart (`id`, `id_2` for a join's two ids), and the query's rows
+    // are read through those names: `(query) q("id", "id_2", …)`.
     let (names, renamed) = crate::schema::clean_names(&raw);
     notes.extend(renamed.into_iter().map(|n| format!("query: {n}")));
+    let aliases: Vec<String> = names.iter().map(|n| quote_ident(n)).collect();
     let mut columns = vec![];
     for (c, name) in stmt.columns().iter().zip(names) {
         let row = client
@@ -358,7 +354,7 @@ pub(crate) fn query(
             shown: row.get(3),
         };
         let (kind, select, note) =
-            column_kind(&t, &format!("q.{}", quote_ident(c.name())), decimals_real);
+            column_kind(&t, &format!("q.{}", quote_ident(&name)), decimals_real);
         if let Some(n) = note {
             notes.push(format!("query: column {:?} {n}", c.name()));
         }
@@ -366,7 +362,7 @@ pub(crate) fn query(
     }
     Ok(Table {
         name: name.to_string(),
-        from: format!("({sql}) q"),
+        from: format!("({sql}) q({})", aliases.join(", ")),
         shown: "query".into(),
         columns,
         rowid: None,
