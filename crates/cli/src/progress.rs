@@ -86,8 +86,14 @@ fn draw(p: Arc<Progress>, stop: Arc<AtomicBool>) {
             Stage::Committing => " — committing".into(),
             _ => String::new(),
         };
+        let part = p.part();
+        let part = if part.is_empty() {
+            part
+        } else {
+            format!(" — {part}")
+        };
         bar.set_message(format!(
-            "{} rows, {:.0} rows/s{stage}",
+            "{} rows, {:.0} rows/s{part}{stage}",
             rows,
             rows as f64 / secs
         ));

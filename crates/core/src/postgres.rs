@@ -156,7 +156,7 @@ pub fn import_postgres(
             pool.clone(),
             workers,
             opts.batch_rows,
-            progress.bytes_read.clone(),
+            progress,
         );
         inputs.push(Input::record_batches(t.shown.clone(), reader));
         shapes.push(TableShape {

@@ -113,6 +113,8 @@ pub struct Progress {
     stage: AtomicU8,
     /// Shared with the load's readers, which stop at their next read once it is set.
     cancelled: Arc<AtomicBool>,
+    /// The part being read, for a load of several named parts (see [`Progress::part`]).
+    part: Arc<std::sync::Mutex<String>>,
 }
 
 impl Progress {
@@ -139,6 +141,19 @@ impl Progress {
         self.rows.store(0, Ordering::Relaxed);
         self.set_stage(Stage::Loading);
         self.cancelled.store(false, Ordering::Relaxed);
+        self.part.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// What is being read now, in a load of several named parts: the table a copy from
+    /// a database reads (`public.orders`); empty otherwise.
+    pub fn part(&self) -> String {
+        self.part.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Where a reader says which part is being read now (see [`Progress::part`]).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn part_handle(&self) -> Arc<std::sync::Mutex<String>> {
+        self.part.clone()
     }
 
     /// The stop switch, for readers that check it on each read.

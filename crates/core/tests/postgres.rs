@@ -280,7 +280,11 @@ fn every_type_copies_as_the_server_prints_it() {
     )
     .unwrap();
     let (names, types, rows) = read_sqlite(&db2, "nums");
-    assert_eq!(names, ["n2", "n", "n_2"], "two columns of one name are told apart");
+    assert_eq!(
+        names,
+        ["n2", "n", "n_2"],
+        "two columns of one name are told apart"
+    );
     assert_eq!(types, ["REAL", "REAL", "INTEGER"]);
     assert_eq!(rows[0][0], Sql::Real(-0.5));
     assert_eq!(rows[1][1], Sql::Real(f64::INFINITY));
@@ -373,7 +377,14 @@ fn keys_and_indexes_and_pieces() {
         .collect();
     assert_eq!(
         shown,
-        [("code", 1), ("grp,code", 0), ("a", 1), ("b", 1), ("c,d", 1), ("a,b", 1)],
+        [
+            ("code", 1),
+            ("grp,code", 0),
+            ("a", 1),
+            ("b", 1),
+            ("c,d", 1),
+            ("a,b", 1)
+        ],
         "{indexes:?}"
     );
     // The indexes answer as SQLite's own would: every key found.

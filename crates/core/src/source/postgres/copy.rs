@@ -102,6 +102,8 @@ pub(crate) struct CopyReader {
     workers: usize,
     batch_rows: usize,
     bytes_read: Arc<AtomicU64>,
+    /// Where the load's progress shows what is being read.
+    part: Arc<Mutex<String>>,
     running: Option<Running>,
 }
 
@@ -114,7 +116,7 @@ struct Running {
 impl CopyReader {
     /// A reader of `pieces` (COPY statements whose rows have `columns`), on up to
     /// `workers` connections of `pool`, in batches of `batch_rows`; the COPY bytes it
-    /// reads are added to `bytes_read`.
+    /// reads are added to `progress`, which shows its name while it reads.
     pub(crate) fn new(
         name: String,
         columns: &[(String, Kind)],
@@ -122,7 +124,7 @@ impl CopyReader {
         pool: Arc<Pool>,
         workers: usize,
         batch_rows: usize,
-        bytes_read: Arc<AtomicU64>,
+        progress: &crate::summary::Progress,
     ) -> Self {
         CopyReader {
             name,
@@ -132,7 +134,8 @@ impl CopyReader {
             pool,
             workers: workers.max(1),
             batch_rows: batch_rows.max(1),
-            bytes_read,
+            bytes_read: progress.bytes_read.clone(),
+            part: progress.part_handle(),
             running: None,
         }
     }
@@ -186,6 +189,8 @@ impl Iterator for CopyReader {
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.running.is_none() {
+            self.name
+                .clone_into(&mut self.part.lock().unwrap_or_else(|p| p.into_inner()));
             let r = self.start();
             self.running = Some(r);
         }
