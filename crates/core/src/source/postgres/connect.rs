@@ -7,8 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use postgres::config::{Host, SslMode};
-use postgres::{Client, Config, NoTls};
+use postgres::Client;
+use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::{Config, NoTls};
 
 use crate::error::{Error, Result};
 
@@ -119,17 +120,35 @@ impl Server {
         })
     }
 
-    /// A new session.
+    /// A new session, through the blocking client.
     pub(crate) fn connect(&self) -> Result<Client> {
+        let config = postgres::Config::from(self.config.clone());
         let connected = match self.tls {
-            Tls::Off => self.config.connect(NoTls),
-            _ => self
-                .config
-                .connect(tokio_postgres_rustls::MakeRustlsConnect::new(
-                    self.tls_config()?,
-                )),
+            Tls::Off => config.connect(NoTls),
+            _ => config.connect(tokio_postgres_rustls::MakeRustlsConnect::new(
+                self.tls_config()?,
+            )),
         };
         connected.map_err(|e| self.error("connecting", &e))
+    }
+
+    /// A new session on the tokio runtime this is called in, which drives its
+    /// connection (a task of its own there).
+    pub(crate) async fn connect_here(&self) -> Result<tokio_postgres::Client> {
+        let failed = |e: tokio_postgres::Error| self.error("connecting", &e);
+        Ok(match self.tls {
+            Tls::Off => {
+                let (client, connection) = self.config.connect(NoTls).await.map_err(failed)?;
+                tokio::spawn(connection);
+                client
+            }
+            _ => {
+                let tls = tokio_postgres_rustls::MakeRustlsConnect::new(self.tls_config()?);
+                let (client, connection) = self.config.connect(tls).await.map_err(failed)?;
+                tokio::spawn(connection);
+                client
+            }
+        })
     }
 
     /// A server error while doing `what`, with the server's own words.

@@ -12,14 +12,12 @@
 //! being read was taken first, by a worker of its own). Dropping the reader stops the
 //! workers at their next batch.
 
-use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use crossbeam_channel::{bounded, Receiver, Sender};
-use postgres::Client;
 
 use super::connect::Server;
 use super::decode::{self, Decoder, Kind, Next};
@@ -36,7 +34,15 @@ const HELD: usize = 16;
 pub(crate) struct Pool {
     server: Server,
     snapshot: String,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<Session>>,
+}
+
+/// A connection of the pool with the runtime that drives it: a worker enters the
+/// runtime once a piece and reads the whole piece's stream inside it (the blocking
+/// client entered it once a row: a tenth of the copy's CPU, by `perf`).
+struct Session {
+    runtime: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
 }
 
 impl Pool {
@@ -54,22 +60,31 @@ impl Pool {
 
     /// An idle connection, or a new one in a read-only transaction that sees the
     /// snapshot.
-    fn take(&self) -> Result<Client> {
+    fn take(&self) -> Result<Session> {
         if let Some(c) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
             return Ok(c);
         }
-        let mut c = self.server.connect()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io(None, e))?;
         // The snapshot's name is the server's own (`pg_export_snapshot`), quoted as a
         // literal all the same.
         let quoted = self.snapshot.replace('\'', "''");
-        c.batch_execute(&format!(
-            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '{quoted}'"
-        ))
-        .map_err(|e| self.server.error("joining the copy's snapshot", &e))?;
-        Ok(c)
+        let client = runtime.block_on(async {
+            let client = self.server.connect_here().await?;
+            client
+                .batch_execute(&format!(
+                    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '{quoted}'"
+                ))
+                .await
+                .map_err(|e| self.server.error("joining the copy's snapshot", &e))?;
+            Ok::<_, Error>(client)
+        })?;
+        Ok(Session { runtime, client })
     }
 
-    fn give(&self, c: Client) {
+    fn give(&self, c: Session) {
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(c);
     }
 }
@@ -240,6 +255,74 @@ struct Work {
     senders: Arc<Vec<Sender<Msg>>>,
 }
 
+/// The tuples of one piece's COPY stream as its chunks arrive.
+struct Tuples {
+    decoder: Decoder,
+    width: usize,
+    /// Bytes of a tuple (or of the header) cut between two of the server's messages.
+    carry: Vec<u8>,
+    header: bool,
+    ended: bool,
+    row: u64,
+}
+
+impl Tuples {
+    /// Decodes the tuples `chunk` completes, handing on full batches to `tx`; `false`
+    /// when the reader has gone.
+    fn feed(&mut self, chunk: &[u8], work: &Work, tx: &Sender<Msg>) -> Result<bool> {
+        let joined;
+        let data: &[u8] = if self.carry.is_empty() {
+            chunk
+        } else {
+            let mut c = std::mem::take(&mut self.carry);
+            c.extend_from_slice(chunk);
+            joined = c;
+            &joined
+        };
+        let mut at = 0;
+        if self.header {
+            match decode::header_len(data).map_err(|m| work.bad(self.row, None, m))? {
+                Some(h) => {
+                    at = h;
+                    self.header = false;
+                }
+                None => {
+                    self.carry = data.to_vec();
+                    return Ok(true);
+                }
+            }
+        }
+        while at < data.len() && !self.ended {
+            match decode::next_tuple(&data[at..], self.width)
+                .map_err(|m| work.bad(self.row, None, m))?
+            {
+                Next::Tuple(len) => {
+                    self.row += 1;
+                    self.decoder
+                        .push(&data[at..at + len])
+                        .map_err(|b| work.bad(self.row, Some(b.column), b.message))?;
+                    at += len;
+                    let full = self.decoder.rows() >= work.batch_rows
+                        || self.decoder.bytes() >= BATCH_BYTES;
+                    if full
+                        && (tx.send(Msg::Batch(self.decoder.finish())).is_err()
+                            || work.shared.stop.load(Ordering::SeqCst))
+                    {
+                        return Ok(false);
+                    }
+                }
+                Next::End => {
+                    at += 2;
+                    self.ended = true;
+                }
+                Next::More => break,
+            }
+        }
+        self.carry = data[at..].to_vec();
+        Ok(true)
+    }
+}
+
 /// Bytes of text and blobs at which a batch is handed on, whatever its row count.
 const BATCH_BYTES: usize = 16 << 20;
 
@@ -289,80 +372,39 @@ impl Work {
     /// Runs piece `piece`, sending its batches to `tx`; `Ok(false)` when the reader
     /// has gone.
     fn copy(&self, piece: usize, tx: &Sender<Msg>) -> Result<bool> {
-        let mut client = self.pool.take()?;
+        use futures_util::StreamExt;
+        let session = self.pool.take()?;
         let server = self.pool.server();
-        let sql = &self.pieces[piece];
-        let mut decoder = Decoder::new(self.kinds.clone(), self.schema.clone());
-        let width = self.kinds.len();
-        let mut reader = client
-            .copy_out(sql.as_str())
-            .map_err(|e| server.error(&format!("copying {}", self.name), &e))?;
-        let read_err = |e: std::io::Error| {
-            Error::database(server.shown.clone(), format!("copying {}: {e}", self.name))
+        let mut tuples = Tuples {
+            decoder: Decoder::new(self.kinds.clone(), self.schema.clone()),
+            width: self.kinds.len(),
+            carry: vec![],
+            header: true,
+            ended: false,
+            row: 0,
         };
-        // Bytes of a tuple cut between two of the server's messages.
-        let mut carry: Vec<u8> = vec![];
-        let mut header = true;
-        let mut ended = false;
-        let mut row = 0u64;
-        loop {
-            let buf = reader.fill_buf().map_err(read_err)?;
-            if buf.is_empty() {
-                break;
-            }
-            let n = buf.len();
-            self.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
-            let data: &[u8] = if carry.is_empty() {
-                buf
-            } else {
-                carry.extend_from_slice(buf);
-                &carry
-            };
-            let mut at = 0;
-            if header {
-                match decode::header_len(data).map_err(|m| self.bad(row, None, m))? {
-                    Some(h) => {
-                        at = h;
-                        header = false;
-                    }
-                    None => {
-                        let keep = data.to_vec();
-                        reader.consume(n);
-                        carry = keep;
-                        continue;
-                    }
+        let failed = |e: &tokio_postgres::Error| server.error(&format!("copying {}", self.name), e);
+        let went_on = session.runtime.block_on(async {
+            let stream = session
+                .client
+                .copy_out(self.pieces[piece].as_str())
+                .await
+                .map_err(|e| failed(&e))?;
+            let mut stream = std::pin::pin!(stream);
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| failed(&e))?;
+                self.bytes_read
+                    .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                if !tuples.feed(&chunk, self, tx)? {
+                    return Ok(false);
                 }
             }
-            while at < data.len() && !ended {
-                match decode::next_tuple(&data[at..], width).map_err(|m| self.bad(row, None, m))? {
-                    Next::Tuple(len) => {
-                        row += 1;
-                        decoder
-                            .push(&data[at..at + len])
-                            .map_err(|b| self.bad(row, Some(b.column), b.message))?;
-                        at += len;
-                        let full =
-                            decoder.rows() >= self.batch_rows || decoder.bytes() >= BATCH_BYTES;
-                        if full
-                            && (tx.send(Msg::Batch(decoder.finish())).is_err()
-                                || self.shared.stop.load(Ordering::SeqCst))
-                        {
-                            return Ok(false);
-                        }
-                    }
-                    Next::End => {
-                        at += 2;
-                        ended = true;
-                    }
-                    Next::More => break,
-                }
-            }
-            let rest = data[at..].to_vec();
-            reader.consume(n);
-            carry = rest;
+            Ok::<_, Error>(true)
+        })?;
+        if !went_on {
+            return Ok(false);
         }
-        drop(reader);
-        if !ended || !carry.is_empty() {
+        if !tuples.ended || !tuples.carry.is_empty() {
             return Err(Error::database(
                 server.shown.clone(),
                 format!(
@@ -371,10 +413,11 @@ impl Work {
                 ),
             ));
         }
+        let decoder = &mut tuples.decoder;
         if decoder.rows() > 0 && tx.send(Msg::Batch(decoder.finish())).is_err() {
             return Ok(false);
         }
-        self.pool.give(client);
+        self.pool.give(session);
         Ok(true)
     }
 
