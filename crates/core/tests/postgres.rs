@@ -570,3 +570,56 @@ fn failures_are_clear_and_leave_no_file() {
     });
     no_file("a server that died");
 }
+
+#[test]
+fn sslmode_is_honored() {
+    let pg = PgServer::start_tls();
+    pg.database("tls", "CREATE TABLE t (x int); INSERT INTO t VALUES (1);");
+    let dir = tempfile::tempdir().unwrap();
+    // What the copy's own connection says of itself: 1 when it is encrypted.
+    let mut pgo = PgOptions::default();
+    pgo.query = Some("SELECT ssl::int AS ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()".into());
+    let mut opts = ImportOptions::default();
+    opts.table = Some("s".into());
+    let pw = support::pg::PASSWORD;
+    let url = |host: &str, params: &str| {
+        format!("postgresql://postgres:{pw}@{host}:{}/tls?{params}", pg.port)
+    };
+    let ssl_of = |url: &str| -> Result<i64, liteload::Error> {
+        let db = dir.path().join("ssl.db");
+        let _ = std::fs::remove_file(&db);
+        import_postgres(&db, url, &pgo, &opts, &Progress::default())?;
+        let c = Connection::open(&db).unwrap();
+        Ok(c.query_row("SELECT ssl FROM s", [], |r| r.get(0)).unwrap())
+    };
+    let ca = pg.ca_pem().display().to_string();
+    let other = pg.other_ca_pem().display().to_string();
+    assert_eq!(ssl_of(&url("127.0.0.1", "sslmode=disable")).unwrap(), 0);
+    assert_eq!(ssl_of(&url("127.0.0.1", "sslmode=prefer")).unwrap(), 1);
+    assert_eq!(ssl_of(&url("127.0.0.1", "sslmode=require")).unwrap(), 1);
+    assert_eq!(
+        ssl_of(&url(
+            "localhost",
+            &format!("sslmode=verify-full&sslrootcert={ca}")
+        ))
+        .unwrap(),
+        1
+    );
+    assert_eq!(
+        ssl_of(&url(
+            "127.0.0.1",
+            &format!("sslmode=verify-ca&sslrootcert={ca}")
+        ))
+        .unwrap(),
+        1
+    );
+    // A certificate that the named root did not sign is refused, and leaves no file.
+    let e = ssl_of(&url(
+        "localhost",
+        &format!("sslmode=verify-full&sslrootcert={other}"),
+    ))
+    .unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Database { .. }), "{e}");
+    assert!(!e.to_string().contains(pw), "{e}");
+    assert!(!dir.path().join("ssl.db").exists());
+}

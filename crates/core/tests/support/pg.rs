@@ -51,6 +51,25 @@ fn is_root() -> bool {
 
 impl PgServer {
     pub fn start() -> PgServer {
+        Self::start_with(false)
+    }
+
+    /// A server that also speaks TLS, with a certificate for `localhost` and 127.0.0.1
+    /// signed by a CA whose PEM is [`PgServer::ca_pem`]; a second, unrelated CA is
+    /// [`PgServer::other_ca_pem`].
+    pub fn start_tls() -> PgServer {
+        Self::start_with(true)
+    }
+
+    pub fn ca_pem(&self) -> std::path::PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    pub fn other_ca_pem(&self) -> std::path::PathBuf {
+        self.dir.path().join("other-ca.pem")
+    }
+
+    fn start_with(tls: bool) -> PgServer {
         let bin = bin_dir();
         let dir = tempfile::Builder::new()
             .prefix("liteload-pg")
@@ -58,6 +77,9 @@ impl PgServer {
             .unwrap();
         let as_nobody = is_root();
         std::fs::write(dir.path().join("pw"), PASSWORD).unwrap();
+        if tls {
+            write_pki(dir.path());
+        }
         if as_nobody {
             let ok = Command::new("chown")
                 .args(["-R", "nobody:nogroup"])
@@ -95,10 +117,16 @@ impl PgServer {
                 "-N",
             ],
         );
-        let opts = format!(
+        let mut opts = format!(
             "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off",
             server.dir.path().display()
         );
+        if tls {
+            let d = server.dir.path().display();
+            opts.push_str(&format!(
+                " -c ssl=on -c ssl_cert_file={d}/server.crt -c ssl_key_file={d}/server.key"
+            ));
+        }
         server.run(
             "pg_ctl",
             &[
@@ -211,4 +239,34 @@ impl Drop for PgServer {
                 .output();
         }
     }
+}
+
+/// A CA, a server certificate it signed for `localhost` and 127.0.0.1 (`server.crt`,
+/// `server.key`, readable by its owner only, as PostgreSQL wants), the CA as `ca.pem`,
+/// and an unrelated CA as `other-ca.pem`.
+fn write_pki(dir: &std::path::Path) {
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "liteload test CA");
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let leaf =
+        rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+            .unwrap()
+            .signed_by(&leaf_key, &ca, &ca_key)
+            .unwrap();
+    let other = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+    std::fs::write(dir.join("other-ca.pem"), other.cert.pem()).unwrap();
+    std::fs::write(dir.join("server.crt"), leaf.pem()).unwrap();
+    std::fs::write(dir.join("server.key"), leaf_key.serialize_pem()).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        dir.join("server.key"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
 }
