@@ -37,6 +37,7 @@
 //! non-b-tree indexes are skipped, each with a note.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -88,9 +89,42 @@ pub fn import_postgres(
     progress: &Progress,
 ) -> Result<Summary> {
     let db = db.as_ref();
-    let start = Instant::now();
     refuse_options(pg, opts)?;
     let server = Server::parse(url)?;
+    // A table whose statistics say its heap is in key order is read in block order, and
+    // its keys checked as they come; if they are not in order after all, nothing was
+    // put in place, and the copy runs again reading such tables in key order.
+    let broken = Arc::new(AtomicBool::new(false));
+    match copy_once(db, &server, pg, opts, progress, &broken) {
+        Err(_) if broken.load(Ordering::SeqCst) && !progress.is_cancelled() => {
+            progress.rows.store(0, Ordering::Relaxed);
+            progress.bytes_read.store(0, Ordering::Relaxed);
+            let mut summary = copy_once(db, &server, pg, opts, progress, &broken)?;
+            summary.notes.push(
+                "a table's statistics said its rows were in the order of its key, and they \
+                 were not: the copy ran again, in key order (ANALYZE the table to avoid this)"
+                    .into(),
+            );
+            Ok(summary)
+        }
+        result => result,
+    }
+}
+
+/// One copy (see [`import_postgres`]): with `broken` unset, tables whose heap is in key
+/// order by their statistics are read in block order, and `broken` is set if their keys
+/// are not; with it set, every keyed table is read in key order.
+fn copy_once(
+    db: &Path,
+    server: &Server,
+    pg: &PgOptions,
+    opts: &ImportOptions,
+    progress: &Progress,
+    broken: &Arc<AtomicBool>,
+) -> Result<Summary> {
+    let start = Instant::now();
+    let trust_heap_order = !broken.load(Ordering::SeqCst);
+    let server = server.clone();
     let mut main = server.connect()?;
     main.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .map_err(|e| server.error("beginning the snapshot", &e))?;
@@ -146,10 +180,10 @@ pub fn import_postgres(
     for t in &tables {
         // Four pieces a connection, and no piece of more than 128 MB of heap.
         let want = (workers * 4).max(usize::try_from(t.blocks / 16_384).unwrap_or(0));
-        let pieces = catalog::pieces(&mut main, &server, t, want)?;
+        let pieces = catalog::pieces(&mut main, &server, t, want, trust_heap_order)?;
         let columns: Vec<(String, decode::Kind)> =
             t.columns.iter().map(|c| (c.name.clone(), c.kind)).collect();
-        let reader = CopyReader::new(
+        let mut reader = CopyReader::new(
             t.shown.clone(),
             &columns,
             pieces,
@@ -158,6 +192,9 @@ pub fn import_postgres(
             opts.batch_rows,
             progress,
         );
+        if let (Some(k), true) = (t.rowid, trust_heap_order && t.heap_in_key_order) {
+            reader = reader.ascending(k, broken.clone());
+        }
         inputs.push(Input::record_batches(t.shown.clone(), reader));
         shapes.push(TableShape {
             table: t.name.clone(),
@@ -257,9 +294,7 @@ pub fn import_postgres(
     // The snapshot ends; the copy's connections close with the pool.
     let _ = main.batch_execute("COMMIT");
     summary.notes.extend(notes);
-    summary.bytes_read = progress
-        .bytes_read
-        .load(std::sync::atomic::Ordering::Relaxed);
+    summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
     if road != Road::Null {
         summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
     }

@@ -15,7 +15,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_array::{Array, RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use crossbeam_channel::{bounded, Receiver, Sender};
 
@@ -119,6 +119,10 @@ pub(crate) struct CopyReader {
     bytes_read: Arc<AtomicU64>,
     /// Where the load's progress shows what is being read.
     part: Arc<Mutex<String>>,
+    /// A column whose values must rise strictly (an integer key read in block order, on
+    /// the statistics' word), and the flag set when they do not.
+    ascending: Option<(usize, Arc<AtomicBool>)>,
+    last_key: Option<i64>,
     running: Option<Running>,
 }
 
@@ -151,8 +155,41 @@ impl CopyReader {
             batch_rows: batch_rows.max(1),
             bytes_read: progress.bytes_read.clone(),
             part: progress.part_handle(),
+            ascending: None,
+            last_key: None,
             running: None,
         }
+    }
+
+    /// Checks that column `column` (an integer with no NULL) rises strictly from batch to
+    /// batch; if it does not, the reader fails and sets `broken`.
+    pub(crate) fn ascending(mut self, column: usize, broken: Arc<AtomicBool>) -> Self {
+        self.ascending = Some((column, broken));
+        self
+    }
+
+    /// Whether `batch` keeps the checked column rising (see [`CopyReader::ascending`]).
+    fn in_order(&mut self, batch: &RecordBatch) -> bool {
+        let Some((column, _)) = &self.ascending else {
+            return true;
+        };
+        let Some(keys) = batch
+            .column(*column)
+            .as_any()
+            .downcast_ref::<arrow_array::Int64Array>()
+        else {
+            return false;
+        };
+        if keys.null_count() > 0 {
+            return false;
+        }
+        for &k in keys.values().iter() {
+            if self.last_key.is_some_and(|last| k <= last) {
+                return false;
+            }
+            self.last_key = Some(k);
+        }
+        true
     }
 
     fn start(&mut self) -> Running {
@@ -209,29 +246,43 @@ impl Iterator for CopyReader {
             let r = self.start();
             self.running = Some(r);
         }
-        let r = self.running.as_mut().expect("started");
         loop {
-            let rx = r.pieces.get(r.at)?;
-            match rx.recv() {
-                Ok(Msg::Batch(b)) => return Some(Ok(b)),
+            let got = {
+                let r = self.running.as_ref().expect("started");
+                r.pieces.get(r.at)?.recv()
+            };
+            let failed = match got {
+                Ok(Msg::Batch(b)) => {
+                    if self.in_order(&b) {
+                        return Some(Ok(b));
+                    }
+                    if let Some((_, broken)) = &self.ascending {
+                        broken.store(true, Ordering::SeqCst);
+                    }
+                    Error::database(
+                        self.pool.server().shown.clone(),
+                        format!(
+                            "{}: the table's rows are not in the order of its key (its \
+                             statistics said they were)",
+                            self.name
+                        ),
+                    )
+                }
                 Ok(Msg::Done) => {
+                    let r = self.running.as_mut().expect("started");
                     r.at += 1;
                     *r.shared.reading.lock().unwrap_or_else(|p| p.into_inner()) = r.at;
                     r.shared.moved.notify_all();
+                    continue;
                 }
-                Ok(Msg::Failed(e)) => {
-                    r.at = r.pieces.len();
-                    r.shared.stop.store(true, Ordering::SeqCst);
-                    r.shared.moved.notify_all();
-                    return Some(Err(ArrowError::ExternalError(Box::new(e))));
-                }
-                Err(_) => {
-                    r.at = r.pieces.len();
-                    return Some(Err(ArrowError::ExternalError(Box::new(Error::internal(
-                        format!("{}: a copying thread stopped early", self.name),
-                    )))));
-                }
-            }
+                Ok(Msg::Failed(e)) => e,
+                Err(_) => Error::internal(format!("{}: a copying thread stopped early", self.name)),
+            };
+            let r = self.running.as_mut().expect("started");
+            r.at = r.pieces.len();
+            r.shared.stop.store(true, Ordering::SeqCst);
+            r.shared.moved.notify_all();
+            return Some(Err(ArrowError::ExternalError(Box::new(failed))));
         }
     }
 }
