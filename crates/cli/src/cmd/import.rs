@@ -74,7 +74,8 @@ Exit codes: 0 done; 1 bad input or a row the table's constraints refuse; 2 bad u
 3 I/O or SQLite failure; 4 the database does not fit (a table exists, lacks a column);
 70 a bug in liteload; 130 interrupted.";
 
-/// Bulk-load CSV, TSV, NDJSON, JSON, XML, Parquet or Arrow files into a table of an SQLite database.
+/// Bulk-load CSV, TSV, NDJSON, JSON, XML, Parquet or Arrow files into a table of an SQLite
+/// database, or copy a PostgreSQL database's tables.
 ///
 /// Each FILE goes into the table named by --table, or by its file name without extensions
 /// (people.csv.gz -> people); Parquet and Arrow files of one schema all go into one
