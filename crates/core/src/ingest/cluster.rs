@@ -172,7 +172,7 @@ impl ClusterWriter {
         let mut head: Vec<String> = ddl.iter().map(|s| plain(s)).collect();
         head.push(plain(&format!("SELECT count(*) FROM {t}")));
         let mut rows = if self.table_exists {
-            self.row_statements(&sorted)?
+            self.row_statements(sorted)?
         } else {
             vec![]
         };
@@ -244,7 +244,7 @@ impl ClusterWriter {
                 }) if (head.len()..head.len() + rows.len()).contains(&index) => {
                     // One of this statement's rows is refused: find it, leave it out.
                     let k = index - head.len();
-                    let Some(bad) = self.find_refused(&head, &rows[..k], &rows[k], &sorted) else {
+                    let Some(bad) = self.find_refused(&head, &rows[..k], &rows[k], sorted) else {
                         return Err(Error::cluster(
                             node,
                             format!("the cluster refused a write into {t}: {message}"),
@@ -252,11 +252,11 @@ impl ClusterWriter {
                     };
                     refused.push(format!(
                         "the row with key ({}) was not written: {message}",
-                        key_text(&sorted, bad, self.keys.len())
+                        key_text(sorted, bad, self.keys.len())
                     ));
                     let keep: Vec<usize> =
                         rows[k].rows.iter().copied().filter(|&r| r != bad).collect();
-                    rows.splice(k..=k, self.statements_for(&sorted, &keep)?);
+                    rows.splice(k..=k, self.statements_for(sorted, &keep)?);
                 }
                 Err(CallError::Statement { message, node, .. }) => {
                     return Err(Error::cluster(

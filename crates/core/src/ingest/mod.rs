@@ -29,6 +29,7 @@
 //! on a thread of its own while the next one fills (see bench/README.md for what each
 //! step saved).
 
+mod checkpoint;
 #[cfg(feature = "network")]
 mod cluster;
 #[cfg(feature = "network")]
@@ -395,6 +396,9 @@ fn run_commit(writer: &Mutex<Store>, w: &mut Window) -> Result<CommitStats> {
     let mut writer = writer
         .lock()
         .map_err(|_| Error::internal("an earlier commit failed; the engine cannot go on"))?;
+    if !w.is_prepared() {
+        w.prepare();
+    }
     let stats = writer.commit(w)?;
     Ok(CommitStats {
         at: now_unix(),
@@ -422,13 +426,14 @@ impl Ingest {
             .map_err(sql_err("setting the busy timeout"))?;
         conn.set_prepared_statement_cache_capacity(64);
         let (key_types, columns, existing) = existing_table(&conn, &opts)?;
-        let writer = Writer::new(
+        let mut writer = Writer::new(
             conn,
             opts.table.clone(),
             opts.keys.clone(),
             opts.history.clone(),
             existing.then(|| columns.clone()),
         );
+        writer.checkpoint_aside(db, pragmas)?;
         Ok(Ingest::with_store(
             opts,
             Store::File(writer),
@@ -870,11 +875,20 @@ impl Ingest {
     /// Closes the open window and writes it on another thread, after waiting for the one
     /// before it (whose statistics this returns). Errors are those of the earlier window.
     pub fn commit_background(&mut self) -> Result<Option<CommitStats>> {
-        let done = self.wait()?;
         if self.window.is_empty() {
-            return Ok(done);
+            return self.wait();
         }
         let mut w = self.close_window();
+        // Sorted here, while the window before it is still being written: the thread
+        // that writes SQLite is the pipeline's narrowest stage.
+        w.prepare();
+        let done = match self.wait() {
+            Ok(done) => done,
+            Err(e) => {
+                self.window = w;
+                return Err(e);
+            }
+        };
         let writer = Arc::clone(&self.writer);
         self.in_flight = Some(
             std::thread::Builder::new()
