@@ -20,7 +20,7 @@ use crate::options::{Engine, ImportOptions};
 use crate::pipeline::{self, Rejects};
 use crate::plan::{self, cause_hint, Dest, ImportPlan, Road};
 use crate::run;
-use crate::sink::page::{PageOut, PageSink};
+use crate::sink::page::PageSink;
 use crate::sink::side_file::SideFileSink;
 use crate::sink::sqlite::SqliteSink;
 use crate::sink::{Begun, NullSink, Sampled, Sink};
@@ -138,21 +138,12 @@ fn import_with(
     let mut plan = plan::plan(Dest::File(db), inputs, opts, progress)?;
     let loaded = match plan.road {
         Road::Null => load(&mut plan, &mut NullSink::default(), opts, progress)?,
-        Road::NewFile => {
-            let page_size = opts
-                .file
-                .page_size
-                .unwrap_or(crate::direct::DEFAULT_PAGE_SIZE);
-            let mut sink = PageSink::new(
-                PageOut::New(db.to_path_buf()),
-                page_size,
-                opts.indexes.clone(),
-                opts.index_memory,
-                opts.verify,
-                progress,
-            );
-            load(&mut plan, &mut sink, opts, progress)?
-        }
+        Road::NewFile => load(
+            &mut plan,
+            &mut PageSink::new_file(db, opts, progress),
+            opts,
+            progress,
+        )?,
         Road::SideFile(durability) => {
             let mut sink = SideFileSink::new(db.to_path_buf(), durability, opts, progress);
             load(&mut plan, &mut sink, opts, progress)?

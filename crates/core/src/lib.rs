@@ -37,6 +37,8 @@ pub mod generate;
 mod import;
 pub mod ingest;
 pub mod kv;
+#[cfg(feature = "postgres")]
+mod load_tables;
 mod options;
 mod pipeline;
 mod plan;

@@ -42,18 +42,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::import::load;
+use crate::load_tables::load_tables;
 use crate::options::ImportOptions;
-use crate::plan::{self, Road};
-use crate::sink::page::{PageOut, PageSink, TableShape};
-use crate::sink::sqlite::SqliteSink;
-use crate::sink::NullSink;
+use crate::sink::page::TableShape;
 use crate::source::columnar::Decimals;
 use crate::source::postgres::catalog;
 use crate::source::postgres::connect::Server;
 use crate::source::postgres::copy::{CopyReader, Pool};
 use crate::source::postgres::decode;
-use crate::source::{Format, Input, ReadOptions};
+use crate::source::Input;
 use crate::summary::{self, Progress, Summary};
 use crate::table::IfExists;
 
@@ -202,102 +199,11 @@ fn copy_once(
             indexes: t.indexes.clone(),
         });
     }
-    let names: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
-    let mut read = ReadOptions {
-        format: Format::Arrow,
-        ..opts.read.clone()
-    };
-    read.parse_threads = read.parse_threads.max(workers.min(4));
-    let road = if opts.parse_only {
-        Road::Null
-    } else if plan::new_file_by_pages(opts.engine, db, opts.durability, || true) {
-        Road::NewFile
-    } else {
-        Road::Sqlite
-    };
-    let mut plan = plan::plan_tables(&inputs, &names, &read, road, opts, progress)?;
-    let mut summary = match road {
-        Road::Null => load(&mut plan, &mut NullSink::default(), opts, progress)?.done()?,
-        Road::NewFile => {
-            let page_size = opts
-                .file
-                .page_size
-                .unwrap_or(crate::direct::DEFAULT_PAGE_SIZE);
-            let mut sink = PageSink::new(
-                PageOut::New(db.to_path_buf()),
-                page_size,
-                vec![],
-                opts.index_memory,
-                opts.verify,
-                progress,
-            )
-            .with_tables(shapes);
-            load(&mut plan, &mut sink, opts, progress)?.done()?
-        }
-        _ => crate::run::through_sqlite(
-            db,
-            opts.durability,
-            opts.file,
-            progress,
-            start,
-            Summary::default(),
-            |conn, summary| {
-                // The tables this load makes get their keys; indexes come after the rows.
-                let mut made = vec![];
-                for (l, shape) in plan.loads.iter().zip(&shapes) {
-                    let exists: bool = conn
-                        .query_row(
-                            "SELECT count(*) > 0 FROM sqlite_schema WHERE name = ?1 COLLATE NOCASE",
-                            [&l.table],
-                            |r| r.get(0),
-                        )
-                        .map_err(|e| Error::sqlite("reading the schema", e))?;
-                    if exists && opts.if_exists == IfExists::Fail {
-                        return Err(Error::schema(format!(
-                            "table {} exists already in {}",
-                            crate::schema::quote_ident(&l.table),
-                            db.display()
-                        ))
-                        .with_hint(crate::Hint::OtherTable));
-                    }
-                    if exists {
-                        continue;
-                    }
-                    let cols: Vec<(String, crate::ColumnType)> = l
-                        .columns
-                        .iter()
-                        .cloned()
-                        .zip(l.types.iter().copied())
-                        .collect();
-                    let pk: Vec<String> = shape.rowid.iter().cloned().collect();
-                    conn.execute_batch(&crate::table::create_sql(&l.table, &cols, &pk))
-                        .map_err(|e| Error::sqlite(format!("creating table {:?}", l.table), e))?;
-                    made.push(shape);
-                }
-                // The tables are there now: the rows are added to them.
-                let appending = ImportOptions {
-                    if_exists: IfExists::Append,
-                    ..opts.clone()
-                };
-                let mut sink = SqliteSink::new(conn, &appending, progress);
-                *summary = load(&mut plan, &mut sink, &appending, progress)?.done()?;
-                for shape in made {
-                    for ix in &shape.indexes {
-                        conn.execute_batch(&ix.sql(&shape.table))
-                            .map_err(|e| ix.build_error(&shape.table, e))?;
-                    }
-                }
-                Ok(())
-            },
-        )?,
-    };
+    let mut summary = load_tables(db, &inputs, shapes, workers.min(4), opts, progress, start)?;
     // The snapshot ends; the copy's connections close with the pool.
     let _ = main.batch_execute("COMMIT");
     summary.notes.extend(notes);
     summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
-    if road != Road::Null {
-        summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
-    }
     summary::finish(&mut summary, start);
     Ok(summary)
 }

@@ -16,6 +16,7 @@ use crate::batch::{Batch, Value};
 use crate::direct::{self, from_btree, IndexEntries, SortedEntries};
 use crate::durability::{self, Durability};
 use crate::error::{Error, Hint, Result};
+use crate::options::ImportOptions;
 use crate::schema::quote_ident;
 use crate::summary::{Durable, Progress, Stage, Summary, Writer};
 use crate::table::{self, IndexSpec};
@@ -134,6 +135,21 @@ impl<'p> PageSink<'p> {
             by_sqlite: vec![],
             keyed: false,
         }
+    }
+
+    /// A page writer that makes the new file `db`, as `opts` ask (page size, indexes,
+    /// index memory, verification).
+    pub(crate) fn new_file(db: &Path, opts: &ImportOptions, progress: &'p Progress) -> Self {
+        PageSink::new(
+            PageOut::New(db.to_path_buf()),
+            opts.file
+                .page_size
+                .unwrap_or(crate::direct::DEFAULT_PAGE_SIZE),
+            opts.indexes.clone(),
+            opts.index_memory,
+            opts.verify,
+            progress,
+        )
     }
 
     /// Writes several tables into the one file, each begun in turn with its shape (a
@@ -685,7 +701,10 @@ impl Rows {
                     ix.push(&key, self.next_rowid);
                 }
             }
-            self.next_rowid += 1;
+            // A keyed table's next rowid is its next row's key (this one may be i64::MAX).
+            if self.rowid_column.is_none() {
+                self.next_rowid += 1;
+            }
         }
         self.check_index_memory()?;
         Ok(batch.rows() as u64)

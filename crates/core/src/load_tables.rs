@@ -1,0 +1,430 @@
+//! Several tables of one load into one database: a copy of a database (PostgreSQL's
+//! tables, each its own Arrow input) made by the page writer into a new file, or
+//! through SQLite's insert path into a file that exists. One road for all the tables;
+//! each table gets its INTEGER PRIMARY KEY (from [`TableShape::rowid`]) and its
+//! indexes, made after its rows.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::import::load;
+use crate::options::ImportOptions;
+use crate::plan::{self, Road};
+use crate::sink::page::{PageSink, TableShape};
+use crate::sink::sqlite::SqliteSink;
+use crate::sink::NullSink;
+use crate::source::{Format, Input, ReadOptions};
+use crate::summary::{Progress, Summary};
+use crate::table::IfExists;
+
+/// Loads `inputs[i]` (Arrow record batches) into table `shapes[i]` of `db`, with at
+/// least `parse_threads` threads converting batches. A new file is written whole or not
+/// at all; into a file that exists, every table the load makes is made in the one
+/// transaction of its rows, and a table there already takes the rows only as
+/// `opts.if_exists` allows.
+pub(crate) fn load_tables(
+    db: &Path,
+    inputs: &[Input],
+    shapes: Vec<TableShape>,
+    parse_threads: usize,
+    opts: &ImportOptions,
+    progress: &Progress,
+    start: Instant,
+) -> Result<Summary> {
+    let names: Vec<String> = shapes.iter().map(|s| s.table.clone()).collect();
+    let mut read = ReadOptions {
+        format: Format::Arrow,
+        ..opts.read.clone()
+    };
+    read.parse_threads = read.parse_threads.max(parse_threads);
+    let road = if opts.parse_only {
+        Road::Null
+    } else if plan::new_file_by_pages(opts.engine, db, opts.durability, || true) {
+        Road::NewFile
+    } else {
+        Road::Sqlite
+    };
+    let mut plan = plan::plan_tables(inputs, &names, &read, road, opts, progress)?;
+    let mut summary = match road {
+        Road::Null => load(&mut plan, &mut NullSink::default(), opts, progress)?.done()?,
+        Road::NewFile => {
+            // Each table's indexes are its shape's (the catalog's), not the options'.
+            let one_file = ImportOptions {
+                indexes: vec![],
+                ..opts.clone()
+            };
+            let mut sink = PageSink::new_file(db, &one_file, progress).with_tables(shapes);
+            load(&mut plan, &mut sink, opts, progress)?.done()?
+        }
+        _ => crate::run::through_sqlite(
+            db,
+            opts.durability,
+            opts.file,
+            progress,
+            start,
+            Summary::default(),
+            |conn, summary| {
+                // The tables this load makes get their keys; indexes come after the rows.
+                let mut made = vec![];
+                for (l, shape) in plan.loads.iter().zip(&shapes) {
+                    let exists: bool = conn
+                        .query_row(
+                            "SELECT count(*) > 0 FROM sqlite_schema WHERE name = ?1 COLLATE NOCASE",
+                            [&l.table],
+                            |r| r.get(0),
+                        )
+                        .map_err(|e| Error::sqlite("reading the schema", e))?;
+                    if exists && opts.if_exists == IfExists::Fail {
+                        return Err(Error::schema(format!(
+                            "table {} exists already in {}",
+                            crate::schema::quote_ident(&l.table),
+                            db.display()
+                        ))
+                        .with_hint(crate::Hint::OtherTable));
+                    }
+                    if exists {
+                        continue;
+                    }
+                    let cols: Vec<(String, crate::ColumnType)> = l
+                        .columns
+                        .iter()
+                        .cloned()
+                        .zip(l.types.iter().copied())
+                        .collect();
+                    let pk: Vec<String> = shape.rowid.iter().cloned().collect();
+                    conn.execute_batch(&crate::table::create_sql(&l.table, &cols, &pk))
+                        .map_err(|e| Error::sqlite(format!("creating table {:?}", l.table), e))?;
+                    made.push(shape);
+                }
+                // The tables are there now: the rows are added to them.
+                let appending = ImportOptions {
+                    if_exists: IfExists::Append,
+                    ..opts.clone()
+                };
+                let mut sink = SqliteSink::new(conn, &appending, progress);
+                *summary = load(&mut plan, &mut sink, &appending, progress)?.done()?;
+                for shape in made {
+                    for ix in &shape.indexes {
+                        conn.execute_batch(&ix.sql(&shape.table))
+                            .map_err(|e| ix.build_error(&shape.table, e))?;
+                    }
+                }
+                Ok(())
+            },
+        )?,
+    };
+    if road != Road::Null {
+        summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
+    }
+    Ok(summary)
+}
+
+/// The writers of a copy against SQLite's own INSERT: hostile values (NUL, non-ASCII,
+/// a text past a page, NaN, infinities, -0.0, blobs, keys at the ends of 64 bits) in
+/// tables with an INTEGER PRIMARY KEY from a column, without one, with quoted names
+/// and with indexes, through the page writer into a new file and through SQLite's insert
+/// path into a file that holds another table; every file checked by SQLite.
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{
+        ArrayRef, BinaryArray, Float64Array, Int64Array, RecordBatch, RecordBatchIterator,
+        StringArray,
+    };
+    use rusqlite::types::Value;
+    use rusqlite::Connection;
+
+    use super::*;
+    use crate::schema::quote_ident;
+    use crate::table::IndexSpec;
+    use crate::types::ColumnType;
+
+    type R<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+    struct Case {
+        shape: TableShape,
+        batch: RecordBatch,
+    }
+
+    fn keyed(ids: Vec<i64>) -> R<Case> {
+        let n = ids.len();
+        let huge = "þ".repeat(40_000);
+        let texts = ["", "é😀", "a\0b", huge.as_str(), "ß", "x"];
+        let names: Vec<Option<&str>> = (0..n)
+            .map(|i| (i % 7 != 4).then(|| texts[i % texts.len()]))
+            .collect();
+        let reals = [f64::NAN, -0.0, f64::INFINITY, f64::NEG_INFINITY, 1.5, 1e308];
+        let r: Vec<Option<f64>> = (0..n)
+            .map(|i| (i % 5 != 3).then(|| reals[i % reals.len()]))
+            .collect();
+        let blobs: [&[u8]; 3] = [b"", &[0, 255, 0], b"\xff\xfe"];
+        let b: Vec<Option<&[u8]>> = (0..n)
+            .map(|i| (i % 4 != 1).then(|| blobs[i % blobs.len()]))
+            .collect();
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(ids)),
+            Arc::new(StringArray::from(names)),
+            Arc::new(Float64Array::from(r)),
+            Arc::new(BinaryArray::from(b)),
+        ];
+        let batch =
+            RecordBatch::try_from_iter(["id", "na\"me", "r", "b"].into_iter().zip(columns))?;
+        Ok(Case {
+            shape: TableShape {
+                table: "ke yed".into(),
+                rowid: Some("id".into()),
+                indexes: vec![
+                    IndexSpec {
+                        columns: vec!["na\"me".into()],
+                        unique: false,
+                    },
+                    IndexSpec {
+                        columns: vec!["r".into(), "id".into()],
+                        unique: true,
+                    },
+                ],
+            },
+            batch,
+        })
+    }
+
+    fn plain() -> R<Case> {
+        let n = 3000;
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from(
+                (0..n)
+                    .map(|i| (i % 11 != 0).then(|| format!("v{}é", i * 7919 % 1000)))
+                    .collect::<Vec<_>>(),
+            )),
+            Arc::new(Int64Array::from(
+                (0..n)
+                    .map(|i| (i % 13 != 0).then_some(i64::MIN + i))
+                    .collect::<Vec<_>>(),
+            )),
+        ];
+        let batch =
+            RecordBatch::try_from_iter(["select", "Plain \"col\""].into_iter().zip(columns))?;
+        Ok(Case {
+            shape: TableShape {
+                table: "pla;in".into(),
+                rowid: None,
+                indexes: vec![IndexSpec {
+                    columns: vec!["select".into()],
+                    unique: false,
+                }],
+            },
+            batch,
+        })
+    }
+
+    fn inputs(cases: &[Case]) -> Vec<Input> {
+        cases
+            .iter()
+            .map(|c| {
+                let schema = c.batch.schema();
+                Input::record_batches(
+                    c.shape.table.clone(),
+                    RecordBatchIterator::new(vec![Ok(c.batch.clone())], schema),
+                )
+            })
+            .collect()
+    }
+
+    fn run(db: &Path, cases: &[Case]) -> Result<Summary> {
+        let opts = ImportOptions {
+            batch_rows: 1000,
+            ..ImportOptions::default()
+        };
+        load_tables(
+            db,
+            &inputs(cases),
+            cases.iter().map(|c| c.shape.clone()).collect(),
+            1,
+            &opts,
+            &Progress::default(),
+            Instant::now(),
+        )
+    }
+
+    /// A cell of an Arrow column as SQLite is given it.
+    fn cell(col: &ArrayRef, i: usize) -> Value {
+        use arrow_array::Array;
+        if col.is_null(i) {
+            return Value::Null;
+        }
+        let any = col.as_any();
+        if let Some(a) = any.downcast_ref::<Int64Array>() {
+            Value::Integer(a.value(i))
+        } else if let Some(a) = any.downcast_ref::<StringArray>() {
+            Value::Text(a.value(i).to_string())
+        } else if let Some(a) = any.downcast_ref::<Float64Array>() {
+            Value::Real(a.value(i))
+        } else if let Some(a) = any.downcast_ref::<BinaryArray>() {
+            Value::Blob(a.value(i).to_vec())
+        } else {
+            unreachable!("the cases use four Arrow types")
+        }
+    }
+
+    /// The table SQLite makes of the case: its CREATE TABLE with the key, one INSERT a
+    /// row, then its indexes.
+    fn reference(conn: &Connection, case: &Case) -> R {
+        let b = &case.batch;
+        let cols: Vec<(String, ColumnType)> = b
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| {
+                let ty = match f.data_type() {
+                    arrow_schema::DataType::Int64 => ColumnType::Integer,
+                    arrow_schema::DataType::Float64 => ColumnType::Real,
+                    arrow_schema::DataType::Binary => ColumnType::Blob,
+                    _ => ColumnType::Text,
+                };
+                (f.name().clone(), ty)
+            })
+            .collect();
+        let pk: Vec<String> = case.shape.rowid.iter().cloned().collect();
+        conn.execute_batch(&crate::table::create_sql(&case.shape.table, &cols, &pk))?;
+        let sql = format!(
+            "INSERT INTO {} VALUES ({})",
+            quote_ident(&case.shape.table),
+            vec!["?"; cols.len()].join(", ")
+        );
+        let mut stmt = conn.prepare(&sql)?;
+        for i in 0..b.num_rows() {
+            let row: Vec<Value> = b.columns().iter().map(|c| cell(c, i)).collect();
+            stmt.execute(rusqlite::params_from_iter(row))?;
+        }
+        for ix in &case.shape.indexes {
+            conn.execute_batch(&ix.sql(&case.shape.table))?;
+        }
+        Ok(())
+    }
+
+    /// Everything SQLite shows of table `t`: its columns (name, type, key), its rows
+    /// with their rowids, and its indexes' columns, uniqueness and entries' count.
+    type Shown = (
+        Vec<(String, String, i64)>,
+        Vec<Vec<Value>>,
+        Vec<(String, bool, i64)>,
+    );
+
+    fn shown(conn: &Connection, t: &str) -> R<Shown> {
+        let cols = conn
+            .prepare("SELECT name, type, pk FROM pragma_table_info(?1) ORDER BY cid")?
+            .query_map([t], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut stmt = conn.prepare(&format!(
+            "SELECT rowid, * FROM {} ORDER BY rowid",
+            quote_ident(t)
+        ))?;
+        let n = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| (0..n).map(|i| r.get::<_, Value>(i)).collect())?
+            .collect::<rusqlite::Result<Vec<Vec<Value>>>>()?;
+        let mut indexes = vec![];
+        let list: Vec<(String, bool)> = conn
+            .prepare("SELECT name, \"unique\" FROM pragma_index_list(?1) ORDER BY name")?
+            .query_map([t], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (name, unique) in list {
+            let cols: Vec<String> = conn
+                .prepare("SELECT name FROM pragma_index_info(?1) ORDER BY seqno")?
+                .query_map([&name], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            // Every entry is there: the index alone counts the rows.
+            let count: i64 = conn.query_row(
+                &format!(
+                    "SELECT count(*) FROM {} INDEXED BY {}",
+                    quote_ident(t),
+                    quote_ident(&name)
+                ),
+                [],
+                |r| r.get(0),
+            )?;
+            indexes.push((cols.join(","), unique, count));
+        }
+        Ok((cols, rows, indexes))
+    }
+
+    fn check(conn: &Connection) -> R {
+        let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+        assert_eq!(ok, "ok");
+        Ok(())
+    }
+
+    #[test]
+    fn every_table_is_what_sqlites_insert_makes_of_it() -> R {
+        let ids: Vec<i64> = [i64::MIN, i64::MIN + 1, -7, -1, 0, 1, 2, 1 << 40]
+            .into_iter()
+            .chain((0..2000).map(|i| (1i64 << 41) + i * 3))
+            .chain([i64::MAX - 1, i64::MAX])
+            .collect();
+        let cases = [keyed(ids)?, plain()?];
+        let dir = tempfile::tempdir()?;
+        let want = Connection::open_in_memory()?;
+        for c in &cases {
+            reference(&want, c)?;
+        }
+        // A new file: the page writer.
+        let new = dir.path().join("new.db");
+        let s = run(&new, &cases)?;
+        assert_eq!(s.rows, 4010 + 3000 - 2000);
+        // A file with a table of its own: SQLite's insert path, the table kept.
+        let old = dir.path().join("old.db");
+        Connection::open(&old)?
+            .execute_batch("CREATE TABLE other(x); INSERT INTO other VALUES (1)")?;
+        run(&old, &cases)?;
+        for path in [&new, &old] {
+            let got = Connection::open(path)?;
+            check(&got)?;
+            for c in &cases {
+                assert_eq!(
+                    shown(&got, &c.shape.table)?,
+                    shown(&want, &c.shape.table)?,
+                    "{} in {}",
+                    c.shape.table,
+                    path.display()
+                );
+            }
+        }
+        let kept: i64 =
+            Connection::open(&old)?.query_row("SELECT x FROM other", [], |r| r.get(0))?;
+        assert_eq!(kept, 1);
+        Ok(())
+    }
+
+    /// The page writer takes an INTEGER PRIMARY KEY's values as rowids in the order they
+    /// come (a copy reads them in key order): keys out of order, or a NULL key, are
+    /// refused, and no file is left.
+    #[test]
+    fn keys_out_of_order_or_null_leave_no_file() -> R {
+        let dir = tempfile::tempdir()?;
+        for ids in [vec![1, 2, 3, 3], vec![5, 4]] {
+            let db = dir.path().join("k.db");
+            let e = run(&db, &[keyed(ids.clone())?]).expect_err("keys out of order");
+            assert!(!db.exists(), "{ids:?}: {e}");
+        }
+        let mut case = keyed(vec![1, 2, 3])?;
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![Some(1), None, Some(3)])),
+            case.batch.column(1).clone(),
+            case.batch.column(2).clone(),
+            case.batch.column(3).clone(),
+        ];
+        case.batch =
+            RecordBatch::try_from_iter(["id", "na\"me", "r", "b"].into_iter().zip(columns))?;
+        let db = dir.path().join("n.db");
+        run(&db, &[case]).expect_err("a NULL key");
+        assert!(!db.exists());
+        assert_eq!(
+            std::fs::read_dir(dir.path())?.count(),
+            0,
+            "nothing left beside"
+        );
+        Ok(())
+    }
+}
