@@ -268,3 +268,31 @@ def test_one_snapshot_and_clear_errors(server, tmp_path):
     with pytest.raises(ConnectionError, match="refused"):
         liteload.import_file(str(tmp_path / "x.db"), "postgresql://postgres@127.0.0.1:1/none")
     assert not os.path.exists(tmp_path / "x.db")
+
+
+def test_a_copy_beside_sqlite3_is_refused_until_it_closes(server, tmp_path):
+    """A copy into a file this process has open through Python's sqlite3 (another copy
+    of SQLite) is refused before it touches the file; once that connection is closed the
+    same copy goes in beside the file's own table."""
+    _database(server, "beside", "CREATE TABLE p (k int PRIMARY KEY, v text); "
+                                "INSERT INTO p SELECT g, 'zoë ' || g FROM generate_series(1, 5000) g;")
+    db = str(tmp_path / "beside.db")
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode=wal")
+    con.execute("CREATE TABLE mine (a)")
+    con.execute("INSERT INTO mine VALUES (1)")
+    con.commit()
+    before = open(db, "rb").read()
+    with pytest.raises(liteload.UsageError, match="another copy of SQLite"):
+        liteload.import_file(db, _url(server, "beside"))
+    assert open(db, "rb").read() == before
+    assert con.execute("SELECT count(*) FROM mine").fetchone() == (1,)
+    con.execute("INSERT INTO mine VALUES (2)")
+    con.commit()
+    con.close()
+    summary = liteload.import_file(db, _url(server, "beside"))
+    assert summary.rows == 5000
+    with sqlite3.connect(db) as c:
+        assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert c.execute("SELECT count(*), sum(a) FROM mine").fetchone() == (2, 3)
+        assert c.execute("SELECT count(*), min(k), max(v) FROM p").fetchone() == (5000, 1, "zoë 999")

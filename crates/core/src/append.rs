@@ -36,9 +36,11 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
+use crate::cancel::CancelWatch;
 use crate::durability::{self, Durability};
 use crate::error::{Error, Result};
 use crate::schema::quote_ident;
+use crate::summary::Progress;
 use crate::table::IfExists;
 use crate::table::{self, TableColumn};
 use crate::types::ColumnType;
@@ -129,12 +131,15 @@ pub(crate) struct Target {
     /// Whether the side file is attached.
     attached: std::cell::Cell<bool>,
     pub(crate) notes: Vec<String>,
+    /// Interrupts a statement of the transaction when the load is cancelled; ended
+    /// before the commit or the rollback, which are not to be cut short.
+    watch: Option<CancelWatch>,
 }
 
 impl Target {
     /// Opens `db` (which exists) for an append under `durability` and begins the
     /// transaction. `atomic-new` does not apply to an existing file: the caller checks.
-    pub(crate) fn open(db: &Path, durability: Durability) -> Result<Target> {
+    pub(crate) fn open(db: &Path, durability: Durability, progress: &Progress) -> Result<Target> {
         // As on SQLite's path: a kill after a new file's link into place (before the
         // unlink) leaves its temp file beside the complete database.
         let mut notes: Vec<String> = durability::clear_stale(&durability::temp_path(db))?
@@ -190,6 +195,7 @@ impl Target {
         })
         .map_err(ctx)?;
         Ok(Target {
+            watch: Some(CancelWatch::new(&conn, progress)),
             conn,
             durability,
             was_wal,
@@ -388,6 +394,7 @@ impl Target {
     /// Commits, detaches the side file and puts the file back in the profile's journal
     /// mode. Returns notes for the user.
     pub(crate) fn commit(mut self) -> Result<Vec<String>> {
+        self.watch = None;
         if let Err(e) = self.conn.execute_batch("COMMIT") {
             let _ = self.conn.execute_batch("ROLLBACK");
             return Err(Error::sqlite("committing", e));
@@ -417,7 +424,8 @@ impl Target {
     /// data is as before either way). A refused or failed load leaves the file as it
     /// was, byte for byte, so a file an earlier killed append left in rollback-journal
     /// mode keeps it until a load commits.
-    pub(crate) fn abort(self) {
+    pub(crate) fn abort(mut self) {
+        self.watch = None;
         let _ = self.conn.execute_batch("ROLLBACK");
         let _ = self.conn.execute_batch("DETACH liteload_side");
         if self.was_wal {
@@ -903,7 +911,7 @@ mod tests {
             Durability::Durable,
             Durability::Unsafe,
         ] {
-            let target = Target::open(&db, durability)?;
+            let target = Target::open(&db, durability, &Progress::default())?;
             let new_table = plain_create("t");
             let moved = target.transfer(
                 &side,
@@ -929,7 +937,7 @@ mod tests {
         }
 
         // Into an existing plain table without index: records copied, new rowids.
-        let target = Target::open(&db, Durability::Balanced)?;
+        let target = Target::open(&db, Durability::Balanced, &Progress::default())?;
         target.run(&plain_create("t")).map_err(sq)?;
         target.run("INSERT INTO t (c0) VALUES (-1)").map_err(sq)?;
         let moved = target.transfer(&side, "t", None, &[])?;
@@ -938,7 +946,7 @@ mod tests {
         target.abort();
 
         // A destination whose first column has another affinity: decoded, and seen.
-        let target = Target::open(&db, Durability::Balanced)?;
+        let target = Target::open(&db, Durability::Balanced, &Progress::default())?;
         let other = plain_create("t").replacen("INTEGER", "TEXT", 1);
         let moved = target.transfer(&side, "t", Some(&other), &[])?;
         assert!(!moved.copies_records, "{moved:?}");

@@ -296,6 +296,10 @@ impl Error {
     /// (`SQLITE_FULL`) becomes an I/O error, as the file system's own would be.
     pub fn sqlite(context: impl Into<String>, source: rusqlite::Error) -> Self {
         let context = context.into();
+        // Only a cancelled load interrupts liteload's statements (crate::cancel).
+        if source.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) {
+            return Error::interrupted();
+        }
         if source.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
             let full = std::io::Error::new(
                 std::io::ErrorKind::StorageFull,

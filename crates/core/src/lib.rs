@@ -30,6 +30,7 @@
 mod affinity;
 mod append;
 mod batch;
+mod cancel;
 mod direct;
 pub mod durability;
 mod error;

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use rusqlite::Connection;
 
+use crate::cancel::CancelWatch;
 use crate::durability::{self, Durability, FileSettings};
 use crate::error::Result;
 use crate::summary::{self, Durable, Progress, Stage, Summary, Writer};
@@ -25,7 +26,10 @@ pub(crate) fn through_sqlite(
     load: impl FnOnce(&Connection, &mut Summary) -> Result<()>,
 ) -> Result<Summary> {
     let target = durability::open(db, durability, file)?;
-    if let Err(e) = load(&target.conn, &mut summary).and_then(|()| progress.check()) {
+    let watch = CancelWatch::new(&target.conn, progress);
+    let loaded = load(&target.conn, &mut summary).and_then(|()| progress.check());
+    drop(watch);
+    if let Err(e) = loaded {
         target.abort();
         return Err(e);
     }

@@ -119,8 +119,11 @@ pub struct Progress {
 
 impl Progress {
     /// Asks the load using these counters to stop. It stops at its next batch (or index,
-    /// or page group) and returns [`crate::ErrorKind::Interrupted`], leaving the target
-    /// as it was before the load; a load that already committed is not undone.
+    /// or page group), or within a few tens of milliseconds inside one of SQLite's
+    /// statements on a connection of its own (a side file moved in, a merge, an index
+    /// built; a caller's connection is not interrupted), and returns
+    /// [`crate::ErrorKind::Interrupted`], leaving the target as it was before the load; a
+    /// load that already committed is not undone.
     pub fn cancel(&self) {
         self.cancelled.store(true, Ordering::Relaxed);
     }

@@ -273,3 +273,46 @@ fn a_key_that_settles_nothing_is_a_clear_error() {
         1
     );
 }
+
+/// A cancel while the merge's one statement runs (the load's commit stage) stops it:
+/// the load is `Interrupted`, and the table is as it was, byte for byte.
+#[test]
+fn a_cancel_during_the_merge_leaves_the_table_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b INTEGER);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 2 FROM n WHERE i < 1999999)
+             INSERT INTO t SELECT i, 'old ' || i, i FROM n;",
+        )
+        .unwrap();
+    let before = std::fs::read(&db).unwrap();
+    let mut text = String::from("id,a\n");
+    for i in 0..600_000u64 {
+        text.push_str(&format!("{},new {i}\n", (i * 7919) % 2_000_000));
+    }
+    let src = dir.path().join("in.csv");
+    std::fs::write(&src, &text).unwrap();
+    let mut o = ImportOptions::default();
+    o.table = Some("t".into());
+    o.on_conflict = OnConflict::Update;
+    o.sniff = false;
+    let progress = std::sync::Arc::new(Progress::default());
+    let p = progress.clone();
+    let watcher = std::thread::spawn(move || {
+        while p.stage() != liteload::Stage::Committing {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        p.cancel();
+    });
+    let result = import(&db, &[Input::Path(src)], &o, &progress);
+    watcher.join().unwrap();
+    let e = result.expect_err("cancelled while merging");
+    assert!(e.is_interrupted(), "{e}");
+    let c = Connection::open(&db).unwrap();
+    support::assert_intact(&c);
+    drop(c);
+    assert!(std::fs::read(&db).unwrap() == before, "the file changed");
+}

@@ -189,7 +189,11 @@ impl Sink for MergeSink<'_> {
         if self.target.is_some() {
             return Err(Error::internal("the side file takes one table"));
         }
-        self.target = Some(append::Target::open(&self.db, self.durability)?);
+        self.target = Some(append::Target::open(
+            &self.db,
+            self.durability,
+            self.progress,
+        )?);
         let target = self.target.as_ref().expect("just set");
         // Read again inside the transaction: no other writer changes it from here on.
         let into = match target.merge_target(sampled.table, sampled.columns, &self.opts.key)? {

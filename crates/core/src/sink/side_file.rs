@@ -209,7 +209,7 @@ impl Sink for SideFileSink<'_> {
         if self.target.is_some() {
             return Err(Error::internal("the side file takes one table"));
         }
-        let target = append::Target::open(&self.db, self.durability)?;
+        let target = append::Target::open(&self.db, self.durability, self.progress)?;
         self.target = Some(target);
         let target = self.target.as_ref().expect("just set");
         // Read again inside the transaction: no other writer changes it from here on.
