@@ -466,7 +466,7 @@ impl Writer {
             .conn
             .query_row(
                 "SELECT EXISTS (SELECT 1 FROM pragma_table_list WHERE schema = 'main' \
-                   AND name = ?1 AND type = 'table' AND wr = 0) \
+                   AND name = ?1 COLLATE NOCASE AND type = 'table' AND wr = 0) \
                  AND NOT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE pk > 0 \
                    AND upper(type) = 'INTEGER') \
                  AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'trigger' \
@@ -474,7 +474,9 @@ impl Writer {
                 [&self.table],
                 |r| r.get(0),
             )
-            .map_err(sql_err("looking at the table's rowids"))?;
+            // A SQLite older than 3.37 (a system library) has no pragma_table_list: the
+            // UPDATE first, as before.
+            .unwrap_or(false);
         if !plain {
             return Ok(None);
         }
@@ -592,5 +594,39 @@ impl Writer {
             )
             .optional()
             .map_err(sql_err("reading the resume point"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-statement upsert counts its inserts by rowids, so it is taken only where
+    /// new rows are numbered one by one after the highest rowid.
+    #[test]
+    fn only_a_table_that_numbers_its_own_rows_takes_the_one_statement_upsert() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE plain (id TEXT PRIMARY KEY, a);
+             INSERT INTO plain VALUES ('x', 1), ('y', 2);
+             CREATE TABLE ipk (id INTEGER PRIMARY KEY, a);
+             CREATE TABLE other_ipk (n INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE, a);
+             CREATE TABLE wr (id TEXT PRIMARY KEY, a) WITHOUT ROWID;
+             CREATE TABLE trig (id TEXT PRIMARY KEY, a);
+             CREATE TRIGGER t_ins AFTER INSERT ON trig BEGIN SELECT 1; END;
+             CREATE TABLE high (id TEXT PRIMARY KEY, a);
+             INSERT INTO high (rowid, id) VALUES (9223372036854775000, 'z');",
+        )
+        .unwrap();
+        let mut w = Writer::new(conn, String::new(), vec!["id".into()], None, None);
+        let mut mark = |t: &str| {
+            w.table = t.into();
+            w.rowid_mark().unwrap()
+        };
+        assert_eq!(mark("plain"), Some(2));
+        assert_eq!(mark("PLAIN"), Some(2), "names are matched as SQLite does");
+        for t in ["ipk", "other_ipk", "wr", "trig", "high"] {
+            assert_eq!(mark(t), None, "{t}");
+        }
     }
 }
