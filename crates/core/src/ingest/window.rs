@@ -138,6 +138,35 @@ impl Sorted {
     }
 }
 
+/// Buffers of a window smaller than this are always kept for its next use.
+const KEEP_BYTES: usize = 16 << 20;
+
+/// Empties `v` for the window's next use, keeping its allocation unless it is large and
+/// the window just written used less than a quarter of it: after a burst (a backlog read
+/// at full speed, then a trickle) the windows do not hold the burst's memory for ever.
+fn empty<T>(v: &mut Vec<T>) {
+    let used = v.len();
+    v.clear();
+    if v.capacity() * std::mem::size_of::<T>() > KEEP_BYTES && used < v.capacity() / 4 {
+        v.shrink_to(used * 2);
+    }
+}
+
+impl Sorted {
+    /// Empties every buffer as [`empty`] does.
+    fn empty(&mut self) {
+        empty(&mut self.order);
+        empty(&mut self.starts);
+        empty(&mut self.fields);
+        empty(&mut self.text);
+        empty(&mut self.keys);
+        empty(&mut self.key_starts);
+        empty(&mut self.scratch_keyed);
+        empty(&mut self.scratch_rank);
+        empty(&mut self.scratch_text_starts);
+    }
+}
+
 /// Entries a window must have before [`Window::sorted`] gathers them on more than one
 /// thread.
 const PARALLEL_ENTRIES: usize = 1 << 20;
@@ -403,12 +432,13 @@ impl Window {
 
     /// Empties the window for reuse, keeping its allocations.
     pub fn clear(&mut self) {
-        self.keys.clear();
-        self.text.clear();
+        empty(&mut self.keys);
+        empty(&mut self.text);
         self.index.clear();
-        self.rows.clear();
-        self.entries.clear();
-        self.history.clear();
+        empty(&mut self.rows);
+        empty(&mut self.entries);
+        empty(&mut self.history);
+        self.sorted.empty();
         self.messages = 0;
         self.rejects = 0;
         self.start = None;
@@ -422,6 +452,28 @@ impl Window {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A large buffer the last window barely used is given back; one it used well, or a
+    /// small one, is kept.
+    #[test]
+    fn a_burst_does_not_hold_its_memory() {
+        let big = KEEP_BYTES * 2;
+        let mut v: Vec<u8> = Vec::with_capacity(big);
+        v.resize(big, 1);
+        empty(&mut v);
+        assert!(v.is_empty() && v.capacity() >= big, "a full buffer is kept");
+        v.resize(100, 1);
+        empty(&mut v);
+        assert!(
+            v.capacity() < KEEP_BYTES,
+            "then given back: {}",
+            v.capacity()
+        );
+        let mut small: Vec<u8> = Vec::with_capacity(KEEP_BYTES / 2);
+        small.push(1);
+        empty(&mut small);
+        assert!(small.capacity() >= KEEP_BYTES / 2);
+    }
 
     #[test]
     fn rows_gather_their_fields_in_arrival_order() {
@@ -459,6 +511,7 @@ mod tests {
         assert_eq!(w.key(&w.rows[b]), b"a");
         w.clear();
         assert!(w.rows.is_empty() && w.is_empty());
+        assert!(w.sorted.fields.is_empty() && w.sorted.text.is_empty());
         assert_eq!(w.row_for(b"a"), 0);
     }
 
