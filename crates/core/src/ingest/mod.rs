@@ -882,13 +882,7 @@ impl Ingest {
         // Sorted here, while the window before it is still being written: the thread
         // that writes SQLite is the pipeline's narrowest stage.
         w.prepare();
-        let done = match self.wait() {
-            Ok(done) => done,
-            Err(e) => {
-                self.window = w;
-                return Err(e);
-            }
-        };
+        let done = self.wait()?;
         let writer = Arc::clone(&self.writer);
         self.in_flight = Some(
             std::thread::Builder::new()

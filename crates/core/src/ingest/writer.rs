@@ -459,8 +459,11 @@ impl Writer {
     /// after it, one by one (SQLite gives a new row the highest rowid plus one): a table
     /// with rowids that no column names (no INTEGER PRIMARY KEY, so no AUTOINCREMENT,
     /// whose numbers can skip), with no trigger (an upsert would fire INSERT triggers
-    /// where the UPDATE that found nothing fired none), far from the last rowid. `None`
-    /// otherwise.
+    /// where the UPDATE that found nothing fired none), far from the last rowid, and
+    /// whose rows' absent columns (NULL in the upsert's would-be row) break nothing:
+    /// SQLite checks NOT NULL and CHECK on that row before it finds the key taken, so
+    /// an update of a key that is there would be refused (no NOT NULL column but the
+    /// primary key's, no CHECK anywhere in its definition). `None` otherwise.
     fn rowid_mark(&self) -> Result<Option<i64>> {
         let plain: bool = self
             .conn
@@ -469,6 +472,10 @@ impl Writer {
                    AND name = ?1 COLLATE NOCASE AND type = 'table' AND wr = 0) \
                  AND NOT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE pk > 0 \
                    AND upper(type) = 'INTEGER') \
+                 AND NOT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE pk = 0 \
+                   AND \"notnull\") \
+                 AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' \
+                   AND name = ?1 COLLATE NOCASE AND upper(sql) LIKE '%CHECK%') \
                  AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'trigger' \
                    AND tbl_name = ?1 COLLATE NOCASE)",
                 [&self.table],
@@ -615,7 +622,9 @@ mod tests {
              CREATE TABLE trig (id TEXT PRIMARY KEY, a);
              CREATE TRIGGER t_ins AFTER INSERT ON trig BEGIN SELECT 1; END;
              CREATE TABLE high (id TEXT PRIMARY KEY, a);
-             INSERT INTO high (rowid, id) VALUES (9223372036854775000, 'z');",
+             INSERT INTO high (rowid, id) VALUES (9223372036854775000, 'z');
+             CREATE TABLE nn (id TEXT PRIMARY KEY, a NOT NULL);
+             CREATE TABLE ck (id TEXT PRIMARY KEY, a CHECK (a <> 1));",
         )
         .unwrap();
         let mut w = Writer::new(conn, String::new(), vec!["id".into()], None, None);
@@ -625,7 +634,7 @@ mod tests {
         };
         assert_eq!(mark("plain"), Some(2));
         assert_eq!(mark("PLAIN"), Some(2), "names are matched as SQLite does");
-        for t in ["ipk", "other_ipk", "wr", "trig", "high"] {
+        for t in ["ipk", "other_ipk", "wr", "trig", "high", "nn", "ck"] {
             assert_eq!(mark(t), None, "{t}");
         }
     }
