@@ -89,7 +89,7 @@ pub fn indexes(kw: &mut Keywords<'_>) -> PyResult<Vec<IndexSpec>> {
     let mut out = vec![];
     for (name, unique) in [("indexes", false), ("unique_indexes", true)] {
         for columns in kw.name_lists(name)? {
-            out.push(IndexSpec { columns, unique });
+            out.push(IndexSpec::new(columns, unique));
         }
     }
     Ok(out)

@@ -395,6 +395,11 @@ impl Target {
     /// mode. Returns notes for the user.
     pub(crate) fn commit(mut self) -> Result<Vec<String>> {
         self.watch = None;
+        // SQLite reads back the schema the load leaves before it commits.
+        if let Err(e) = crate::names::check_schema(&self.conn) {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            return Err(e);
+        }
         if let Err(e) = self.conn.execute_batch("COMMIT") {
             let _ = self.conn.execute_batch("ROLLBACK");
             return Err(Error::sqlite("committing", e));

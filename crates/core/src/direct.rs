@@ -417,23 +417,28 @@ pub fn build_new<T>(
 
 /// The last steps on a file the page writer finished at `tmp`, before anything else
 /// sees it: SQLite runs `after` (CREATE INDEX … the page writer left to it) with its
-/// journal in memory (a crash leaves no file at the target), and with `verify` checks
-/// the file (`integrity_check` must say ok); then `progress` must not be cancelled.
+/// journal in memory (a crash leaves no file at the target), reads the schema back
+/// ([`crate::names::check_schema`]: a schema it refuses is a bug, never a success), and
+/// with `verify` checks the file (`integrity_check` must say ok); then `progress` must
+/// not be cancelled.
 pub(crate) fn complete(
     tmp: &Path,
     after: &[String],
     verify: bool,
     progress: &crate::summary::Progress,
 ) -> Result<()> {
-    if !after.is_empty() {
+    {
         // Indexes and the like: SQLite builds them on the finished file, still under
         // the temp name, journal in memory (a crash leaves no file at the target).
         let conn = rusqlite::Connection::open(tmp)
             .map_err(|e| Error::sqlite("opening the written file", e))?;
-        crate::sqlite_info::configure(&conn)
-            .map_err(|e| Error::sqlite("configuring the connection", e))?;
-        conn.execute_batch(crate::durability::Durability::AtomicNew.pragmas())
-            .map_err(|e| Error::sqlite("setting up the written file", e))?;
+        crate::names::check_schema(&conn)?;
+        if !after.is_empty() {
+            crate::sqlite_info::configure(&conn)
+                .map_err(|e| Error::sqlite("configuring the connection", e))?;
+            conn.execute_batch(crate::durability::Durability::AtomicNew.pragmas())
+                .map_err(|e| Error::sqlite("setting up the written file", e))?;
+        }
         for sql in after {
             progress.check()?;
             conn.execute_batch(sql).map_err(|e| {
@@ -448,6 +453,9 @@ pub(crate) fn complete(
                     Error::sqlite(format!("running {sql}"), e)
                 }
             })?;
+        }
+        if !after.is_empty() {
+            crate::names::check_schema(&conn)?;
         }
         conn.close()
             .map_err(|(_, e)| Error::sqlite("closing the written file", e))?;

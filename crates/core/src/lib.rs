@@ -40,6 +40,7 @@ pub mod ingest;
 pub mod kv;
 #[cfg(feature = "postgres")]
 mod load_tables;
+mod names;
 mod options;
 mod pipeline;
 mod plan;

@@ -5,6 +5,8 @@
 //! indexes, made after its rows.
 
 use std::path::Path;
+
+use rusqlite::OptionalExtension;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
@@ -32,6 +34,23 @@ pub(crate) fn load_tables(
     progress: &Progress,
     start: Instant,
 ) -> Result<Summary> {
+    // A source may tell "T" from "t"; SQLite does not: a table whose name is an earlier
+    // one's to SQLite gets a suffix, with a note. (Indexes are named where they are
+    // made, after every table of the load is claimed.)
+    let mut shapes = shapes;
+    let mut renamed = vec![];
+    let mut taken = crate::names::Names::new();
+    for s in &mut shapes {
+        let got = taken.allocate(&s.table);
+        if got != s.table {
+            renamed.push(format!(
+                "table {} is made as {}: another table of the load has that name to SQLite, which ignores case",
+                crate::schema::quote_ident(&s.table),
+                crate::schema::quote_ident(&got)
+            ));
+            s.table = got;
+        }
+    }
     let names: Vec<String> = shapes.iter().map(|s| s.table.clone()).collect();
     let mut read = ReadOptions {
         format: Format::Arrow,
@@ -67,14 +86,34 @@ pub(crate) fn load_tables(
             |conn, summary| {
                 // The tables this load makes get their keys; indexes come after the rows.
                 let mut made = vec![];
-                for (l, shape) in plan.loads.iter().zip(&shapes) {
-                    let exists: bool = conn
+                let mut shapes = shapes.clone();
+                let planned: Vec<String> = shapes.iter().map(|s| s.table.clone()).collect();
+                for (l, shape) in plan.loads.iter_mut().zip(&mut shapes) {
+                    let kind: Option<String> = conn
                         .query_row(
-                            "SELECT count(*) > 0 FROM sqlite_schema WHERE name = ?1 COLLATE NOCASE",
+                            "SELECT type FROM sqlite_schema WHERE name = ?1 COLLATE NOCASE",
                             [&l.table],
                             |r| r.get(0),
                         )
+                        .optional()
                         .map_err(|e| Error::sqlite("reading the schema", e))?;
+                    let exists = matches!(kind.as_deref(), Some("table" | "view"));
+                    if kind.is_some() && !exists {
+                        // An index or trigger of the file has the table's name: the
+                        // table gets a name free there and in the load.
+                        let mut names = crate::names::Names::of(conn)?;
+                        for p in &planned {
+                            names.claim(p);
+                        }
+                        let free = names.allocate(&l.table);
+                        summary.notes.push(format!(
+                            "table {} is made as {}: the file has an object of that name",
+                            crate::schema::quote_ident(&l.table),
+                            crate::schema::quote_ident(&free)
+                        ));
+                        l.table.clone_from(&free);
+                        shape.table = free;
+                    }
                     if exists && opts.if_exists == IfExists::Fail {
                         return Err(Error::schema(format!(
                             "table {} exists already in {}",
@@ -95,7 +134,7 @@ pub(crate) fn load_tables(
                     let pk: Vec<String> = shape.rowid.iter().cloned().collect();
                     conn.execute_batch(&crate::table::create_sql(&l.table, &cols, &pk))
                         .map_err(|e| Error::sqlite(format!("creating table {:?}", l.table), e))?;
-                    made.push(shape);
+                    made.push(shape.clone());
                 }
                 // The tables are there now: the rows are added to them.
                 let appending = ImportOptions {
@@ -103,17 +142,22 @@ pub(crate) fn load_tables(
                     ..opts.clone()
                 };
                 let mut sink = SqliteSink::new(conn, &appending, progress);
+                let notes = std::mem::take(&mut summary.notes);
                 *summary = load(&mut plan, &mut sink, &appending, progress)?.done()?;
+                summary.notes.splice(0..0, notes);
                 for shape in made {
                     for ix in &shape.indexes {
-                        conn.execute_batch(&ix.sql(&shape.table))
-                            .map_err(|e| ix.build_error(&shape.table, e))?;
+                        if let Some(sql) = crate::names::index_sql(conn, &shape.table, ix)? {
+                            conn.execute_batch(&sql)
+                                .map_err(|e| ix.build_error(&shape.table, e))?;
+                        }
                     }
                 }
                 Ok(())
             },
         )?,
     };
+    summary.notes.splice(0..0, renamed);
     if road != Road::Null {
         summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
     }
@@ -176,14 +220,8 @@ mod tests {
                 table: "ke yed".into(),
                 rowid: Some("id".into()),
                 indexes: vec![
-                    IndexSpec {
-                        columns: vec!["na\"me".into()],
-                        unique: false,
-                    },
-                    IndexSpec {
-                        columns: vec!["r".into(), "id".into()],
-                        unique: true,
-                    },
+                    IndexSpec::new(["na\"me"], false),
+                    IndexSpec::new(["r", "id"], true),
                 ],
             },
             batch,
@@ -210,10 +248,7 @@ mod tests {
             shape: TableShape {
                 table: "pla;in".into(),
                 rowid: None,
-                indexes: vec![IndexSpec {
-                    columns: vec!["select".into()],
-                    unique: false,
-                }],
+                indexes: vec![IndexSpec::new(["select"], false)],
             },
             batch,
         })
@@ -298,8 +333,9 @@ mod tests {
             let row: Vec<Value> = b.columns().iter().map(|c| cell(c, i)).collect();
             stmt.execute(rusqlite::params_from_iter(row))?;
         }
-        for ix in &case.shape.indexes {
-            conn.execute_batch(&ix.sql(&case.shape.table))?;
+        for (i, ix) in case.shape.indexes.iter().enumerate() {
+            let name = format!("reference {} {i}", case.shape.table);
+            conn.execute_batch(&ix.create_sql(&case.shape.table, &name))?;
         }
         Ok(())
     }
@@ -426,5 +462,147 @@ mod tests {
             "nothing left beside"
         );
         Ok(())
+    }
+
+    /// Names built to collide (ASCII case, underscores that join like column lists, a
+    /// source index named like another table or like SQLite's own, non-ASCII) for the
+    /// tables and indexes of a load, into a new file and into a file that already holds
+    /// objects of those names: every file is one SQLite reads (integrity_check, no name
+    /// twice), every table has its rows, and every index asked for is there on its
+    /// columns, UNIQUE where asked (and enforcing).
+    mod names_collide {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        const TABLES: [&str; 7] = ["t", "T", "idx_t_a", "idx_t_a_b", "É", "é", "x\"q"];
+        const WANTED: [Option<&str>; 8] = [
+            None,
+            Some("ix"),
+            Some("IX"),
+            Some("t"),
+            Some("idx_t_a"),
+            Some("sqlite_autoindex_t_1"),
+            Some("é"),
+            Some("idx_t_a_b"),
+        ];
+        const KEYS: [&[&str]; 5] = [&["a_b"], &["a", "b"], &["A", "b"], &["a"], &["b", "a_b"]];
+
+        fn case(table: &str, indexes: &[(usize, bool, usize)]) -> Case {
+            let n = 50i64;
+            let col = |k: i64| -> ArrayRef {
+                Arc::new(Int64Array::from(
+                    (0..n).map(|i| i * 3 + k).collect::<Vec<_>>(),
+                ))
+            };
+            let batch = RecordBatch::try_from_iter(["a", "b", "a_b"].into_iter().zip([
+                col(0),
+                col(1),
+                col(2),
+            ]))
+            .expect("a batch");
+            let indexes = indexes
+                .iter()
+                .map(|&(k, unique, w)| IndexSpec {
+                    columns: KEYS[k].iter().map(|c| c.to_string()).collect(),
+                    unique,
+                    name: WANTED[w].map(String::from),
+                })
+                .collect();
+            Case {
+                shape: TableShape {
+                    table: table.into(),
+                    rowid: None,
+                    indexes,
+                },
+                batch,
+            }
+        }
+
+        /// Each index of `want` on `table` of `conn`: one there on its columns, UNIQUE
+        /// where asked.
+        fn holds(conn: &Connection, table: &str, want: &[IndexSpec]) -> R {
+            let held = crate::names::held_indexes(conn, table)?;
+            for ix in want {
+                assert!(
+                    held.iter().any(|h| (h.unique || !ix.unique)
+                        && h.columns.len() == ix.columns.len()
+                        && h.columns
+                            .iter()
+                            .zip(&ix.columns)
+                            .all(|(a, b)| a.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(b)))),
+                    "{table}: {ix:?} missing from {held:?}"
+                );
+            }
+            if want.iter().any(|ix| ix.unique) {
+                let again = format!(
+                    "INSERT INTO {t} SELECT * FROM {t} LIMIT 1",
+                    t = quote_ident(table)
+                );
+                assert!(
+                    conn.execute_batch(&again).is_err(),
+                    "{table}: UNIQUE enforced"
+                );
+            }
+            Ok(())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(24))]
+            #[test]
+            fn every_object_gets_a_name_of_its_own(
+                tables in proptest::sample::subsequence(TABLES.to_vec(), 1..4),
+                indexes in proptest::collection::vec(
+                    proptest::collection::vec((0..KEYS.len(), any::<bool>(), 0..WANTED.len()), 0..4),
+                    4,
+                ),
+                existing in any::<bool>(),
+            ) {
+                let dir = tempfile::tempdir().unwrap();
+                let db = dir.path().join("names.db");
+                if existing {
+                    // Objects already there with the names the load wants: an index
+                    // named like a table of the load, tables named like its indexes.
+                    Connection::open(&db).unwrap().execute_batch(
+                        "CREATE TABLE pre(a, b); CREATE INDEX \"T\" ON pre(a); \
+                         CREATE INDEX ix ON pre(b); CREATE TABLE idx_T_A_2(z); \
+                         CREATE UNIQUE INDEX \"é_2\" ON pre(a, b);",
+                    ).unwrap();
+                }
+                let cases: Vec<Case> = tables
+                    .iter()
+                    .zip(&indexes)
+                    .map(|(t, ix)| case(t, ix))
+                    .collect();
+                let summary = run(&db, &cases).unwrap();
+                prop_assert_eq!(summary.rows, 50 * cases.len() as u64);
+                let conn = Connection::open(&db).unwrap();
+                crate::names::check_schema(&conn).unwrap();
+                let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+                prop_assert_eq!(ok, "ok");
+                // The tables the load made, in its order (renamed ones too).
+                let made: Vec<String> = conn
+                    .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT IN ('pre', 'idx_T_A_2') ORDER BY rootpage")
+                    .unwrap()
+                    .query_map([], |r| r.get(0))
+                    .unwrap()
+                    .collect::<rusqlite::Result<_>>()
+                    .unwrap();
+                prop_assert_eq!(made.len(), cases.len(), "{:?}", made);
+                // Tables are made in the load's order, so their root pages rise with it.
+                for (c, t) in cases.iter().zip(&made) {
+                    prop_assert!(
+                        t.eq_ignore_ascii_case(&c.shape.table)
+                            || t.to_ascii_lowercase().starts_with(&c.shape.table.to_ascii_lowercase()),
+                        "{} made as {}", c.shape.table, t
+                    );
+                    let n: i64 = conn
+                        .query_row(&format!("SELECT count(*) FROM {}", quote_ident(t)), [], |r| r.get(0))
+                        .unwrap();
+                    prop_assert_eq!(n, 50);
+                    holds(&conn, t, &c.shape.indexes).unwrap();
+                }
+            }
+        }
     }
 }

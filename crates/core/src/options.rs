@@ -247,10 +247,7 @@ impl ImportOptions {
         columns: I,
         unique: bool,
     ) -> Self {
-        self.indexes.push(IndexSpec {
-            columns: columns.into_iter().map(Into::into).collect(),
-            unique,
-        });
+        self.indexes.push(IndexSpec::new(columns, unique));
         self
     }
 

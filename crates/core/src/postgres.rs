@@ -162,6 +162,7 @@ fn copy_once(
     if let (None, Some(t), [one]) = (&pg.query, &opts.table, tables.as_mut_slice()) {
         one.name.clone_from(t);
     }
+    // PostgreSQL tells "T" from "t"; SQLite does not (load_tables names them apart).
     for t in &tables {
         if let Some(problem) = crate::schema::table_name_problem(&t.name) {
             return Err(Error::usage(format!("{}: {problem}", t.shown)));

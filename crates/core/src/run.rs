@@ -27,7 +27,10 @@ pub(crate) fn through_sqlite(
 ) -> Result<Summary> {
     let target = durability::open(db, durability, file)?;
     let watch = CancelWatch::new(&target.conn, progress);
-    let loaded = load(&target.conn, &mut summary).and_then(|()| progress.check());
+    let loaded = load(&target.conn, &mut summary)
+        .and_then(|()| progress.check())
+        // SQLite reads back the schema the load leaves before it commits.
+        .and_then(|()| crate::names::check_schema(&target.conn));
     drop(watch);
     if let Err(e) = loaded {
         target.abort();

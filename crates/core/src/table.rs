@@ -177,12 +177,29 @@ pub struct IndexSpec {
     pub columns: Vec<String>,
     /// Whether no two rows may have the same key.
     pub unique: bool,
+    /// The name it should have (a source database's own), kept where no other object of
+    /// the file has it; `None` for `idx_TABLE_COLUMNS`. Either way the name it gets is
+    /// one no other object of the file has: a taken one gets a suffix (`_2`, …).
+    pub name: Option<String>,
 }
 
 impl IndexSpec {
-    /// The index's name on `table`: `idx_T_a_b`.
-    pub fn name(&self, table: &str) -> String {
-        format!("idx_{}_{}", table, self.columns.join("_"))
+    /// An index on `columns`, UNIQUE or not, named by the table and columns.
+    pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(columns: I, unique: bool) -> Self {
+        IndexSpec {
+            columns: columns.into_iter().map(Into::into).collect(),
+            unique,
+            name: None,
+        }
+    }
+
+    /// The name this index asks for on `table`: its own, else `idx_T_a_b`. Only a
+    /// wish: the name it is created under comes from the file's
+    /// [`Names`](crate::names::Names), and differs where that one is taken.
+    pub fn wanted_name(&self, table: &str) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("idx_{}_{}", table, self.columns.join("_")))
     }
 
     /// The error for building this index on `table`: rows that break a unique index are
@@ -205,23 +222,15 @@ impl IndexSpec {
         }
     }
 
-    /// `CREATE [UNIQUE] INDEX IF NOT EXISTS "idx_T_a_b" ON "T" ("a", "b")`.
-    pub fn sql(&self, table: &str) -> String {
-        self.create(table, "IF NOT EXISTS ")
-    }
-
-    /// The text SQLite keeps in `sqlite_schema` for the index [`IndexSpec::sql`] creates
-    /// (SQLite drops `IF NOT EXISTS` from what it stores).
-    pub fn stored_sql(&self, table: &str) -> String {
-        self.create(table, "")
-    }
-
-    fn create(&self, table: &str, if_not_exists: &str) -> String {
+    /// `CREATE [UNIQUE] INDEX "name" ON "T" ("a", "b")`: the text SQLite keeps in
+    /// `sqlite_schema` for it, too. `name` is one the file's
+    /// [`Names`](crate::names::Names) handed out.
+    pub fn create_sql(&self, table: &str, name: &str) -> String {
         let cols: Vec<String> = self.columns.iter().map(|c| quote_ident(c)).collect();
         format!(
-            "CREATE {}INDEX {if_not_exists}{} ON {} ({})",
+            "CREATE {}INDEX {} ON {} ({})",
             if self.unique { "UNIQUE " } else { "" },
-            quote_ident(&self.name(table)),
+            quote_ident(name),
             quote_ident(table),
             cols.join(", ")
         )
@@ -254,13 +263,7 @@ mod tests {
             ("".to_string(), ColumnType::Real),
         ];
         c.execute_batch(&create_sql("my \"table\"", &cols, &[]))?;
-        c.execute_batch(
-            &IndexSpec {
-                columns: vec!["select".into()],
-                unique: true,
-            }
-            .sql("my \"table\""),
-        )?;
+        c.execute_batch(&IndexSpec::new(["select"], true).create_sql("my \"table\"", "idx \"x\""))?;
         let found = existing_columns(&c, "MY \"TABLE\"")
             .map_err(|e| rusqlite::Error::InvalidParameterName(e.to_string()))?;
         let (name, cols) = found.ok_or(rusqlite::Error::QueryReturnedNoRows)?;

@@ -155,10 +155,7 @@ fn load(db: &Path, csv: &Path, engine: Engine, index: bool) -> Result<Writer, li
     opts.table = Some("t".into());
     opts.engine = engine;
     if index {
-        opts.indexes = vec![IndexSpec {
-            columns: vec!["c0".into(), "c1".into()],
-            unique: false,
-        }];
+        opts.indexes = vec![IndexSpec::new(["c0", "c1"], false)];
     }
     let s = import(
         db,

@@ -669,3 +669,131 @@ fn the_record_path_is_sniffed_and_reported() {
         .collect();
     assert_eq!(titles, [("a".into(), None), ("b".into(), Some("x".into()))]);
 }
+
+/// Well-formedness everywhere: a random document with one snippet put at the start of a
+/// random line (between records, above them in the root, inside a record, or after the
+/// root), good or faulty, is loaded exactly when a conforming parser (roxmltree) parses
+/// it; a refusal names a position and leaves nothing.
+#[test]
+fn a_fault_anywhere_is_refused_as_a_conforming_parser_refuses_it() {
+    const SNIPPETS: &[&str] = &[
+        // Faults.
+        "<m><a>x</b></m>",
+        "<m>&undefined;</m>",
+        "<m a=\"1\" a=\"2\"/>",
+        "<m>a & b</m>",
+        "<m a=x/>",
+        "<m a=\"<\"/>",
+        "<!-- a -- b -->",
+        "<?xml version=\"1.0\"?>",
+        "<m></m x>",
+        "</m>",
+        "<m a=\"&undefined;\"/>",
+        "<m>&#0;</m>",
+        // Good ones.
+        "<m>&amp;&#233;&e1;</m>",
+        "<m a='1' b=\"&e2;\">t<n/></m>",
+        "<!-- fine -->",
+        "<?pi data?>",
+        "<m><![CDATA[ <x> & ]]></m>",
+    ];
+    let (mut loaded, mut refused) = (0, 0);
+    for seed in 1..=300u64 {
+        let mut rng = Rng(seed);
+        let (body, record) = document(&mut rng, false);
+        let lines: Vec<&str> = body.split_inclusive('\n').collect();
+        let snippet = *rng.pick(SNIPPETS);
+        // Never the DTD's lines: a snippet there is no DTD syntax (a different class).
+        let first = lines
+            .iter()
+            .position(|l| l.starts_with("<root"))
+            .unwrap_or(0)
+            + 1;
+        let at = first + rng.below(lines.len() + 1 - first);
+        let mut doc = String::new();
+        for (i, l) in lines.iter().enumerate() {
+            if i == at {
+                doc.push_str(snippet);
+            }
+            doc.push_str(l);
+        }
+        if at == lines.len() {
+            doc.push_str(snippet);
+        }
+        let opts = roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..roxmltree::ParsingOptions::default()
+        };
+        let want = roxmltree::Document::parse_with_options(&doc, opts).is_ok();
+        let dir = tempfile::tempdir().unwrap();
+        let path = format!("root/{record}");
+        let got = load(
+            dir.path(),
+            "d.xml",
+            doc.as_bytes(),
+            Some(&path),
+            (2, 10_000),
+        );
+        match (want, got) {
+            (true, Ok(_)) => loaded += 1,
+            (false, Err(e)) => {
+                refused += 1;
+                assert!(e.to_string().contains("d.xml:"), "no position: {e}");
+                let left = std::fs::read_dir(dir.path()).unwrap().count();
+                assert_eq!(left, 1, "only the input is left: {e}");
+            }
+            (true, Err(e)) => {
+                panic!("seed {seed}: refused a document the reference parses ({e}):\n{doc}")
+            }
+            (false, Ok(_)) => {
+                panic!("seed {seed}: loaded a document the reference refuses:\n{doc}")
+            }
+        }
+    }
+    // Both sides of the class were tried, many times.
+    assert!(
+        loaded > 50 && refused > 100,
+        "{loaded} loaded, {refused} refused"
+    );
+}
+
+/// Many uses of a large entity: the record and the document are counted as they are
+/// expanded, so the load fails at the first use over its bound, fast, having built
+/// little; in a record's attribute, its text, and between records.
+#[test]
+fn many_uses_of_a_large_entity_fail_at_the_first_over_the_bound() {
+    // An entity of 1,000,000 bytes (under the 1 MiB each one may expand to).
+    let mut dtd = String::from("<!DOCTYPE r [\n <!ENTITY a \"0123456789\">\n");
+    for k in 1..=5 {
+        let prev = if k == 1 {
+            "a".to_string()
+        } else {
+            format!("a{}", k - 1)
+        };
+        dtd.push_str(&format!(
+            " <!ENTITY a{k} \"{}\">\n",
+            format!("&{prev};").repeat(10)
+        ));
+    }
+    dtd.push_str("]>\n");
+    let uses = "&a5;".repeat(1_500);
+    for body in [
+        format!("<r><row>{uses}</row><row/></r>"),
+        format!("<r><row v=\"{uses}\"/><row/></r>"),
+        format!("<r>{}</r>", format!("<row>&a5;</row>").repeat(1_500)),
+    ] {
+        let doc = format!("{dtd}{body}");
+        let t = std::time::Instant::now();
+        let e = error_of(doc.as_bytes(), Some("r/row"));
+        assert!(e.contains("expand"), "{e}");
+        assert!(t.elapsed().as_secs() < 3, "{:?}: {e}", t.elapsed());
+    }
+    // One use is fine: any document may expand to 1 MiB.
+    let dir = tempfile::tempdir().unwrap();
+    let doc = format!("{dtd}<r><row>&a5;</row></r>");
+    let conn = load(dir.path(), "ok.xml", doc.as_bytes(), Some("r/row"), (1, 10)).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT length(text) FROM t", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 1_000_000);
+}

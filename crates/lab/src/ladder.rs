@@ -318,10 +318,7 @@ fn liteload_import(
         built.table = Some("TTC".into());
         built.durability = Some(durability);
         built.indexes = if index {
-            vec![IndexSpec {
-                columns: vec!["Stop".into()],
-                unique: false,
-            }]
+            vec![IndexSpec::new(["Stop"], false)]
         } else {
             vec![]
         };

@@ -468,7 +468,7 @@ fn index_spec(s: &str, unique: bool) -> Result<IndexSpec, UsageError> {
             "--index {s:?}: expected comma-separated column names"
         )));
     }
-    Ok(IndexSpec { columns, unique })
+    Ok(IndexSpec::new(columns, unique))
 }
 
 /// Checks the flags and turns them into the library's options.

@@ -275,15 +275,9 @@ impl Sink for MergeSink<'_> {
         let (progress, opts) = (self.progress, self.opts);
         let name = self.merging.as_ref().expect("begun").into.name.clone();
         let target = self.target.as_ref().expect("begun");
-        for ix in &opts.indexes {
-            if let Err(e) = progress.check().and_then(|()| {
-                target
-                    .run(&ix.sql(&name))
-                    .map_err(|e| ix.build_error(&name, e))
-            }) {
-                self.abort();
-                return Err(e);
-            }
+        if let Err(e) = super::side_file::create_indexes(target, &name, &opts.indexes, progress) {
+            self.abort();
+            return Err(e);
         }
         let target = self.target.take().expect("begun");
         let durability = target.durability();

@@ -16,6 +16,7 @@ use crate::batch::{Batch, Value};
 use crate::direct::{self, from_btree, IndexEntries, SortedEntries};
 use crate::durability::{self, Durability};
 use crate::error::{Error, Hint, Result};
+use crate::names::Names;
 use crate::options::ImportOptions;
 use crate::schema::quote_ident;
 use crate::summary::{Durable, Progress, Stage, Summary, Writer};
@@ -77,6 +78,9 @@ pub(crate) struct PageSink<'p> {
     by_sqlite: Vec<String>,
     /// Whether the table being written takes its rowids from a column.
     keyed: bool,
+    /// The names of the file's schema objects: its tables' (all of a load of several,
+    /// claimed before any index is named) and its indexes' as they are named.
+    names: Names,
 }
 
 /// An existing table's definition, which a side file repeats word for word so that
@@ -134,6 +138,7 @@ impl<'p> PageSink<'p> {
             between: None,
             by_sqlite: vec![],
             keyed: false,
+            names: Names::new(),
         }
     }
 
@@ -155,6 +160,9 @@ impl<'p> PageSink<'p> {
     /// Writes several tables into the one file, each begun in turn with its shape (a
     /// table begun without one is refused).
     pub(crate) fn with_tables(mut self, shapes: Vec<TableShape>) -> Self {
+        for s in &shapes {
+            self.names.claim(&s.table);
+        }
         self.shapes = shapes;
         self
     }
@@ -174,8 +182,12 @@ impl<'p> PageSink<'p> {
             .finish()
             .map_err(|e| from_btree(e, Some(&path)))?;
         let given = self.given.as_ref().map(|g| g.indexes.as_slice());
+        for (name, _) in given.unwrap_or_default() {
+            self.names.claim(name);
+        }
         let indexes = std::mem::take(&mut b.indexes);
-        let (by_sqlite, duplicates) = write_indexes(&mut b, &indexes, given, self.progress)?;
+        let (by_sqlite, duplicates) =
+            write_indexes(&mut b, &indexes, given, &mut self.names, self.progress)?;
         self.by_sqlite.extend(by_sqlite);
         self.duplicate_keys |= duplicates;
         // The table's text, with the columns it gained (the page writer stored the same).
@@ -258,6 +270,7 @@ impl Sink for PageSink<'_> {
             if self.building.is_some() || self.create.is_some() {
                 return Err(Error::internal("the page writer writes one table"));
             }
+            self.names.claim(name);
             None
         } else {
             let shape = self
@@ -434,13 +447,14 @@ impl PageSink<'_> {
 }
 
 /// Writes the indexes of table `b` whose entries were gathered, named as `given` says
-/// where it is set; returns the CREATE INDEX of those whose entries were given up, for
+/// where it is set, else by `names`; returns the CREATE INDEX of those whose entries were given up, for
 /// SQLite to build on the finished file, and whether a UNIQUE index of `given` met a
 /// key twice (without `given`, that is an error).
 fn write_indexes(
     b: &mut Building,
     indexes: &[IndexSpec],
     given: Option<&[(String, Option<String>)]>,
+    names: &mut Names,
     progress: &Progress,
 ) -> Result<(Vec<String>, bool)> {
     progress.set_stage(Stage::Indexing);
@@ -452,7 +466,11 @@ fn write_indexes(
         progress.check()?;
         let (name, sql) = match given.and_then(|g| g.get(i)) {
             Some((name, sql)) => (name.clone(), sql.clone().unwrap_or_default()),
-            None => (ix.name(table_name), ix.stored_sql(table_name)),
+            None => {
+                let name = names.allocate(&ix.wanted_name(table_name));
+                let sql = ix.create_sql(table_name, &name);
+                (name, sql)
+            }
         };
         let tolerate = given.is_some();
         let unique_error = || {
@@ -507,7 +525,7 @@ fn write_indexes(
                 ))
             }
             None => {
-                by_sqlite.push(ix.sql(table_name));
+                by_sqlite.push(sql);
                 continue;
             }
         };

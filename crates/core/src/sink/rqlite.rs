@@ -201,7 +201,10 @@ where
             .flat_map(|t| self.opts.indexes.iter().map(move |ix| (t, ix)))
         {
             self.progress.set_stage(Stage::Indexing);
-            let body = format!("[{}]", plain(&ix.sql(t)));
+            let Some(sql) = cluster_index_sql(self.client, t, ix)? else {
+                continue;
+            };
+            let body = format!("[{}]", plain(&sql));
             self.client
                 .execute(body.as_bytes(), true)
                 .map_err(Error::from)?;
@@ -212,4 +215,39 @@ where
         summary.rows_per_statement = 0;
         Ok(())
     }
+}
+
+/// The `CREATE INDEX` that gives the cluster's `table` the index `ix` asks for, under a
+/// name no object of the cluster's database has; `None` when the table has it already.
+fn cluster_index_sql(
+    client: &Client,
+    table: &str,
+    ix: &crate::table::IndexSpec,
+) -> Result<Option<String>> {
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
+    let held = crate::names::group_held(
+        client
+            .query_rows(crate::names::HELD_INDEXES_SQL, &[table.into()])?
+            .iter()
+            .map(|r| {
+                (
+                    r.first().and_then(text).unwrap_or_default(),
+                    r.get(1).and_then(serde_json::Value::as_i64).unwrap_or(0) != 0,
+                    r.get(2).and_then(text),
+                )
+            }),
+    );
+    if crate::names::already_held(&held, ix) {
+        return Ok(None);
+    }
+    let mut names = crate::names::Names::new();
+    for r in client.query_rows("SELECT name FROM sqlite_schema", &[])? {
+        if let Some(n) = r.first().and_then(text) {
+            names.claim(&n);
+        }
+    }
+    Ok(Some(ix.create_sql(
+        table,
+        &names.allocate(&ix.wanted_name(table)),
+    )))
 }

@@ -13,6 +13,7 @@ use crate::append::{self, Destination};
 use crate::batch::{Batch, RowOrigin};
 use crate::durability::Durability;
 use crate::error::{Error, Position, Result};
+use crate::names::{already_held, HeldIndex, Names};
 use crate::options::ImportOptions;
 use crate::schema::quote_ident;
 use crate::source::BadRecord;
@@ -284,19 +285,28 @@ impl Sink for SideFileSink<'_> {
             // it does not have by name (made in the database before the transfer).
             let mut names: Vec<(String, Option<String>)> = vec![];
             side_indexes.clear();
-            for ix in &table.indexes {
-                side_indexes.push(IndexSpec {
-                    columns: ix.columns.clone(),
-                    unique: ix.unique,
-                });
-                names.push((ix.name.clone(), ix.sql.clone()));
-            }
             let table_name = existing.as_ref().map(|(n, _, _)| n.as_str()).unwrap_or("");
+            // The side file's own namespace: its one table and the table's indexes.
+            let mut side_names = Names::new();
+            side_names.claim(table_name);
+            let mut held = vec![];
+            for ix in &table.indexes {
+                side_indexes.push(IndexSpec::new(ix.columns.iter().cloned(), ix.unique));
+                names.push((ix.name.clone(), ix.sql.clone()));
+                side_names.claim(&ix.name);
+                held.push(HeldIndex {
+                    unique: ix.unique,
+                    columns: ix.columns.iter().cloned().map(Some).collect(),
+                });
+            }
             for ix in &self.opts.indexes {
-                let own = ix.name(table_name);
-                if !names.iter().any(|(n, _)| n.eq_ignore_ascii_case(&own)) {
+                // Held already by its columns (whatever its name), or made in the
+                // database before the transfer under a name free there; here under one
+                // free in the side file (the transfer matches indexes by columns).
+                if !already_held(&held, ix) {
+                    let own = side_names.allocate(&ix.wanted_name(table_name));
                     side_indexes.push(ix.clone());
-                    names.push((own, Some(ix.stored_sql(table_name))));
+                    names.push((own.clone(), Some(ix.create_sql(table_name, &own))));
                 }
             }
             given = Some(GivenSchema {
@@ -317,10 +327,7 @@ impl Sink for SideFileSink<'_> {
                         .all(|(a, b)| a.eq_ignore_ascii_case(b))
             };
             if !side_indexes.iter().any(same) {
-                side_indexes.push(IndexSpec {
-                    columns: columns.clone(),
-                    unique: false,
-                });
+                side_indexes.push(IndexSpec::new(columns.iter().cloned(), false));
             }
         }
         let mut page = PageSink::new(
@@ -463,29 +470,33 @@ impl SideFileSink<'_> {
         let side = append::side_path(&self.db);
         progress.check()?;
         progress.set_stage(Stage::Committing);
-        let index_sql: Vec<String> = opts.indexes.iter().map(|ix| ix.sql(name)).collect();
         let moved = match &self.existing {
             Some(held) if held.is_empty() => {
                 // An existing table without index may hold rows: SQLite copies into it
                 // only while it has no index, so the indexes come after the rows, as on
                 // SQLite's path.
                 let moved = target.transfer(&side, name, None, &[])?;
-                for (ix, sql) in opts.indexes.iter().zip(&index_sql) {
-                    progress.check()?;
-                    target.run(sql).map_err(|e| ix.build_error(name, e))?;
-                }
+                create_indexes(target, name, &opts.indexes, progress)?;
                 moved
             }
-            existing => {
-                // A new table, or an empty one with indexes: every index first, then
-                // the rows and their entries copied.
-                if existing.is_some() {
-                    for (ix, sql) in opts.indexes.iter().zip(&index_sql) {
-                        target.run(sql).map_err(|e| ix.build_error(name, e))?;
-                    }
-                }
-                let create = existing.is_none().then_some(written.as_str());
-                target.transfer(&side, name, create, &index_sql)?
+            Some(_) => {
+                // An empty table with indexes: every index first, then the rows and
+                // their entries copied.
+                create_indexes(target, name, &opts.indexes, progress)?;
+                target.transfer(&side, name, None, &[])?
+            }
+            None => {
+                // A new table: made with its indexes (named as the page writer named
+                // them in the side file, each free in the database too), then the rows
+                // and their entries copied.
+                let mut names = Names::of(target.conn())?;
+                names.claim(name);
+                let index_sql: Vec<String> = opts
+                    .indexes
+                    .iter()
+                    .map(|ix| ix.create_sql(name, &names.allocate(&ix.wanted_name(name))))
+                    .collect();
+                target.transfer(&side, name, Some(written.as_str()), &index_sql)?
             }
         };
         progress.check()?;
@@ -522,12 +533,7 @@ impl SideFileSink<'_> {
     fn commit_inserted(&mut self, summary: &mut Summary, taken: u64) -> Result<()> {
         let (progress, opts, name) = (self.progress, self.opts, self.name.as_str());
         let target = self.target.as_ref().expect("begun");
-        for ix in &opts.indexes {
-            progress.check()?;
-            target
-                .run(&ix.sql(name))
-                .map_err(|e| ix.build_error(name, e))?;
-        }
+        create_indexes(target, name, &opts.indexes, progress)?;
         progress.check()?;
         let target = self.target.take().expect("begun");
         let durability = target.durability();
@@ -547,4 +553,21 @@ impl SideFileSink<'_> {
         summary.verified = false;
         Ok(())
     }
+}
+
+/// Gives `table` of `target`'s database the `indexes` asked for that it lacks, each under
+/// a name free there.
+pub(crate) fn create_indexes(
+    target: &append::Target,
+    table: &str,
+    indexes: &[IndexSpec],
+    progress: &Progress,
+) -> Result<()> {
+    for ix in indexes {
+        progress.check()?;
+        if let Some(sql) = crate::names::index_sql(target.conn(), table, ix)? {
+            target.run(&sql).map_err(|e| ix.build_error(table, e))?;
+        }
+    }
+    Ok(())
 }

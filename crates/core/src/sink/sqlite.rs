@@ -407,9 +407,11 @@ impl Sink for SqliteSink<'_> {
         for table in &self.loaded {
             for ix in &self.opts.indexes {
                 self.progress.check()?;
-                self.conn
-                    .execute_batch(&ix.sql(table))
-                    .map_err(|e| ix.build_error(table, e))?;
+                if let Some(sql) = crate::names::index_sql(self.conn, table, ix)? {
+                    self.conn
+                        .execute_batch(&sql)
+                        .map_err(|e| ix.build_error(table, e))?;
+                }
             }
         }
         summary.rows_per_statement = self.rows_per_statement;

@@ -328,6 +328,8 @@ fn keys(
         specs.push(IndexSpec {
             columns: names,
             unique,
+            // The source's own name, kept where the file has it free.
+            name: Some(name),
         });
     }
     Ok((rowid, specs))

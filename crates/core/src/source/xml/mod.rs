@@ -30,7 +30,7 @@ use super::{BadRecord, Fill, ReadOptions, Sample, Source};
 use crate::batch::{Batch, RowOrigin};
 use crate::error::{Error, Position, Result};
 use crate::types::{classify, ColumnType, Lexeme, TypeGuess};
-use prolog::Entities;
+use prolog::{Entities, Refs};
 use record::{Rows, ATTRIBUTE, CHILD};
 use split::{SplitError, Splitter};
 
@@ -340,30 +340,11 @@ fn start_threads(
     };
     let spawn_name = name.clone();
     std::thread::spawn(move || {
-        let mut ents: Option<Arc<Entities>> = None;
         for seq in 0u64.. {
             let job = match splitter.next_chunk() {
                 Ok(None) => return,
-                Ok(Some(chunk)) => {
-                    if ents.is_none() {
-                        ents = match splitter.doctype.as_deref().map(Entities::from_doctype) {
-                            None => Some(Arc::default()),
-                            Some(Ok(e)) => Some(Arc::new(e)),
-                            Some(Err((_, m))) => {
-                                let (line, column, byte) = splitter.doctype_at;
-                                let e = Error::input(
-                                    at(line, column, byte),
-                                    None,
-                                    format!("the DOCTYPE: {m}"),
-                                );
-                                let _ = chunk_tx.send((seq, Err(e)));
-                                return;
-                            }
-                        };
-                    }
-                    let e = ents.clone().expect("set above");
-                    Ok((chunk, e))
-                }
+                // The splitter read the DTD's entities when the root started.
+                Ok(Some(chunk)) => Ok((chunk, splitter.entities())),
                 Err(SplitError::Io(e)) => Err(Error::io(path.clone(), e)),
                 Err(SplitError::Fault(f)) => {
                     Err(Error::input(at(f.line, f.column, f.byte), None, f.message))
@@ -374,12 +355,12 @@ fn start_threads(
                     let mut rows = Rows::default();
                     // With the document's entities, so that an entity of its DTD is no
                     // error here.
-                    let known = ents.clone().unwrap_or_else(|| {
-                        let dtd = splitter.doctype.as_deref().map(Entities::from_doctype);
-                        Arc::new(dtd.and_then(|r| r.ok()).unwrap_or_default())
-                    });
-                    let parsed =
-                        record::parse_record(&text, rec.line, &known, usize::MAX, &mut rows);
+                    let known = splitter.entities();
+                    let left = std::cell::Cell::new(Refs::chunk_budget(record.len(), max));
+                    let consumed = rec.byte + record.len() as u64;
+                    let parsed = record::parse_record(
+                        &text, rec.line, &known, max, &left, consumed, &mut rows,
+                    );
                     let (line, column, message) = match parsed {
                         Err((offset, m)) => located(&record, rec, offset, m),
                         Ok(()) => located(
@@ -452,6 +433,7 @@ fn parse_chunk(chunk: &split::Chunk, ents: &Entities, name: &Arc<str>, max: usiz
             message,
         )
     };
+    let left = std::cell::Cell::new(Refs::chunk_budget(chunk.bytes.len(), max));
     for rec in &chunk.records {
         let bytes = &chunk.bytes[rec.start..rec.end];
         let text = std::str::from_utf8(bytes).map_err(|e| {
@@ -461,7 +443,8 @@ fn parse_chunk(chunk: &split::Chunk, ents: &Entities, name: &Arc<str>, max: usiz
                 "bytes that are not UTF-8 (the document's encoding is UTF-8 unless a byte-order mark or its declaration names another)".into(),
             )
         })?;
-        record::parse_record(text, rec.line, ents, max, &mut rows)
+        let consumed = rec.byte + bytes.len() as u64;
+        record::parse_record(text, rec.line, ents, max, &left, consumed, &mut rows)
             .map_err(|(offset, m)| fail(rec, offset, m))?;
     }
     Ok(rows)

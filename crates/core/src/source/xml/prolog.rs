@@ -5,8 +5,15 @@
 //! only, never fetched or read from disk, and referring to one is an error; every
 //! internal entity's full expansion is measured when the DTD is read, so a reference
 //! loop or an exponential "billion laughs" chain is refused before any of it is built.
+//! Each use is then counted before it is expanded ([`Refs`]): against the record's size
+//! limit, and against the bytes of the document read so far (at most
+//! [`AMPLIFICATION`] times them, past a first [`FREE_EXPANSION`] bytes, the bound
+//! libxml2 sets), so many uses of a large entity fail at the first one over, not after
+//! gigabytes were built.
 
 use std::borrow::Cow;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use hashbrown::HashMap;
 
@@ -17,6 +24,13 @@ pub(crate) const MAX_ENTITY_BYTES: usize = 1 << 20;
 
 /// How deep entity references may nest within each other.
 pub(crate) const MAX_ENTITY_DEPTH: usize = 16;
+
+/// Entity references may expand to this many bytes per byte of the document (read up
+/// to the reference) ...
+pub(crate) const AMPLIFICATION: u64 = 5;
+
+/// ... past this many bytes, which any document may expand to.
+pub(crate) const FREE_EXPANSION: u64 = 1 << 20;
 
 /// What the first bytes of a document say of its encoding: `Ok(None)` for UTF-8 (no
 /// byte-order mark and no declaration, or one that names UTF-8 or ASCII), or an error
@@ -118,6 +132,10 @@ fn declared(text: &[u8]) -> Option<(u64, String)> {
 #[derive(Debug, Default)]
 pub(crate) struct Entities {
     map: HashMap<String, Entity>,
+    /// Each internal entity's full expansion in bytes (measured when the DTD is read).
+    sizes: HashMap<String, usize>,
+    /// Bytes the document's references expanded to so far, on every thread.
+    expanded: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -230,7 +248,7 @@ impl Entities {
     }
 
     /// Measures every entity's full expansion, refusing loops and oversized ones.
-    fn check_expansions(&self) -> Result<(), (usize, String)> {
+    fn check_expansions(&mut self) -> Result<(), (usize, String)> {
         let mut sizes: HashMap<&str, usize> = HashMap::new();
         let names: Vec<&str> = self
             .map
@@ -243,6 +261,9 @@ impl Entities {
             self.expanded_len(name, &mut sizes, &mut stack)
                 .map_err(|m| (0, m))?;
         }
+        let sizes: HashMap<String, usize> =
+            sizes.into_iter().map(|(n, s)| (n.to_string(), s)).collect();
+        self.sizes = sizes;
         Ok(())
     }
 
@@ -337,6 +358,79 @@ impl Entities {
             }
         }
         Ok(())
+    }
+}
+
+/// The references of one record, counted as they are used: [`Refs::charge`] is called
+/// with a declared entity's name before its replacement text is built.
+pub(crate) struct Refs<'a> {
+    pub(crate) ents: &'a Entities,
+    /// Bytes the record's references may still expand to.
+    record_left: Cell<usize>,
+    /// Bytes the references of the record's chunk may still expand to.
+    chunk_left: &'a Cell<usize>,
+    /// The most bytes the document's references may expand to, up to this record.
+    document_limit: u64,
+}
+
+impl<'a> Refs<'a> {
+    /// The references of a record whose literal text leaves `record_left` bytes of
+    /// its size limit, in a chunk whose references may still expand to `chunk_left`
+    /// bytes, ending `consumed` bytes into the document.
+    pub(crate) fn new(
+        ents: &'a Entities,
+        record_left: usize,
+        chunk_left: &'a Cell<usize>,
+        consumed: u64,
+    ) -> Self {
+        Refs {
+            ents,
+            record_left: Cell::new(record_left),
+            chunk_left,
+            document_limit: FREE_EXPANSION.saturating_add(consumed.saturating_mul(AMPLIFICATION)),
+        }
+    }
+
+    /// The most bytes a chunk of `bytes` bytes may expand to, with records of at most
+    /// `max_record` bytes: one whole record's worth, or the document's ratio.
+    pub(crate) fn chunk_budget(bytes: usize, max_record: usize) -> usize {
+        let ratio = FREE_EXPANSION.saturating_add((bytes as u64).saturating_mul(AMPLIFICATION));
+        max_record.max(usize::try_from(ratio).unwrap_or(usize::MAX))
+    }
+
+    /// Counts a use of entity `name` (declared in the DTD: others fail where they are
+    /// expanded) before it is expanded: an error, and nothing built, when it would take
+    /// the record past its size limit or the document past its amplification bound.
+    pub(crate) fn charge(&self, name: &str) -> Result<(), String> {
+        let Some(&size) = self.ents.sizes.get(name) else {
+            return Ok(());
+        };
+        let left = self.record_left.get();
+        if size > left {
+            return Err(format!(
+                "the entity references of this record expand past the record size limit (&{name}; is {size} bytes)"
+            ));
+        }
+        self.record_left.set(left - size);
+        let chunk = self.chunk_left.get();
+        let total = self.ents.expanded.fetch_add(size as u64, Ordering::Relaxed) + size as u64;
+        if size > chunk || total > self.document_limit {
+            return Err(format!(
+                "entity references expand to more than {AMPLIFICATION} times the document's bytes \
+                 (past the first {} MiB), which liteload refuses as libxml2 does (an entity expansion attack?)",
+                FREE_EXPANSION >> 20
+            ));
+        }
+        self.chunk_left.set(chunk - size);
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for Refs<'_> {
+    type Target = Entities;
+
+    fn deref(&self) -> &Entities {
+        self.ents
     }
 }
 

@@ -12,7 +12,9 @@ use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 use serde_json::{Map, Value};
 
-use super::prolog::{Entities, MAX_ENTITY_DEPTH};
+use std::cell::Cell;
+
+use super::prolog::{Entities, Refs, MAX_ENTITY_DEPTH};
 
 /// How deep elements may nest within a record.
 const MAX_DEPTH: usize = 256;
@@ -65,7 +67,7 @@ impl Rows {
     }
 
     /// An attribute, its raw value normalized straight into `text`.
-    fn push_attribute(&mut self, name: &str, raw: &str, ents: &Entities) -> Result<(), Fault> {
+    fn push_attribute(&mut self, name: &str, raw: &str, ents: &Refs<'_>) -> Result<(), Fault> {
         let k = self.text.len();
         self.text.push(char::from(ATTRIBUTE));
         self.text.push_str(name);
@@ -251,7 +253,7 @@ fn attributes(
 
 /// Appends attribute value `raw`, normalized (XML 1.0, 3.3.3: references expanded, each
 /// literal tab, newline or CR a space), to `out`; an error's offset is in `raw`.
-fn normalize(raw: &str, ents: &Entities, depth: usize, out: &mut String) -> Result<(), Fault> {
+fn normalize(raw: &str, ents: &Refs<'_>, depth: usize, out: &mut String) -> Result<(), Fault> {
     let b = raw.as_bytes();
     // Tabs and CRs are rare in values: look for them only where there are any.
     let rare = memchr::memchr2(b'\t', b'\r', b).is_some();
@@ -294,6 +296,10 @@ fn normalize(raw: &str, ents: &Entities, depth: usize, out: &mut String) -> Resu
                     let text = ents
                         .replacement(name)
                         .ok_or_else(|| (i, ents.why_not(name)))?;
+                    if depth == 0 {
+                        // The whole expansion, nested references included.
+                        ents.charge(name).map_err(|m| (i, m))?;
+                    }
                     if depth >= MAX_ENTITY_DEPTH {
                         return Err((
                             i,
@@ -317,7 +323,7 @@ fn node(
     r: &mut Reader<&[u8]>,
     e: &BytesStart<'_>,
     empty: bool,
-    ents: &Entities,
+    ents: &Refs<'_>,
     depth: usize,
 ) -> Result<Node, Fault> {
     let at = r.buffer_position() as usize;
@@ -346,7 +352,7 @@ fn node(
 /// Reads an element's content up to and including its end tag.
 fn content(
     r: &mut Reader<&[u8]>,
-    ents: &Entities,
+    ents: &Refs<'_>,
     depth: usize,
     children: &mut Vec<Node>,
     text: &mut String,
@@ -358,9 +364,19 @@ fn content(
             Event::Empty(c) => children.push(node(r, &c, true, ents, depth + 1)?),
             Event::Text(t) => text.push_str(&t.xml10_content()),
             Event::CData(c) => text.push_str(&c.xml10_content()),
-            Event::GeneralRef(g) => ents.expand_into(&g, text).map_err(|m| (at, m))?,
+            Event::GeneralRef(g) => {
+                ents.charge(&g).map_err(|m| (at, m))?;
+                ents.expand_into(&g, text).map_err(|m| (at, m))?
+            }
             Event::End(_) => return Ok(()),
-            Event::Comment(_) | Event::PI(_) => {}
+            Event::Comment(c) => {
+                // quick-xml takes any comment; XML forbids '--' in one.
+                let body = c.into_inner();
+                if body.contains("--") || body.ends_with('-') {
+                    return Err((at, "'--' inside a comment".into()));
+                }
+            }
+            Event::PI(_) => {}
             Event::Decl(_) | Event::DocType(_) => {
                 return Err((at, "an XML declaration or DOCTYPE inside an element".into()))
             }
@@ -369,14 +385,101 @@ fn content(
     }
 }
 
-/// Parses the record element `src` into one row of `out`. `line` is where it starts.
+/// Checks a start tag outside the records (`<name attr="v" …>` or `…/>`, whole) as a
+/// conforming parser does: its name, attributes (each once, quoted, separated by
+/// whitespace) and their values (no `<`, every reference defined). Nothing is kept.
+pub(crate) fn check_start_tag(tag: &str, ents: &Entities, consumed: u64) -> Result<(), Fault> {
+    let inner = tag
+        .strip_suffix("/>")
+        .or_else(|| tag.strip_suffix('>'))
+        .and_then(|t| t.strip_prefix('<'))
+        .ok_or_else(|| (0, "a tag that is not closed by '>'".to_string()))?;
+    let name_end = inner
+        .bytes()
+        .position(|c| !is_name_byte(c))
+        .unwrap_or(inner.len());
+    let chunk_left = Cell::new(usize::MAX);
+    let refs = Refs::new(ents, usize::MAX, &chunk_left, consumed);
+    let mut names = vec![];
+    let mut scratch = String::new();
+    attributes(&inner[name_end..], name_end + 1, &mut names, |_, raw| {
+        scratch.clear();
+        normalize(raw, &refs, 0, &mut scratch)
+    })
+}
+
+/// Checks an end tag outside the records (`</name>`, whole): only whitespace may follow
+/// the name.
+pub(crate) fn check_end_tag(tag: &str) -> Result<(), Fault> {
+    let inner = &tag[2..tag.len() - 1];
+    let name_end = inner
+        .bytes()
+        .position(|c| !is_name_byte(c))
+        .unwrap_or(inner.len());
+    match inner[name_end..]
+        .bytes()
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+    {
+        Some(k) => Err((2 + name_end + k, "an end tag holds only its name".into())),
+        None => Ok(()),
+    }
+}
+
+/// Checks character data outside the records as a conforming parser does: every `&`
+/// starts a reference to a defined entity or a valid character, and no `]]>`.
+pub(crate) fn check_text(text: &str, ents: &Entities) -> Result<(), Fault> {
+    if let Some(k) = memchr::memmem::find(text.as_bytes(), b"]]>") {
+        return Err((k, "']]>' in text (it may only end a CDATA section)".into()));
+    }
+    // Nothing is expanded here (nothing is kept), so nothing is counted either: a
+    // reference need only be to a character or a declared internal entity.
+    let b = text.as_bytes();
+    let mut scratch = String::new();
+    for i in memchr::memchr_iter(b'&', b) {
+        let end = memchr::memchr(b';', &b[i..])
+            .filter(|&e| {
+                e > 1
+                    && b[i + 1..i + e]
+                        .iter()
+                        .all(|&c| is_name_byte(c) || c == b'#')
+            })
+            .ok_or_else(|| {
+                (
+                    i,
+                    "'&' that starts no reference (write it as &amp;)".to_string(),
+                )
+            })?;
+        let name = &text[i + 1..i + end];
+        if name.starts_with('#') {
+            scratch.clear();
+            ents.expand_into(name, &mut scratch).map_err(|m| (i, m))?;
+        } else if quick_xml::escape::resolve_predefined_entity(name).is_none()
+            && ents.replacement(name).is_none()
+        {
+            return Err((i, ents.why_not(name)));
+        }
+    }
+    Ok(())
+}
+
+/// Parses the record element `src` into one row of `out`. `line` is where it starts,
+/// `consumed` the document's bytes up to its end; its entity references may expand to
+/// what is left of `max_bytes` and `chunk_left` (see [`Refs`]).
 pub(crate) fn parse_record(
     src: &str,
     line: u64,
     ents: &Entities,
     max_bytes: usize,
+    chunk_left: &Cell<usize>,
+    consumed: u64,
     out: &mut Rows,
 ) -> Result<(), Fault> {
+    let ents = &Refs::new(
+        ents,
+        max_bytes.saturating_sub(src.len()),
+        chunk_left,
+        consumed,
+    );
     let start_text = out.text.len();
     let mut names = std::mem::take(&mut out.names);
     let result = parse_into(src, ents, out, &mut names);
@@ -387,7 +490,7 @@ pub(crate) fn parse_record(
 
 fn parse_into(
     src: &str,
-    ents: &Entities,
+    ents: &Refs<'_>,
     out: &mut Rows,
     names: &mut Vec<(usize, usize)>,
 ) -> Result<(), Fault> {
@@ -455,7 +558,7 @@ mod tests {
     fn row(src: &str) -> Vec<(String, String, bool)> {
         let ents = Entities::from_doctype("<!DOCTYPE r [<!ENTITY e \"E&amp;\">]>").unwrap();
         let mut out = Rows::default();
-        parse_record(src, 1, &ents, 1 << 20, &mut out).unwrap();
+        parse_record(src, 1, &ents, 1 << 20, &Cell::new(usize::MAX), 0, &mut out).unwrap();
         out.fields
             .iter()
             .map(|f| {
@@ -502,7 +605,7 @@ mod tests {
             "<r x='&nope;'/>",
         ] {
             assert!(
-                parse_record(bad, 1, &ents, 1 << 20, &mut out).is_err(),
+                parse_record(bad, 1, &ents, 1 << 20, &Cell::new(usize::MAX), 0, &mut out).is_err(),
                 "{bad}"
             );
         }

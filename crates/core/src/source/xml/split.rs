@@ -4,15 +4,25 @@
 //! The scan is structural: it tells text from markup and knows comments, CDATA
 //! sections, processing instructions, the DOCTYPE (with its internal subset) and quoted
 //! attribute values, so a `<` or `>` inside any of them never cuts a record. Outside
-//! records it checks what it passes: one root, end tags that match, no text outside the
-//! root. Inside a record it only counts depth; the record's own parser (quick-xml)
-//! checks the rest. Memory is bounded: the buffer holds at most the record being read
+//! records (above them, between them, in elements off the record path, after the root)
+//! it checks every token as a conforming parser does: one root, end tags that match,
+//! attributes once each and quoted, every reference defined, no text outside the root,
+//! comments without `--`, no XML declaration past the start. Inside a record it only
+//! counts depth; the record's own parser (quick-xml) checks the rest. Memory is bounded: the buffer holds at most the record being read
 //! (or one token outside records) and the next read, and each is limited to
 //! `max_record` bytes.
 
 use std::io::Read;
 
+use std::sync::Arc;
+
 use memchr::memmem;
+
+use super::prolog::Entities;
+use super::record;
+
+/// How deep elements may nest above and beside the records (libxml2's default bound).
+const MAX_OUTER_DEPTH: usize = 256;
 
 /// The least bytes read from the input at a time; a chunk is about this big.
 pub(crate) const READ_BYTES: usize = 1 << 20;
@@ -152,6 +162,10 @@ pub(crate) struct Splitter {
     stack: Vec<Vec<u8>>,
     /// Depth within an element that is not on the record path (skipped whole).
     skip: usize,
+    /// The names of the elements skipped, innermost last (`skip` of them).
+    skipped: Vec<Vec<u8>>,
+    /// The internal DTD's entities, once the root element starts.
+    ents: Option<Arc<Entities>>,
     rec: Option<Open>,
     root_seen: bool,
     root_done: bool,
@@ -180,6 +194,8 @@ impl Splitter {
             line_start: 0,
             stack: vec![],
             skip: 0,
+            skipped: vec![],
+            ents: None,
             rec: None,
             root_seen: false,
             root_done: false,
@@ -216,6 +232,55 @@ impl Splitter {
     /// The first bytes of the document (after [`Self::fill_to`]).
     pub(crate) fn head(&self) -> &[u8] {
         &self.buf
+    }
+
+    /// The document's entities (those of its internal DTD), known once the root element
+    /// started (before any record).
+    pub(crate) fn entities(&self) -> Arc<Entities> {
+        self.ents.clone().unwrap_or_default()
+    }
+
+    /// The entities, read from the DOCTYPE the first time they are needed.
+    fn ents(&mut self) -> Result<Arc<Entities>, SplitError> {
+        if let Some(e) = &self.ents {
+            return Ok(e.clone());
+        }
+        let ents = match self.doctype.as_deref().map(Entities::from_doctype) {
+            None => Entities::default(),
+            Some(Ok(e)) => e,
+            Some(Err((_, m))) => {
+                let (line, column, byte) = self.doctype_at;
+                return Err(SplitError::Fault(Fault {
+                    line,
+                    column,
+                    byte,
+                    message: format!("the DOCTYPE: {m}"),
+                }));
+            }
+        };
+        let ents = Arc::new(ents);
+        self.ents = Some(ents.clone());
+        Ok(ents)
+    }
+
+    /// Checks the token `buf[at..end]` outside the records with `check`, whose error
+    /// offset is in the token.
+    fn check_token(
+        &mut self,
+        at: usize,
+        end: usize,
+        check: impl FnOnce(&str, &Entities, u64) -> Result<(), record::Fault>,
+    ) -> Result<(), SplitError> {
+        let ents = self.ents()?;
+        let consumed = self.base + end as u64;
+        let checked = match std::str::from_utf8(&self.buf[at..end]) {
+            Ok(text) => check(text, &ents, consumed),
+            Err(e) => Err((
+                e.valid_up_to(),
+                "bytes that are not UTF-8 (the document's encoding is UTF-8 unless a byte-order mark or its declaration names another)".into(),
+            )),
+        };
+        checked.map_err(|(k, m)| self.fault(at + k, m))
     }
 
     /// Sets the record path (before the first chunk).
@@ -307,7 +372,8 @@ impl Splitter {
             }
             let at = self.pos;
             if self.buf[at] != b'<' {
-                let end = memchr::memchr(b'<', &self.buf[at..]).map_or(len, |k| at + k);
+                let found = memchr::memchr(b'<', &self.buf[at..]).map(|k| at + k);
+                let end = found.unwrap_or(len);
                 if self.rec.is_none() && self.skip == 0 && self.stack.is_empty() {
                     if let Some(k) = self.buf[at..end]
                         .iter()
@@ -317,6 +383,22 @@ impl Splitter {
                             self.fault(at + k, "text outside the root element (is this XML?)")
                         );
                     }
+                } else if self.rec.is_none() {
+                    if found.is_none() && !self.eof {
+                        // Text outside the records is checked whole (a reference or a
+                        // character may be cut by the buffer's end).
+                        if len - at > self.max_record {
+                            return Err(self.fault(
+                                at,
+                                format!(
+                                    "text longer than {} bytes outside the records",
+                                    self.max_record
+                                ),
+                            ));
+                        }
+                        return Ok(());
+                    }
+                    self.check_token(at, end, |t, ents, _| record::check_text(t, ents))?;
                 }
                 self.pos = end;
                 continue;
@@ -332,6 +414,9 @@ impl Splitter {
             };
             self.pos = end;
             let second = self.buf[at + 1];
+            if self.rec.is_none() {
+                self.check_markup(at, end)?;
+            }
             match second {
                 b'!' | b'?' => {
                     if self.buf[at..].starts_with(b"<!DOCTYPE") {
@@ -396,13 +481,14 @@ impl Splitter {
             }
             return self.check_record_size();
         }
+        let name = self.name_of(at + 1, end).to_vec();
         if self.skip > 0 {
+            self.check_token(at, end, record::check_start_tag)?;
             if !empty {
-                self.skip += 1;
+                self.push_skipped(at, name)?;
             }
             return Ok(());
         }
-        let name = self.name_of(at + 1, end).to_vec();
         if name.is_empty() || name[0].is_ascii_digit() || matches!(name[0], b'-' | b'.' | b'<') {
             return Err(self.fault(at, "'<' that starts no element name"));
         }
@@ -431,6 +517,13 @@ impl Splitter {
                 ),
             ));
         }
+        if !(on_path && depth == n - 1) {
+            // A record's start tag is its parser's to check.
+            self.check_token(at, end, record::check_start_tag)?;
+        } else {
+            // The entities are read before the first record.
+            self.ents()?;
+        }
         if on_path && depth == n - 1 {
             let (line, column, byte) = self.locate(at);
             self.rec = Some(Open {
@@ -455,7 +548,54 @@ impl Splitter {
                 self.stack.push(name);
             }
         } else if !empty {
-            self.skip = 1;
+            self.push_skipped(at, name)?;
+        }
+        Ok(())
+    }
+
+    /// Enters element `name` (at `at`), which is off the record path.
+    fn push_skipped(&mut self, at: usize, name: Vec<u8>) -> Result<(), SplitError> {
+        if self.stack.len() + self.skipped.len() >= MAX_OUTER_DEPTH {
+            return Err(self.fault(
+                at,
+                format!("elements nest more than {MAX_OUTER_DEPTH} deep"),
+            ));
+        }
+        self.skipped.push(name);
+        self.skip = self.skipped.len();
+        Ok(())
+    }
+
+    /// Checks a comment, processing instruction or tag outside the records at
+    /// `buf[at..end]` (start tags are checked where they are read).
+    fn check_markup(&mut self, at: usize, end: usize) -> Result<(), SplitError> {
+        let t = &self.buf[at..end];
+        if t.starts_with(b"<!--") {
+            let body = &t[4..t.len() - 3];
+            if let Some(k) = memmem::find(body, b"--") {
+                return Err(self.fault(at + 4 + k, "'--' inside a comment"));
+            }
+            if body.ends_with(b"-") {
+                return Err(self.fault(end - 4, "a comment that ends in '--->'"));
+            }
+        } else if t.starts_with(b"<?") {
+            let target_end = t[2..]
+                .iter()
+                .position(|c| c.is_ascii_whitespace() || *c == b'?')
+                .map_or(t.len(), |k| k + 2);
+            let target = &t[2..target_end];
+            if target.is_empty() {
+                return Err(self.fault(at, "a processing instruction without a target"));
+            }
+            let at_start =
+                self.base == 0 && (at == 0 || (at == 3 && self.buf.starts_with(b"\xEF\xBB\xBF")));
+            if target.eq_ignore_ascii_case(b"xml") && !at_start {
+                return Err(
+                    self.fault(at, "an XML declaration that is not at the document's start")
+                );
+            }
+        } else if t.starts_with(b"</") {
+            self.check_token(at, end, |t, _, _| record::check_end_tag(t))?;
         }
         Ok(())
     }
@@ -471,11 +611,21 @@ impl Splitter {
             }
             return Ok(());
         }
-        if self.skip > 0 {
-            self.skip -= 1;
+        let name = self.name_of(at + 2, end).to_vec();
+        if let Some(open) = self.skipped.pop() {
+            self.skip = self.skipped.len();
+            if open != name {
+                return Err(self.fault(
+                    at,
+                    format!(
+                        "the end tag </{}> does not match the open element <{}>",
+                        String::from_utf8_lossy(&name),
+                        String::from_utf8_lossy(&open)
+                    ),
+                ));
+            }
             return Ok(());
         }
-        let name = self.name_of(at + 2, end).to_vec();
         match self.stack.pop() {
             None => Err(self.fault(
                 at,
