@@ -706,35 +706,58 @@ fn stdin_twice_lands_twice_and_a_file_twice_once() {
 fn nothing_after_a_refused_request_commits_whatever_is_in_flight() {
     let c = Cluster::start(3);
     let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("in.csv");
-    let n: u64 = 20_000;
-    let mut text = String::from("id,v\n");
-    for i in 1..=n {
-        text.push_str(&format!("{i},row {i}\n"));
+    // Small requests (16 KiB, about 15 of them), and requests of the default size
+    // (4 MiB): 110,000 rows of 400 bytes are 11 of them.
+    let small = dir.path().join("in.csv");
+    let large = dir.path().join("large.csv");
+    for (csv, n, pad) in [(&small, 20_000u64, 0usize), (&large, 110_000, 400)] {
+        let mut text = String::from("id,v\n");
+        let pad = "p".repeat(pad);
+        for i in 1..=n {
+            text.push_str(&format!("{i},row {i}{pad}\n"));
+        }
+        std::fs::write(csv, text).unwrap();
     }
-    std::fs::write(&csv, text).unwrap();
     let mut rng = 0x2545_F491_4F6C_DD1Du64;
-    for (k, in_flight) in ["1", "2", "4", "4", "3"].iter().enumerate() {
+    let runs = [
+        ("1", Some("16384")),
+        ("2", Some("16384")),
+        ("4", Some("16384")),
+        ("4", Some("16384")),
+        ("3", Some("16384")),
+        // The defaults: one request in flight, 4 MiB each.
+        ("1", None),
+        ("3", None),
+    ];
+    for (k, (in_flight, request_bytes)) in runs.iter().enumerate() {
+        let (csv, n) = match request_bytes {
+            Some(_) => (&small, 20_000u64),
+            None => (&large, 110_000),
+        };
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
-        let refused = 3000 + rng % (n - 6000);
+        // Anywhere past the first request, with requests after it.
+        let refused = n / 10 + rng % (n - n / 5);
         let table = format!("t{k}");
         c.execute(
             0,
             &format!("CREATE TABLE {table} (id INTEGER, v TEXT CHECK (id <> {refused}))"),
         );
-        let out = run(&[
+        let url = c.url(0);
+        let mut args = vec![
             "import",
-            &c.url(0),
+            &url,
             csv.to_str().unwrap(),
             "--table",
             &table,
             "--rqlite-in-flight",
             in_flight,
-            "--rqlite-request-bytes",
-            "16384",
-        ]);
+        ];
+        if let Some(bytes) = request_bytes {
+            args.extend(["--rqlite-request-bytes", bytes]);
+        }
+        let out = run(&args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(
@@ -793,7 +816,16 @@ fn nothing_after_a_refused_request_commits_whatever_is_in_flight() {
             ]
         });
         assert_eq!(got, want, "in-flight {in_flight}: progress rows");
-        eprintln!("in-flight {in_flight}: refused {refused}, kept {leader_count}");
+        // A rerun resumes after the prefix, meets the refused row again, and adds
+        // nothing.
+        let again = run(&args);
+        assert_eq!(again.status.code(), Some(1));
+        assert_eq!(
+            ids(0).len(),
+            leader_count,
+            "in-flight {in_flight}: the rerun added rows"
+        );
+        eprintln!("in-flight {in_flight}, {request_bytes:?} bytes: refused {refused}, kept {leader_count}");
     }
 }
 

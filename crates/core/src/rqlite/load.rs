@@ -288,9 +288,20 @@ impl<'c> RqliteSink<'c> {
         }
     }
 
+    /// An error once a sender failed. The failure itself stays where it is: the senders
+    /// stop on it (none sends a request after a refused one), and
+    /// [`TableLoad::abandon`] returns it as the load's cause.
     fn check_failed(&self) -> Result<()> {
-        match self.failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            Some(e) => Err(e),
+        match self
+            .failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            Some(e) => Err(Error::cluster(
+                self.client.node(),
+                format!("the load stopped: {e}"),
+            )),
             None => Ok(()),
         }
     }

@@ -432,14 +432,17 @@ fn generate_rows(
         else {
             return Ok(0);
         };
-        pipeline::run(
+        if let Err(e) = pipeline::run(
             &mut src,
             table.sink(),
             CHUNK_ROWS as usize,
             progress,
             &rejects,
             &mut summary,
-        )?;
+        ) {
+            // A request the cluster refused is the cause of what stopped the rows.
+            return Err(table.abandon().unwrap_or(e));
+        }
         progress.check()?;
         progress.set_stage(Stage::Committing);
         table.end()
