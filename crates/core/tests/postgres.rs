@@ -677,3 +677,160 @@ fn statistics_that_say_key_order_are_checked() {
         .unwrap();
     assert_eq!((n, bad, changed), (20_000, 0, 20_000 / 97));
 }
+
+/// The corners a user meets, each against what the server itself says (psql's text):
+/// index and table names that are one name to SQLite, a query ending in a comment or
+/// `;`, a domain over a domain, a composite whose fields are all NULL, inheritance and
+/// partitions copied once, and timestamptz inside arrays as a timestamptz column is.
+#[test]
+fn the_corners_are_as_the_server_says() {
+    let pg = PgServer::start();
+    pg.database(
+        "corners",
+        "ALTER DATABASE corners SET timezone = 'Asia/Kolkata';
+         CREATE TABLE collide (a_b int, a int, b int);
+         INSERT INTO collide VALUES (1, 1, 1), (2, 1, 2), (3, 2, 1);
+         CREATE INDEX idx_collide_a_b ON collide (a_b);
+         CREATE UNIQUE INDEX \"IDX_COLLIDE_A_B\" ON collide (a, b);
+         CREATE TABLE t2 (a int); INSERT INTO t2 VALUES (1);
+         CREATE INDEX \"IDX_T2_A\" ON t2 (a);
+         CREATE TABLE idx_t2_a (x int); INSERT INTO idx_t2_a VALUES (9);
+         CREATE DOMAIN d1 AS bigint CHECK (VALUE > 0); CREATE DOMAIN d2 AS d1;
+         CREATE TYPE pair AS (x int, y text);
+         CREATE TABLE shapes (dd d2, p pair);
+         INSERT INTO shapes VALUES (5, ROW(NULL, NULL)), (6, NULL), (7, ROW(1, 'a b'));
+         CREATE TABLE parent (v int); CREATE TABLE child (w int) INHERITS (parent);
+         INSERT INTO parent VALUES (1); INSERT INTO child VALUES (2, 3);
+         CREATE TABLE part (k int, v text) PARTITION BY RANGE (k);
+         CREATE TABLE part_lo PARTITION OF part FOR VALUES FROM (0) TO (10);
+         CREATE TABLE part_hi PARTITION OF part FOR VALUES FROM (10) TO (20);
+         INSERT INTO part VALUES (1, 'lo'), (15, 'hi');
+         CREATE TABLE zones (s timestamptz, a timestamptz[]);
+         INSERT INTO zones VALUES
+           ('2026-11-28 12:34:56.5-08:30', ARRAY['2026-11-28 12:34:56.5-08:30'::timestamptz, NULL, 'infinity']),
+           ('0044-03-15 12:00:00+00 BC', ARRAY['0044-03-15 12:00:00+00 BC'::timestamptz]),
+           ('2000-01-01 00:00:00+00', '{}');",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let copy = |db: &std::path::Path, pgo: &PgOptions, opts: &ImportOptions| {
+        import_postgres(
+            db,
+            &pg.socket_url("corners"),
+            pgo,
+            opts,
+            &Progress::default(),
+        )
+    };
+    // Into a new file and into one that holds objects of the names the copy wants.
+    let new = dir.path().join("new.db");
+    let old = dir.path().join("old.db");
+    Connection::open(&old)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE other (a_b int); CREATE INDEX \"IDX_collide_A_B_2\" ON other (a_b);",
+        )
+        .unwrap();
+    for db in [&new, &old] {
+        copy(db, &PgOptions::default(), &ImportOptions::default()).unwrap();
+        let c = Connection::open(db).unwrap();
+        support::assert_intact(&c);
+        // Every source index is there, on its columns; the UNIQUE one enforces.
+        let ix = |t: &str| -> Vec<(String, i64)> {
+            c.prepare(&format!(
+                "SELECT (SELECT group_concat(name) FROM pragma_index_info(il.name)), il.\"unique\" \
+                 FROM pragma_index_list('{t}') il ORDER BY 1"
+            ))
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+        };
+        assert_eq!(
+            ix("collide"),
+            vec![("a,b".to_string(), 1), ("a_b".to_string(), 0)],
+            "{}",
+            db.display()
+        );
+        assert!(c
+            .execute("INSERT INTO collide VALUES (9, 1, 1)", [])
+            .is_err());
+        assert_eq!(ix("t2"), vec![("a".to_string(), 0)]);
+        let x: i64 = c
+            .query_row("SELECT x FROM idx_t2_a", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(x, 9);
+        // A domain over a domain is its base type.
+        let (ty, v): (String, i64) = c
+            .query_row(
+                "SELECT (SELECT type FROM pragma_table_info('shapes') WHERE name = 'dd'), dd FROM shapes LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((ty.as_str(), v), ("INTEGER", 5));
+        // Composites by their own NULL-ness, as psql prints them.
+        let mut server = pg.client("corners");
+        let want: Vec<Option<String>> = server
+            .query("SELECT p::text FROM shapes ORDER BY dd", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let got: Vec<Option<String>> = c
+            .prepare("SELECT p FROM shapes ORDER BY dd")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(want[0].as_deref(), Some("(,)"));
+        // Inheritance: each table's own rows (pg_dump's ONLY); partitions: the parent
+        // whole, the partitions not again.
+        let count = |t: &str| -> i64 {
+            c.query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!((count("parent"), count("child"), count("part")), (1, 1, 2));
+        let partitions: i64 = c
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name IN ('part_lo', 'part_hi')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(partitions, 0);
+        // timestamptz in an array is the column's text, whatever the session's zone.
+        let rows: Vec<(String, String)> = c
+            .prepare("SELECT s, a FROM zones ORDER BY rowid")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for (s, a) in &rows[..2] {
+            let a: Json = serde_json::from_str(a).unwrap();
+            assert_eq!(a[0].as_str(), Some(s.as_str()), "{a}");
+        }
+        assert_eq!(rows[0].1, format!("[\"{}\",null,\"infinity\"]", rows[0].0));
+        assert_eq!(rows[2].1, "[]");
+    }
+    // A query as psql takes it: a trailing comment, a trailing `;`.
+    for (k, q) in [
+        "SELECT a, b FROM collide ORDER BY a_b -- the rows",
+        "SELECT a, b FROM collide ORDER BY a_b;",
+        "SELECT a, b FROM collide ORDER BY a_b; -- done\n",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let db = dir.path().join(format!("q{k}.db"));
+        let mut pgo = PgOptions::default();
+        pgo.query = Some(q.to_string());
+        let mut opts = ImportOptions::default();
+        opts.table = Some("q".into());
+        let s = copy(&db, &pgo, &opts).unwrap_or_else(|e| panic!("{q:?}: {e}"));
+        assert_eq!(s.rows, 3, "{q:?}");
+    }
+}

@@ -68,11 +68,18 @@ mod oid {
     pub const TIME: u32 = 1083;
     pub const TIMESTAMP: u32 = 1114;
     pub const TIMESTAMPTZ: u32 = 1184;
+    pub const TIMESTAMPTZ_ARRAY: u32 = 1185;
     pub const INTERVAL: u32 = 1186;
     pub const NUMERIC: u32 = 1700;
     pub const UUID: u32 = 2950;
     pub const JSONB: u32 = 3802;
 }
+
+/// SQL for the base type of the type `t` (a `pg_type` row): through domains over
+/// domains, at any depth, to the first type that is no domain.
+const BASE_OF_T: &str = "(WITH RECURSIVE d(o) AS (SELECT t.oid UNION ALL \
+     SELECT p.typbasetype FROM pg_type p JOIN d ON p.oid = d.o WHERE p.typtype = 'd') \
+     SELECT d.o FROM d JOIN pg_type p ON p.oid = d.o WHERE p.typtype <> 'd')";
 
 /// A column's type as the catalog gives it: its base type (through a domain), that
 /// type's `typtype` and `typcategory`, and its name as PostgreSQL prints it.
@@ -111,6 +118,25 @@ fn column_kind(t: &TypeInfo, col: &str, decimals_real: bool) -> (Kind, String, O
         // Unsigned 32 bits: read as a bigint.
         return (Kind::Int, format!("{col}::int8"), None);
     }
+    if t.base == oid::TIMESTAMPTZ_ARRAY {
+        // Each element as a timestamptz column's value is: the instant in UTC with `Z`
+        // and six digits of fraction when there is one (array_to_json would print the
+        // session's offset). Arrays of more than one dimension keep array_to_json's
+        // text, the copy's sessions being in UTC.
+        let element = "CASE WHEN e IS NULL THEN NULL WHEN NOT isfinite(e) THEN e::text \
+             ELSE to_char(e AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS') \
+             || CASE WHEN to_char(e, 'US') = '000000' THEN '' ELSE '.' || to_char(e, 'US') END \
+             || 'Z' || CASE WHEN to_char(e AT TIME ZONE 'UTC', 'BC') = 'BC' THEN ' BC' ELSE '' END END";
+        return (
+            Kind::Text,
+            format!(
+                "CASE WHEN {col} IS NULL THEN NULL WHEN array_ndims({col}) > 1 THEN array_to_json({col})::text \
+                 ELSE coalesce((SELECT array_to_json(array_agg({element} ORDER BY i))::text \
+                 FROM unnest({col}) WITH ORDINALITY u(e, i)), '[]') END"
+            ),
+            None,
+        );
+    }
     if t.category == "A" {
         return (Kind::Text, format!("array_to_json({col})::text"), None);
     }
@@ -118,10 +144,12 @@ fn column_kind(t: &TypeInfo, col: &str, decimals_real: bool) -> (Kind, String, O
         t.typtype == "e" || matches!(t.base, oid::INET | oid::CIDR | oid::INTERVAL | oid::MONEY);
     let note = (!named).then(|| format!("stored as PostgreSQL's text of type {}", t.shown));
     // format('%s') prints through the type's output function, as PostgreSQL shows a
-    // value (a cast to text may differ: inet's keeps a host's /32 or /128).
+    // value (a cast to text may differ: inet's keeps a host's /32 or /128). A value is
+    // NULL by its own NULL-ness (num_nulls), not by SQL's IS NULL, which a composite
+    // whose fields are all NULL, ROW(NULL, NULL), also passes.
     (
         Kind::Text,
-        format!("CASE WHEN {col} IS NULL THEN NULL ELSE format('%s', {col}) END"),
+        format!("CASE WHEN num_nulls({col}) = 1 THEN NULL ELSE format('%s', {col}) END"),
         note,
     )
 }
@@ -180,11 +208,13 @@ pub(crate) fn tables(
         let shown = format!("{schema}.{pg_name}");
         let type_rows = client
             .query(
-                "SELECT a.attname::text, a.attnum, b.oid, b.typtype::text, b.typcategory::text, \
-                 format_type(a.atttypid, a.atttypmod) \
-                 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid \
-                 JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END \
-                 WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+                &format!(
+                    "SELECT a.attname::text, a.attnum, b.oid, b.typtype::text, b.typcategory::text, \
+                     format_type(a.atttypid, a.atttypmod) \
+                     FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid \
+                     JOIN pg_type b ON b.oid = {BASE_OF_T} \
+                     WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"
+                ),
                 &[&rel],
             )
             .map_err(q)?;
@@ -245,7 +275,15 @@ pub(crate) fn tables(
         }
         out.push(Table {
             name,
-            from: format!("{}.{}", quote_ident(schema), quote_ident(&pg_name)),
+            // An inheritance parent's own rows (as pg_dump reads it): its children are
+            // tables of their own. A partitioned table is read whole, its partitions
+            // not again (they are not listed).
+            from: format!(
+                "{}{}.{}",
+                if partitioned { "" } else { "ONLY " },
+                quote_ident(schema),
+                quote_ident(&pg_name)
+            ),
             shown,
             columns,
             rowid,
@@ -364,9 +402,11 @@ pub(crate) fn query(
     for (c, name) in stmt.columns().iter().zip(names) {
         let row = client
             .query_one(
-                "SELECT b.oid, b.typtype::text, b.typcategory::text, format_type($1::oid, NULL) \
-                 FROM pg_type t JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END \
-                 WHERE t.oid = $1::oid",
+                &format!(
+                    "SELECT b.oid, b.typtype::text, b.typcategory::text, format_type($1::oid, NULL) \
+                     FROM pg_type t JOIN pg_type b ON b.oid = {BASE_OF_T} \
+                     WHERE t.oid = $1::oid"
+                ),
                 &[&c.type_().oid()],
             )
             .map_err(|e| server.error("reading the catalog", &e))?;
@@ -385,7 +425,8 @@ pub(crate) fn query(
     }
     Ok(Table {
         name: name.to_string(),
-        from: format!("({sql}) q({})", aliases.join(", ")),
+        // On lines of their own: a query may end in a `--` comment.
+        from: format!("(\n{}\n) q({})", query_body(sql), aliases.join(", ")),
         shown: "query".into(),
         columns,
         rowid: None,
@@ -394,6 +435,88 @@ pub(crate) fn query(
         by_blocks: false,
         heap_in_key_order: false,
     })
+}
+
+/// `sql` without what may follow its last token (`;`, whitespace, comments), which a
+/// query wrapped as a subquery cannot have; what psql runs as one statement.
+fn query_body(sql: &str) -> &str {
+    let b = sql.as_bytes();
+    let (mut i, mut end) = (0, 0);
+    while i < b.len() {
+        let c = b[i];
+        if b[i..].starts_with(b"--") {
+            i = memchr::memchr(b'\n', &b[i..]).map_or(b.len(), |k| i + k + 1);
+            continue;
+        }
+        if b[i..].starts_with(b"/*") {
+            // Comments nest in PostgreSQL.
+            let mut depth = 0usize;
+            while i < b.len() {
+                if b[i..].starts_with(b"/*") {
+                    depth += 1;
+                    i += 2;
+                } else if b[i..].starts_with(b"*/") {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        match c {
+            b'\'' | b'"' => {
+                // A quoted literal or name ('' and "" inside are the quote itself).
+                i += 1;
+                while i < b.len() {
+                    if b[i] == c {
+                        if b.get(i + 1) == Some(&c) {
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    i += 1;
+                }
+                i += 1;
+                end = i.min(b.len());
+            }
+            b'$' => {
+                // A dollar quote ($$ or $tag$), or a parameter ($1).
+                let tag_end = b[i + 1..]
+                    .iter()
+                    .position(|&t| !(t.is_ascii_alphanumeric() || t == b'_'))
+                    .map(|k| i + 1 + k);
+                match tag_end {
+                    Some(t) if b[t] == b'$' && !b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                        let tag = &b[i..=t];
+                        i = memchr::memmem::find(&b[t + 1..], tag)
+                            .map_or(b.len(), |k| t + 1 + k + tag.len());
+                        end = i;
+                    }
+                    _ => {
+                        i += 1;
+                        end = i;
+                    }
+                }
+            }
+            b';' => i += 1,
+            c if c.is_ascii_whitespace() => i += 1,
+            _ => {
+                i += 1;
+                end = i;
+            }
+        }
+    }
+    // `end` is a byte offset past an ASCII byte or a whole quoted part: a char boundary.
+    let mut out = &sql[..end];
+    while let Some(s) = out.strip_suffix(';') {
+        out = s.trim_end();
+    }
+    out
 }
 
 /// The COPY statements that read `table` in `want` pieces, in the order their rows go:
@@ -467,4 +590,26 @@ fn pg_column(table: &Table, c: usize) -> String {
     s.strip_prefix('"')
         .and_then(|s| s.strip_suffix('"'))
         .map_or_else(|| s.clone(), |s| s.replace("\"\"", "\""))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_query_loses_what_psql_would_not_run_as_part_of_it() {
+        use super::query_body;
+        assert_eq!(query_body("SELECT 1"), "SELECT 1");
+        assert_eq!(query_body("SELECT 1;"), "SELECT 1");
+        assert_eq!(query_body("SELECT 1 ; -- done\n  "), "SELECT 1");
+        assert_eq!(query_body("SELECT 1 -- c"), "SELECT 1");
+        assert_eq!(query_body("SELECT 1 /* a /* b */ ; */"), "SELECT 1");
+        assert_eq!(query_body("SELECT ';--' AS x;"), "SELECT ';--' AS x");
+        assert_eq!(
+            query_body("SELECT \"a;\"\"b\" FROM t;;"),
+            "SELECT \"a;\"\"b\" FROM t"
+        );
+        assert_eq!(
+            query_body("SELECT $x$ ; -- $x$, $1 é;"),
+            "SELECT $x$ ; -- $x$, $1 é"
+        );
+    }
 }

@@ -75,7 +75,7 @@ impl Pool {
             let client = self.server.connect_here().await?;
             client
                 .batch_execute(&format!(
-                    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '{quoted}'"
+                    "SET TIME ZONE 'UTC'; BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '{quoted}'"
                 ))
                 .await
                 .map_err(|e| self.server.error("joining the copy's snapshot", &e))?;
