@@ -130,9 +130,9 @@ pub fn import(kw: &mut Keywords<'_>) -> PyResult<ImportOptions> {
     let columns = kw.names("columns")?;
     o.read.columns = (!columns.is_empty()).then_some(columns);
     o.read.skip_lines = kw.count("skip")?.unwrap_or(0);
-    o.read.encoding = kw
-        .parsed("encoding", |s| s.parse::<Encoding>())?
-        .unwrap_or(o.read.encoding);
+    let encoding = kw.parsed("encoding", |s| s.parse::<Encoding>())?;
+    o.read.encoding_given = encoding.is_some();
+    o.read.encoding = encoding.unwrap_or(o.read.encoding);
     o.sniff = kw.get("sniff", "a bool")?;
     o.guess_encoding = kw.get("guess_encoding", "a bool")?;
     if o.guess_encoding && !o.sniff {

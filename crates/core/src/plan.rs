@@ -660,7 +660,10 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
             if ro.record.is_none() {
                 ro.record = d.record.clone();
             }
-        } else if ro.encoding == Encoding::Utf8 && d.encoding != Encoding::Utf8 {
+        } else if ro.encoding == Encoding::Utf8
+            && !ro.encoding_given
+            && d.encoding != Encoding::Utf8
+        {
             // UTF-16 by its byte-order mark, or Windows-1252 guessed when asked to.
             ro.encoding = d.encoding;
         }

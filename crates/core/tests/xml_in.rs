@@ -780,7 +780,7 @@ fn many_uses_of_a_large_entity_fail_at_the_first_over_the_bound() {
     for body in [
         format!("<r><row>{uses}</row><row/></r>"),
         format!("<r><row v=\"{uses}\"/><row/></r>"),
-        format!("<r>{}</r>", format!("<row>&a5;</row>").repeat(1_500)),
+        format!("<r>{}</r>", "<row>&a5;</row>".repeat(1_500)),
     ] {
         let doc = format!("{dtd}{body}");
         let t = std::time::Instant::now();
@@ -796,4 +796,75 @@ fn many_uses_of_a_large_entity_fail_at_the_first_over_the_bound() {
         .query_row("SELECT length(text) FROM t", [], |r| r.get(0))
         .unwrap();
     assert_eq!(n, 1_000_000);
+}
+
+/// An encoding given explicitly wins over the declaration, UTF-8 too; without one, the
+/// declaration says it (ISO-8859-1 read as Windows-1252).
+#[test]
+fn an_encoding_given_wins_over_the_declaration() {
+    let dir = tempfile::tempdir().unwrap();
+    let utf8 =
+        "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><r><row v=\"é€\"/><row v=\"x\"/></r>";
+    let latin = b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><r><row v=\"\xE9\x80\"/><row v=\"x\"/></r>";
+    let read = |name: &str, bytes: &[u8], given: Option<liteload::Encoding>| -> String {
+        let src = dir.path().join(name);
+        std::fs::write(&src, bytes).unwrap();
+        let db = dir.path().join(format!("{name}.db"));
+        let mut o = ImportOptions::default();
+        o.table = Some("t".into());
+        if let Some(e) = given {
+            o.read.encoding = e;
+            o.read.encoding_given = true;
+        }
+        import(&db, &[Input::Path(src)], &o, &Progress::default()).unwrap();
+        Connection::open(db)
+            .unwrap()
+            .query_row("SELECT v FROM t WHERE rowid = 1", [], |r| r.get(0))
+            .unwrap()
+    };
+    // The declaration alone: latin1 bytes are Windows-1252 (0x80 is the euro sign).
+    assert_eq!(read("l.xml", latin, None), "é€");
+    // UTF-8 bytes behind a latin1 declaration: --encoding utf-8 wins.
+    assert_eq!(
+        read("u.xml", utf8.as_bytes(), Some(liteload::Encoding::Utf8)),
+        "é€"
+    );
+    // And --encoding latin1 over a UTF-8 declaration.
+    let declared_utf8 = [
+        &b"<?xml version=\"1.0\" encoding=\"UTF-8\"?><r><row v=\""[..],
+        b"\xE9\x80",
+        b"\"/><row v=\"x\"/></r>",
+    ]
+    .concat();
+    assert_eq!(
+        read("d.xml", &declared_utf8, Some(liteload::Encoding::Latin1)),
+        "é€"
+    );
+}
+
+/// A first record longer than the 64 KiB the record path is chosen from: the path is
+/// still the records' (the window grows), not a false "no child elements" nor a path
+/// inside the first record.
+#[test]
+fn a_first_record_past_the_sniffing_window_is_still_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "x".repeat(100_000);
+    let repeated = "<t>y</t>".repeat(20_000);
+    for (name, doc) in [
+        (
+            "attr.xml",
+            format!("<r><row a=\"{long}\"/><row a=\"b\"/></r>"),
+        ),
+        (
+            "kids.xml",
+            format!("<r><row>{repeated}</row><row><t>z</t></row></r>"),
+        ),
+    ] {
+        let conn = load(dir.path(), name, doc.as_bytes(), None, (2, 10_000))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 2, "{name}");
+    }
 }

@@ -210,15 +210,12 @@ pub struct ImportArgs {
     /// Skip this many lines at the start of each file, before the header.
     #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Format")]
     pub skip: u64,
-    /// Text encoding of the input: utf-8 (default), latin1, utf-16, utf-16le, utf-16be.
-    /// A UTF-8 byte-order mark is always skipped.
-    #[arg(
-        long,
-        value_name = "ENC",
-        default_value = "utf-8",
-        help_heading = "Format"
-    )]
-    pub encoding: Encoding,
+    /// Text encoding of the input: utf-8, latin1 (ISO-8859-1, read as Windows-1252),
+    /// utf-16, utf-16le, utf-16be. Given, it wins over a byte-order mark and an XML
+    /// declaration; by default UTF-8 unless either says otherwise. A UTF-8 byte-order
+    /// mark is always skipped.
+    #[arg(long, value_name = "ENC", help_heading = "Format")]
+    pub encoding: Option<Encoding>,
 
     // ---- typed input (Parquet, Arrow)
     /// Parquet/Arrow: load only these columns, in this order (Parquet does not decode the
@@ -511,7 +508,8 @@ pub(crate) fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
         built.header = !a.no_header;
         built.columns = a.columns.clone();
         built.skip_lines = a.skip;
-        built.encoding = a.encoding;
+        built.encoding = a.encoding.unwrap_or(Encoding::Utf8);
+        built.encoding_given = a.encoding.is_some();
         built.locale = {
             let mut l = liteload::source::locale::Locale::default();
             l.decimal_comma = a.decimal_comma;

@@ -165,6 +165,10 @@ pub struct ReadOptions {
     pub skip_lines: u64,
     /// The input's text encoding, transcoded to UTF-8 as it is read.
     pub encoding: Encoding,
+    /// Whether `encoding` was given by the caller: it then wins over a byte-order mark
+    /// and an XML declaration, UTF-8 too. Otherwise UTF-8 stands for "not known": a
+    /// UTF-16 byte-order mark or an XML declaration says what the input is.
+    pub encoding_given: bool,
     /// Which empty values are NULL (by default only those in numeric columns).
     pub nulls: Nulls,
     /// Records with another field count than the header's.
@@ -207,6 +211,7 @@ impl Default for ReadOptions {
             columns: None,
             skip_lines: 0,
             encoding: Encoding::Utf8,
+            encoding_given: false,
             nulls: Nulls::Typed,
             ragged: Ragged::Error,
             sample_rows: 10_000,

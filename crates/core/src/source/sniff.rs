@@ -703,8 +703,11 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
         if given.encoding == Encoding::Utf8 {
             encoding = super::xml::encoding_of(&bytes).unwrap_or(encoding);
         }
-        record = super::xml::choose_record(text.as_bytes())
+        // A head that cannot settle the path (a first record longer than it) names none:
+        // the reader reads further.
+        record = super::xml::choose_record(text.as_bytes(), whole)
             .ok()
+            .flatten()
             .map(|p| p.join("/"));
     }
     Ok(Some(Dialect {

@@ -113,7 +113,8 @@ impl XmlSource {
             head.extend_from_slice(&buf[..n]);
             raw.consume(n);
         }
-        let encoding = if opts.encoding == Encoding::Utf8 {
+        // An encoding the caller gave wins over the byte-order mark and the declaration.
+        let encoding = if opts.encoding == Encoding::Utf8 && !opts.encoding_given {
             encoding_of(&head).map_err(|(col, m)| Error::input(pos(1, col, 0), None, m))?
         } else {
             opts.encoding
@@ -127,10 +128,33 @@ impl XmlSource {
         let (path, chosen) = match &opts.record {
             Some(p) => (path_steps(p)?, false),
             None => {
-                let head = splitter.head();
-                let head = &head[..head.len().min(super::head::SAMPLE_BYTES)];
-                let p = choose_record(head).map_err(|m| Error::input(pos(1, 1, 0), None, m))?;
-                (p, true)
+                // The sample's first 64 KiB, or more while they end inside the first
+                // records (up to a record's size limit).
+                let mut window = super::head::SAMPLE_BYTES;
+                loop {
+                    let head = splitter.head();
+                    let complete = head.len() < window;
+                    let head = &head[..head.len().min(window)];
+                    let chosen = choose_record(head, complete)
+                        .map_err(|m| Error::input(pos(1, 1, 0), None, m))?;
+                    if let Some(p) = chosen {
+                        break (p, true);
+                    }
+                    if window >= opts.max_record_bytes {
+                        return Err(Error::input(
+                            pos(1, 1, 0),
+                            None,
+                            format!(
+                                "the document's first records do not end within its first {} bytes, so the record path cannot be chosen; name it",
+                                window
+                            ),
+                        ));
+                    }
+                    window = window.saturating_mul(4).min(opts.max_record_bytes);
+                    splitter
+                        .fill_to(window)
+                        .map_err(|e| Error::io(path_of(), e))?;
+                }
             }
         };
         splitter.set_path(path.clone());

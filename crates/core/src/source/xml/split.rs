@@ -64,8 +64,11 @@ pub(crate) fn step_matches(step: &str, qname: &[u8]) -> bool {
 /// directly under it within `head` (a sample of the document); where the root holds one
 /// element only (a wrapper, as RSS's `rss/channel`), the first name that repeats under
 /// that one, and so on down; else the root's first child. An error when `head` shows no
-/// root or a root without child elements.
-pub(crate) fn choose_record(head: &[u8]) -> Result<Vec<String>, String> {
+/// root or a root without child elements. `Ok(None)` when `head` is not `complete` (the
+/// document goes on) and ends before two of the root's children ended, so that what it
+/// shows cannot settle the path (a first record longer than the sample): a longer head
+/// may.
+pub(crate) fn choose_record(head: &[u8], complete: bool) -> Result<Option<Vec<String>>, String> {
     use quick_xml::events::Event;
     let text = String::from_utf8_lossy(head);
     let mut r = quick_xml::Reader::from_str(&text);
@@ -73,18 +76,28 @@ pub(crate) fn choose_record(head: &[u8]) -> Result<Vec<String>, String> {
     // The sample's elements: name, and children (indexes into `nodes`).
     let mut nodes: Vec<(String, Vec<usize>)> = vec![];
     let mut open: Vec<usize> = vec![];
+    // Children of the root that ended within the sample.
+    let mut ended = 0usize;
+    let mut cut = false;
     loop {
         let (name, empty) = match r.read_event() {
             Ok(Event::Start(e)) => (e.name().as_ref().to_string(), false),
-            Ok(Event::Empty(e)) => (e.name().as_ref().to_string(), true),
+            Ok(Event::Empty(e)) => {
+                ended += usize::from(open.len() == 1);
+                (e.name().as_ref().to_string(), true)
+            }
             Ok(Event::End(_)) => {
                 open.pop();
+                ended += usize::from(open.len() == 1);
                 if open.is_empty() {
                     break;
                 }
                 continue;
             }
-            Ok(Event::Eof) | Err(_) => break,
+            Ok(Event::Eof) | Err(_) => {
+                cut = !open.is_empty() || nodes.is_empty();
+                break;
+            }
             Ok(_) => continue,
         };
         let k = nodes.len();
@@ -100,6 +113,9 @@ pub(crate) fn choose_record(head: &[u8]) -> Result<Vec<String>, String> {
             break;
         }
     }
+    if cut && !complete && ended < 2 {
+        return Ok(None);
+    }
     let Some((root, root_children)) = nodes.first() else {
         return Err("no root element was found at the start of the document".into());
     };
@@ -114,7 +130,7 @@ pub(crate) fn choose_record(head: &[u8]) -> Result<Vec<String>, String> {
             .map(|(_, n)| n.to_string());
         if let Some(n) = repeated {
             path.push(n);
-            return Ok(path);
+            return Ok(Some(path));
         }
         match nodes[node].1.as_slice() {
             [only] => {
@@ -125,7 +141,7 @@ pub(crate) fn choose_record(head: &[u8]) -> Result<Vec<String>, String> {
         }
     }
     match root_children.first() {
-        Some(&c) => Ok(vec![root.clone(), nodes[c].0.clone()]),
+        Some(&c) => Ok(Some(vec![root.clone(), nodes[c].0.clone()])),
         None => Err(format!(
             "the root element <{root}> has no child elements to take as records; name the record element's path"
         )),
@@ -856,13 +872,23 @@ mod tests {
     #[test]
     fn the_record_path_is_the_first_repeated_child() {
         assert_eq!(
-            choose_record(b"<p><meta/><row/><row/></p>").unwrap(),
+            choose_record(b"<p><meta/><row/><row/></p>", true)
+                .unwrap()
+                .unwrap(),
             ["p", "row"]
         );
         assert_eq!(
-            choose_record(b"<p><a><x/><x/></a><b/></p>").unwrap(),
+            choose_record(b"<p><a><x/><x/></a><b/></p>", true)
+                .unwrap()
+                .unwrap(),
             ["p", "a"]
         );
-        assert!(choose_record(b"<p a='1'/>").is_err());
+        assert!(choose_record(b"<p a='1'/>", true).is_err());
+        // A first record past the sample: not settled by it, not "no child elements".
+        assert_eq!(
+            choose_record(b"<p><row a='1'><t>x</t><t>", false).unwrap(),
+            None
+        );
+        assert_eq!(choose_record(b"<p><row a='", false).unwrap(), None);
     }
 }
