@@ -79,3 +79,32 @@ def test_a_table_made_beforehand_keeps_its_rules(tmp_path):
     assert "bad.csv:3" in got.reject_samples[0] and "CHECK" in got.reject_samples[0]
     assert "bad.csv:4" in got.reject_samples[1] and "UNIQUE" in got.reject_samples[1]
     assert table(db2) == [("c", 3, "", "x")]  # nulls="typed": an empty TEXT field is ''
+
+
+def test_replace_keeps_the_children_sqlite3_keeps(tmp_path):
+    """A load changes no table it was not asked to load: replacing parent rows leaves
+    rows that refer to them with ON DELETE CASCADE, as Python's sqlite3 (foreign keys
+    off by default) does with the same statement. A key that is no key of the table is
+    a clear error naming it."""
+    setup = ("CREATE TABLE p (id INTEGER PRIMARY KEY, v TEXT);"
+             "INSERT INTO p VALUES (1, 'old'), (2, 'old');"
+             "CREATE TABLE c (pid REFERENCES p (id) ON DELETE CASCADE, w TEXT);"
+             "INSERT INTO c VALUES (1, 'a'), (2, 'b');")
+    db, ref = tmp_path / "fk.db", tmp_path / "ref.db"
+    for path in (db, ref):
+        with closing(sqlite3.connect(path)) as c:
+            c.executescript(setup)
+    src = tmp_path / "p.csv"
+    src.write_text("id,v\n1,new\n3,new\n", encoding="utf-8")
+    liteload.import_file(db, src, table="p", if_exists="append", on_conflict="replace")
+    with closing(sqlite3.connect(ref)) as c:
+        c.executemany("INSERT OR REPLACE INTO p VALUES (?, ?)", [(1, "new"), (3, "new")])
+        c.commit()
+    for t in ("p", "c"):
+        with closing(checked(db)) as a, closing(checked(ref)) as b:
+            q = f"SELECT * FROM {t} ORDER BY rowid"
+            assert a.execute(q).fetchall() == b.execute(q).fetchall(), t
+    with closing(checked(db)) as a:
+        assert a.execute("SELECT count(*) FROM c").fetchone() == (2,)
+    with pytest.raises(liteload.SchemaError, match=r"the key \(v\) is neither"):
+        liteload.import_file(db, src, table="p", if_exists="append", on_conflict="update", key="v")

@@ -522,7 +522,7 @@ mod tests {
         /// Each index of `want` on `table` of `conn`: one there on its columns, UNIQUE
         /// where asked.
         fn holds(conn: &Connection, table: &str, want: &[IndexSpec]) -> R {
-            let held = crate::names::held_indexes(conn, table)?;
+            let held = crate::table::held_indexes(conn, table)?;
             for ix in want {
                 assert!(
                     held.iter().any(|h| (h.unique || !ix.unique)

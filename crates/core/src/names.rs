@@ -19,7 +19,7 @@ use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 use crate::schema::quote_ident;
-use crate::table::IndexSpec;
+use crate::table::{already_held, held_indexes, IndexSpec};
 
 /// The names taken in one file's schema, compared as SQLite compares them.
 ///
@@ -79,66 +79,6 @@ impl Names {
             .find(|n| self.claim(n))
             .expect("some suffix is free")
     }
-}
-
-/// An index a table has: whether it is UNIQUE and its key columns (`None` for an
-/// expression).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct HeldIndex {
-    pub(crate) unique: bool,
-    pub(crate) columns: Vec<Option<String>>,
-}
-
-/// The SQL that lists `?1`'s indexes that are not partial, one row per key column in
-/// order: index name, unique, column name (NULL for an expression). Plain SQL, so that a
-/// cluster answers it as a file does.
-pub(crate) const HELD_INDEXES_SQL: &str =
-    "SELECT il.name, il.\"unique\", ii.name FROM pragma_index_list(?1) il \
-     JOIN pragma_index_info(il.name) ii WHERE il.partial = 0 ORDER BY il.seq, il.name, ii.seqno";
-
-/// Groups [`HELD_INDEXES_SQL`]'s rows into indexes.
-pub(crate) fn group_held(
-    rows: impl IntoIterator<Item = (String, bool, Option<String>)>,
-) -> Vec<HeldIndex> {
-    let mut out: Vec<(String, HeldIndex)> = vec![];
-    for (name, unique, column) in rows {
-        match out.last_mut() {
-            Some((n, ix)) if *n == name => ix.columns.push(column),
-            _ => out.push((
-                name,
-                HeldIndex {
-                    unique,
-                    columns: vec![column],
-                },
-            )),
-        }
-    }
-    out.into_iter().map(|(_, ix)| ix).collect()
-}
-
-/// The indexes `table` has in the database `conn` holds (see [`HeldIndex`]).
-pub(crate) fn held_indexes(conn: &Connection, table: &str) -> Result<Vec<HeldIndex>> {
-    let ctx = |e| Error::sqlite(format!("reading the indexes of {}", quote_ident(table)), e);
-    let mut stmt = conn.prepare(HELD_INDEXES_SQL).map_err(ctx)?;
-    let rows = stmt
-        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .map_err(ctx)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(ctx)?;
-    Ok(group_held(rows))
-}
-
-/// Whether `held` already does what `ix` asks: the same key columns in order (ASCII case
-/// ignored), and UNIQUE if `ix` is.
-pub(crate) fn already_held(held: &[HeldIndex], ix: &IndexSpec) -> bool {
-    held.iter().any(|h| {
-        (h.unique || !ix.unique)
-            && h.columns.len() == ix.columns.len()
-            && h.columns
-                .iter()
-                .zip(&ix.columns)
-                .all(|(a, b)| a.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(b)))
-    })
 }
 
 /// The `CREATE INDEX` that gives `table` (in the database `conn` holds) the index `ix`

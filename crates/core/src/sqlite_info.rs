@@ -52,7 +52,14 @@ pub fn info() -> rusqlite::Result<BuildInfo> {
 /// Sets what liteload relies on, on a connection it opened: double-quoted words are
 /// identifiers only, never strings (as `SQLITE_DQS=0` makes it for every connection),
 /// so a misquoted identifier is an error instead of a silent string.
+///
+/// Foreign keys are not enforced, as on a plain `sqlite3` connection (SQLite's default,
+/// which the bundled build turns around): a load never deletes or changes rows of a
+/// table it was not asked to load (an `OR REPLACE` of a parent row would delete its
+/// children through `ON DELETE CASCADE`). `PRAGMA foreign_key_check` after a load finds
+/// rows whose parent is missing.
 pub fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "foreign_keys", false)?;
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DQS_DML, false)?;
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DQS_DDL, false)?;
     Ok(())

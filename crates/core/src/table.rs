@@ -125,6 +125,95 @@ pub fn unique_key(conn: &Connection, table: &str) -> Result<Vec<String>> {
     }
 }
 
+/// Whether `key` (a set of columns, ASCII case ignored) is `table`'s primary key or the
+/// columns of one of its UNIQUE indexes that is not partial: what an upsert's
+/// `ON CONFLICT (key)` needs.
+pub fn is_unique_key(conn: &Connection, table: &str, key: &[String]) -> Result<bool> {
+    let ctx = |e| Error::sqlite(format!("reading the keys of {}", quote_ident(table)), e);
+    let same = |cols: &[String]| {
+        cols.len() == key.len()
+            && cols
+                .iter()
+                .all(|c| key.iter().any(|k| k.eq_ignore_ascii_case(c)))
+    };
+    let pk: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info(?1) WHERE pk > 0")
+        .and_then(|mut st| {
+            st.query_map([table], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(ctx)?;
+    if !pk.is_empty() && same(&pk) {
+        return Ok(true);
+    }
+    let held = held_indexes(conn, table)?;
+    Ok(held.iter().any(|ix| {
+        ix.unique
+            && ix.columns.iter().all(Option::is_some)
+            && same(&ix.columns.iter().flatten().cloned().collect::<Vec<_>>())
+    }))
+}
+
+/// An index a table has: whether it is UNIQUE and its key columns (`None` for an
+/// expression).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HeldIndex {
+    pub(crate) unique: bool,
+    pub(crate) columns: Vec<Option<String>>,
+}
+
+/// The SQL that lists `?1`'s indexes that are not partial, one row per key column in
+/// order: index name, unique, column name (NULL for an expression). Plain SQL, so that a
+/// cluster answers it as a file does.
+pub(crate) const HELD_INDEXES_SQL: &str =
+    "SELECT il.name, il.\"unique\", ii.name FROM pragma_index_list(?1) il \
+     JOIN pragma_index_info(il.name) ii WHERE il.partial = 0 ORDER BY il.seq, il.name, ii.seqno";
+
+/// Groups [`HELD_INDEXES_SQL`]'s rows into indexes.
+pub(crate) fn group_held(
+    rows: impl IntoIterator<Item = (String, bool, Option<String>)>,
+) -> Vec<HeldIndex> {
+    let mut out: Vec<(String, HeldIndex)> = vec![];
+    for (name, unique, column) in rows {
+        match out.last_mut() {
+            Some((n, ix)) if *n == name => ix.columns.push(column),
+            _ => out.push((
+                name,
+                HeldIndex {
+                    unique,
+                    columns: vec![column],
+                },
+            )),
+        }
+    }
+    out.into_iter().map(|(_, ix)| ix).collect()
+}
+
+/// The indexes `table` has in the database `conn` holds (see [`HeldIndex`]).
+pub(crate) fn held_indexes(conn: &Connection, table: &str) -> Result<Vec<HeldIndex>> {
+    let ctx = |e| Error::sqlite(format!("reading the indexes of {}", quote_ident(table)), e);
+    let mut stmt = conn.prepare(HELD_INDEXES_SQL).map_err(ctx)?;
+    let rows = stmt
+        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .map_err(ctx)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(ctx)?;
+    Ok(group_held(rows))
+}
+
+/// Whether `held` already does what `ix` asks: the same key columns in order (ASCII case
+/// ignored), and UNIQUE if `ix` is.
+pub(crate) fn already_held(held: &[HeldIndex], ix: &IndexSpec) -> bool {
+    held.iter().any(|h| {
+        (h.unique || !ix.unique)
+            && h.columns.len() == ix.columns.len()
+            && h.columns
+                .iter()
+                .zip(&ix.columns)
+                .all(|(a, b)| a.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(b)))
+    })
+}
+
 /// `CREATE TABLE` for new columns with their types. A single INTEGER key column becomes
 /// `INTEGER PRIMARY KEY` (the rowid); other keys become a `PRIMARY KEY (…)` clause.
 pub fn create_sql(table: &str, columns: &[(String, ColumnType)], pk: &[String]) -> String {
@@ -194,8 +283,8 @@ impl IndexSpec {
     }
 
     /// The name this index asks for on `table`: its own, else `idx_T_a_b`. Only a
-    /// wish: the name it is created under comes from the file's
-    /// [`Names`](crate::names::Names), and differs where that one is taken.
+    /// wish: the name it is created under is one no other object of the file has (a
+    /// suffix where this one is taken).
     pub fn wanted_name(&self, table: &str) -> String {
         self.name
             .clone()
@@ -223,8 +312,7 @@ impl IndexSpec {
     }
 
     /// `CREATE [UNIQUE] INDEX "name" ON "T" ("a", "b")`: the text SQLite keeps in
-    /// `sqlite_schema` for it, too. `name` is one the file's
-    /// [`Names`](crate::names::Names) handed out.
+    /// `sqlite_schema` for it, too. `name` must be free in the file.
     pub fn create_sql(&self, table: &str, name: &str) -> String {
         let cols: Vec<String> = self.columns.iter().map(|c| quote_ident(c)).collect();
         format!(

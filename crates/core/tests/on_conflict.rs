@@ -263,6 +263,12 @@ fn a_key_that_settles_nothing_is_a_clear_error() {
     assert!(load("two", &["a"], OnConflict::Fail)
         .unwrap()
         .contains("key columns name the key of a conflict rule"));
+    // A key that is no key of the table: a schema error naming it, not SQLite's.
+    let e = load("n", &["b"], OnConflict::Update).unwrap();
+    assert!(
+        e.contains("the key (b) is neither the primary key nor a UNIQUE index of \"n\""),
+        "{e}"
+    );
     // A table the load makes gets the key as its primary key.
     assert_eq!(load("made", &["a"], OnConflict::Update), None);
     assert_eq!(load("made", &["a"], OnConflict::Update), None);
@@ -315,4 +321,50 @@ fn a_cancel_during_the_merge_leaves_the_table_as_it_was() {
     support::assert_intact(&c);
     drop(c);
     assert!(std::fs::read(&db).unwrap() == before, "the file changed");
+}
+
+/// A load never deletes or changes rows of a table it was not asked to load: replacing
+/// parent rows keeps their children, whose foreign keys say ON DELETE CASCADE (as a
+/// plain sqlite3 connection does), on the merge's road (an INTEGER PRIMARY KEY) and on
+/// SQLite's path (a TEXT key), for each rule.
+#[test]
+fn a_load_leaves_other_tables_alone_whatever_their_foreign_keys_say() {
+    for (parent, key) in [
+        ("CREATE TABLE p (id INTEGER PRIMARY KEY, v TEXT)", "id"),
+        ("CREATE TABLE p (id TEXT PRIMARY KEY, v TEXT)", "id"),
+    ] {
+        for rule in [OnConflict::Replace, OnConflict::Update, OnConflict::Ignore] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = dir.path().join("t.db");
+            Connection::open(&db)
+                .unwrap()
+                .execute_batch(&format!(
+                    "{parent}; INSERT INTO p VALUES (1, 'old'), (2, 'old');
+                     CREATE TABLE c (pid REFERENCES p (id) ON DELETE CASCADE ON UPDATE CASCADE, w TEXT);
+                     INSERT INTO c VALUES (1, 'kept'), (2, 'kept'), (2, 'kept too');"
+                ))
+                .unwrap();
+            std::fs::write(dir.path().join("p.csv"), "id,v\n1,new\n2,new\n3,new\n").unwrap();
+            let mut o = ImportOptions::default();
+            o.table = Some("p".into());
+            o.on_conflict = rule;
+            o.key = vec![key.into()];
+            import(
+                &db,
+                &[Input::Path(dir.path().join("p.csv"))],
+                &o,
+                &Progress::default(),
+            )
+            .unwrap();
+            let c = Connection::open(&db).unwrap();
+            let children: i64 = c
+                .query_row("SELECT count(*) FROM c", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(children, 3, "{parent} {rule:?}");
+            let parents: i64 = c
+                .query_row("SELECT count(*) FROM p", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(parents, 3, "{parent} {rule:?}");
+        }
+    }
 }

@@ -225,9 +225,9 @@ fn cluster_index_sql(
     ix: &crate::table::IndexSpec,
 ) -> Result<Option<String>> {
     let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
-    let held = crate::names::group_held(
+    let held = crate::table::group_held(
         client
-            .query_rows(crate::names::HELD_INDEXES_SQL, &[table.into()])?
+            .query_rows(crate::table::HELD_INDEXES_SQL, &[table.into()])?
             .iter()
             .map(|r| {
                 (
@@ -237,7 +237,7 @@ fn cluster_index_sql(
                 )
             }),
     );
-    if crate::names::already_held(&held, ix) {
+    if crate::table::already_held(&held, ix) {
         return Ok(None);
     }
     let mut names = crate::names::Names::new();

@@ -13,12 +13,13 @@ use crate::append::{self, Destination};
 use crate::batch::{Batch, RowOrigin};
 use crate::durability::Durability;
 use crate::error::{Error, Position, Result};
-use crate::names::{already_held, HeldIndex, Names};
+use crate::names::Names;
 use crate::options::ImportOptions;
 use crate::schema::quote_ident;
 use crate::source::BadRecord;
 use crate::summary::{Durable, Progress, Stage, Summary, Writer};
 use crate::table::IndexSpec;
+use crate::table::{already_held, HeldIndex};
 use crate::types::ColumnType;
 
 /// An append to the existing database at `db` through a side file.

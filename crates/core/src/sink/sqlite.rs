@@ -191,6 +191,13 @@ impl Conflict {
         let key = if opts.key.is_empty() {
             table::unique_key(conn, table)?
         } else {
+            if !table::is_unique_key(conn, table, &opts.key)? {
+                return Err(Error::schema(format!(
+                    "the key ({}) is neither the primary key nor a UNIQUE index of {}: rows cannot be matched by it (make it one, or name the key the table has)",
+                    opts.key.join(", "),
+                    crate::schema::quote_ident(table)
+                )));
+            }
             opts.key.clone()
         };
         for k in &key {
