@@ -37,7 +37,8 @@ pub fn existing_columns(
     let ctx = |e| Error::sqlite(format!("reading the schema of {}", quote_ident(table)), e);
     let actual: Option<(String, String)> = conn
         .query_row(
-            "SELECT name, type FROM sqlite_schema WHERE type IN ('table','view') AND name = ?1 COLLATE NOCASE",
+            "SELECT name, type FROM sqlite_schema WHERE name = ?1 COLLATE NOCASE \
+             ORDER BY type IN ('table', 'view') DESC LIMIT 1",
             [table],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
@@ -53,6 +54,14 @@ pub fn existing_columns(
     if kind == "view" {
         return Err(Error::schema(format!(
             "{} is a view, which rows cannot be written into; name a table",
+            quote_ident(&actual)
+        )));
+    }
+    if kind != "table" {
+        // Tables, indexes and triggers share SQLite's one namespace.
+        return Err(Error::schema(format!(
+            "the file has {} {} (a table cannot share its name, SQLite ignoring case); name another table",
+            if kind == "index" { "an index" } else { "a trigger" },
             quote_ident(&actual)
         )));
     }

@@ -392,7 +392,7 @@ fn keys_and_indexes_and_pieces() {
     // The indexes answer as SQLite's own would: every key found.
     let found: i64 = c
         .query_row(
-            "SELECT count(*) FROM pair_2 INDEXED BY \"idx_pair_2_a_b\" WHERE a = 7 AND b >= ''",
+            "SELECT count(*) FROM pair_2 INDEXED BY \"pair_pkey\" WHERE a = 7 AND b >= ''",
             [],
             |r| r.get(0),
         )
