@@ -697,6 +697,45 @@ fn stdin_twice_lands_twice_and_a_file_twice_once() {
     c.wait_local(0, "SELECT count(*) FROM seed", &[vec![Json::from(1)]]);
 }
 
+/// Indexes into a cluster that holds data take names nothing there has (an index on
+/// column `a_b` and one on `(a, b)` are one name made naively; a table of the cluster
+/// holds another), and a load that asks again for the indexes it made makes none twice.
+#[test]
+fn indexes_into_a_cluster_get_names_of_their_own() {
+    let c = Cluster::start(1);
+    let dir = tempfile::tempdir().unwrap();
+    c.execute(0, "CREATE TABLE idx_t_a_b_2 (x)");
+    let csv = dir.path().join("t.csv");
+    for body in ["a_b,a,b\n1,1,1\n2,2,2\n", "a_b,a,b\n3,3,3\n"] {
+        std::fs::write(&csv, body).unwrap();
+        let out = run(&[
+            "import",
+            &c.url(0),
+            csv.to_str().unwrap(),
+            "--table",
+            "t",
+            "--index",
+            "a_b",
+            "--unique-index",
+            "a,b",
+            "-q",
+        ]);
+        assert!(out.status.success(), "{out:?}");
+    }
+    c.wait_local(0, "SELECT count(*) FROM t", &[vec![Json::from(3)]]);
+    let names = c
+        .local_rows(
+            0,
+            "SELECT name FROM sqlite_schema WHERE tbl_name = 't' AND type = 'index' ORDER BY name",
+        )
+        .unwrap();
+    assert_eq!(names, vec!["\"idx_t_a_b\"", "\"idx_t_a_b_3\""]);
+    assert_eq!(
+        c.local_rows(0, "PRAGMA integrity_check"),
+        Some(vec!["\"ok\"".to_string()])
+    );
+}
+
 /// A row the table refuses, at random positions, with every in-flight setting: the load
 /// fails naming the row, and every node keeps exactly a prefix of the input, in input
 /// order and ending before the refused row, with nothing after it (requests in flight

@@ -788,6 +788,17 @@ fn many_uses_of_a_large_entity_fail_at_the_first_over_the_bound() {
         assert!(e.contains("expand"), "{e}");
         assert!(t.elapsed().as_secs() < 3, "{:?}: {e}", t.elapsed());
     }
+    // Little was built: the process's peak resident memory (this binary's other tests
+    // included) stays far below the 1.5 GB one document would have taken.
+    let peak_kib: u64 = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0);
+    assert!(peak_kib < 1 << 20, "peak RSS {peak_kib} KiB");
     // One use is fine: any document may expand to 1 MiB.
     let dir = tempfile::tempdir().unwrap();
     let doc = format!("{dtd}<r><row>&a5;</row></r>");
