@@ -7,11 +7,13 @@ table (the side-file path), a 5M-row Parquet file (bench/parquet.py writes one; 
 path in AB_PARQUET), and the TSV's first 4M rows cut into 40 files (written under
 /tmp/bench/parts on first use), loaded into one table and into a table each. With
 `json` instead, the NDJSON feed and the same objects as one JSON array (written to
-/tmp/bench/feed1m.json on first use) alone.
+/tmp/bench/feed1m.json on first use) alone. With `xml`, bench/xml.py's posts (1M
+`<row …/>` records, written to /tmp/bench/posts1m.xml on first use) beside the TSV
+import alone.
 
     python3 bench/gen_transit.py 10000000 /tmp/bench/t10m.tsv
     python3 bench/gen_feed.py 1000000 300000 /tmp/bench/feed1m.jsonl
-    python3 bench/ab.py OLD_BINARY NEW_BINARY ROUNDS [more|json]
+    python3 bench/ab.py OLD_BINARY NEW_BINARY ROUNDS [more|json|xml]
 """
 import os, sqlite3, statistics, subprocess, sys, time
 old, new, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -22,6 +24,18 @@ jobs = {
     "ingest 1M feed, 300k keys": (["ingest", "{db}", f"{W}/feed1m.jsonl", "--table", "t", "--key", "id", "-q"], "SELECT count(*) FROM t", None),
 }
 setup = {}
+if len(sys.argv) > 4 and sys.argv[4] == "xml":
+    posts = f"{W}/posts1m.xml"
+    if not os.path.exists(posts):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("xmlbench", os.path.join(os.path.dirname(os.path.abspath(__file__)), "xml.py"))
+        xmlbench = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(xmlbench)
+        xmlbench.write_data(1_000_000, posts, f"{W}/posts1m.csv")
+    jobs = {
+        "import 10M TSV (direct)": jobs["import 10M TSV (direct)"],
+        "import 1M posts XML": (["import", "{db}", posts, "--table", "posts", "-q"], "SELECT count(*) FROM posts", 1_000_000),
+    }
 if len(sys.argv) > 4 and sys.argv[4] == "json":
     array = f"{W}/feed1m.json"
     if not os.path.exists(array):
