@@ -492,7 +492,8 @@ def import_file(
     where the sample's fields are quoted), ``header`` (None: sniffed; True: the first
     record names the columns; False: it is data), ``columns`` (names that replace the
     header's), ``skip`` (lines before the header), ``encoding`` (``"utf-8"``,
-    ``"latin1"``, ``"utf-16"``, …), ``sniff=False`` (take nothing from the content),
+    ``"latin1"`` read as Windows-1252, ``"utf-16"``, …; given, it wins over a
+    byte-order mark and an XML declaration), ``sniff=False`` (take nothing from the content),
     ``guess_encoding`` (read non-UTF-8 as Windows-1252), ``decimal_comma``
     (``1.234,56`` is a number), ``dates`` (strftime formats stored as ISO 8601).
     Parquet and Arrow: ``select`` (columns to load), ``temporal`` (``"iso"`` text or
