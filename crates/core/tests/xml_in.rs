@@ -690,6 +690,10 @@ fn a_fault_anywhere_is_refused_as_a_conforming_parser_refuses_it() {
         "</m>",
         "<m a=\"&undefined;\"/>",
         "<m>&#0;</m>",
+        "<m>a\u{1}b</m>",
+        "<m a=\"\u{1f}\"/>",
+        "<m>\u{FFFE}</m>",
+        "<!-- \u{8} -->",
         // Good ones.
         "<m>&amp;&#233;&e1;</m>",
         "<m a='1' b=\"&e2;\">t<n/></m>",

@@ -460,6 +460,9 @@ fn parse_chunk(chunk: &split::Chunk, ents: &Entities, name: &Arc<str>, max: usiz
     let left = std::cell::Cell::new(Refs::chunk_budget(chunk.bytes.len(), max));
     for rec in &chunk.records {
         let bytes = &chunk.bytes[rec.start..rec.end];
+        if let Some((offset, m)) = record::bad_char(bytes) {
+            return Err(fail(rec, offset, m));
+        }
         let text = std::str::from_utf8(bytes).map_err(|e| {
             fail(
                 rec,

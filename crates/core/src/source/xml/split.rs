@@ -289,6 +289,9 @@ impl Splitter {
     ) -> Result<(), SplitError> {
         let ents = self.ents()?;
         let consumed = self.base + end as u64;
+        if let Some((k, m)) = record::bad_char(&self.buf[at..end]) {
+            return Err(self.fault(at + k, m));
+        }
         let checked = match std::str::from_utf8(&self.buf[at..end]) {
             Ok(text) => check(text, &ents, consumed),
             Err(e) => Err((
@@ -585,6 +588,9 @@ impl Splitter {
     /// Checks a comment, processing instruction or tag outside the records at
     /// `buf[at..end]` (start tags are checked where they are read).
     fn check_markup(&mut self, at: usize, end: usize) -> Result<(), SplitError> {
+        if let Some((k, m)) = record::bad_char(&self.buf[at..end]) {
+            return Err(self.fault(at + k, m));
+        }
         let t = &self.buf[at..end];
         if t.starts_with(b"<!--") {
             let body = &t[4..t.len() - 3];
