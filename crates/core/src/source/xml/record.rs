@@ -597,9 +597,9 @@ mod tests {
         for (text, at) in [
             (format!("{long}\u{1}"), Some(200)),
             (format!("{long}\t\n\r"), None),
-            (format!("ab\u{FFFE}"), Some(2)),
+            ("ab\u{FFFE}".to_string(), Some(2)),
             (format!("{long}\u{FFFF}"), Some(200)),
-            (format!("\u{FFEF}\u{FFBF}x"), None),
+            ("\u{FFEF}\u{FFBF}x".to_string(), None),
             ("\u{1F}".to_string(), Some(0)),
         ] {
             assert_eq!(
