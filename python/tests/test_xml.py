@@ -51,3 +51,40 @@ def test_xml_from_bytes_with_elements_and_errors(tmp_path):
     assert (e.value.line, e.value.column) == (2, 14)  # the `<` of `</lib>`
     assert not (tmp_path / "c.db").exists()
 
+
+
+@pytest.mark.parametrize("doc", [
+    '<r><meta><a>x</b></meta><row v="1"/><row v="2"/></r>',
+    '<r><meta>&undefined;</meta><row v="1"/><row v="2"/></r>',
+    '<r><meta a="1" a="2"/><row v="1"/><row v="2"/></r>',
+    '<r><row v="1"/> a & b <row v="2"/></r>',
+    '<r><row v="1"/><row v="2"/><!-- a -- b --></r>',
+    '<r><row v="1"/><row v="2\x01"/></r>',
+])
+def test_xml_broken_anywhere_is_refused_as_etree_refuses_it(tmp_path, doc):
+    """Faults above, between and inside the records: refused with a position, no file left,
+    where xml.etree (a conforming parser) refuses the same document."""
+    src = tmp_path / "broken.xml"
+    src.write_text(doc, encoding="utf-8")
+    with pytest.raises(ET.ParseError):
+        ET.parse(src)
+    db = tmp_path / "broken.db"
+    with pytest.raises(liteload.BadInput, match=r"broken\.xml:1:\d+"):
+        liteload.import_file(db, src, record="r/row")
+    assert not db.exists()
+
+
+def test_indexes_whose_natural_names_collide_get_names_of_their_own(tmp_path):
+    """An index on column a_b and a UNIQUE one on (a, b) were both idx_t_a_b: the file
+    was malformed. Now each has a name of its own, and appending again makes none twice."""
+    src = tmp_path / "t.csv"
+    db = tmp_path / "n.db"
+    for body in ("a_b,a,b\n1,1,1\n2,2,2\n", "a_b,a,b\n3,3,3\n"):
+        src.write_text(body, encoding="utf-8")
+        liteload.import_file(db, src, table="t", if_exists="append", indexes=["a_b"], unique_indexes=[["a", "b"]])
+    c = checked(db)
+    assert c.execute("SELECT name FROM sqlite_schema WHERE type = 'index' ORDER BY name").fetchall() == [
+        ("idx_t_a_b",), ("idx_t_a_b_2",)]
+    assert c.execute("SELECT count(*) FROM t").fetchone() == (3,)
+    with pytest.raises(sqlite3.IntegrityError):
+        c.execute("INSERT INTO t VALUES (9, 1, 1)")

@@ -428,11 +428,12 @@ pub(crate) fn complete(
     progress: &crate::summary::Progress,
 ) -> Result<()> {
     {
-        // Indexes and the like: SQLite builds them on the finished file, still under
-        // the temp name, journal in memory (a crash leaves no file at the target).
         let conn = rusqlite::Connection::open(tmp)
             .map_err(|e| Error::sqlite("opening the written file", e))?;
+        // The page writer's own schema rows; what `after` adds, SQLite makes itself.
         crate::names::check_schema(&conn)?;
+        // Indexes and the like: SQLite builds them on the finished file, still under
+        // the temp name, journal in memory (a crash leaves no file at the target).
         if !after.is_empty() {
             crate::sqlite_info::configure(&conn)
                 .map_err(|e| Error::sqlite("configuring the connection", e))?;
@@ -453,9 +454,6 @@ pub(crate) fn complete(
                     Error::sqlite(format!("running {sql}"), e)
                 }
             })?;
-        }
-        if !after.is_empty() {
-            crate::names::check_schema(&conn)?;
         }
         conn.close()
             .map_err(|(_, e)| Error::sqlite("closing the written file", e))?;

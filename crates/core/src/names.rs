@@ -19,7 +19,7 @@ use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 use crate::schema::quote_ident;
-use crate::table::{already_held, held_indexes, IndexSpec};
+use crate::table::{already_held, held_indexes, HeldIndex, IndexSpec};
 
 /// The names taken in one file's schema, compared as SQLite compares them.
 ///
@@ -85,10 +85,22 @@ impl Names {
 /// asks for, under a name nothing in that database has; `None` when the table has such
 /// an index already (an append that asks again for the index it made).
 pub(crate) fn index_sql(conn: &Connection, table: &str, ix: &IndexSpec) -> Result<Option<String>> {
-    if already_held(&held_indexes(conn, table)?, ix) {
+    index_to_make(&held_indexes(conn, table)?, || Names::of(conn), table, ix)
+}
+
+/// The one rule of [`index_sql`], for a database read through any door: `None` when
+/// `held` (the table's indexes) already does what `ix` asks, else its `CREATE INDEX`
+/// under a name free among those `taken` returns (read only then).
+pub(crate) fn index_to_make(
+    held: &[HeldIndex],
+    taken: impl FnOnce() -> Result<Names>,
+    table: &str,
+    ix: &IndexSpec,
+) -> Result<Option<String>> {
+    if already_held(held, ix) {
         return Ok(None);
     }
-    let name = Names::of(conn)?.allocate(&ix.wanted_name(table));
+    let name = taken()?.allocate(&ix.wanted_name(table));
     Ok(Some(ix.create_sql(table, &name)))
 }
 

@@ -85,16 +85,9 @@ pub fn existing_columns(
 /// one UNIQUE index. An error naming what there is when neither settles it.
 pub fn unique_key(conn: &Connection, table: &str) -> Result<Vec<String>> {
     let ctx = |e| Error::sqlite(format!("reading the keys of {}", quote_ident(table)), e);
-    let mut pk: Vec<(i64, String)> = conn
-        .prepare("SELECT pk, name FROM pragma_table_info(?1) WHERE pk > 0")
-        .and_then(|mut st| {
-            st.query_map([table], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .map_err(ctx)?;
+    let pk = primary_key(conn, table)?;
     if !pk.is_empty() {
-        pk.sort();
-        return Ok(pk.into_iter().map(|(_, n)| n).collect());
+        return Ok(pk);
     }
     let unique: Vec<String> = conn
         .prepare("SELECT name FROM pragma_index_list(?1) WHERE \"unique\" AND partial = 0")
@@ -134,24 +127,31 @@ pub fn unique_key(conn: &Connection, table: &str) -> Result<Vec<String>> {
     }
 }
 
+/// The columns of `table`'s primary key, in the key's order (none without one).
+fn primary_key(conn: &Connection, table: &str) -> Result<Vec<String>> {
+    let ctx = |e| Error::sqlite(format!("reading the keys of {}", quote_ident(table)), e);
+    let mut pk: Vec<(i64, String)> = conn
+        .prepare("SELECT pk, name FROM pragma_table_info(?1) WHERE pk > 0")
+        .and_then(|mut st| {
+            st.query_map([table], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(ctx)?;
+    pk.sort();
+    Ok(pk.into_iter().map(|(_, n)| n).collect())
+}
+
 /// Whether `key` (a set of columns, ASCII case ignored) is `table`'s primary key or the
 /// columns of one of its UNIQUE indexes that is not partial: what an upsert's
 /// `ON CONFLICT (key)` needs.
 pub fn is_unique_key(conn: &Connection, table: &str, key: &[String]) -> Result<bool> {
-    let ctx = |e| Error::sqlite(format!("reading the keys of {}", quote_ident(table)), e);
     let same = |cols: &[String]| {
         cols.len() == key.len()
             && cols
                 .iter()
                 .all(|c| key.iter().any(|k| k.eq_ignore_ascii_case(c)))
     };
-    let pk: Vec<String> = conn
-        .prepare("SELECT name FROM pragma_table_info(?1) WHERE pk > 0")
-        .and_then(|mut st| {
-            st.query_map([table], |r| r.get(0))?
-                .collect::<rusqlite::Result<Vec<_>>>()
-        })
-        .map_err(ctx)?;
+    let pk = primary_key(conn, table)?;
     if !pk.is_empty() && same(&pk) {
         return Ok(true);
     }

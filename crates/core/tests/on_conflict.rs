@@ -357,6 +357,7 @@ fn a_load_leaves_other_tables_alone_whatever_their_foreign_keys_say() {
             )
             .unwrap();
             let c = Connection::open(&db).unwrap();
+            support::assert_intact(&c);
             let children: i64 = c
                 .query_row("SELECT count(*) FROM c", [], |r| r.get(0))
                 .unwrap();

@@ -408,7 +408,9 @@ fn load(
     o.read.parse_threads = threads;
     o.read.sample_rows = sample;
     import(&db, &[Input::Path(src)], &o, &Progress::default())?;
-    Ok(Connection::open(db).unwrap())
+    let c = Connection::open(db).unwrap();
+    support::assert_intact(&c);
+    Ok(c)
 }
 
 /// Loads `doc_bytes` on `threads` threads, types inferred from the first `sample`
@@ -832,9 +834,9 @@ fn an_encoding_given_wins_over_the_declaration() {
             o.read.encoding_given = true;
         }
         import(&db, &[Input::Path(src)], &o, &Progress::default()).unwrap();
-        Connection::open(db)
-            .unwrap()
-            .query_row("SELECT v FROM t WHERE rowid = 1", [], |r| r.get(0))
+        let c = Connection::open(db).unwrap();
+        support::assert_intact(&c);
+        c.query_row("SELECT v FROM t WHERE rowid = 1", [], |r| r.get(0))
             .unwrap()
     };
     // The declaration alone: latin1 bytes are Windows-1252 (0x80 is the euro sign).

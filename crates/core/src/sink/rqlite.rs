@@ -237,17 +237,18 @@ fn cluster_index_sql(
                 )
             }),
     );
-    if crate::table::already_held(&held, ix) {
-        return Ok(None);
-    }
-    let mut names = crate::names::Names::new();
-    for r in client.query_rows("SELECT name FROM sqlite_schema", &[])? {
-        if let Some(n) = r.first().and_then(text) {
-            names.claim(&n);
-        }
-    }
-    Ok(Some(ix.create_sql(
+    crate::names::index_to_make(
+        &held,
+        || {
+            let mut names = crate::names::Names::new();
+            for r in client.query_rows("SELECT name FROM sqlite_schema", &[])? {
+                if let Some(n) = r.first().and_then(text) {
+                    names.claim(&n);
+                }
+            }
+            Ok(names)
+        },
         table,
-        &names.allocate(&ix.wanted_name(table)),
-    )))
+        ix,
+    )
 }

@@ -487,9 +487,9 @@ impl SideFileSink<'_> {
                 target.transfer(&side, name, None, &[])?
             }
             None => {
-                // A new table: made with its indexes (named as the page writer named
-                // them in the side file, each free in the database too), then the rows
-                // and their entries copied.
+                // A new table: made with its indexes, each under a name free in the
+                // database (the transfer matches the side file's indexes by columns,
+                // not names), then the rows and their entries copied.
                 let mut names = Names::of(target.conn())?;
                 names.claim(name);
                 let index_sql: Vec<String> = opts

@@ -364,7 +364,7 @@ impl Entities {
 /// The references of one record, counted as they are used: [`Refs::charge`] is called
 /// with a declared entity's name before its replacement text is built.
 pub(crate) struct Refs<'a> {
-    pub(crate) ents: &'a Entities,
+    ents: &'a Entities,
     /// Bytes the record's references may still expand to.
     record_left: Cell<usize>,
     /// Bytes the references of the record's chunk may still expand to.

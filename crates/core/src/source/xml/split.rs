@@ -6,9 +6,10 @@
 //! attribute values, so a `<` or `>` inside any of them never cuts a record. Outside
 //! records (above them, between them, in elements off the record path, after the root)
 //! it checks every token as a conforming parser does: one root, end tags that match,
-//! attributes once each and quoted, every reference defined, no text outside the root,
-//! comments without `--`, no XML declaration past the start. Inside a record it only
-//! counts depth; the record's own parser (quick-xml) checks the rest. Memory is bounded: the buffer holds at most the record being read
+//! attributes once each and quoted, every reference defined, no character XML forbids,
+//! no text outside the root, comments without `--`, no XML declaration past the start.
+//! Inside a record it only counts depth; the record's own parser (quick-xml) checks the
+//! rest. Memory is bounded: the buffer holds at most the record being read
 //! (or one token outside records) and the next read, and each is limited to
 //! `max_record` bytes.
 
@@ -176,9 +177,8 @@ pub(crate) struct Splitter {
     line_start: u64,
     /// Names of the open elements above records.
     stack: Vec<Vec<u8>>,
-    /// Depth within an element that is not on the record path (skipped whole).
-    skip: usize,
-    /// The names of the elements skipped, innermost last (`skip` of them).
+    /// The names of the open elements that are not on the record path (skipped whole,
+    /// but checked), innermost last.
     skipped: Vec<Vec<u8>>,
     /// The internal DTD's entities, once the root element starts.
     ents: Option<Arc<Entities>>,
@@ -209,7 +209,6 @@ impl Splitter {
             line: 1,
             line_start: 0,
             stack: vec![],
-            skip: 0,
             skipped: vec![],
             ents: None,
             rec: None,
@@ -393,7 +392,7 @@ impl Splitter {
             if self.buf[at] != b'<' {
                 let found = memchr::memchr(b'<', &self.buf[at..]).map(|k| at + k);
                 let end = found.unwrap_or(len);
-                if self.rec.is_none() && self.skip == 0 && self.stack.is_empty() {
+                if self.rec.is_none() && self.skipped.is_empty() && self.stack.is_empty() {
                     if let Some(k) = self.buf[at..end]
                         .iter()
                         .position(|c| !c.is_ascii_whitespace())
@@ -447,7 +446,7 @@ impl Splitter {
                     } else if self.buf[at..].starts_with(b"<![CDATA[")
                         && self.rec.is_none()
                         && self.stack.is_empty()
-                        && self.skip == 0
+                        && self.skipped.is_empty()
                     {
                         return Err(self.fault(at, "a CDATA section outside the root element"));
                     }
@@ -501,7 +500,7 @@ impl Splitter {
             return self.check_record_size();
         }
         let name = self.name_of(at + 1, end).to_vec();
-        if self.skip > 0 {
+        if !self.skipped.is_empty() {
             self.check_token(at, end, record::check_start_tag)?;
             if !empty {
                 self.push_skipped(at, name)?;
@@ -581,17 +580,19 @@ impl Splitter {
             ));
         }
         self.skipped.push(name);
-        self.skip = self.skipped.len();
         Ok(())
     }
 
-    /// Checks a comment, processing instruction or tag outside the records at
-    /// `buf[at..end]` (start tags are checked where they are read).
+    /// Checks a comment, processing instruction, DOCTYPE, CDATA section or end tag outside
+    /// the records at `buf[at..end]` (start tags are checked where they are read, so that
+    /// a record's own start tag is left to its parser).
     fn check_markup(&mut self, at: usize, end: usize) -> Result<(), SplitError> {
-        if let Some((k, m)) = record::bad_char(&self.buf[at..end]) {
-            return Err(self.fault(at + k, m));
-        }
         let t = &self.buf[at..end];
+        if t.starts_with(b"<!") || t.starts_with(b"<?") {
+            if let Some((k, m)) = record::bad_char(t) {
+                return Err(self.fault(at + k, m));
+            }
+        }
         if t.starts_with(b"<!--") {
             let body = &t[4..t.len() - 3];
             if let Some(k) = memmem::find(body, b"--") {
@@ -635,7 +636,6 @@ impl Splitter {
         }
         let name = self.name_of(at + 2, end).to_vec();
         if let Some(open) = self.skipped.pop() {
-            self.skip = self.skipped.len();
             if open != name {
                 return Err(self.fault(
                     at,
@@ -721,7 +721,7 @@ impl Splitter {
             );
             return Err(self.fault(end, m));
         }
-        if self.skip > 0 {
+        if !self.skipped.is_empty() {
             return Err(self.fault(end, "the document ends inside an element"));
         }
         if !self.root_seen {
