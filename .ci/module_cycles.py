@@ -92,10 +92,11 @@ def cycles(g):
             sc(v)
     return out
 
-bad = 0
-for src in sys.argv[1:]:
-    mods, g = edges(src)
-    for comp in cycles(g):
-        bad += 1
-        print(src, ' <-> '.join('/'.join(c) or 'lib' for c in sorted(comp)))
-sys.exit(1 if bad else 0)
+if __name__ == '__main__':
+    bad = 0
+    for src in sys.argv[1:]:
+        mods, g = edges(src)
+        for comp in cycles(g):
+            bad += 1
+            print(src, ' <-> '.join('/'.join(c) or 'lib' for c in sorted(comp)))
+    sys.exit(1 if bad else 0)

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use crate::summary::Progress;
+use crate::progress::Progress;
 
 /// How often the watch looks at the stop switch.
 const LOOK_EVERY: Duration = Duration::from_millis(20);

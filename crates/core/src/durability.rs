@@ -8,7 +8,7 @@
 //! | `durable`    | WAL, synchronous=FULL, one transaction                | every commit that returned         |
 //! | `unsafe`     | journal OFF, synchronous OFF, in place                | possibly a corrupt DB              |
 //!
-//! An append through the page writer's side file (`crate::append`) runs its one
+//! An append through the page writer's side file (`crate::sink::target`) runs its one
 //! transaction with a rollback journal under `balanced` and `durable` (synchronous FULL
 //! and EXTRA), which promises the same after a crash; pages new to the file are then
 //! written once instead of to the WAL and again at checkpoint. The file is back in WAL

@@ -19,13 +19,14 @@ use crate::error::{Error, Result};
 use crate::options::{Engine, ImportOptions};
 use crate::pipeline::{self, Rejects};
 use crate::plan::{self, cause_hint, Dest, ImportPlan, Road};
-use crate::run;
+use crate::progress::Progress;
 use crate::sink::page::PageSink;
 use crate::sink::side_file::SideFileSink;
+use crate::sink::sqlite::file as run;
 use crate::sink::sqlite::SqliteSink;
 use crate::sink::{Begun, NullSink, Sampled, Sink};
 use crate::source::Input;
-use crate::summary::{self, Durable, Progress, Summary, Writer};
+use crate::summary::{self, Durable, Summary, Writer};
 
 /// Loads `inputs` into the database at `db`. On error the database is as it was before
 /// the call (see [`crate::durability`]); a rejects file may hold what was skipped.

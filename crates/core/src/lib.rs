@@ -28,10 +28,9 @@
 // errors, inputs and readers (`source`), and the SQLite build (`sqlite_info`). The
 // machinery (pipeline, sinks, the page-writer sink, affinity, schema checks) is private.
 mod affinity;
-mod append;
 mod batch;
 mod cancel;
-mod direct;
+mod destination;
 pub mod durability;
 mod error;
 pub mod generate;
@@ -46,9 +45,9 @@ mod pipeline;
 mod plan;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod progress;
 #[cfg(feature = "network")]
 pub mod rqlite;
-mod run;
 pub mod same_process;
 mod schema;
 mod sink;
@@ -56,6 +55,8 @@ pub mod source;
 pub mod sqlite_info;
 mod summary;
 mod table;
+#[cfg(feature = "network")]
+mod tls;
 mod types;
 
 pub use batch::{Batch, Cell, RowOrigin, TextSpan, Value};
@@ -64,9 +65,10 @@ pub use error::{Error, ErrorKind, Hint, Position, Result};
 pub use import::{import, import_into_connection};
 pub use options::{Engine, ImportOptions, OnConflict, Quoting, DEFAULT_ROWS_PER_STATEMENT};
 pub use plan::read_plan;
+pub use progress::{Progress, Stage};
 pub use schema::quote_ident;
 pub use source::{Encoding, Format, Input, Nulls, Ragged, ReadOptions};
-pub use summary::{Durable, Progress, Sniffed, Stage, Summary, Writer};
+pub use summary::{Durable, Sniffed, Summary, Writer};
 pub use table::{IfExists, IndexSpec};
 pub use types::{ColumnType, Lexeme, TypeGuess};
 

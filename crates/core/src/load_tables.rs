@@ -13,11 +13,12 @@ use crate::error::{Error, Result};
 use crate::import::load;
 use crate::options::ImportOptions;
 use crate::plan::{self, Road};
+use crate::progress::Progress;
 use crate::sink::page::{PageSink, TableShape};
 use crate::sink::sqlite::SqliteSink;
 use crate::sink::NullSink;
 use crate::source::{Format, Input, ReadOptions};
-use crate::summary::{Progress, Summary};
+use crate::summary::Summary;
 use crate::table::IfExists;
 
 /// Loads `inputs[i]` (Arrow record batches) into table `shapes[i]` of `db`, with at
@@ -76,7 +77,7 @@ pub(crate) fn load_tables(
             let mut sink = PageSink::new_file(db, &one_file, progress).with_tables(shapes);
             load(&mut plan, &mut sink, opts, progress)?.done()?
         }
-        _ => crate::run::through_sqlite(
+        _ => crate::sink::sqlite::file::through_sqlite(
             db,
             opts.durability,
             opts.file,

@@ -15,9 +15,10 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
 use crate::batch::{Batch, Value};
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::sink::BatchSink;
 use crate::source::{BadRecord, Fill, Source};
-use crate::summary::{Progress, Summary};
+use crate::summary::Summary;
 use crate::types::ColumnType;
 
 /// Bad records: refused, or counted and logged when the user allowed it.

@@ -16,15 +16,16 @@
 
 use std::path::Path;
 
-use crate::append::{self, Destination};
+use crate::destination::{self, Destination};
 use crate::durability::Durability;
 use crate::error::{Error, Hint, Result};
 use crate::options::{Engine, ImportOptions, Quoting};
+use crate::progress::Progress;
 use crate::source::input::{default_table_name, Encoding};
 use crate::source::locale::LocaleHint;
 use crate::source::sniff::{self, Dialect, Given};
 use crate::source::{open_source, Format, Input, ReadOptions, Source};
-use crate::summary::{Progress, Sniffed};
+use crate::summary::Sniffed;
 use crate::types::ColumnType;
 
 /// Where the rows of a load go.
@@ -46,7 +47,7 @@ pub(crate) enum Road {
     NewFile,
     /// The page writer builds a side file beside an existing database, which SQLite's
     /// transfer copies into the table, in one transaction of this profile (see
-    /// [`crate::append`]). If the input's sample shows columns the table does not
+    /// [`crate::sink::target`]). If the input's sample shows columns the table does not
     /// have in order, the load goes on SQLite's path instead, reading the input again
     /// (the plan takes this road only for inputs that can be read again, unless the
     /// table is new).
@@ -245,7 +246,7 @@ pub(crate) fn choose_road(
                     None => Err(side_file_refusal(db)),
                 };
             }
-            crate::direct::refuse_existing(db)?;
+            destination::refuse_existing(db)?;
             if !matches!(opts.durability, None | Some(Durability::AtomicNew)) {
                 return Err(Error::usage(
                     "the direct engine writes a new file with durability atomic-new",
@@ -314,29 +315,31 @@ fn side_file(db: &Path, load: &Load<'_>, opts: &ImportOptions) -> Result<Option<
         Some(Durability::AtomicNew) => return Ok(None),
         Some(d) => d,
     };
-    Ok(match append::inspect(db, &load.table, opts.if_exists)? {
-        None => None,
-        Some(Destination::New | Destination::Replace { .. }) => Some(durability),
-        // The input's columns, in the table's order; the types are the table's. JSON
-        // and XML may name a column after the sample, which such a table does not have.
-        Some(Destination::Plain { columns, .. } | Destination::Exact { columns, .. }) => {
-            (opts.types.is_empty()
-                && !load.read.format.may_add_columns()
-                && columns.len() == load.columns.len()
-                && columns
-                    .iter()
-                    .zip(&load.columns)
-                    .all(|((c, _), i)| c.eq_ignore_ascii_case(i)))
-            .then_some(durability)
-        }
-    })
+    Ok(
+        match destination::inspect(db, &load.table, opts.if_exists)? {
+            None => None,
+            Some(Destination::New | Destination::Replace { .. }) => Some(durability),
+            // The input's columns, in the table's order; the types are the table's. JSON
+            // and XML may name a column after the sample, which such a table does not have.
+            Some(Destination::Plain { columns, .. } | Destination::Exact { columns, .. }) => {
+                (opts.types.is_empty()
+                    && !load.read.format.may_add_columns()
+                    && columns.len() == load.columns.len()
+                    && columns
+                        .iter()
+                        .zip(&load.columns)
+                        .all(|((c, _), i)| c.eq_ignore_ascii_case(i)))
+                .then_some(durability)
+            }
+        },
+    )
 }
 
 /// The profile of an upsert through a side file merged in key order into a table of the
 /// existing database `db`, or `None` when it cannot take one: one input read again if
 /// need be (not stdin), of columns known from the sample, rows added to an existing
 /// table (not replacing it, not refused by it), no `--pk`, `--alter` or `--type`, and a
-/// table [`append::merge_target`] takes (read now, without a lock: the
+/// table [`destination::merge_target`] takes (read now, without a lock: the
 /// merge reads it again inside its transaction).
 fn merge(db: &Path, loads: &[Load<'_>], opts: &ImportOptions) -> Result<Option<Durability>> {
     let durability = match opts.durability {
@@ -362,7 +365,10 @@ fn merge(db: &Path, loads: &[Load<'_>], opts: &ImportOptions) -> Result<Option<D
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| Error::sqlite(format!("opening {}", db.display()), e))?;
-    Ok(append::merge_target(&conn, &load.table, &load.columns, &opts.key)?.map(|_| durability))
+    Ok(
+        destination::merge_target(&conn, &load.table, &load.columns, &opts.key)?
+            .map(|_| durability),
+    )
 }
 
 /// Typed inputs (Parquet, Arrow) all together when every input is one of the same

@@ -44,6 +44,7 @@ use std::time::Instant;
 use crate::error::{Error, Result};
 use crate::load_tables::load_tables;
 use crate::options::ImportOptions;
+use crate::progress::Progress;
 use crate::sink::page::TableShape;
 use crate::source::columnar::Decimals;
 use crate::source::postgres::catalog;
@@ -51,7 +52,7 @@ use crate::source::postgres::connect::Server;
 use crate::source::postgres::copy::{CopyReader, Pool};
 use crate::source::postgres::decode;
 use crate::source::Input;
-use crate::summary::{self, Progress, Summary};
+use crate::summary::{self, Summary};
 use crate::table::IfExists;
 
 pub use crate::source::postgres::is_postgres_url;

@@ -17,7 +17,7 @@ use super::rng::Rng;
 use super::source::CHUNK_ROWS;
 use super::spec::{ColumnSpec, Drawn, Gen};
 use crate::error::{Error, Result};
-use crate::summary::Progress;
+use crate::progress::Progress;
 
 /// Chunks per group: the unit of work of one filling thread.
 pub const GROUP_CHUNKS: u64 = 16;

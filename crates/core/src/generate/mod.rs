@@ -12,18 +12,19 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::direct as direct_engine;
 use crate::options::Engine;
+use crate::sink::page::file as direct_engine;
 use rusqlite::Connection;
 
 use crate::durability::{Durability, FileSettings};
 use crate::error::{Error, Hint, Result};
 use crate::pipeline::{self, Rejects};
-use crate::run;
+use crate::progress::Progress;
 use crate::schema::quote_ident;
+use crate::sink::sqlite::file as run;
 use crate::sink::sqlite::Inserter;
 use crate::sink::NullSink;
-use crate::summary::{self, Durable, Progress, Summary};
+use crate::summary::{self, Durable, Summary};
 use crate::table;
 pub use source::{GeneratorSource, CHUNK_ROWS};
 pub use spec::{default_columns, ColumnSpec, Gen};

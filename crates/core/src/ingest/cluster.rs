@@ -9,7 +9,7 @@
 //! `INSERT … VALUES … ON CONFLICT (keys) DO UPDATE SET f = excluded.f, …` (every column
 //! listed, absent ones NULL, so a new row gets NULL as the SQLite path gives it; only
 //! present ones updated). Values are bound parameters (REALs exactly; see
-//! `crate::rqlite::encode`). A row the table's constraints refuse is found (each row of
+//! `crate::sink::rqlite::encode`). A row the table's constraints refuse is found (each row of
 //! the refused statement alone, in a request made to fail at its end) and left out,
 //! as the SQLite path leaves it out; the rest of the window is written.
 
@@ -27,9 +27,9 @@ use super::writer::{
 };
 use super::{CommitStats, STATE_TABLE};
 use crate::error::{Error, Result};
-use crate::rqlite::client::{CallError, Client};
-use crate::rqlite::encode;
 use crate::schema::quote_ident;
+use crate::sink::rqlite::client::{CallError, Client};
+use crate::sink::rqlite::encode;
 use crate::types::ColumnType;
 
 /// Rows per upsert statement, at most (fewer when their parameters would pass

@@ -54,24 +54,6 @@ impl std::fmt::Debug for Transport {
     }
 }
 
-/// The certificates of the PEM file `ca`: at least one, or an error naming the file.
-pub(crate) fn ca_certificates(
-    ca: &Path,
-) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::CertificateDer;
-    let certs = CertificateDer::pem_file_iter(ca)
-        .and_then(|it| it.collect::<std::result::Result<Vec<_>, _>>())
-        .map_err(|e| Error::usage(format!("{}: not a PEM certificate file: {e}", ca.display())))?;
-    if certs.is_empty() {
-        return Err(Error::usage(format!(
-            "{}: no certificate in it",
-            ca.display()
-        )));
-    }
-    Ok(certs)
-}
-
 /// Verifies a server's certificate as WebPKI does from the given roots; a certificate
 /// that is byte for byte one of `pinned` (a self-signed server certificate given as the
 /// CA, which WebPKI refuses as a CA used as an end entity) is trusted as that exact
@@ -145,7 +127,7 @@ pub fn tls_config(ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     match ca {
         Some(ca) => {
-            let pinned = ca_certificates(ca)?;
+            let pinned = crate::tls::ca_certificates(ca)?;
             for c in &pinned {
                 roots.add(c.clone()).map_err(|e| {
                     Error::usage(format!(

@@ -10,7 +10,7 @@ use super::window::{Sorted, Window};
 use super::{CommitStats, STATE_TABLE};
 use crate::error::{Error, Result};
 use crate::schema::quote_ident;
-use crate::sink::raw_stmt::RawStatement;
+use crate::sink::sqlite::raw_stmt::RawStatement;
 use crate::types::ColumnType;
 
 /// What writing a window's rows did.

@@ -15,11 +15,6 @@
 //! Reads that check anything use `strong` consistency. A node that is down is retried,
 //! with backoff and on to the other nodes of the cluster, for [`RqliteOptions::patience`].
 
-pub(crate) mod client;
-pub(crate) mod encode;
-pub(crate) mod load;
-mod target;
-
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -32,15 +27,17 @@ use crate::generate::{GenerateOptions, GeneratorSource, CHUNK_ROWS};
 use crate::options::{Engine, ImportOptions};
 use crate::pipeline::{self, Rejects};
 use crate::plan::{self, Dest};
+use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
+use crate::sink::rqlite::client::{self, Client};
+use crate::sink::rqlite::load::{cluster_table, mirror_of, plain, table_columns, Shape, TableLoad};
+use crate::sink::rqlite::progress::{self, LoadKey};
 use crate::sink::rqlite::ClusterSink;
 use crate::source::Input;
-use crate::summary::{self, Durable, Progress, Stage, Summary, Writer};
-use client::Client;
-use load::{cluster_table, mirror_of, plain, table_columns, LoadKey, Shape, TableLoad};
+use crate::summary::{self, Durable, Summary, Writer};
 
-pub use load::PROGRESS_TABLE;
-pub use target::{redact, RqliteTarget, PASSWORD_VAR, USER_VAR};
+pub use crate::sink::rqlite::progress::PROGRESS_TABLE;
+pub use crate::sink::rqlite::target::{redact, RqliteTarget, PASSWORD_VAR, USER_VAR};
 
 /// Whether a load boots a new cluster with a file built here.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -223,7 +220,7 @@ fn record_finished(db: &std::path::Path, keys: &[(LoadKey, u64)]) -> Result<()> 
     let record = || -> rusqlite::Result<()> {
         let mut conn = rusqlite::Connection::open(db)?;
         let tx = conn.transaction()?;
-        tx.execute_batch(&load::create_progress_sql())?;
+        tx.execute_batch(&progress::create_progress_sql())?;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -371,8 +368,8 @@ fn generate_rows(
     let names: Vec<String> = opts.columns.iter().map(|c| c.name.clone()).collect();
     let spec: Vec<String> = opts.columns.iter().map(|c| c.definition()).collect();
     let key = generate_key(opts);
-    let mut prelude = vec![plain(&load::create_progress_sql())];
-    let resume = load::read_resume(client, &key)?;
+    let mut prelude = vec![plain(&progress::create_progress_sql())];
+    let resume = progress::read_resume(client, &key)?;
     let first_rowid = match cluster_table(client, &opts.table)? {
         Some((actual, sql)) => {
             let have = table_columns(&mirror_of(&sql)?, &actual)?;

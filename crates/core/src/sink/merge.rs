@@ -7,7 +7,7 @@
 //! order each leaf is read and written once for all the rows that land on it (1M upserts
 //! into 10M rows, bench/on_conflict.py). Key order gives the table that input order
 //! gives only where the order cannot change the outcome, which
-//! [`crate::append::merge_target`] decides (the key is the rowid, no other UNIQUE
+//! [`crate::destination::merge_target`] decides (the key is the rowid, no other UNIQUE
 //! index, no trigger); rows of one key keep their input order (`ORDER BY key, rowid`),
 //! and when a key is NULL (a new rowid, which depends on the order) the rows are merged
 //! in input order. When the one statement fails on a row (NOT NULL, CHECK, a value the
@@ -16,33 +16,26 @@
 
 use std::path::PathBuf;
 
-use super::page::{PageOut, PageSink};
-use super::side_file::Origins;
+use super::side::{Origins, Side};
 use super::sqlite::{is_row_error, Conflict};
 use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
-use crate::append::{self, MergeTarget};
 use crate::batch::Batch;
+use crate::destination::MergeTarget;
 use crate::durability::Durability;
 use crate::error::{Error, Result};
 use crate::options::ImportOptions;
+use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
 use crate::source::BadRecord;
-use crate::summary::{Durable, Progress, Stage, Summary, Writer};
+use crate::summary::{Durable, Summary, Writer};
 use crate::types::ColumnType;
 
 /// An upsert into a table of the existing database at `db` through a side file.
 pub(crate) struct MergeSink<'p> {
-    db: PathBuf,
-    durability: Durability,
-    opts: &'p ImportOptions,
-    progress: &'p Progress,
-    /// The database, inside the load's transaction, from `begin` until the commit.
-    target: Option<append::Target>,
-    page: Option<PageSink<'p>>,
+    side: Side<'p>,
     merging: Option<Merging>,
     /// Rows merged, once [`Sink::settle`] ran, and whether by the one statement.
     taken: Option<(u64, bool)>,
-    notes: Vec<String>,
 }
 
 /// The table being merged into, and what is known of the side file's rows.
@@ -66,22 +59,10 @@ impl<'p> MergeSink<'p> {
         progress: &'p Progress,
     ) -> Self {
         MergeSink {
-            db,
-            durability,
-            opts,
-            progress,
-            target: None,
-            page: None,
+            side: Side::new(db, durability, opts, progress),
             merging: None,
             taken: None,
-            notes: vec![],
         }
-    }
-
-    /// Rolls back and removes the side file: the database is as it was.
-    fn abort(&mut self) {
-        self.page = None;
-        append::abandon(self.target.take(), &self.db);
     }
 
     /// Finishes the side file and merges its rows (see the module docs).
@@ -90,17 +71,15 @@ impl<'p> MergeSink<'p> {
         summary: &mut Summary,
         bad: &mut dyn FnMut(BadRecord) -> Result<()>,
     ) -> Result<()> {
-        let mut page = self
-            .page
-            .take()
+        self.side
+            .finish_page(summary)?
             .ok_or_else(|| Error::internal("the side file finished without a table"))?;
-        page.finish(summary)?;
-        drop(page);
-        self.progress.check()?;
-        self.progress.set_stage(Stage::Committing);
-        let target = self.target.as_ref().expect("begun");
+        let progress = self.side.progress;
+        progress.check()?;
+        progress.set_stage(Stage::Committing);
+        let target = self.side.target()?;
         let m = self.merging.as_mut().expect("begun");
-        target.attach(&append::side_path(&self.db))?;
+        target.attach(&self.side.path())?;
         let t = quote_ident(&m.into.name);
         let cols: Vec<String> = m.into.columns.iter().map(|(c, _)| quote_ident(c)).collect();
         let names: Vec<String> = m.into.columns.iter().map(|(c, _)| c.clone()).collect();
@@ -134,23 +113,15 @@ impl<'p> MergeSink<'p> {
             &one,
             &m.into.name,
             rows,
-            self.progress,
+            progress,
             &mut |rowid, e, fields| bad(origins.refused(rowid, &e, fields)),
         )?;
-        self.notes.push(format!(
+        self.side.notes.push(format!(
             "{t} refused rows in the merge of the side file, so its rows went in one at a \
              time ({taken} taken)"
         ));
         self.taken = Some((taken, false));
         Ok(())
-    }
-}
-
-impl Drop for MergeSink<'_> {
-    fn drop(&mut self) {
-        if self.target.is_some() {
-            self.abort();
-        }
     }
 }
 
@@ -173,10 +144,7 @@ impl BatchSink for MergeSink<'_> {
                 None => batch.rows() > 0,
             };
         }
-        self.page
-            .as_mut()
-            .ok_or_else(|| Error::internal("rows came before the side file's table"))?
-            .write_batch(batch, bad)
+        self.side.page()?.write_batch(batch, bad)
     }
 
     fn add_columns(&mut self, _columns: &[(String, ColumnType)]) -> Result<()> {
@@ -186,44 +154,26 @@ impl BatchSink for MergeSink<'_> {
 
 impl Sink for MergeSink<'_> {
     fn begin(&mut self, sampled: &Sampled<'_>) -> Result<Begun> {
-        if self.target.is_some() {
-            return Err(Error::internal("the side file takes one table"));
-        }
-        self.target = Some(append::Target::open(
-            &self.db,
-            self.durability,
-            self.progress,
-        )?);
-        let target = self.target.as_ref().expect("just set");
+        let opts = self.side.opts;
+        let target = self.side.open()?;
         // Read again inside the transaction: no other writer changes it from here on.
-        let into = match target.merge_target(sampled.table, sampled.columns, &self.opts.key)? {
-            Some(into)
-                if !sampled.grows && self.opts.if_exists == crate::table::IfExists::Append =>
-            {
+        let into = match target.merge_target(sampled.table, sampled.columns, &opts.key)? {
+            Some(into) if !sampled.grows && opts.if_exists == crate::table::IfExists::Append => {
                 into
             }
             _ => {
-                self.abort();
+                self.side.abort();
                 return Ok(Begun::Declined);
             }
         };
         let names: Vec<String> = into.columns.iter().map(|(c, _)| c.clone()).collect();
         let types: Vec<ColumnType> = into.columns.iter().map(|(_, t)| *t).collect();
-        let conflict = Conflict::of(target.conn(), &into.name, &names, self.opts)?;
+        let conflict = Conflict::of(target.conn(), &into.name, &names, opts)?;
         let key = names
             .iter()
             .position(|c| c.eq_ignore_ascii_case(&into.key))
             .expect("a merge target has its key among the columns");
-        let side = append::side_path(&self.db);
-        self.notes = crate::durability::clear_stale(&side)?.into_iter().collect();
-        let mut page = PageSink::new(
-            PageOut::Side(side),
-            target.page_size()?,
-            vec![],
-            self.opts.index_memory,
-            false,
-            self.progress,
-        );
+        let mut page = self.side.new_page(vec![], false)?;
         let Begun::Table(_) = page.begin(&Sampled {
             input: sampled.input,
             table: &into.name,
@@ -234,7 +184,7 @@ impl Sink for MergeSink<'_> {
         else {
             return Err(Error::internal("the page writer declined a side file"));
         };
-        self.page = Some(page);
+        self.side.set_page(page);
         let plan = TablePlan {
             table: into.name.clone(),
             columns: names,
@@ -262,29 +212,24 @@ impl Sink for MergeSink<'_> {
     ) -> Result<()> {
         let result = self.merge(summary, bad);
         if result.is_err() {
-            self.abort();
+            self.side.abort();
         }
         result
     }
 
     fn finish(&mut self, summary: &mut Summary) -> Result<()> {
         let Some((taken, whole)) = self.taken else {
-            self.abort();
+            self.side.abort();
             return Err(Error::internal("the merge finished before it settled"));
         };
-        let (progress, opts) = (self.progress, self.opts);
         let name = self.merging.as_ref().expect("begun").into.name.clone();
-        let target = self.target.as_ref().expect("begun");
-        if let Err(e) = super::side_file::create_indexes(target, &name, &opts.indexes, progress) {
-            self.abort();
-            return Err(e);
-        }
-        let target = self.target.take().expect("begun");
-        let durability = target.durability();
-        let committed = target.commit();
-        let _ = std::fs::remove_file(append::side_path(&self.db));
-        summary.notes.append(&mut self.notes);
-        summary.notes.extend(committed?);
+        let durability = match self.side.commit(&name, true, summary) {
+            Ok(durability) => durability,
+            Err(e) => {
+                self.side.abort();
+                return Err(e);
+            }
+        };
         if whole {
             summary.notes.push(format!(
                 "merged through a side file: {taken} rows into {} by one statement in key order",

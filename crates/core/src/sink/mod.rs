@@ -13,11 +13,12 @@
 pub(crate) mod merge;
 pub(crate) mod null;
 pub(crate) mod page;
-pub(crate) mod raw_stmt;
 #[cfg(feature = "network")]
 pub(crate) mod rqlite;
+pub(crate) mod side;
 pub(crate) mod side_file;
 pub(crate) mod sqlite;
+pub(crate) mod target;
 
 use crate::batch::Batch;
 use crate::error::{Error, Result};

@@ -1,43 +1,36 @@
 //! The side file as a sink ([`SideFileSink`]): one input appended to an existing
 //! database through the page writer. The rows go to a side file beside it
 //! ([`super::page`]), which SQLite's transfer optimization copies into the table inside
-//! one transaction, taken before anything is built (see [`crate::append`] for when the
+//! one transaction, taken before anything is built (see [`super::target`] for when the
 //! transfer applies and what it costs).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use super::page::{GivenSchema, PageOut, PageSink};
+use super::page::GivenSchema;
+use super::side::{create_indexes, Origins, Side};
 use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
-use crate::append::{self, Destination};
-use crate::batch::{Batch, RowOrigin};
+use crate::batch::Batch;
+use crate::destination::Destination;
 use crate::durability::Durability;
-use crate::error::{Error, Position, Result};
+use crate::error::{Error, Result};
 use crate::names::Names;
 use crate::options::ImportOptions;
+use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
 use crate::source::BadRecord;
-use crate::summary::{Durable, Progress, Stage, Summary, Writer};
+use crate::summary::{Durable, Summary, Writer};
 use crate::table::IndexSpec;
 use crate::table::{already_held, HeldIndex};
 use crate::types::ColumnType;
 
 /// An append to the existing database at `db` through a side file.
 pub(crate) struct SideFileSink<'p> {
-    db: PathBuf,
-    durability: Durability,
-    opts: &'p ImportOptions,
-    progress: &'p Progress,
-    /// The database, inside the append's transaction, from `begin` until the commit.
-    target: Option<append::Target>,
-    page: Option<PageSink<'p>>,
+    side: Side<'p>,
     /// The table's actual name, and, for an existing table, its indexes (key columns).
     name: String,
     existing: Option<Vec<Vec<String>>>,
-    /// Notes for the summary, ahead of the target's.
-    notes: Vec<String>,
     /// For a table made beforehand whose definition the side file repeats: what is
-    /// known of its rows (see [`crate::append::Destination::Exact`]).
+    /// known of its rows (see [`crate::destination::Destination::Exact`]).
     exact: Option<Exact>,
 }
 
@@ -68,29 +61,11 @@ impl<'p> SideFileSink<'p> {
         progress: &'p Progress,
     ) -> Self {
         SideFileSink {
-            db,
-            durability,
-            opts,
-            progress,
-            target: None,
-            page: None,
+            side: Side::new(db, durability, opts, progress),
             name: String::new(),
             existing: None,
-            notes: vec![],
             exact: None,
         }
-    }
-
-    fn page(&mut self) -> Result<&mut PageSink<'p>> {
-        self.page
-            .as_mut()
-            .ok_or_else(|| Error::internal("rows came before the side file's table"))
-    }
-
-    /// Rolls back and removes the side file: the database is as it was.
-    fn abort(&mut self) {
-        self.page = None;
-        append::abandon(self.target.take(), &self.db);
     }
 }
 
@@ -128,64 +103,6 @@ impl RowRules {
     }
 }
 
-/// Where each row of a side file came from (row `i` is rowid `i + 1`): the position of
-/// a row SQLite refuses only once all are written.
-pub(crate) struct Origins {
-    /// The input's name, for positions.
-    source: Arc<str>,
-    rows: Vec<RowOrigin>,
-}
-
-impl Origins {
-    /// No rows yet, of input `source`.
-    pub(crate) fn new(source: Arc<str>) -> Self {
-        Origins {
-            source,
-            rows: vec![],
-        }
-    }
-
-    /// Takes the origins of `batch`'s rows, which follow those taken before.
-    pub(crate) fn push(&mut self, batch: &Batch) {
-        self.rows.extend((0..batch.rows()).map(|r| batch.origin(r)));
-    }
-
-    /// How many rows.
-    pub(crate) fn len(&self) -> u64 {
-        self.rows.len() as u64
-    }
-
-    /// The bad record of the side file's row `rowid`, which SQLite refused with `e`;
-    /// `fields` are its values as the side file holds them.
-    pub(crate) fn refused(
-        &self,
-        rowid: i64,
-        e: &rusqlite::Error,
-        fields: serde_json::Value,
-    ) -> BadRecord {
-        let origin = self.rows[(rowid - 1) as usize];
-        let pos = Position {
-            path: self.source.clone(),
-            line: origin.line,
-            column: 1,
-            record: origin.record,
-            byte: 0,
-        };
-        BadRecord {
-            error: Error::refused_row(Some(pos), e),
-            fields,
-        }
-    }
-}
-
-impl Drop for SideFileSink<'_> {
-    fn drop(&mut self) {
-        if self.target.is_some() {
-            self.abort();
-        }
-    }
-}
-
 impl BatchSink for SideFileSink<'_> {
     fn write_batch(
         &mut self,
@@ -198,27 +115,23 @@ impl BatchSink for SideFileSink<'_> {
                 exact.broken = true;
             }
         }
-        self.page()?.write_batch(batch, bad)
+        self.side.page()?.write_batch(batch, bad)
     }
 
     fn add_columns(&mut self, columns: &[(String, ColumnType)]) -> Result<()> {
-        self.page()?.add_columns(columns)
+        self.side.page()?.add_columns(columns)
     }
 }
 
 impl Sink for SideFileSink<'_> {
     fn begin(&mut self, sampled: &Sampled<'_>) -> Result<Begun> {
-        if self.target.is_some() {
-            return Err(Error::internal("the side file takes one table"));
-        }
-        let target = append::Target::open(&self.db, self.durability, self.progress)?;
-        self.target = Some(target);
-        let target = self.target.as_ref().expect("just set");
+        let opts = self.side.opts;
+        let target = self.side.open()?;
         // Read again inside the transaction: no other writer changes it from here on.
         let mut exact = None;
-        let existing = match target.destination(sampled.table, self.opts.if_exists)? {
+        let existing = match target.destination(sampled.table, opts.if_exists)? {
             None => {
-                self.abort();
+                self.side.abort();
                 return Ok(Begun::Declined);
             }
             Some(Destination::New) => None,
@@ -231,8 +144,8 @@ impl Sink for SideFileSink<'_> {
                 None
             }
             // JSON may name a column after the sample, which such a table does not have.
-            Some(Destination::Plain { .. }) if sampled.grows || !self.opts.types.is_empty() => {
-                self.abort();
+            Some(Destination::Plain { .. }) if sampled.grows || !opts.types.is_empty() => {
+                self.side.abort();
                 return Ok(Begun::Declined);
             }
             Some(Destination::Plain {
@@ -240,8 +153,8 @@ impl Sink for SideFileSink<'_> {
                 columns,
                 indexes,
             }) => Some((name, columns, indexes)),
-            Some(Destination::Exact { .. }) if sampled.grows || !self.opts.types.is_empty() => {
-                self.abort();
+            Some(Destination::Exact { .. }) if sampled.grows || !opts.types.is_empty() => {
+                self.side.abort();
                 return Ok(Begun::Declined);
             }
             Some(Destination::Exact {
@@ -263,23 +176,19 @@ impl Sink for SideFileSink<'_> {
                         .zip(sampled.columns)
                         .all(|((c, _), i)| c.eq_ignore_ascii_case(i));
                 if !same {
-                    self.abort();
+                    self.side.abort();
                     return Ok(Begun::Declined);
                 }
                 (name.clone(), columns.iter().map(|(_, t)| *t).collect())
             }
         };
-        let side = append::side_path(&self.db);
-        // A side file a killed append left (this run holds the database's write lock,
-        // so no other append to it is building one).
-        self.notes = crate::durability::clear_stale(&side)?.into_iter().collect();
         // The side file holds the indexes asked for, and those of an existing (then
         // empty) table: SQLite copies entries only into indexes the source has too.
         let held: Vec<Vec<String>> = existing
             .as_ref()
             .map(|(_, _, indexes)| indexes.clone())
             .unwrap_or_default();
-        let mut side_indexes = self.opts.indexes.clone();
+        let mut side_indexes = opts.indexes.clone();
         let mut given = None;
         if let Some(table) = &exact {
             // The table's own indexes under their own names, then those asked for that
@@ -300,7 +209,7 @@ impl Sink for SideFileSink<'_> {
                     columns: ix.columns.iter().cloned().map(Some).collect(),
                 });
             }
-            for ix in &self.opts.indexes {
+            for ix in &opts.indexes {
                 // Held already by its columns (whatever its name), or made in the
                 // database before the transfer under a name free there; here under one
                 // free in the side file (the transfer matches indexes by columns).
@@ -331,14 +240,7 @@ impl Sink for SideFileSink<'_> {
                 side_indexes.push(IndexSpec::new(columns.iter().cloned(), false));
             }
         }
-        let mut page = PageSink::new(
-            PageOut::Side(side),
-            target.page_size()?,
-            side_indexes,
-            self.opts.index_memory,
-            self.opts.verify,
-            self.progress,
-        );
+        let mut page = self.side.new_page(side_indexes, opts.verify)?;
         if let Some(given) = given {
             let table = exact.as_ref().expect("given comes from an exact table");
             page = page.with_schema(given);
@@ -363,7 +265,7 @@ impl Sink for SideFileSink<'_> {
         let Begun::Table(_) = begun else {
             return Err(Error::internal("the page writer declined a side file"));
         };
-        self.page = Some(page);
+        self.side.set_page(page);
         self.existing = existing.map(|(_, _, indexes)| indexes);
         self.name = name.clone();
         Ok(Begun::Table(TablePlan {
@@ -388,7 +290,7 @@ impl Sink for SideFileSink<'_> {
         }
         let result = self.check_exact(summary, bad);
         if result.is_err() {
-            self.abort();
+            self.side.abort();
         }
         result
     }
@@ -396,7 +298,7 @@ impl Sink for SideFileSink<'_> {
     fn finish(&mut self, summary: &mut Summary) -> Result<()> {
         let result = self.transfer(summary);
         if result.is_err() {
-            self.abort();
+            self.side.abort();
         }
         result
     }
@@ -413,19 +315,16 @@ impl SideFileSink<'_> {
         summary: &mut Summary,
         bad: &mut dyn FnMut(BadRecord) -> Result<()>,
     ) -> Result<()> {
-        let mut page = self
-            .page
-            .take()
-            .ok_or_else(|| Error::internal("the side file finished without a table"))?;
-        page.finish(summary)?;
-        let duplicates = page.duplicate_keys();
-        drop(page);
-        let (progress, name) = (self.progress, self.name.as_str());
+        let duplicates = self
+            .side
+            .finish_page(summary)?
+            .ok_or_else(|| Error::internal("the side file finished without a table"))?
+            .duplicate_keys();
+        let (progress, name) = (self.side.progress, self.name.as_str());
         progress.check()?;
         progress.set_stage(Stage::Committing);
-        let target = self.target.as_ref().expect("begun");
-        let side = append::side_path(&self.db);
-        target.attach(&side)?;
+        let target = self.side.target()?;
+        target.attach(&self.side.path())?;
         let exact = self.exact.as_mut().expect("checked by the caller");
         // NOT NULL and STRICT were checked record by record; only CHECK needs SQLite
         // to read the side file again (2 s of 16 for 3M rows of 29 columns).
@@ -458,17 +357,14 @@ impl SideFileSink<'_> {
         {
             return self.commit_inserted(summary, taken);
         }
-        let (progress, opts, name) = (self.progress, self.opts, self.name.as_str());
-        let written = match self.page.take() {
-            Some(mut page) => {
-                page.finish(summary)?;
-                page.create_sql().unwrap_or_default().to_string()
-            }
+        let (progress, opts, name) = (self.side.progress, self.side.opts, self.name.as_str());
+        let written = match self.side.finish_page(summary)? {
+            Some(page) => page.create_sql().unwrap_or_default().to_string(),
             None if self.exact.is_some() => String::new(),
             None => return Err(Error::internal("the side file finished without a table")),
         };
-        let target = self.target.as_ref().expect("begun");
-        let side = append::side_path(&self.db);
+        let target = self.side.target()?;
+        let side = self.side.path();
         progress.check()?;
         progress.set_stage(Stage::Committing);
         let moved = match &self.existing {
@@ -500,13 +396,7 @@ impl SideFileSink<'_> {
                 target.transfer(&side, name, Some(written.as_str()), &index_sql)?
             }
         };
-        progress.check()?;
-        let target = self.target.take().expect("begun");
-        let durability = target.durability();
-        let committed = target.commit();
-        let _ = std::fs::remove_file(&side);
-        summary.notes.append(&mut self.notes);
-        summary.notes.extend(committed?);
+        let durability = self.side.commit(name, false, summary)?;
         summary.notes.push(if moved.copies_records {
             format!(
                 "appended through a side file: SQLite copied its {} records into {} without decoding them",
@@ -532,16 +422,8 @@ impl SideFileSink<'_> {
     /// Commits rows that went in one at a time (the side file failed its checks), with
     /// the indexes asked for.
     fn commit_inserted(&mut self, summary: &mut Summary, taken: u64) -> Result<()> {
-        let (progress, opts, name) = (self.progress, self.opts, self.name.as_str());
-        let target = self.target.as_ref().expect("begun");
-        create_indexes(target, name, &opts.indexes, progress)?;
-        progress.check()?;
-        let target = self.target.take().expect("begun");
-        let durability = target.durability();
-        let committed = target.commit();
-        let _ = std::fs::remove_file(append::side_path(&self.db));
-        summary.notes.append(&mut self.notes);
-        summary.notes.extend(committed?);
+        let name = self.name.as_str();
+        let durability = self.side.commit(name, true, summary)?;
         summary.notes.push(format!(
             "{} refused rows when the side file was checked, so its rows went in one at a \
              time through SQLite's insert path ({taken} taken)",
@@ -554,21 +436,4 @@ impl SideFileSink<'_> {
         summary.verified = false;
         Ok(())
     }
-}
-
-/// Gives `table` of `target`'s database the `indexes` asked for that it lacks, each under
-/// a name free there.
-pub(crate) fn create_indexes(
-    target: &append::Target,
-    table: &str,
-    indexes: &[IndexSpec],
-    progress: &Progress,
-) -> Result<()> {
-    for ix in indexes {
-        progress.check()?;
-        if let Some(sql) = crate::names::index_sql(target.conn(), table, ix)? {
-            target.run(&sql).map_err(|e| ix.build_error(table, e))?;
-        }
-    }
-    Ok(())
 }

@@ -13,8 +13,6 @@ pub(crate) mod delimited;
 pub mod head;
 pub mod input;
 pub(crate) mod json;
-mod json_chunks;
-mod json_scan;
 mod keys;
 pub mod locale;
 #[cfg(test)]
@@ -33,7 +31,7 @@ use std::sync::Arc;
 
 use crate::batch::Batch;
 use crate::error::{Error, Result};
-use crate::summary::Progress;
+use crate::progress::Progress;
 use crate::types::{ColumnType, TypeGuess};
 pub use convert::Mismatches;
 pub use input::{Encoding, Input};
@@ -350,11 +348,11 @@ pub fn open_source(
             )?));
         }
         let layout = match opts.format {
-            Format::Ndjson => json_chunks::Layout::Lines,
-            _ => json_chunks::Layout::Array,
+            Format::Ndjson => json::Layout::Lines,
+            _ => json::Layout::Array,
         };
         if matches!(opts.format, Format::Ndjson | Format::Json) {
-            let chunks = json_chunks::Chunks::new(
+            let chunks = json::Chunks::new(
                 path.clone(),
                 name.clone(),
                 layout,
@@ -365,12 +363,8 @@ pub fn open_source(
             )?;
             let reader = input::open(input, opts.encoding, bytes_read, cancel)?;
             let stream = match layout {
-                json_chunks::Layout::Lines => {
-                    json::ObjectStream::lines(reader, opts.max_record_bytes)
-                }
-                json_chunks::Layout::Array => {
-                    json::ObjectStream::array(reader, opts.max_record_bytes)
-                }
+                json::Layout::Lines => json::ObjectStream::lines(reader, opts.max_record_bytes),
+                json::Layout::Array => json::ObjectStream::array(reader, opts.max_record_bytes),
             };
             return Ok(Box::new(
                 json::JsonSource::new(stream, name, opts.clone()).with_chunks(Box::new(chunks)),

@@ -143,7 +143,7 @@ impl CopyReader {
         pool: Arc<Pool>,
         workers: usize,
         batch_rows: usize,
-        progress: &crate::summary::Progress,
+        progress: &crate::progress::Progress,
     ) -> Self {
         CopyReader {
             name,

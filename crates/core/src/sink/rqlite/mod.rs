@@ -4,6 +4,13 @@
 //! as `?transaction` requests, each recording its rows in the progress table, so a
 //! rerun after a kill goes on where the cluster stopped (see [`crate::rqlite`]).
 
+pub(crate) mod client;
+pub(crate) mod encode;
+pub(crate) mod load;
+pub(crate) mod progress;
+pub(crate) mod send;
+pub(crate) mod target;
+
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -12,13 +19,13 @@ use super::{BatchSink, Begun, Sampled, Sink};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 use crate::options::ImportOptions;
-use crate::rqlite::client::Client;
-use crate::rqlite::load::{
-    cluster_table, create_progress_sql, mirror_of, plain, table_columns, LoadKey, Shape, TableLoad,
-};
+use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
-use crate::summary::{Durable, Progress, Stage, Summary, Writer};
+use crate::summary::{Durable, Summary, Writer};
 use crate::types::ColumnType;
+use client::Client;
+use load::{cluster_table, mirror_of, plain, table_columns, Shape, TableLoad};
+use progress::{create_progress_sql, LoadKey};
 
 /// A load into a cluster that holds data, table after table, its senders on `scope`.
 pub(crate) struct ClusterSink<'c, 'scope, 'env> {

@@ -1,5 +1,5 @@
 //! JSON read by several threads at once, handing out exactly the rows, bad records,
-//! mismatches and numbering that [`JsonSource`](super::json::JsonSource) alone would.
+//! mismatches and numbering that [`JsonSource`](super::JsonSource) alone would.
 //!
 //! The source reads the sample itself (the head). The rest of the file is cut into
 //! chunks of about [`CHUNK_BYTES_JSON`], each ending at a record boundary:
@@ -33,12 +33,14 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
-use super::json::{fast_row, push_fast, FastRow, Handed, LineObjects, ObjectStream, Parts};
-use super::json_scan;
-use super::keys::KeyColumns;
-use super::parallel::{plan, range, Chunk, CHUNK_BYTES};
+use super::fast::{fast_row, push_fast, FastRow};
+use super::objects::{LineObjects, ObjectStream};
+use super::scan;
+use super::{Handed, Parts};
 use crate::batch::{Batch, RowOrigin};
 use crate::error::{Error, Result};
+use crate::source::keys::KeyColumns;
+use crate::source::parallel::{plan, range, Chunk, CHUNK_BYTES};
 use crate::types::ColumnType;
 
 /// Bytes per chunk: half of a CSV chunk, as fast on the 325 MB feed of bench/README.md
@@ -53,7 +55,7 @@ pub(super) struct Known {
 
 /// How the file holds its records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Layout {
+pub(crate) enum Layout {
     /// One object per line.
     Lines,
     /// One top-level array of objects.
@@ -118,7 +120,7 @@ enum State {
 }
 
 /// The chunks of one file after its head (see the module comment).
-pub(super) struct Chunks {
+pub(crate) struct Chunks {
     path: PathBuf,
     name: Arc<str>,
     layout: Layout,
@@ -142,7 +144,7 @@ impl Chunks {
     /// Chunks of the regular, uncompressed UTF-8 file `path` (named `name` in messages)
     /// holding JSON as `layout`, read by `threads` threads; a record over `max_record`
     /// bytes goes to the sequential reader.
-    pub(super) fn new(
+    pub(crate) fn new(
         path: PathBuf,
         name: Arc<str>,
         layout: Layout,
@@ -151,7 +153,8 @@ impl Chunks {
         empty_null: bool,
         bytes_read: Arc<AtomicU64>,
     ) -> Result<Chunks> {
-        let base = super::parallel::bom_len(&path).map_err(|e| Error::io(Some(path.clone()), e))?;
+        let base = crate::source::parallel::bom_len(&path)
+            .map_err(|e| Error::io(Some(path.clone()), e))?;
         Ok(Chunks {
             path,
             name,
@@ -423,7 +426,7 @@ fn planned(
 /// or array, an I/O error) makes the rest one chunk for the sequential reader, which
 /// reports it exactly.
 ///
-/// Bytes are taken 64 at a time ([`json_scan`]).
+/// Bytes are taken 64 at a time ([`scan`]).
 fn plan_array(
     path: &std::path::Path,
     base: u64,
@@ -480,9 +483,9 @@ fn plan_array(
                     }
                 };
                 let blk = at + block_at as u64;
-                let m = json_scan::classify(b);
-                let quotes = m.quote & !json_scan::escaped(m.backslash, &mut escaping);
-                let outside = !json_scan::in_strings(quotes, &mut in_string);
+                let m = scan::classify(b);
+                let quotes = m.quote & !scan::escaped(m.backslash, &mut escaping);
+                let outside = !scan::in_strings(quotes, &mut in_string);
                 let solid = !m.space;
                 let place = |j: u32, line: u64, col_from: u64, col_base: u64| {
                     let before = m.newline & ((1u64 << j) - 1);
@@ -713,17 +716,17 @@ impl Job {
 
 #[cfg(test)]
 mod tests {
-    use super::super::json::{JsonSource, ObjectStream};
-    use super::super::outcome::{drain, Outcome};
+    use super::super::{JsonSource, ObjectStream};
     use super::super::{ReadOptions, Source};
     use super::*;
+    use crate::source::outcome::{drain, Outcome};
     use proptest::prelude::*;
 
     fn opts(layout: Layout, sample: usize, max_line: usize) -> ReadOptions {
         ReadOptions {
             format: match layout {
-                Layout::Lines => super::super::Format::Ndjson,
-                Layout::Array => super::super::Format::Json,
+                Layout::Lines => crate::source::Format::Ndjson,
+                Layout::Array => crate::source::Format::Json,
             },
             sample_rows: sample,
             max_record_bytes: max_line,

@@ -127,7 +127,7 @@ pub(crate) struct Client {
 
 /// The certificates of the PEM file `path`, as the HTTP client takes them.
 fn read_ca(path: &Path) -> Result<Vec<ureq::tls::Certificate<'static>>> {
-    Ok(crate::ingest::connect::ca_certificates(path)?
+    Ok(crate::tls::ca_certificates(path)?
         .iter()
         .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
         .collect())

@@ -8,21 +8,25 @@
 //! end of a batch go through a one-row statement. Values are bound typed (INTEGER, REAL,
 //! TEXT), never formatted into SQL.
 
+pub(crate) mod file;
+pub(crate) mod raw_stmt;
+
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use rusqlite::limits::Limit;
 use rusqlite::{Connection, ErrorCode};
 
-use super::raw_stmt::BatchStatement;
 use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
 use crate::batch::Batch;
 use crate::error::{Error, Hint, Position, Result};
 use crate::options::{ImportOptions, OnConflict};
+use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
-use crate::summary::{Progress, Stage, Summary};
+use crate::summary::Summary;
 use crate::table::{self, IfExists};
 use crate::types::ColumnType;
+use raw_stmt::BatchStatement;
 
 /// Inserts batches into one table through one connection, inside the caller's transaction.
 pub(crate) struct Inserter<'c> {

@@ -7,21 +7,26 @@
 //! checked by SQLite (`integrity_check` must say ok), and only then linked into place:
 //! an error, a cancel or a kill leaves no file at the target.
 
+mod entries;
+pub(crate) mod file;
+
 use std::path::{Path, PathBuf};
 
 use liteload_btree::{DbWriter, DetachedTable, RecordBuilder, SeqFile, TableWriter, Value as Cell};
 
 use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
 use crate::batch::{Batch, Value};
-use crate::direct::{self, from_btree, IndexEntries, SortedEntries};
 use crate::durability::{self, Durability};
 use crate::error::{Error, Hint, Result};
 use crate::names::Names;
 use crate::options::ImportOptions;
+use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
-use crate::summary::{Durable, Progress, Stage, Summary, Writer};
+use crate::summary::{Durable, Summary, Writer};
 use crate::table::{self, IndexSpec};
 use crate::types::ColumnType;
+use entries::{IndexEntries, SortedEntries};
+use file::from_btree;
 
 /// Where the page writer's file goes.
 pub(crate) enum PageOut {
@@ -84,7 +89,7 @@ pub(crate) struct PageSink<'p> {
 }
 
 /// An existing table's definition, which a side file repeats word for word so that
-/// SQLite's transfer takes the two as the same (see [`crate::append::Destination`]).
+/// SQLite's transfer takes the two as the same (see [`crate::destination::Destination`]).
 #[derive(Clone, Debug)]
 pub(crate) struct GivenSchema {
     /// The table's CREATE TABLE as SQLite keeps it.
@@ -147,9 +152,7 @@ impl<'p> PageSink<'p> {
     pub(crate) fn new_file(db: &Path, opts: &ImportOptions, progress: &'p Progress) -> Self {
         PageSink::new(
             PageOut::New(db.to_path_buf()),
-            opts.file
-                .page_size
-                .unwrap_or(crate::direct::DEFAULT_PAGE_SIZE),
+            opts.file.page_size.unwrap_or(file::DEFAULT_PAGE_SIZE),
             opts.indexes.clone(),
             opts.index_memory,
             opts.verify,
@@ -372,7 +375,7 @@ impl Sink for PageSink<'_> {
         let db = self.end_table()?;
         let path = self.writing.clone().expect("a table begun has its file");
         db.finish().map_err(|e| from_btree(e, Some(&path)))?;
-        direct::complete(&path, &self.by_sqlite, self.verify, self.progress)?;
+        file::complete(&path, &self.by_sqlite, self.verify, self.progress)?;
         summary.rows_per_statement = 0;
         summary.engine = Some(Writer::Direct);
         summary.verified = self.verify;
@@ -401,7 +404,7 @@ impl PageSink<'_> {
     fn create_file(&mut self) -> Result<DbWriter<SeqFile>> {
         let path = match &self.out {
             PageOut::New(db) => {
-                direct::refuse_existing(db)?;
+                crate::destination::refuse_existing(db)?;
                 let (tmp, note) = durability::new_file_temp(db)?;
                 self.notes.extend(note);
                 tmp

@@ -11,7 +11,8 @@ use rusqlite::Connection;
 use crate::cancel::CancelWatch;
 use crate::durability::{self, Durability, FileSettings};
 use crate::error::Result;
-use crate::summary::{self, Durable, Progress, Stage, Summary, Writer};
+use crate::progress::{Progress, Stage};
+use crate::summary::{self, Durable, Summary, Writer};
 
 /// Runs `load` through SQLite's insert path on the database at `db`, in the one
 /// transaction of `durability`'s profile, and commits it; `load` fills in what it wrote
