@@ -21,6 +21,9 @@ to the server's):
 
     python bench/postgres.py [--rows 5000000] [--runs 3] [--db2s-runs 1] [--workdir /tmp/pgbench]
 
+With --ab OLD_BINARY, an A/B of two liteload builds instead (OLD_BINARY against this
+checkout's release build, interleaved, the same checks), the peers left out.
+
 Run it with a Python that has the peers (pip install -r ../shared/peers/requirements.txt).
 """
 import argparse
@@ -132,6 +135,7 @@ def main():
     ap.add_argument("--workdir", default="/tmp/pgbench")
     ap.add_argument("--port", type=int, default=55433)
     ap.add_argument("--json")
+    ap.add_argument("--ab", metavar="OLD_BINARY")
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     sock, stop = start_server(a.workdir, a.port)
@@ -152,11 +156,17 @@ def main():
         print(f"{platform.node()}: {os.cpu_count()} cores; {a.rows:,} rows, "
               f"{'with' if not a.no_key else 'without'} an integer primary key; "
               f"PostgreSQL {psql(sock, a.port, 'SHOW server_version')}", flush=True)
-        fast = ["liteload", "duckdb"]
-        results, _ = checked_rounds(tools, fast, a.runs, out, checksum, reference=("ok",) + reference)
-        slow, _ = checked_rounds(tools, ["db-to-sqlite"], a.db2s_runs, out, checksum,
-                                 reference=("ok",) + reference)
-        results.update(slow)
+        if a.ab:
+            tools = {"liteload (old)": [a.ab, "import", out, url, "--quiet"],
+                     "liteload": tools["liteload"]}
+            results, _ = checked_rounds(tools, list(tools), a.runs, out, checksum,
+                                        reference=("ok",) + reference)
+        else:
+            fast = ["liteload", "duckdb"]
+            results, _ = checked_rounds(tools, fast, a.runs, out, checksum, reference=("ok",) + reference)
+            slow, _ = checked_rounds(tools, ["db-to-sqlite"], a.db2s_runs, out, checksum,
+                                     reference=("ok",) + reference)
+            results.update(slow)
         rec = print_medians(results, a.rows, extra={"rows": a.rows, "key": not a.no_key})
         write_jsonl(a.json, rec)
     finally:
