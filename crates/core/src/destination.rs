@@ -143,6 +143,45 @@ pub(crate) fn destination(
     }))
 }
 
+/// Whether a side file takes an input of `columns` (in the order its batches carry
+/// them) into `dest`: a new or replaced table always; an existing one when the input has
+/// the table's columns in the table's order, no column may appear after the sample
+/// (`grows`: JSON and XML may name one later, which such a table does not have), and no
+/// column type is given (`types_given`: the table's types are the ones used). The plan
+/// chooses the side file by this rule; the side file's writer reads the table again
+/// inside its transaction and holds it to the same rule ([`changed_since_planned`] when
+/// it no longer holds).
+pub(crate) fn side_file_takes(
+    dest: &Destination,
+    columns: &[String],
+    grows: bool,
+    types_given: bool,
+) -> bool {
+    match dest {
+        Destination::New | Destination::Replace { .. } => true,
+        Destination::Plain { columns: have, .. } | Destination::Exact { columns: have, .. } => {
+            !grows
+                && !types_given
+                && have.len() == columns.len()
+                && have
+                    .iter()
+                    .zip(columns)
+                    .all(|((c, _), i)| c.eq_ignore_ascii_case(i))
+        }
+    }
+}
+
+/// The error of a writer that finds, inside its transaction, that table `table` is no
+/// longer what the plan read without a lock (another connection changed it in between):
+/// nothing was written, and a new plan reads it as it is now.
+pub(crate) fn changed_since_planned(table: &str) -> Error {
+    Error::schema(format!(
+        "table {} changed after the load was planned (another connection altered, made \
+         or dropped it, or added rows); nothing was written: run the load again",
+        quote_ident(table)
+    ))
+}
+
 /// Whether table `name` has no row.
 fn is_empty(conn: &Connection, name: &str) -> Result<bool> {
     let sql = format!("SELECT NOT EXISTS (SELECT 1 FROM {})", quote_ident(name));

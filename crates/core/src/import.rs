@@ -16,10 +16,11 @@ use std::time::Instant;
 use rusqlite::Connection;
 
 use crate::error::{Error, Result};
-use crate::options::{Engine, ImportOptions};
+use crate::options::ImportOptions;
 use crate::pipeline::{self, Rejects};
 use crate::plan::{self, cause_hint, Dest, ImportPlan, Road};
 use crate::progress::Progress;
+use crate::sink::merge::MergeSink;
 use crate::sink::page::PageSink;
 use crate::sink::side_file::SideFileSink;
 use crate::sink::sqlite::file as run;
@@ -103,7 +104,7 @@ pub fn import_into_connection(
         .map_err(|e| Error::sqlite("beginning the load", e))?;
     let loaded = plan::plan(Dest::Connection, inputs, opts, progress).and_then(|mut plan| {
         let mut sink = SqliteSink::new(conn, opts, progress);
-        load(&mut plan, &mut sink, opts, progress)?.done()
+        load(&mut plan, &mut sink, opts, progress)
     });
     match loaded
         .and_then(|s| progress.check().map(|()| s))
@@ -137,43 +138,51 @@ fn import_with(
         .bytes_total
         .store(total.unwrap_or(0), Ordering::Relaxed);
     let mut plan = plan::plan(Dest::File(db), inputs, opts, progress)?;
-    let loaded = match plan.road {
-        Road::Null => load(&mut plan, &mut NullSink::default(), opts, progress)?,
-        Road::NewFile => load(
-            &mut plan,
-            &mut PageSink::new_file(db, opts, progress),
-            opts,
-            progress,
-        )?,
+    write(db, &mut plan, opts, progress, start)
+}
+
+/// Runs `plan` into the database file `db` through the writer the plan chose (for a
+/// load of several tables, each shaped as the plan says), then fills in the summary's
+/// timing and the file's size. `start` is when the load began.
+pub(crate) fn write(
+    db: &Path,
+    plan: &mut ImportPlan<'_>,
+    opts: &ImportOptions,
+    progress: &Progress,
+    start: Instant,
+) -> Result<Summary> {
+    let shapes = plan.shapes.clone();
+    let mut summary = match plan.road {
+        Road::Null => load(plan, &mut NullSink::default(), opts, progress)?,
+        Road::NewFile => {
+            let mut sink = PageSink::new_file(db, opts, progress);
+            if !shapes.is_empty() {
+                sink = sink.with_tables(shapes);
+            }
+            load(plan, &mut sink, opts, progress)?
+        }
         Road::SideFile(durability) => {
             let mut sink = SideFileSink::new(db.to_path_buf(), durability, opts, progress);
-            load(&mut plan, &mut sink, opts, progress)?
+            load(plan, &mut sink, opts, progress)?
         }
         Road::Merge(durability) => {
-            let mut sink =
-                crate::sink::merge::MergeSink::new(db.to_path_buf(), durability, opts, progress);
-            load(&mut plan, &mut sink, opts, progress)?
+            let mut sink = MergeSink::new(db.to_path_buf(), durability, opts, progress);
+            load(plan, &mut sink, opts, progress)?
         }
-        Road::Sqlite => return import_with_sqlite(db, &mut plan, opts, progress, start),
-    };
-    let mut summary = match loaded {
-        Loaded::Done(summary) => *summary,
-        // The side file's table is not the sample's: the direct engine refuses; the
-        // default one takes SQLite's path, reading the input again (the plan took the
-        // side file only for inputs that can be).
-        Loaded::Declined if opts.engine == Engine::Direct => {
-            return Err(plan::side_file_refusal(db))
-        }
-        Loaded::Declined if plan.rereadable() => {
-            plan.road = Road::Sqlite;
-            return import_with_sqlite(db, &mut plan, opts, progress, start);
-        }
-        Loaded::Declined => {
-            return Err(Error::schema(format!(
-                "{}: the table changed while the load was planned, and the input cannot be \
-                 read again: run the load again",
-                db.display()
-            )))
+        Road::Sqlite => {
+            return run::through_sqlite(
+                db,
+                opts.durability,
+                opts.file,
+                progress,
+                start,
+                Summary::default(),
+                |conn, summary| {
+                    let mut sink = SqliteSink::new(conn, opts, progress).with_tables(shapes);
+                    *summary = load(plan, &mut sink, opts, progress)?;
+                    Ok(())
+                },
+            )
         }
     };
     if plan.road != Road::Null {
@@ -181,49 +190,6 @@ fn import_with(
     }
     summary::finish(&mut summary, start);
     Ok(summary)
-}
-
-/// The load of `plan` through SQLite's insert path, in one transaction on the file.
-fn import_with_sqlite(
-    db: &Path,
-    plan: &mut ImportPlan<'_>,
-    opts: &ImportOptions,
-    progress: &Progress,
-    start: Instant,
-) -> Result<Summary> {
-    run::through_sqlite(
-        db,
-        opts.durability,
-        opts.file,
-        progress,
-        start,
-        Summary::default(),
-        |conn, summary| {
-            let mut sink = SqliteSink::new(conn, opts, progress);
-            *summary = load(plan, &mut sink, opts, progress)?.done()?;
-            Ok(())
-        },
-    )
-}
-
-/// What a load through a sink ends in.
-pub(crate) enum Loaded {
-    /// The summary of what was read and written.
-    Done(Box<Summary>),
-    /// The sink did not take a table ([`Begun::Declined`]): nothing was written.
-    Declined,
-}
-
-impl Loaded {
-    /// The summary of a sink that never declines.
-    pub(crate) fn done(self) -> Result<Summary> {
-        match self {
-            Loaded::Done(summary) => Ok(*summary),
-            Loaded::Declined => Err(Error::internal(
-                "a writer that takes every table declined one",
-            )),
-        }
-    }
 }
 
 /// Runs every load of `plan` through `sink`: open the input and read its sample, begin
@@ -234,7 +200,7 @@ pub(crate) fn load(
     sink: &mut dyn Sink,
     opts: &ImportOptions,
     progress: &Progress,
-) -> Result<Loaded> {
+) -> Result<Summary> {
     let mut summary = Summary {
         rows_per_statement: 1,
         sniffed: plan.sniffed.clone(),
@@ -254,7 +220,6 @@ pub(crate) fn load(
         };
         let plan = match sink.begin(&sampled)? {
             Begun::Table(plan) => plan,
-            Begun::Declined => return Ok(Loaded::Declined),
             Begun::Skipped(plan) => {
                 if !summary.tables.contains(&plan.table) {
                     summary.tables.push(plan.table);
@@ -298,5 +263,116 @@ pub(crate) fn load(
     summary.rejects = count;
     summary.reject_samples = samples;
     sink.finish(&mut summary)?;
-    Ok(Loaded::Done(Box::new(summary)))
+    Ok(summary)
+}
+
+/// The plan decides the writer once: a table another connection changes between the
+/// plan and the writer's transaction fails the load, with nothing written, instead of
+/// sending it down another road after a writer was touched.
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+
+    use super::*;
+    use crate::sink::target::side_path;
+
+    type R<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+    /// Plans loading `csv` into table `t` of `db` with `opts`, lets `change` run on
+    /// another connection, then writes: the load must fail as changed after the plan,
+    /// and the file must be what `change` left (SQLite's check ok, no side file).
+    fn changed_after_plan(
+        db: &Path,
+        csv: &str,
+        opts: &ImportOptions,
+        road: fn(Road) -> bool,
+        change: &str,
+    ) -> R {
+        let inputs = [Input::bytes("t.csv", csv.as_bytes().to_vec())];
+        let progress = Progress::default();
+        let mut plan = plan::plan(Dest::File(db), &inputs, opts, &progress)?;
+        assert!(road(plan.road), "{:?}", plan.road);
+        let before = {
+            let conn = Connection::open(db)?;
+            conn.execute_batch(change)?;
+            dump(&conn)?
+        };
+        let e = write(db, &mut plan, opts, &progress, Instant::now())
+            .expect_err("the table changed after the plan");
+        assert!(
+            e.to_string().contains("changed after the load was planned"),
+            "{e}"
+        );
+        let conn = Connection::open(db)?;
+        let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+        assert_eq!(ok, "ok");
+        assert_eq!(dump(&conn)?, before, "nothing of the load was written");
+        assert!(!side_path(db).exists(), "no side file is left");
+        Ok(())
+    }
+
+    /// The schema and every row of table `t`, as text.
+    fn dump(conn: &Connection) -> R<Vec<String>> {
+        let mut out: Vec<String> = conn
+            .prepare("SELECT sql FROM sqlite_schema ORDER BY name")?
+            .query_map([], |r| r.get::<_, Option<String>>(0))?
+            .map(|s| s.map(|s| s.unwrap_or_default()))
+            .collect::<rusqlite::Result<_>>()?;
+        let rows: Vec<String> = conn
+            .prepare("SELECT quote(a) || ',' || quote(b) FROM t ORDER BY rowid")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        out.extend(rows);
+        Ok(out)
+    }
+
+    #[test]
+    fn a_side_files_table_changed_after_the_plan_fails_with_nothing_written() -> R {
+        let dir = tempfile::tempdir()?;
+        let db = dir.path().join("a.db");
+        Connection::open(&db)?
+            .execute_batch("CREATE TABLE t(a INTEGER, b TEXT); INSERT INTO t VALUES (1, 'x')")?;
+        let side = |r: Road| matches!(r, Road::SideFile(_));
+        // A column added: the input no longer has the table's columns.
+        changed_after_plan(
+            &db,
+            "a,b\n2,é\n",
+            &ImportOptions::default(),
+            side,
+            "ALTER TABLE t ADD COLUMN c",
+        )?;
+        // A trigger made: the transfer no longer applies.
+        let db = dir.path().join("b.db");
+        Connection::open(&db)?
+            .execute_batch("CREATE TABLE t(a INTEGER, b TEXT); INSERT INTO t VALUES (1, 'x')")?;
+        changed_after_plan(
+            &db,
+            "a,b\n2,é\n",
+            &ImportOptions::default(),
+            side,
+            "CREATE TRIGGER g AFTER INSERT ON t BEGIN SELECT 1; END",
+        )
+    }
+
+    #[test]
+    fn a_merges_table_changed_after_the_plan_fails_with_nothing_written() -> R {
+        let dir = tempfile::tempdir()?;
+        let db = dir.path().join("m.db");
+        Connection::open(&db)?.execute_batch(
+            "CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT); INSERT INTO t VALUES (1, 'x')",
+        )?;
+        let opts = ImportOptions {
+            on_conflict: crate::OnConflict::Update,
+            key: vec!["a".into()],
+            ..ImportOptions::default()
+        };
+        // A second UNIQUE index: merging in key order is no longer what SQLite does.
+        changed_after_plan(
+            &db,
+            "a,b\n1,y\n2,z\n",
+            &opts,
+            |r| matches!(r, Road::Merge(_)),
+            "CREATE UNIQUE INDEX u ON t(b)",
+        )
+    }
 }

@@ -30,6 +30,8 @@
 mod affinity;
 mod batch;
 mod cancel;
+#[cfg(test)]
+mod conformance;
 mod destination;
 pub mod durability;
 mod error;

@@ -1,25 +1,20 @@
 //! Several tables of one load into one database: a copy of a database (PostgreSQL's
-//! tables, each its own Arrow input) made by the page writer into a new file, or
-//! through SQLite's insert path into a file that exists. One road for all the tables;
-//! each table gets its INTEGER PRIMARY KEY (from [`TableShape::rowid`]) and its
-//! indexes, made after its rows.
+//! tables, each its own Arrow input). The plan ([`plan::plan_tables`]) names the tables
+//! and chooses the writer (the page writer into a new file, SQLite's insert path into a
+//! file that exists), and the load runs as any import does ([`import::write`]); each
+//! table gets its INTEGER PRIMARY KEY (from [`TableShape::rowid`]) and, when the load
+//! makes it, its indexes after its rows.
 
 use std::path::Path;
-
-use rusqlite::OptionalExtension;
 use std::time::Instant;
 
-use crate::error::{Error, Result};
-use crate::import::load;
+use crate::error::Result;
+use crate::import;
 use crate::options::ImportOptions;
-use crate::plan::{self, Road};
+use crate::plan::{self, Dest, TableShape};
 use crate::progress::Progress;
-use crate::sink::page::{PageSink, TableShape};
-use crate::sink::sqlite::SqliteSink;
-use crate::sink::NullSink;
 use crate::source::{Format, Input, ReadOptions};
 use crate::summary::Summary;
-use crate::table::IfExists;
 
 /// Loads `inputs[i]` (Arrow record batches) into table `shapes[i]` of `db`, with at
 /// least `parse_threads` threads converting batches. A new file is written whole or not
@@ -35,134 +30,13 @@ pub(crate) fn load_tables(
     progress: &Progress,
     start: Instant,
 ) -> Result<Summary> {
-    // A source may tell "T" from "t"; SQLite does not: a table whose name is an earlier
-    // one's to SQLite gets a suffix, with a note. (Indexes are named where they are
-    // made, after every table of the load is claimed.)
-    let mut shapes = shapes;
-    let mut renamed = vec![];
-    let mut taken = crate::names::Names::new();
-    for s in &mut shapes {
-        let got = taken.allocate(&s.table);
-        if got != s.table {
-            renamed.push(format!(
-                "table {} is made as {}: another table of the load has that name to SQLite, which ignores case",
-                crate::schema::quote_ident(&s.table),
-                crate::schema::quote_ident(&got)
-            ));
-            s.table = got;
-        }
-    }
-    let names: Vec<String> = shapes.iter().map(|s| s.table.clone()).collect();
     let mut read = ReadOptions {
         format: Format::Arrow,
         ..opts.read.clone()
     };
     read.parse_threads = read.parse_threads.max(parse_threads);
-    let road = if opts.parse_only {
-        Road::Null
-    } else if plan::new_file_by_pages(opts.engine, db, opts.durability, || true) {
-        Road::NewFile
-    } else {
-        Road::Sqlite
-    };
-    let mut plan = plan::plan_tables(inputs, &names, &read, road, opts, progress)?;
-    let mut summary = match road {
-        Road::Null => load(&mut plan, &mut NullSink::default(), opts, progress)?.done()?,
-        Road::NewFile => {
-            // Each table's indexes are its shape's (the catalog's), not the options'.
-            let one_file = ImportOptions {
-                indexes: vec![],
-                ..opts.clone()
-            };
-            let mut sink = PageSink::new_file(db, &one_file, progress).with_tables(shapes);
-            load(&mut plan, &mut sink, opts, progress)?.done()?
-        }
-        _ => crate::sink::sqlite::file::through_sqlite(
-            db,
-            opts.durability,
-            opts.file,
-            progress,
-            start,
-            Summary::default(),
-            |conn, summary| {
-                // The tables this load makes get their keys; indexes come after the rows.
-                let mut made = vec![];
-                let mut shapes = shapes.clone();
-                let planned: Vec<String> = shapes.iter().map(|s| s.table.clone()).collect();
-                for (l, shape) in plan.loads.iter_mut().zip(&mut shapes) {
-                    let kind: Option<String> = conn
-                        .query_row(
-                            "SELECT type FROM sqlite_schema WHERE name = ?1 COLLATE NOCASE",
-                            [&l.table],
-                            |r| r.get(0),
-                        )
-                        .optional()
-                        .map_err(|e| Error::sqlite("reading the schema", e))?;
-                    let exists = matches!(kind.as_deref(), Some("table" | "view"));
-                    if kind.is_some() && !exists {
-                        // An index or trigger of the file has the table's name: the
-                        // table gets a name free there and in the load.
-                        let mut names = crate::names::Names::of(conn)?;
-                        for p in &planned {
-                            names.claim(p);
-                        }
-                        let free = names.allocate(&l.table);
-                        summary.notes.push(format!(
-                            "table {} is made as {}: the file has an object of that name",
-                            crate::schema::quote_ident(&l.table),
-                            crate::schema::quote_ident(&free)
-                        ));
-                        l.table.clone_from(&free);
-                        shape.table = free;
-                    }
-                    if exists && opts.if_exists == IfExists::Fail {
-                        return Err(Error::schema(format!(
-                            "table {} exists already in {}",
-                            crate::schema::quote_ident(&l.table),
-                            db.display()
-                        ))
-                        .with_hint(crate::Hint::OtherTable));
-                    }
-                    if exists {
-                        continue;
-                    }
-                    let cols: Vec<(String, crate::ColumnType)> = l
-                        .columns
-                        .iter()
-                        .cloned()
-                        .zip(l.types.iter().copied())
-                        .collect();
-                    let pk: Vec<String> = shape.rowid.iter().cloned().collect();
-                    conn.execute_batch(&crate::table::create_sql(&l.table, &cols, &pk))
-                        .map_err(|e| Error::sqlite(format!("creating table {:?}", l.table), e))?;
-                    made.push(shape.clone());
-                }
-                // The tables are there now: the rows are added to them.
-                let appending = ImportOptions {
-                    if_exists: IfExists::Append,
-                    ..opts.clone()
-                };
-                let mut sink = SqliteSink::new(conn, &appending, progress);
-                let notes = std::mem::take(&mut summary.notes);
-                *summary = load(&mut plan, &mut sink, &appending, progress)?.done()?;
-                summary.notes.splice(0..0, notes);
-                for shape in made {
-                    for ix in &shape.indexes {
-                        if let Some(sql) = crate::names::index_sql(conn, &shape.table, ix)? {
-                            conn.execute_batch(&sql)
-                                .map_err(|e| ix.build_error(&shape.table, e))?;
-                        }
-                    }
-                }
-                Ok(())
-            },
-        )?,
-    };
-    summary.notes.splice(0..0, renamed);
-    if road != Road::Null {
-        summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
-    }
-    Ok(summary)
+    let mut plan = plan::plan_tables(Dest::File(db), inputs, shapes, &read, opts, progress)?;
+    import::write(db, &mut plan, opts, progress, start)
 }
 
 /// The writers of a copy against SQLite's own INSERT: hostile values (NUL, non-ASCII,

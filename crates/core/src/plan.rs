@@ -16,7 +16,7 @@
 
 use std::path::Path;
 
-use crate::destination::{self, Destination};
+use crate::destination;
 use crate::durability::Durability;
 use crate::error::{Error, Hint, Result};
 use crate::options::{Engine, ImportOptions, Quoting};
@@ -47,20 +47,32 @@ pub(crate) enum Road {
     NewFile,
     /// The page writer builds a side file beside an existing database, which SQLite's
     /// transfer copies into the table, in one transaction of this profile (see
-    /// [`crate::sink::target`]). If the input's sample shows columns the table does not
-    /// have in order, the load goes on SQLite's path instead, reading the input again
-    /// (the plan takes this road only for inputs that can be read again, unless the
-    /// table is new).
+    /// [`crate::sink::target`]), chosen when [`destination::side_file_takes`] the table
+    /// as the plan reads it; the writer holds the table to that rule again inside its
+    /// transaction, and fails (nothing written) if another connection changed it since.
     SideFile(Durability),
     /// An upsert (a conflict rule) into an existing table: the page writer builds a side
     /// file, merged into the table by one statement in key order in one transaction of
-    /// this profile (see [`crate::sink::merge`]); as for the side file, the load goes on
-    /// SQLite's path instead if the table changed since the plan.
+    /// this profile (see [`crate::sink::merge`]); as for the side file, the writer fails
+    /// (nothing written) if the table changed since the plan.
     Merge(Durability),
     /// SQLite's insert path.
     Sqlite,
     /// Nothing is written: the rows are parsed and counted.
     Null,
+}
+
+/// How a table of a load of several tables (a copy of a database) is made: its name,
+/// key and indexes come from the source's schema, not from the options.
+#[derive(Clone, Debug)]
+pub(crate) struct TableShape {
+    /// The table's name, free in the load and in the target file (see [`plan_tables`]).
+    pub(crate) table: String,
+    /// Its INTEGER PRIMARY KEY: a column whose values are the rowids (for the page
+    /// writer, arriving in strictly increasing order).
+    pub(crate) rowid: Option<String>,
+    /// Its indexes, built after its rows, when the load makes the table.
+    pub(crate) indexes: Vec<crate::table::IndexSpec>,
 }
 
 /// One load of a plan: inputs read together into one table.
@@ -87,18 +99,14 @@ pub(crate) struct Load<'i> {
 pub(crate) struct ImportPlan<'i> {
     pub(crate) loads: Vec<Load<'i>>,
     pub(crate) road: Road,
+    /// For a load of several tables, each load's table as the source's schema gives it
+    /// (in load order); empty when the options shape the tables.
+    pub(crate) shapes: Vec<TableShape>,
     /// What sniffing found, per input that was sniffed.
     pub(crate) sniffed: Vec<Sniffed>,
     /// What the samples showed: notes, and values that look like another locale's.
     pub(crate) notes: Vec<String>,
     pub(crate) locale_hints: Vec<LocaleHint>,
-}
-
-impl ImportPlan<'_> {
-    /// Whether every input can be read again from its start (a file, bytes in memory).
-    pub(crate) fn rereadable(&self) -> bool {
-        self.loads.iter().all(Load::rereadable)
-    }
 }
 
 /// Plans loading `inputs` into `dest` with `opts`: checks the options, reads what
@@ -149,10 +157,11 @@ pub(crate) fn plan<'i>(
         load.source = Some(sampled.src);
         load.sampled = true;
     }
-    let road = choose_road(dest, &loads, opts)?;
+    let road = choose_road(dest, &loads, false, opts)?;
     Ok(ImportPlan {
         loads,
         road,
+        shapes: vec![],
         sniffed,
         notes,
         locale_hints,
@@ -160,25 +169,28 @@ pub(crate) fn plan<'i>(
 }
 
 /// Plans loading each of `inputs` (the program's record batches, read with `read`)
-/// into the table of the same place in `tables`, one load each, through `road`: the
-/// plan of a database copied table by table (see [`crate::postgres`]), whose tables
-/// and writer the caller knows. Each input's sample is its schema.
+/// into the table `shapes` gives at the same place, one load each: the plan of a
+/// database copied table by table (see [`crate::postgres`]). Each input's sample is its
+/// schema. The tables are named here, once: a table whose name another of the load has
+/// to SQLite (which ignores case), or that an index or trigger of the existing file
+/// `dest` has, gets a free one, with a note.
 #[cfg(feature = "postgres")]
 pub(crate) fn plan_tables<'i>(
+    dest: Dest<'_>,
     inputs: &'i [Input],
-    tables: &[String],
+    mut shapes: Vec<TableShape>,
     read: &ReadOptions,
-    road: Road,
     opts: &ImportOptions,
     progress: &Progress,
 ) -> Result<ImportPlan<'i>> {
-    let mut loads = vec![];
     let mut notes = vec![];
-    for (i, table) in tables.iter().enumerate() {
+    name_tables(dest, &mut shapes, &mut notes)?;
+    let mut loads = vec![];
+    for (i, shape) in shapes.iter().enumerate() {
         let mut load = Load {
             inputs: &inputs[i..i + 1],
             read: read.clone(),
-            table: table.clone(),
+            table: shape.table.clone(),
             columns: vec![],
             types: vec![],
             source: None,
@@ -191,19 +203,82 @@ pub(crate) fn plan_tables<'i>(
         load.sampled = true;
         loads.push(load);
     }
+    let road = choose_road(dest, &loads, true, opts)?;
     Ok(ImportPlan {
         loads,
         road,
+        shapes,
         sniffed: vec![],
         notes,
         locale_hints: vec![],
     })
 }
 
-/// The one place the writer is chosen (see [`Engine`] for the rule of `Auto`).
-pub(crate) fn choose_road(
+/// Names the tables of `shapes` apart: from each other as SQLite compares names, and
+/// from the indexes and triggers of the file at `dest` if it exists (a table of the
+/// file with a table's name is that table: the rows go there, as the options allow).
+/// Each renaming is a note. Read without a lock: an object made in between makes the
+/// load fail in its transaction, with nothing written.
+#[cfg(feature = "postgres")]
+fn name_tables(dest: Dest<'_>, shapes: &mut [TableShape], notes: &mut Vec<String>) -> Result<()> {
+    use crate::schema::quote_ident;
+    use rusqlite::OptionalExtension;
+    let mut taken = crate::names::Names::new();
+    for s in shapes.iter_mut() {
+        let got = taken.allocate(&s.table);
+        if got != s.table {
+            notes.push(format!(
+                "table {} is made as {}: another table of the load has that name to SQLite, which ignores case",
+                quote_ident(&s.table),
+                quote_ident(&got)
+            ));
+            s.table = got;
+        }
+    }
+    let Dest::File(db) = dest else {
+        return Ok(());
+    };
+    if !db.exists() {
+        return Ok(());
+    }
+    let conn = rusqlite::Connection::open_with_flags(
+        db,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| Error::sqlite(format!("opening {}", db.display()), e))?;
+    let mut names = crate::names::Names::of(&conn)?;
+    for s in shapes.iter() {
+        names.claim(&s.table);
+    }
+    for s in shapes.iter_mut() {
+        let kind: Option<String> = conn
+            .query_row(
+                "SELECT type FROM sqlite_schema WHERE name = ?1 COLLATE NOCASE",
+                [&s.table],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| Error::sqlite("reading the schema", e))?;
+        if kind.is_some() && !matches!(kind.as_deref(), Some("table" | "view")) {
+            let free = names.allocate(&s.table);
+            notes.push(format!(
+                "table {} is made as {}: the file has an object of that name",
+                quote_ident(&s.table),
+                quote_ident(&free)
+            ));
+            s.table = free;
+        }
+    }
+    Ok(())
+}
+
+/// The one place the writer is chosen (see [`Engine`] for the rule of `Auto`). A load
+/// of `several` tables shaped by their source (a copy of a database) takes the page
+/// writer into a new file, else SQLite's path.
+fn choose_road(
     dest: Dest<'_>,
     loads: &[Load<'_>],
+    several: bool,
     opts: &ImportOptions,
 ) -> Result<Road> {
     let db = match dest {
@@ -211,6 +286,15 @@ pub(crate) fn choose_road(
         Dest::File(_) if opts.parse_only => return Ok(Road::Null),
         Dest::File(db) => db,
     };
+    if several {
+        return Ok(
+            if new_file_by_pages(opts.engine, db, opts.durability, || true) {
+                Road::NewFile
+            } else {
+                Road::Sqlite
+            },
+        );
+    }
     if opts.on_conflict != crate::OnConflict::Fail && opts.engine == Engine::Auto {
         // SQLite's path reports what keeps the merge out, if anything.
         return Ok(match merge(db, loads, opts) {
@@ -259,7 +343,7 @@ pub(crate) fn choose_road(
 }
 
 /// Why the direct engine cannot append to the table of the existing database `db`.
-pub(crate) fn side_file_refusal(db: &Path) -> Error {
+fn side_file_refusal(db: &Path) -> Error {
     Error::schema(format!(
         "{}: the direct engine appends to a new table, to one without constraint or \
          trigger (and without rows if it has indexes), or to an empty one whose constraints \
@@ -315,32 +399,20 @@ fn side_file(db: &Path, load: &Load<'_>, opts: &ImportOptions) -> Result<Option<
         Some(Durability::AtomicNew) => return Ok(None),
         Some(d) => d,
     };
-    Ok(
-        match destination::inspect(db, &load.table, opts.if_exists)? {
-            None => None,
-            Some(Destination::New | Destination::Replace { .. }) => Some(durability),
-            // The input's columns, in the table's order; the types are the table's. JSON
-            // and XML may name a column after the sample, which such a table does not have.
-            Some(Destination::Plain { columns, .. } | Destination::Exact { columns, .. }) => {
-                (opts.types.is_empty()
-                    && !load.read.format.may_add_columns()
-                    && columns.len() == load.columns.len()
-                    && columns
-                        .iter()
-                        .zip(&load.columns)
-                        .all(|((c, _), i)| c.eq_ignore_ascii_case(i)))
-                .then_some(durability)
-            }
-        },
-    )
+    let grows = load.read.format.may_add_columns();
+    Ok(destination::inspect(db, &load.table, opts.if_exists)?
+        .filter(|dest| {
+            destination::side_file_takes(dest, &load.columns, grows, !opts.types.is_empty())
+        })
+        .map(|_| durability))
 }
 
 /// The profile of an upsert through a side file merged in key order into a table of the
-/// existing database `db`, or `None` when it cannot take one: one input read again if
-/// need be (not stdin), of columns known from the sample, rows added to an existing
-/// table (not replacing it, not refused by it), no `--pk`, `--alter` or `--type`, and a
-/// table [`destination::merge_target`] takes (read now, without a lock: the
-/// merge reads it again inside its transaction).
+/// existing database `db`, or `None` when it cannot take one: one load, of columns known
+/// from the sample, rows added to an existing table (not replacing it, not refused by
+/// it), no primary key, added columns or types given, and a table
+/// [`destination::merge_target`] takes (read now, without a lock: the merge reads it
+/// again inside its transaction and fails if it changed since).
 fn merge(db: &Path, loads: &[Load<'_>], opts: &ImportOptions) -> Result<Option<Durability>> {
     let durability = match opts.durability {
         None => Durability::Balanced,
@@ -356,7 +428,6 @@ fn merge(db: &Path, loads: &[Load<'_>], opts: &ImportOptions) -> Result<Option<D
         || opts.alter
         || !opts.types.is_empty()
         || load.read.format.may_add_columns()
-        || !load.inputs.iter().all(|i| matches!(i, Input::Path(_)))
     {
         return Ok(None);
     }
@@ -478,9 +549,7 @@ impl Load<'_> {
 
     /// The load's source, sampled, ready to give its rows: the one the plan holds, or
     /// the inputs opened and sampled now (their columns and types are then set, and
-    /// the sample's notes go to `summary`); a load sampled and handed out before (a
-    /// side file declined it) is opened again, and its sample must give the same
-    /// columns and types.
+    /// the sample's notes go to `summary`). Called once per load.
     pub(crate) fn source(
         &mut self,
         opts: &ImportOptions,
@@ -490,24 +559,14 @@ impl Load<'_> {
         if let Some(src) = self.source.take() {
             return Ok(src);
         }
-        if !self.rereadable() {
-            return Err(Error::internal(
-                "an input that cannot be read again was asked for twice",
-            ));
+        if self.sampled {
+            return Err(Error::internal("a load's source was asked for twice"));
         }
         let again = self.open(opts, progress)?;
-        if !self.sampled {
-            (self.columns, self.types) = (again.columns, again.types);
-            self.sampled = true;
-            summary.notes.extend(again.notes);
-            summary.locale_hints.extend(again.locale_hints);
-        } else if again.columns != self.columns || again.types != self.types {
-            return Err(Error::schema(format!(
-                "{}: the input changed after the load was planned (its columns or their \
-                 types are not the ones its sample gave); run the load again",
-                self.inputs[0].display_name()
-            )));
-        }
+        (self.columns, self.types) = (again.columns, again.types);
+        self.sampled = true;
+        summary.notes.extend(again.notes);
+        summary.locale_hints.extend(again.locale_hints);
         Ok(again.src)
     }
 

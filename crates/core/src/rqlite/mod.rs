@@ -332,7 +332,7 @@ fn import_rows(
         let mut sink =
             ClusterSink::new(scope, client, opts, progress, shape(ropts), ropts.in_flight);
         match crate::import::load(&mut plan, &mut sink, opts, progress) {
-            Ok(loaded) => loaded.done(),
+            Ok(summary) => Ok(summary),
             // A request the cluster refused stops the load: its error (the refused row,
             // with its place) is the cause of whatever stopped the rows after it.
             Err(e) => Err(sink.abandon().unwrap_or(e)),

@@ -157,13 +157,14 @@ impl Sink for MergeSink<'_> {
         let opts = self.side.opts;
         let target = self.side.open()?;
         // Read again inside the transaction: no other writer changes it from here on.
+        // The plan chose the merge by the same rule on what it read without a lock.
         let into = match target.merge_target(sampled.table, sampled.columns, &opts.key)? {
             Some(into) if !sampled.grows && opts.if_exists == crate::table::IfExists::Append => {
                 into
             }
             _ => {
                 self.side.abort();
-                return Ok(Begun::Declined);
+                return Err(crate::destination::changed_since_planned(sampled.table));
             }
         };
         let names: Vec<String> = into.columns.iter().map(|(c, _)| c.clone()).collect();

@@ -77,10 +77,6 @@ pub(crate) struct TablePlan {
 pub(crate) enum Begun {
     /// Rows go to this table.
     Table(TablePlan),
-    /// This writer does not take the table after all (only the side file says so, when
-    /// the sample's columns are not the table's in order). Nothing was written: the
-    /// destination is as it was, and the load goes on SQLite's path.
-    Declined,
     /// Every row of this table's input is in already (an earlier run finished its load,
     /// as the destination records): nothing to write, the input is not read.
     #[cfg_attr(not(feature = "network"), allow(dead_code))]

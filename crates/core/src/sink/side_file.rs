@@ -10,7 +10,7 @@ use super::page::GivenSchema;
 use super::side::{create_indexes, Origins, Side};
 use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
 use crate::batch::Batch;
-use crate::destination::Destination;
+use crate::destination::{side_file_takes, Destination};
 use crate::durability::Durability;
 use crate::error::{Error, Result};
 use crate::names::Names;
@@ -128,14 +128,26 @@ impl Sink for SideFileSink<'_> {
         let opts = self.side.opts;
         let target = self.side.open()?;
         // Read again inside the transaction: no other writer changes it from here on.
+        // The plan chose this writer by the same rule on what it read without a lock.
+        let changed = |side: &mut Side<'_>| -> Result<Begun> {
+            side.abort();
+            Err(crate::destination::changed_since_planned(sampled.table))
+        };
+        let Some(dest) = target.destination(sampled.table, opts.if_exists)? else {
+            return changed(&mut self.side);
+        };
+        if !side_file_takes(
+            &dest,
+            sampled.columns,
+            sampled.grows,
+            !opts.types.is_empty(),
+        ) {
+            return changed(&mut self.side);
+        }
         let mut exact = None;
-        let existing = match target.destination(sampled.table, opts.if_exists)? {
-            None => {
-                self.side.abort();
-                return Ok(Begun::Declined);
-            }
-            Some(Destination::New) => None,
-            Some(Destination::Replace { name }) => {
+        let existing = match dest {
+            Destination::New => None,
+            Destination::Replace { name } => {
                 // Dropped in this transaction, before anything is written: if the load
                 // fails, the old table is still there.
                 target
@@ -143,25 +155,16 @@ impl Sink for SideFileSink<'_> {
                     .map_err(|e| Error::sqlite(format!("dropping {}", quote_ident(&name)), e))?;
                 None
             }
-            // JSON may name a column after the sample, which such a table does not have.
-            Some(Destination::Plain { .. }) if sampled.grows || !opts.types.is_empty() => {
-                self.side.abort();
-                return Ok(Begun::Declined);
-            }
-            Some(Destination::Plain {
+            Destination::Plain {
                 name,
                 columns,
                 indexes,
-            }) => Some((name, columns, indexes)),
-            Some(Destination::Exact { .. }) if sampled.grows || !opts.types.is_empty() => {
-                self.side.abort();
-                return Ok(Begun::Declined);
-            }
-            Some(Destination::Exact {
+            } => Some((name, columns, indexes)),
+            Destination::Exact {
                 name,
                 columns,
                 table,
-            }) => {
+            } => {
                 let keys = table.indexes.iter().map(|ix| ix.columns.clone()).collect();
                 exact = Some(table);
                 Some((name, columns, keys))
@@ -169,18 +172,7 @@ impl Sink for SideFileSink<'_> {
         };
         let (name, types) = match &existing {
             None => (sampled.table.to_string(), sampled.types.to_vec()),
-            Some((name, columns, _)) => {
-                let same = columns.len() == sampled.columns.len()
-                    && columns
-                        .iter()
-                        .zip(sampled.columns)
-                        .all(|((c, _), i)| c.eq_ignore_ascii_case(i));
-                if !same {
-                    self.side.abort();
-                    return Ok(Begun::Declined);
-                }
-                (name.clone(), columns.iter().map(|(_, t)| *t).collect())
-            }
+            Some((name, columns, _)) => (name.clone(), columns.iter().map(|(_, t)| *t).collect()),
         };
         // The side file holds the indexes asked for, and those of an existing (then
         // empty) table: SQLite copies entries only into indexes the source has too.

@@ -20,6 +20,7 @@ use crate::durability::{self, Durability};
 use crate::error::{Error, Hint, Result};
 use crate::names::Names;
 use crate::options::ImportOptions;
+use crate::plan::TableShape;
 use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
 use crate::summary::{Durable, Summary, Writer};
@@ -35,18 +36,6 @@ pub(crate) enum PageOut {
     /// An append's side file at this path, written through the page cache and left
     /// there for the transfer (its owner removes it).
     Side(PathBuf),
-}
-
-/// How a table of a load of several tables is written (see [`PageSink::with_tables`]).
-#[derive(Clone, Debug)]
-pub(crate) struct TableShape {
-    /// The table's name.
-    pub(crate) table: String,
-    /// Its INTEGER PRIMARY KEY: a column whose values are the rowids, arriving in
-    /// strictly increasing order.
-    pub(crate) rowid: Option<String>,
-    /// Its indexes, built after its rows.
-    pub(crate) indexes: Vec<IndexSpec>,
 }
 
 /// The page writer for the tables of a new file: one, or several with their shapes.

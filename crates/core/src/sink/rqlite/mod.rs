@@ -136,6 +136,7 @@ where
             sampled.columns,
             sampled.types,
             self.opts,
+            None,
             &mut self.created,
         )?;
         let after: String = mirror

@@ -21,6 +21,7 @@ use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
 use crate::batch::Batch;
 use crate::error::{Error, Hint, Position, Result};
 use crate::options::{ImportOptions, OnConflict};
+use crate::plan::TableShape;
 use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
 use crate::summary::Summary;
@@ -340,6 +341,9 @@ pub(crate) struct SqliteSink<'c> {
     /// The table begun last and its statements.
     current: Option<(TablePlan, Inserter<'c>)>,
     rows_per_statement: usize,
+    /// The tables of a load of several, each begun by its name with its shape (empty:
+    /// the options shape every table).
+    shapes: Vec<TableShape>,
 }
 
 impl<'c> SqliteSink<'c> {
@@ -357,7 +361,16 @@ impl<'c> SqliteSink<'c> {
             loaded: vec![],
             current: None,
             rows_per_statement: 1,
+            shapes: vec![],
         }
+    }
+
+    /// Loads several tables, each begun by the name of its shape: a table the load
+    /// makes gets the shape's key, and its indexes after the rows; one that exists
+    /// takes the rows as the options allow. The options' key and indexes do not apply.
+    pub(crate) fn with_tables(mut self, shapes: Vec<TableShape>) -> Self {
+        self.shapes = shapes;
+        self
     }
 
     fn current(&mut self) -> Result<&mut (TablePlan, Inserter<'c>)> {
@@ -387,12 +400,25 @@ impl BatchSink for SqliteSink<'_> {
 impl Sink for SqliteSink<'_> {
     fn begin(&mut self, table: &Sampled<'_>) -> Result<Begun> {
         self.current = None;
+        let shape = if self.shapes.is_empty() {
+            None
+        } else {
+            Some(
+                self.shapes
+                    .iter()
+                    .find(|s| s.table == table.table)
+                    .ok_or_else(|| {
+                        Error::internal(format!("no shape for table {:?}", table.table))
+                    })?,
+            )
+        };
         let plan = plan_table(
             self.conn,
             table.table,
             table.columns,
             table.types,
             self.opts,
+            shape,
             &mut self.created,
         )?;
         let conflict = Conflict::of(self.conn, &plan.table, &plan.columns, self.opts)?;
@@ -416,7 +442,13 @@ impl Sink for SqliteSink<'_> {
         self.current = None;
         self.progress.set_stage(Stage::Indexing);
         for table in &self.loaded {
-            for ix in &self.opts.indexes {
+            let indexes = match self.shapes.iter().find(|s| s.table == *table) {
+                // A table of a copy gets its source's indexes when the load made it.
+                Some(shape) if self.created.contains(&table.to_ascii_lowercase()) => &shape.indexes,
+                Some(_) => continue,
+                None => &self.opts.indexes,
+            };
+            for ix in indexes {
                 self.progress.check()?;
                 if let Some(sql) = crate::names::index_sql(self.conn, table, ix)? {
                     self.conn
@@ -432,15 +464,22 @@ impl Sink for SqliteSink<'_> {
 
 /// Creates `table` for a load with `opts` (its sample gave `columns` of types
 /// `inferred`), or checks (and with alter widens) an existing one; `created` holds the
-/// tables this load made so far. Every problem is found here, before any row is written.
+/// tables this load made so far. A table of a copy has its `shape`, whose key and
+/// indexes stand for the options'. Every problem is found here, before any row is
+/// written.
 pub(crate) fn plan_table(
     conn: &Connection,
     table: &str,
     columns: &[String],
     inferred: &[ColumnType],
     opts: &ImportOptions,
+    shape: Option<&TableShape>,
     created: &mut HashSet<String>,
 ) -> Result<TablePlan> {
+    let (shape_key, indexes): (Vec<String>, &[crate::table::IndexSpec]) = match shape {
+        Some(s) => (s.rowid.iter().cloned().collect(), &s.indexes),
+        None => (vec![], &opts.indexes),
+    };
     let exec = |sql: &str| {
         conn.execute_batch(sql)
             .map_err(|e| Error::sqlite(format!("running {sql}"), e))
@@ -466,13 +505,15 @@ pub(crate) fn plan_table(
                 )));
             }
             // A conflict rule's key is the primary key of a table made for the load.
-            let pk = if opts.pk.is_empty() && opts.on_conflict != OnConflict::Fail {
+            let pk = if shape.is_some() {
+                &shape_key
+            } else if opts.pk.is_empty() && opts.on_conflict != OnConflict::Fail {
                 &opts.key
             } else {
                 &opts.pk
             };
             check_names("primary key column", pk, columns)?;
-            for ix in &opts.indexes {
+            for ix in indexes {
                 check_names("index column", &ix.columns, columns)?;
             }
             let cols: Vec<(String, ColumnType)> = columns
@@ -502,7 +543,7 @@ pub(crate) fn plan_table(
                 .with_hint(Hint::OtherTable));
             }
             exec(&format!("DROP TABLE {}", quote_ident(&actual)))?;
-            plan_table(conn, table, columns, inferred, opts, created)
+            plan_table(conn, table, columns, inferred, opts, shape, created)
         }
         Some((actual, existing)) => {
             let ours = created.contains(&actual.to_ascii_lowercase());
@@ -542,7 +583,7 @@ pub(crate) fn plan_table(
                     }
                 }
             }
-            for ix in &opts.indexes {
+            for ix in indexes {
                 check_names("index column", &ix.columns, &have)?;
             }
             Ok(TablePlan {

@@ -1,0 +1,607 @@
+//! The sinks' own conformance suite: every [`crate::sink::Sink`] implementation, built here and driven
+//! by the load loop ([`crate::import::load`]) as the planner's writers are, against
+//! SQLite's own row-by-row INSERT of the same values into a table of the same
+//! declaration. (`tests/sinks.rs` drives the public doors: the command's and the
+//! library's routes; this one drives each writer, including those no door reaches
+//! alone.)
+//!
+//! The writers:
+//! - `page`: the page writer into a new file;
+//! - `page_tables`: the page writer into a new file, several tables shaped by a source's
+//!   schema (each with an index built after its rows), as a database copy writes them;
+//! - `side_file`: a new table of an existing file, through a side file and SQLite's
+//!   transfer;
+//! - `side_file_append`: rows added to a table of an existing file that holds rows;
+//! - `merge`: an upsert into an existing table with an INTEGER PRIMARY KEY, half the
+//!   input's keys taken, against SQLite's `INSERT … ON CONFLICT DO UPDATE`;
+//! - `sqlite`: SQLite's insert path through a connection, in the caller's transaction;
+//! - `sqlite_tables`: the same with several shaped tables;
+//! - `null`: nothing written, every row counted.
+//!
+//! (An rqlite cluster's sink needs a running node: `tests/sinks.rs` has its route.)
+//! Each test is `<writer>::<case>`. Every file written is checked by `integrity_check`,
+//! and a table that was there before keeps its rows. Where the plan's rule keeps a
+//! writer from a case (an NDJSON input, whose columns may grow, is not appended through
+//! a side file or merged), the test checks that the plan chooses SQLite's path instead.
+
+use std::path::Path;
+
+use rusqlite::types::Value;
+use rusqlite::Connection;
+
+use crate::durability::Durability;
+use crate::import::load;
+use crate::options::{ImportOptions, OnConflict};
+use crate::plan::{self, Dest, ImportPlan, Road, TableShape};
+use crate::progress::Progress;
+use crate::schema::quote_ident;
+use crate::sink::merge::MergeSink;
+use crate::sink::page::PageSink;
+use crate::sink::side_file::SideFileSink;
+use crate::sink::sqlite::SqliteSink;
+use crate::sink::NullSink;
+use crate::source::Input;
+use crate::table::IndexSpec;
+
+type R<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// An input and the values SQLite's INSERT binds for it.
+struct Case {
+    /// The columns, as the input names them.
+    header: Vec<&'static str>,
+    /// The records: as CSV every value is text (`Null` an empty field), as NDJSON each is
+    /// a JSON string, number or null.
+    rows: Vec<Vec<Value>>,
+    ndjson: bool,
+}
+
+impl Case {
+    fn bytes(&self) -> Vec<u8> {
+        let mut out = String::new();
+        if self.ndjson {
+            for r in &self.rows {
+                let mut obj = serde_json::Map::new();
+                for (h, v) in self.header.iter().zip(r) {
+                    let j = match v {
+                        Value::Null => serde_json::Value::Null,
+                        Value::Integer(i) => (*i).into(),
+                        Value::Real(f) => (*f).into(),
+                        Value::Text(t) => t.clone().into(),
+                        Value::Blob(_) => unreachable!("no blob in JSON"),
+                    };
+                    obj.insert(h.to_string(), j);
+                }
+                out.push_str(&serde_json::Value::Object(obj).to_string());
+                out.push('\n');
+            }
+            return out.into_bytes();
+        }
+        let line = |fields: Vec<String>| -> String {
+            let quoted: Vec<String> = fields
+                .iter()
+                .map(|f| format!("\"{}\"", f.replace('"', "\"\"")))
+                .collect();
+            quoted.join(",") + "\n"
+        };
+        out.push_str(&line(self.header.iter().map(|h| h.to_string()).collect()));
+        for r in &self.rows {
+            out.push_str(&line(
+                r.iter()
+                    .map(|v| match v {
+                        Value::Text(t) => t.clone(),
+                        Value::Null => String::new(),
+                        other => unreachable!("CSV values are text: {other:?}"),
+                    })
+                    .collect(),
+            ));
+        }
+        out.into_bytes()
+    }
+
+    fn file_name(&self, table: &str) -> String {
+        format!("{table}.{}", if self.ndjson { "ndjson" } else { "csv" })
+    }
+
+    /// The value SQLite's INSERT binds for `v` in a column declared `declared`: CSV's
+    /// empty field is NULL in an INTEGER or REAL column and '' in a TEXT one (the
+    /// documented rule).
+    fn bound(&self, v: &Value, declared: &str) -> Value {
+        match v {
+            Value::Null if !self.ndjson && declared == "TEXT" => Value::Text(String::new()),
+            other => other.clone(),
+        }
+    }
+
+    /// The case with a [`KEY`] column of keys 1, 2, … in front (for the merge).
+    fn keyed(&self) -> Case {
+        let mut header = vec![KEY];
+        header.extend(&self.header);
+        let rows = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let id = i as i64 + 1;
+                let key = if self.ndjson {
+                    Value::Integer(id)
+                } else {
+                    Value::Text(id.to_string())
+                };
+                std::iter::once(key).chain(r.iter().cloned()).collect()
+            })
+            .collect();
+        Case {
+            header,
+            rows,
+            ndjson: self.ndjson,
+        }
+    }
+}
+
+fn text(s: impl Into<String>) -> Value {
+    Value::Text(s.into())
+}
+
+fn csv(header: &[&'static str], rows: Vec<Vec<&str>>) -> Case {
+    Case {
+        header: header.to_vec(),
+        rows: rows
+            .into_iter()
+            .map(|r| {
+                r.into_iter()
+                    .map(|f| if f.is_empty() { Value::Null } else { text(f) })
+                    .collect()
+            })
+            .collect(),
+        ndjson: false,
+    }
+}
+
+// ---- the cases ----
+
+fn numbers_at_the_edges() -> Case {
+    csv(
+        &["i", "r", "mixed"],
+        vec![
+            vec!["-9223372036854775808", "1.5", "7"],
+            vec!["9223372036854775807", "-0.0", "007"],
+            vec!["0", "1e308", "9223372036854775808"],
+            vec!["-1", "2.2250738585072014e-308", "1.0"],
+            vec!["", "", ""],
+            vec!["42", "-1e-5", " 12 "],
+        ],
+    )
+}
+
+fn non_ascii_and_quotes() -> Case {
+    csv(
+        &["名前", "zoë \"quoted\"", "sel;ect"],
+        vec![
+            vec!["Ada Lovelace", "ünïcödé", "😀😀"],
+            vec!["\u{202E}rtl", "e\u{301}", "\u{FEFF}bom inside"],
+            vec!["line\nbreak", "comma, inside", "\"quoted\""],
+            vec!["١٢٣", "１２", "\u{a0}7"],
+        ],
+    )
+}
+
+fn values_past_a_page() -> Case {
+    let big = "þx\"".repeat(40_000);
+    let page = "y".repeat(4_090);
+    csv(
+        &["id", "body", "tail"],
+        vec![
+            vec!["1", &big, "a"],
+            vec!["2", &page, ""],
+            vec!["3", "", &big],
+            vec!["4", "short", "b"],
+        ],
+    )
+}
+
+fn many_rows_across_batches() -> Case {
+    let rows: Vec<Vec<String>> = (0..5_000)
+        .map(|i: i64| {
+            vec![
+                (i * 7919 % 10_007 - 5_000).to_string(),
+                format!("v{}é", i * 31 % 977),
+                if i % 13 == 0 {
+                    String::new()
+                } else {
+                    format!("{}.25", i)
+                },
+            ]
+        })
+        .collect();
+    csv(
+        &["k", "v", "r"],
+        rows.iter()
+            .map(|r| r.iter().map(String::as_str).collect())
+            .collect(),
+    )
+}
+
+fn wide() -> Case {
+    let header: Vec<&'static str> = (0..120)
+        .map(|i| &*Box::leak(format!("c{i}").into_boxed_str()))
+        .collect();
+    let rows: Vec<Vec<String>> = (0..50)
+        .map(|r| {
+            (0..120)
+                .map(|c| match c % 3 {
+                    0 => (r * c).to_string(),
+                    1 => format!("t{r}_{c}"),
+                    _ => String::new(),
+                })
+                .collect()
+        })
+        .collect();
+    csv(
+        &header,
+        rows.iter()
+            .map(|r| r.iter().map(String::as_str).collect())
+            .collect(),
+    )
+}
+
+/// NDJSON: a NUL inside a string, numbers as JSON numbers, nulls, a key first seen late.
+fn ndjson_with_nul() -> Case {
+    Case {
+        header: vec!["s", "n", "x"],
+        rows: vec![
+            vec![text("a\0b"), Value::Integer(i64::MIN), Value::Real(-0.0)],
+            vec![text("é😀"), Value::Integer(3), Value::Null],
+            vec![Value::Null, Value::Integer(i64::MAX), Value::Real(1.5e300)],
+            vec![text(""), Value::Null, Value::Real(0.1)],
+        ],
+        ndjson: true,
+    }
+}
+
+// ---- the writers ----
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Writer {
+    Page,
+    PageTables,
+    SideFile,
+    SideFileAppend,
+    Merge,
+    Sqlite,
+    SqliteTables,
+    Null,
+}
+
+/// The merge's key column.
+const KEY: &str = "merge key";
+
+/// The tables of a case's target, for the several-tables writers.
+const TABLES: [&str; 2] = ["t", "T u"];
+
+/// A table's reference: its declaration as the writer made it, then SQLite's INSERT.
+struct Reference {
+    conn: Connection,
+}
+
+/// A table as SQLite shows it: its columns (name, declared type) and its rows with
+/// their rowids, each value with its storage class.
+type Shown = (Vec<(String, String)>, Vec<Vec<String>>);
+
+fn shown(conn: &Connection, table: &str) -> R<Shown> {
+    let cols = conn
+        .prepare("SELECT name, type FROM pragma_table_info(?1) ORDER BY cid")?
+        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<Vec<(String, String)>>>()?;
+    let mut stmt = conn.prepare(&format!(
+        "SELECT rowid, * FROM {} ORDER BY rowid",
+        quote_ident(table)
+    ))?;
+    let n = stmt.column_count();
+    // Each value with its storage class, reals by their bits (-0.0 is not 0.0).
+    let rows = stmt
+        .query_map([], |r| {
+            (0..n)
+                .map(|i| {
+                    Ok(match r.get::<_, Value>(i)? {
+                        Value::Real(f) => format!("real {:#x}", f.to_bits()),
+                        other => format!("{other:?}"),
+                    })
+                })
+                .collect()
+        })?
+        .collect::<rusqlite::Result<Vec<Vec<String>>>>()?;
+    Ok((cols, rows))
+}
+
+fn declaration(conn: &Connection, table: &str) -> R<String> {
+    Ok(conn.query_row(
+        "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+        [table],
+        |r| r.get(0),
+    )?)
+}
+
+fn check(conn: &Connection) -> R {
+    let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    assert_eq!(ok, "ok");
+    Ok(())
+}
+
+impl Reference {
+    /// `table` made with `create` (the written table's own declaration), rows `before`
+    /// in it, then one INSERT (`upsert`: … ON CONFLICT([`KEY`]) DO UPDATE) per record of
+    /// `case`.
+    fn new(create: &str, table: &str, before: &[Vec<Value>], case: &Case, upsert: bool) -> R<Self> {
+        let conn = Connection::open_in_memory()?;
+        conn.execute_batch(create)?;
+        let (cols, _) = shown(&conn, table)?;
+        let holes = vec!["?"; cols.len()].join(", ");
+        let mut insert = conn.prepare(&format!(
+            "INSERT INTO {} VALUES ({holes})",
+            quote_ident(table)
+        ))?;
+        for row in before {
+            insert.execute(rusqlite::params_from_iter(row))?;
+        }
+        drop(insert);
+        let names: Vec<String> = cols.iter().map(|(n, _)| quote_ident(n)).collect();
+        let mut sql = format!(
+            "INSERT INTO {}({}) VALUES ({})",
+            quote_ident(table),
+            names[..case.header.len()].join(", "),
+            vec!["?"; case.header.len()].join(", ")
+        );
+        if upsert {
+            let set: Vec<String> = names[1..case.header.len()]
+                .iter()
+                .map(|n| format!("{n} = excluded.{n}"))
+                .collect();
+            sql.push_str(&format!(
+                " ON CONFLICT({}) DO UPDATE SET {}",
+                quote_ident(KEY),
+                set.join(", ")
+            ));
+        }
+        let mut stmt = conn.prepare(&sql)?;
+        for r in &case.rows {
+            let bound: Vec<Value> = r
+                .iter()
+                .zip(&cols)
+                .map(|(v, (_, declared))| case.bound(v, declared))
+                .collect();
+            stmt.execute(rusqlite::params_from_iter(bound))?;
+        }
+        drop(stmt);
+        Ok(Reference { conn })
+    }
+}
+
+/// Plans `case` into `db` as the load would, for `writer`'s inputs.
+fn planned<'i>(db: &Path, inputs: &'i [Input], opts: &ImportOptions) -> R<ImportPlan<'i>> {
+    Ok(plan::plan(
+        Dest::File(db),
+        inputs,
+        opts,
+        &Progress::default(),
+    )?)
+}
+
+fn options() -> ImportOptions {
+    ImportOptions {
+        batch_rows: 100,
+        ..ImportOptions::default()
+    }
+}
+
+fn run(writer: Writer, case: Case) -> R {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("out.db");
+    let progress = Progress::default();
+    match writer {
+        Writer::Page => {
+            let inputs = [Input::bytes(case.file_name("t"), case.bytes())];
+            let opts = options();
+            let mut plan = planned(&db, &inputs, &opts)?;
+            assert_eq!(plan.road, Road::NewFile);
+            let mut sink = PageSink::new_file(&db, &opts, &progress);
+            let summary = load(&mut plan, &mut sink, &opts, &progress)?;
+            assert_eq!(summary.rows, case.rows.len() as u64);
+            compare(&db, &["t"], &case, &[], false)
+        }
+        Writer::PageTables | Writer::SqliteTables => {
+            let inputs: Vec<Input> = TABLES
+                .iter()
+                .map(|t| Input::bytes(case.file_name(t), case.bytes()))
+                .collect();
+            let opts = options();
+            let mut plan = planned(&db, &inputs, &opts)?;
+            // Shaped as a copy's tables are: each with an index of its own (the same
+            // wanted name for both, to SQLite's case-blind eyes, when made).
+            plan.shapes = TABLES
+                .iter()
+                .map(|t| TableShape {
+                    table: t.to_string(),
+                    rowid: None,
+                    indexes: vec![IndexSpec::new([case.header[0]], false)],
+                })
+                .collect();
+            let summary = if writer == Writer::PageTables {
+                let mut sink =
+                    PageSink::new_file(&db, &opts, &progress).with_tables(plan.shapes.clone());
+                load(&mut plan, &mut sink, &opts, &progress)?
+            } else {
+                let conn = Connection::open(&db)?;
+                conn.execute_batch("CREATE TABLE other(x); INSERT INTO other VALUES (1)")?;
+                let tx = conn.unchecked_transaction()?;
+                let mut sink =
+                    SqliteSink::new(&tx, &opts, &progress).with_tables(plan.shapes.clone());
+                let summary = load(&mut plan, &mut sink, &opts, &progress)?;
+                drop(sink);
+                tx.commit()?;
+                summary
+            };
+            assert_eq!(summary.rows, 2 * case.rows.len() as u64);
+            compare(&db, &TABLES, &case, &[], false)?;
+            // Every table got its index, built whole.
+            let conn = Connection::open(&db)?;
+            for t in TABLES {
+                let n: i64 =
+                    conn.query_row("SELECT count(*) FROM pragma_index_list(?1)", [t], |r| {
+                        r.get(0)
+                    })?;
+                assert_eq!(n, 1, "{t}");
+            }
+            Ok(())
+        }
+        Writer::SideFile => {
+            Connection::open(&db)?
+                .execute_batch("CREATE TABLE other(x); INSERT INTO other VALUES (1)")?;
+            let inputs = [Input::bytes(case.file_name("t"), case.bytes())];
+            let opts = options();
+            let mut plan = planned(&db, &inputs, &opts)?;
+            assert_eq!(plan.road, Road::SideFile(Durability::Balanced));
+            let mut sink = SideFileSink::new(db.clone(), Durability::Balanced, &opts, &progress);
+            load(&mut plan, &mut sink, &opts, &progress)?;
+            drop(sink);
+            compare(&db, &["t"], &case, &[], false)
+        }
+        Writer::SideFileAppend | Writer::Merge => {
+            let merge = writer == Writer::Merge;
+            let case = if merge { case.keyed() } else { case };
+            let inputs = [Input::bytes(case.file_name("t"), case.bytes())];
+            // The table made beforehand with the types a new table would get, holding
+            // rows: for the merge, every other key of the input's.
+            let mut opts = options();
+            let types = planned(&dir.path().join("new.db"), &inputs, &opts)?.loads[0]
+                .types
+                .clone();
+            let cols: Vec<(String, crate::types::ColumnType)> = case
+                .header
+                .iter()
+                .map(|h| h.to_string())
+                .zip(types)
+                .collect();
+            let key: Vec<String> = if merge { vec![KEY.into()] } else { vec![] };
+            let create = crate::table::create_sql("t", &cols, &key);
+            let before: Vec<Vec<Value>> = (0..case.rows.len() as i64)
+                .filter(|i| i % 2 == 0)
+                .map(|i| {
+                    let mut row = vec![Value::Null; cols.len()];
+                    row[0] = if merge {
+                        Value::Integer(i + 1)
+                    } else {
+                        Value::Text("before".into())
+                    };
+                    row
+                })
+                .collect();
+            {
+                let conn = Connection::open(&db)?;
+                conn.execute_batch(&create)?;
+                let holes = vec!["?"; cols.len()].join(", ");
+                for row in &before {
+                    conn.execute(
+                        &format!("INSERT INTO t VALUES ({holes})"),
+                        rusqlite::params_from_iter(row),
+                    )?;
+                }
+            }
+            if merge {
+                opts.on_conflict = OnConflict::Update;
+                opts.key = vec![KEY.into()];
+            }
+            let mut plan = planned(&db, &inputs, &opts)?;
+            if case.ndjson {
+                // Columns may come after the sample: the plan keeps the side file and
+                // the merge out of it.
+                assert_eq!(plan.road, Road::Sqlite);
+                return Ok(());
+            }
+            if merge {
+                assert_eq!(plan.road, Road::Merge(Durability::Balanced));
+                let mut sink = MergeSink::new(db.clone(), Durability::Balanced, &opts, &progress);
+                load(&mut plan, &mut sink, &opts, &progress)?;
+            } else {
+                assert_eq!(plan.road, Road::SideFile(Durability::Balanced));
+                let mut sink =
+                    SideFileSink::new(db.clone(), Durability::Balanced, &opts, &progress);
+                load(&mut plan, &mut sink, &opts, &progress)?;
+            }
+            compare(&db, &["t"], &case, &before, merge)
+        }
+        Writer::Sqlite => {
+            let inputs = [Input::bytes(case.file_name("t"), case.bytes())];
+            let opts = options();
+            let mut plan = planned(&db, &inputs, &opts)?;
+            let conn = Connection::open(&db)?;
+            let tx = conn.unchecked_transaction()?;
+            let mut sink = SqliteSink::new(&tx, &opts, &progress);
+            load(&mut plan, &mut sink, &opts, &progress)?;
+            drop(sink);
+            tx.commit()?;
+            compare(&db, &["t"], &case, &[], false)
+        }
+        Writer::Null => {
+            let inputs = [Input::bytes(case.file_name("t"), case.bytes())];
+            let opts = options();
+            let mut plan = planned(&db, &inputs, &opts)?;
+            let summary = load(&mut plan, &mut NullSink::default(), &opts, &progress)?;
+            assert_eq!(summary.rows, case.rows.len() as u64);
+            assert!(!db.exists(), "nothing is written");
+            Ok(())
+        }
+    }
+}
+
+/// Each of `tables` in `db` against the reference made with its own declaration, with
+/// `before` in it first; `other`, where the file had it, kept.
+fn compare(db: &Path, tables: &[&str], case: &Case, before: &[Vec<Value>], upsert: bool) -> R {
+    let got = Connection::open(db)?;
+    check(&got)?;
+    for t in tables {
+        let create = declaration(&got, t)?;
+        let want = Reference::new(&create, t, before, case, upsert)?;
+        assert_eq!(shown(&got, t)?, shown(&want.conn, t)?, "table {t}");
+    }
+    let other: bool = got.query_row(
+        "SELECT count(*) FROM sqlite_schema WHERE name = 'other'",
+        [],
+        |r| r.get(0),
+    )?;
+    if other {
+        let x: i64 = got.query_row("SELECT x FROM other", [], |r| r.get(0))?;
+        assert_eq!(x, 1, "the file's other table is kept");
+    }
+    Ok(())
+}
+
+macro_rules! suite {
+    ($($writer:ident: $kind:expr;)*) => {$(
+        mod $writer {
+            use super::*;
+            #[test]
+            fn numbers_at_the_edges() -> R { run($kind, super::numbers_at_the_edges()) }
+            #[test]
+            fn non_ascii_and_quotes() -> R { run($kind, super::non_ascii_and_quotes()) }
+            #[test]
+            fn values_past_a_page() -> R { run($kind, super::values_past_a_page()) }
+            #[test]
+            fn many_rows_across_batches() -> R { run($kind, super::many_rows_across_batches()) }
+            #[test]
+            fn wide() -> R { run($kind, super::wide()) }
+            #[test]
+            fn ndjson_with_nul() -> R { run($kind, super::ndjson_with_nul()) }
+        }
+    )*};
+}
+
+suite! {
+    page: Writer::Page;
+    page_tables: Writer::PageTables;
+    side_file: Writer::SideFile;
+    side_file_append: Writer::SideFileAppend;
+    merge: Writer::Merge;
+    sqlite: Writer::Sqlite;
+    sqlite_tables: Writer::SqliteTables;
+    null: Writer::Null;
+}
