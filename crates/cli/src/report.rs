@@ -8,8 +8,8 @@ pub use liteload_lab::render::count as grouped;
 pub fn made_how(s: &liteload::Summary) -> String {
     let mut how = s.durability.name().to_string();
     match s.engine {
-        Some(liteload::Writer::Direct) => how.push_str(", direct page writer"),
-        Some(liteload::Writer::RqliteBoot) => how.push_str(", booted with a file built here"),
+        Some(liteload::EngineUsed::Direct) => how.push_str(", direct page writer"),
+        Some(liteload::EngineUsed::RqliteBoot) => how.push_str(", booted with a file built here"),
         _ => {}
     }
     if s.verified {

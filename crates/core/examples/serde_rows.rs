@@ -4,7 +4,7 @@
 //! `cargo run --release -p liteload --example serde_rows`
 
 use liteload::Engine;
-use liteload::{import, ImportOptions, Input, Progress, Writer};
+use liteload::{import, EngineUsed, ImportOptions, Input, Progress};
 
 #[derive(serde::Serialize, Debug, PartialEq)]
 struct Reading {
@@ -37,7 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let summary = import(&db, &[input], &opts, &Progress::default())?;
     assert_eq!(
         (summary.rows, summary.engine),
-        (ROWS as u64, Some(Writer::Direct))
+        (ROWS as u64, Some(EngineUsed::Direct))
     );
 
     let conn = rusqlite::Connection::open(&db)?;

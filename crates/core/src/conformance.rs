@@ -32,7 +32,7 @@ use rusqlite::Connection;
 use crate::durability::Durability;
 use crate::import::load;
 use crate::options::{ImportOptions, OnConflict};
-use crate::plan::{self, Dest, ImportPlan, Road, TableShape};
+use crate::plan::{self, Dest, EngineRoute, ImportPlan, TableShape};
 use crate::progress::Progress;
 use crate::schema::quote_ident;
 use crate::sink::merge::MergeSink;
@@ -261,7 +261,7 @@ fn ndjson_with_nul() -> Case {
 // ---- the writers ----
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Writer {
+enum SinkUnderTest {
     Page,
     PageTables,
     SideFile,
@@ -393,28 +393,30 @@ fn options() -> ImportOptions {
     }
 }
 
-fn run(writer: Writer, case: Case) -> R {
+fn run(writer: SinkUnderTest, case: Case) -> R {
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("out.db");
     let progress = Progress::default();
     match writer {
-        Writer::Page => {
+        SinkUnderTest::Page => {
             let inputs = [Input::bytes(case.file_name("t"), case.bytes())];
             let opts = options();
             let mut plan = planned(&db, &inputs, &opts)?;
-            assert_eq!(plan.road, Road::NewFile);
-            let mut sink = PageSink::new_file(&db, &opts, &progress);
+            let rules = plan.rules.clone();
+            assert_eq!(plan.engine, EngineRoute::NewFile);
+            let mut sink = PageSink::new_file(&db, &rules, &progress);
             let summary = load(&mut plan, &mut sink, &opts, &progress)?;
             assert_eq!(summary.rows, case.rows.len() as u64);
             compare(&db, &["t"], &case, &[], false)
         }
-        Writer::PageTables | Writer::SqliteTables => {
+        SinkUnderTest::PageTables | SinkUnderTest::SqliteTables => {
             let inputs: Vec<Input> = TABLES
                 .iter()
                 .map(|t| Input::bytes(case.file_name(t), case.bytes()))
                 .collect();
             let opts = options();
             let mut plan = planned(&db, &inputs, &opts)?;
+            let rules = plan.rules.clone();
             // Shaped as a copy's tables are: each with an index of its own (the same
             // wanted name for both, to SQLite's case-blind eyes, when made).
             plan.shapes = TABLES
@@ -423,18 +425,19 @@ fn run(writer: Writer, case: Case) -> R {
                     table: t.to_string(),
                     rowid: None,
                     indexes: vec![IndexSpec::new([case.header[0]], false)],
+                    ..TableShape::default()
                 })
                 .collect();
-            let summary = if writer == Writer::PageTables {
+            let summary = if writer == SinkUnderTest::PageTables {
                 let mut sink =
-                    PageSink::new_file(&db, &opts, &progress).with_tables(plan.shapes.clone());
+                    PageSink::new_file(&db, &rules, &progress).with_tables(plan.shapes.clone());
                 load(&mut plan, &mut sink, &opts, &progress)?
             } else {
                 let conn = Connection::open(&db)?;
                 conn.execute_batch("CREATE TABLE other(x); INSERT INTO other VALUES (1)")?;
                 let tx = conn.unchecked_transaction()?;
                 let mut sink =
-                    SqliteSink::new(&tx, &opts, &progress).with_tables(plan.shapes.clone());
+                    SqliteSink::new(&tx, &rules, &progress).with_tables(plan.shapes.clone());
                 let summary = load(&mut plan, &mut sink, &opts, &progress)?;
                 drop(sink);
                 tx.commit()?;
@@ -453,20 +456,21 @@ fn run(writer: Writer, case: Case) -> R {
             }
             Ok(())
         }
-        Writer::SideFile => {
+        SinkUnderTest::SideFile => {
             Connection::open(&db)?
                 .execute_batch("CREATE TABLE other(x); INSERT INTO other VALUES (1)")?;
             let inputs = [Input::bytes(case.file_name("t"), case.bytes())];
             let opts = options();
             let mut plan = planned(&db, &inputs, &opts)?;
-            assert_eq!(plan.road, Road::SideFile(Durability::Balanced));
-            let mut sink = SideFileSink::new(db.clone(), Durability::Balanced, &opts, &progress);
+            let rules = plan.rules.clone();
+            assert_eq!(plan.engine, EngineRoute::SideFile(Durability::Balanced));
+            let mut sink = SideFileSink::new(db.clone(), Durability::Balanced, &rules, &progress);
             load(&mut plan, &mut sink, &opts, &progress)?;
             drop(sink);
             compare(&db, &["t"], &case, &[], false)
         }
-        Writer::SideFileAppend | Writer::Merge => {
-            let merge = writer == Writer::Merge;
+        SinkUnderTest::SideFileAppend | SinkUnderTest::Merge => {
+            let merge = writer == SinkUnderTest::Merge;
             let case = if merge { case.keyed() } else { case };
             let inputs = [Input::bytes(case.file_name("t"), case.bytes())];
             // The table made beforehand with the types a new table would get, holding
@@ -511,37 +515,39 @@ fn run(writer: Writer, case: Case) -> R {
                 opts.key = vec![KEY.into()];
             }
             let mut plan = planned(&db, &inputs, &opts)?;
+            let rules = plan.rules.clone();
             if case.ndjson {
                 // Columns may come after the sample: the plan keeps the side file and
                 // the merge out of it.
-                assert_eq!(plan.road, Road::Sqlite);
+                assert_eq!(plan.engine, EngineRoute::Sqlite);
                 return Ok(());
             }
             if merge {
-                assert_eq!(plan.road, Road::Merge(Durability::Balanced));
-                let mut sink = MergeSink::new(db.clone(), Durability::Balanced, &opts, &progress);
+                assert_eq!(plan.engine, EngineRoute::Merge(Durability::Balanced));
+                let mut sink = MergeSink::new(db.clone(), Durability::Balanced, &rules, &progress);
                 load(&mut plan, &mut sink, &opts, &progress)?;
             } else {
-                assert_eq!(plan.road, Road::SideFile(Durability::Balanced));
+                assert_eq!(plan.engine, EngineRoute::SideFile(Durability::Balanced));
                 let mut sink =
-                    SideFileSink::new(db.clone(), Durability::Balanced, &opts, &progress);
+                    SideFileSink::new(db.clone(), Durability::Balanced, &rules, &progress);
                 load(&mut plan, &mut sink, &opts, &progress)?;
             }
             compare(&db, &["t"], &case, &before, merge)
         }
-        Writer::Sqlite => {
+        SinkUnderTest::Sqlite => {
             let inputs = [Input::bytes(case.file_name("t"), case.bytes())];
             let opts = options();
             let mut plan = planned(&db, &inputs, &opts)?;
+            let rules = plan.rules.clone();
             let conn = Connection::open(&db)?;
             let tx = conn.unchecked_transaction()?;
-            let mut sink = SqliteSink::new(&tx, &opts, &progress);
+            let mut sink = SqliteSink::new(&tx, &rules, &progress);
             load(&mut plan, &mut sink, &opts, &progress)?;
             drop(sink);
             tx.commit()?;
             compare(&db, &["t"], &case, &[], false)
         }
-        Writer::Null => {
+        SinkUnderTest::Null => {
             let inputs = [Input::bytes(case.file_name("t"), case.bytes())];
             let opts = options();
             let mut plan = planned(&db, &inputs, &opts)?;
@@ -596,12 +602,12 @@ macro_rules! suite {
 }
 
 suite! {
-    page: Writer::Page;
-    page_tables: Writer::PageTables;
-    side_file: Writer::SideFile;
-    side_file_append: Writer::SideFileAppend;
-    merge: Writer::Merge;
-    sqlite: Writer::Sqlite;
-    sqlite_tables: Writer::SqliteTables;
-    null: Writer::Null;
+    page: SinkUnderTest::Page;
+    page_tables: SinkUnderTest::PageTables;
+    side_file: SinkUnderTest::SideFile;
+    side_file_append: SinkUnderTest::SideFileAppend;
+    merge: SinkUnderTest::Merge;
+    sqlite: SinkUnderTest::Sqlite;
+    sqlite_tables: SinkUnderTest::SqliteTables;
+    null: SinkUnderTest::Null;
 }

@@ -18,7 +18,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 use crate::options::ImportOptions;
 use crate::pipeline::{self, Rejects};
-use crate::plan::{self, cause_hint, Dest, ImportPlan, Road};
+use crate::plan::{self, cause_hint, Dest, EngineRoute, ImportPlan};
 use crate::progress::Progress;
 use crate::sink::merge::MergeSink;
 use crate::sink::page::PageSink;
@@ -27,7 +27,7 @@ use crate::sink::sqlite::file as run;
 use crate::sink::sqlite::SqliteSink;
 use crate::sink::{Begun, NullSink, Sampled, Sink};
 use crate::source::Input;
-use crate::summary::{self, Durable, Summary, Writer};
+use crate::summary::{self, Durable, EngineUsed, Summary};
 
 /// Loads `inputs` into the database at `db`. On error the database is as it was before
 /// the call (see [`crate::durability`]); a rejects file may hold what was skipped.
@@ -103,7 +103,8 @@ pub fn import_into_connection(
     conn.execute_batch("SAVEPOINT liteload_import")
         .map_err(|e| Error::sqlite("beginning the load", e))?;
     let loaded = plan::plan(Dest::Connection, inputs, opts, progress).and_then(|mut plan| {
-        let mut sink = SqliteSink::new(conn, opts, progress);
+        let rules = plan.rules.clone();
+        let mut sink = SqliteSink::new(conn, &rules, progress);
         load(&mut plan, &mut sink, opts, progress)
     });
     match loaded
@@ -113,7 +114,7 @@ pub fn import_into_connection(
         Ok(mut summary) => {
             conn.execute_batch("RELEASE liteload_import")
                 .map_err(|e| Error::sqlite("ending the load", e))?;
-            summary.engine = Some(Writer::Sqlite);
+            summary.engine = Some(EngineUsed::Sqlite);
             summary.durability = Durable::Callers;
             summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
             summary::finish(&mut summary, start);
@@ -151,25 +152,26 @@ pub(crate) fn write(
     progress: &Progress,
     start: Instant,
 ) -> Result<Summary> {
-    let shapes = plan.shapes.clone();
-    let mut summary = match plan.road {
-        Road::Null => load(plan, &mut NullSink::default(), opts, progress)?,
-        Road::NewFile => {
-            let mut sink = PageSink::new_file(db, opts, progress);
+    // The writer is told the plan's rules, never the options.
+    let (shapes, rules) = (plan.shapes.clone(), plan.rules.clone());
+    let mut summary = match plan.engine {
+        EngineRoute::Null => load(plan, &mut NullSink::default(), opts, progress)?,
+        EngineRoute::NewFile => {
+            let mut sink = PageSink::new_file(db, &rules, progress);
             if !shapes.is_empty() {
                 sink = sink.with_tables(shapes);
             }
             load(plan, &mut sink, opts, progress)?
         }
-        Road::SideFile(durability) => {
-            let mut sink = SideFileSink::new(db.to_path_buf(), durability, opts, progress);
+        EngineRoute::SideFile(durability) => {
+            let mut sink = SideFileSink::new(db.to_path_buf(), durability, &rules, progress);
             load(plan, &mut sink, opts, progress)?
         }
-        Road::Merge(durability) => {
-            let mut sink = MergeSink::new(db.to_path_buf(), durability, opts, progress);
+        EngineRoute::Merge(durability) => {
+            let mut sink = MergeSink::new(db.to_path_buf(), durability, &rules, progress);
             load(plan, &mut sink, opts, progress)?
         }
-        Road::Sqlite => {
+        EngineRoute::Sqlite => {
             return run::through_sqlite(
                 db,
                 opts.durability,
@@ -178,14 +180,14 @@ pub(crate) fn write(
                 start,
                 Summary::default(),
                 |conn, summary| {
-                    let mut sink = SqliteSink::new(conn, opts, progress).with_tables(shapes);
+                    let mut sink = SqliteSink::new(conn, &rules, progress).with_tables(shapes);
                     *summary = load(plan, &mut sink, opts, progress)?;
                     Ok(())
                 },
             )
         }
     };
-    if plan.road != Road::Null {
+    if plan.engine != EngineRoute::Null {
         summary.db_bytes = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
     }
     summary::finish(&mut summary, start);
@@ -212,7 +214,8 @@ pub(crate) fn load(
     for load in &mut plan.loads {
         let mut src = load.source(opts, progress, &mut summary)?;
         let sampled = Sampled {
-            input: &load.inputs[0],
+            name: &load.name,
+            input: load.inputs.first(),
             table: &load.table,
             columns: &load.columns,
             types: &load.types,
@@ -231,14 +234,19 @@ pub(crate) fn load(
         if sink.wants_records() {
             src.make_records();
         }
-        let rows = pipeline::run(
-            src.as_mut(),
-            sink,
-            opts.batch_rows,
-            progress,
-            &rejects,
-            &mut summary,
-        )?;
+        // A source that writes its own pages (generate's) hands them to a writer that
+        // takes them (the page writer's new table); every other pair goes by batches.
+        let rows = match sink.take_pages(src.as_mut(), progress) {
+            Some(rows) => rows?,
+            None => pipeline::run(
+                src.as_mut(),
+                sink,
+                opts.batch_rows,
+                progress,
+                &rejects,
+                &mut summary,
+            )?,
+        };
         summary.rows += rows;
         if let [input @ Input::Path(_)] = load.inputs {
             summary.files.push(crate::summary::LoadedFile {
@@ -285,13 +293,13 @@ mod tests {
         db: &Path,
         csv: &str,
         opts: &ImportOptions,
-        road: fn(Road) -> bool,
+        engine: fn(EngineRoute) -> bool,
         change: &str,
     ) -> R {
         let inputs = [Input::bytes("t.csv", csv.as_bytes().to_vec())];
         let progress = Progress::default();
         let mut plan = plan::plan(Dest::File(db), &inputs, opts, &progress)?;
-        assert!(road(plan.road), "{:?}", plan.road);
+        assert!(engine(plan.engine), "{:?}", plan.engine);
         let before = {
             let conn = Connection::open(db)?;
             conn.execute_batch(change)?;
@@ -332,7 +340,7 @@ mod tests {
         let db = dir.path().join("a.db");
         Connection::open(&db)?
             .execute_batch("CREATE TABLE t(a INTEGER, b TEXT); INSERT INTO t VALUES (1, 'x')")?;
-        let side = |r: Road| matches!(r, Road::SideFile(_));
+        let side = |r: EngineRoute| matches!(r, EngineRoute::SideFile(_));
         // A column added: the input no longer has the table's columns.
         changed_after_plan(
             &db,
@@ -371,7 +379,7 @@ mod tests {
             &db,
             "a,b\n1,y\n2,z\n",
             &opts,
-            |r| matches!(r, Road::Merge(_)),
+            |r| matches!(r, EngineRoute::Merge(_)),
             "CREATE UNIQUE INDEX u ON t(b)",
         )
     }

@@ -70,7 +70,9 @@ pub use plan::read_plan;
 pub use progress::{Progress, Stage};
 pub use schema::quote_ident;
 pub use source::{Encoding, Format, Input, Nulls, Ragged, ReadOptions};
-pub use summary::{Durable, Sniffed, Summary, Writer};
+#[allow(deprecated)]
+pub use summary::Writer;
+pub use summary::{Durable, EngineUsed, Sniffed, Summary};
 pub use table::{IfExists, IndexSpec};
 pub use types::{ColumnType, Lexeme, TypeGuess};
 

@@ -98,6 +98,7 @@ mod tests {
                     IndexSpec::new(["na\"me"], false),
                     IndexSpec::new(["r", "id"], true),
                 ],
+                ..TableShape::default()
             },
             batch,
         })
@@ -124,6 +125,7 @@ mod tests {
                 table: "pla;in".into(),
                 rowid: None,
                 indexes: vec![IndexSpec::new(["select"], false)],
+                ..TableShape::default()
             },
             batch,
         })
@@ -389,6 +391,7 @@ mod tests {
                     table: table.into(),
                     rowid: None,
                     indexes,
+                    ..TableShape::default()
                 },
                 batch,
             }

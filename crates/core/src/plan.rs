@@ -1,7 +1,7 @@
 //! The plan of a load ([`ImportPlan`]), made from the options and the inputs before any
 //! writer is touched: per load (an input, or typed inputs of one schema) how it is read
-//! and which table it goes to, and the one writer that takes them all ([`Road`]),
-//! chosen in [`choose_road`] for the library, the command and the Python package alike.
+//! and which table it goes to, and the one writer that takes them all ([`EngineRoute`]),
+//! chosen in [`choose_engine`] for the library, the command and the Python package alike.
 //!
 //! The first load's inputs, and every input that can be read only once (standard input,
 //! a reader, the program's rows), are opened and sampled here, so their columns and
@@ -40,9 +40,12 @@ pub(crate) enum Dest<'a> {
     Cluster,
 }
 
-/// The writer a plan chose.
+/// The engine a plan chose, and how it enters the target: the one word for the writer
+/// choice is "engine" ([`Engine`] is what the options ask, [`crate::EngineUsed`] what
+/// the summary reports; each engine writes through a sink, the direct one's being the
+/// page writer's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Road {
+pub(crate) enum EngineRoute {
     /// The page writer builds a new file beside its name and puts it in place.
     NewFile,
     /// The page writer builds a side file beside an existing database, which SQLite's
@@ -64,7 +67,7 @@ pub(crate) enum Road {
 
 /// How a table of a load of several tables (a copy of a database) is made: its name,
 /// key and indexes come from the source's schema, not from the options.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct TableShape {
     /// The table's name, free in the load and in the target file (see [`plan_tables`]).
     pub(crate) table: String,
@@ -73,12 +76,105 @@ pub(crate) struct TableShape {
     pub(crate) rowid: Option<String>,
     /// Its indexes, built after its rows, when the load makes the table.
     pub(crate) indexes: Vec<crate::table::IndexSpec>,
+    /// The CREATE TABLE a table of a spec is made with (generate's: its columns,
+    /// constraints and rowid column, which the rows leave out), when the load makes it.
+    pub(crate) declared: Option<String>,
+    /// For a table of a spec that existed when planned: what the plan read of it, which
+    /// the writer finds again inside its transaction or fails.
+    pub(crate) continued: Option<Continued>,
+}
+
+/// A table whose rows a load of a spec continues (generate into a table it made
+/// before): the source numbered its rows from `last_rowid + 1`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Continued {
+    /// Its columns, in order: exactly the spec's.
+    pub(crate) columns: Vec<String>,
+    /// Its largest rowid (0 when empty).
+    pub(crate) last_rowid: i64,
+}
+
+impl Continued {
+    /// What `table` is in `conn` now: `None` when there is no such table.
+    pub(crate) fn read(
+        conn: &rusqlite::Connection,
+        table: &str,
+    ) -> Result<Option<(String, Continued)>> {
+        let Some((actual, cols)) = crate::table::existing_columns(conn, table)? else {
+            return Ok(None);
+        };
+        let sql = format!(
+            "SELECT coalesce(max(rowid), 0) FROM {}",
+            crate::schema::quote_ident(&actual)
+        );
+        let last_rowid = conn
+            .query_row(&sql, [], |r| r.get(0))
+            .map_err(|e| Error::sqlite("reading the largest rowid", e))?;
+        let columns = cols.into_iter().map(|c| c.name).collect();
+        Ok(Some((
+            actual,
+            Continued {
+                columns,
+                last_rowid,
+            },
+        )))
+    }
+}
+
+/// What the writers are told of the options, once the plan checked them: how a table
+/// is made or taken, and the writer's own settings. Sinks read these, never the
+/// options (which also hold how inputs are read, and the command's concerns).
+#[derive(Clone, Debug)]
+pub(crate) struct WriteRules {
+    /// What an existing table does: append, replace or fail.
+    pub(crate) if_exists: crate::table::IfExists,
+    /// The primary key of a table the load makes.
+    pub(crate) pk: Vec<String>,
+    /// What a row whose key is taken does, and the key (empty: the table's own).
+    pub(crate) on_conflict: crate::OnConflict,
+    pub(crate) key: Vec<String>,
+    /// Whether columns the table lacks are added to it.
+    pub(crate) alter: bool,
+    /// Indexes made after the rows.
+    pub(crate) indexes: Vec<crate::table::IndexSpec>,
+    /// Columns whose type the options give: that type stands over the one the table
+    /// declares, and no side file takes the load (it would keep the table's).
+    pub(crate) typed_columns: Vec<String>,
+    /// The page writer's: bytes of index entries held before they spill, whether SQLite
+    /// checks the written file, and the page size of a new file.
+    pub(crate) index_memory: usize,
+    pub(crate) verify: bool,
+    pub(crate) page_size: Option<u32>,
+    /// SQLite's path: the cap on rows per INSERT statement.
+    pub(crate) rows_per_statement: usize,
+}
+
+impl WriteRules {
+    /// The rules `opts` give.
+    pub(crate) fn of(opts: &ImportOptions) -> WriteRules {
+        WriteRules {
+            if_exists: opts.if_exists,
+            pk: opts.pk.clone(),
+            on_conflict: opts.on_conflict,
+            key: opts.key.clone(),
+            alter: opts.alter,
+            indexes: opts.indexes.clone(),
+            typed_columns: opts.types.iter().map(|(n, _)| n.clone()).collect(),
+            index_memory: opts.index_memory,
+            verify: opts.verify,
+            page_size: opts.file.page_size,
+            rows_per_statement: opts.rows_per_statement,
+        }
+    }
 }
 
 /// One load of a plan: inputs read together into one table.
 pub(crate) struct Load<'i> {
-    /// One input, or typed inputs (Parquet, Arrow) of one schema.
+    /// One input, or typed inputs (Parquet, Arrow) of one schema; none for rows the
+    /// program makes (generate's).
     pub(crate) inputs: &'i [Input],
+    /// The name messages give the rows' source.
+    pub(crate) name: String,
     /// How they are read (format, delimiter, quote, header, encoding, …).
     pub(crate) read: ReadOptions,
     /// The table they go to, as the options or the file name give it.
@@ -98,7 +194,9 @@ pub(crate) struct Load<'i> {
 /// A load's plan: its loads in order and the writer.
 pub(crate) struct ImportPlan<'i> {
     pub(crate) loads: Vec<Load<'i>>,
-    pub(crate) road: Road,
+    pub(crate) engine: EngineRoute,
+    /// What the writer is told of the options.
+    pub(crate) rules: WriteRules,
     /// For a load of several tables, each load's table as the source's schema gives it
     /// (in load order); empty when the options shape the tables.
     pub(crate) shapes: Vec<TableShape>,
@@ -137,6 +235,7 @@ pub(crate) fn plan<'i>(
         }));
         loads.push(Load {
             inputs,
+            name: input.display_name(),
             read,
             table: table_name(input, opts)?,
             columns: vec![],
@@ -157,10 +256,11 @@ pub(crate) fn plan<'i>(
         load.source = Some(sampled.src);
         load.sampled = true;
     }
-    let road = choose_road(dest, &loads, false, opts)?;
+    let engine = choose_engine(dest, &loads, false, opts)?;
     Ok(ImportPlan {
         loads,
-        road,
+        engine,
+        rules: WriteRules::of(opts),
         shapes: vec![],
         sniffed,
         notes,
@@ -189,6 +289,7 @@ pub(crate) fn plan_tables<'i>(
     for (i, shape) in shapes.iter().enumerate() {
         let mut load = Load {
             inputs: &inputs[i..i + 1],
+            name: inputs[i].display_name(),
             read: read.clone(),
             table: shape.table.clone(),
             columns: vec![],
@@ -203,13 +304,71 @@ pub(crate) fn plan_tables<'i>(
         load.sampled = true;
         loads.push(load);
     }
-    let road = choose_road(dest, &loads, true, opts)?;
+    let engine = choose_engine(dest, &loads, true, opts)?;
     Ok(ImportPlan {
         loads,
-        road,
+        engine,
+        rules: WriteRules::of(opts),
         shapes,
         sniffed: vec![],
         notes,
+        locale_hints: vec![],
+    })
+}
+
+/// Plans the rows a program makes (generate's) into the table `shape` describes: one
+/// load, named `name`, of `columns` of `types`, whose source `make` builds given the
+/// rowid its first row takes. Into an existing file the table is read now (without a
+/// lock): one there must have exactly `spec_columns` (the table's, the rowid column
+/// included), and the rows continue its rowids; the writer finds it the same inside its
+/// transaction, or fails with nothing written. Only SQLite's path reads the file: the
+/// page writer makes a new one, and parsing alone writes none.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn plan_source(
+    dest: Dest<'_>,
+    mut shape: TableShape,
+    spec_columns: &[String],
+    name: &str,
+    columns: Vec<String>,
+    types: Vec<ColumnType>,
+    make: impl FnOnce(i64) -> Box<dyn Source>,
+    opts: &ImportOptions,
+) -> Result<ImportPlan<'static>> {
+    let engine = choose_engine(dest, &[], true, opts)?;
+    let mut first_rowid = 1;
+    if let (Dest::File(db), EngineRoute::Sqlite) = (dest, engine) {
+        if db.exists() {
+            let conn = rusqlite::Connection::open_with_flags(
+                db,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(|e| Error::sqlite(format!("opening {}", db.display()), e))?;
+            if let Some((actual, continued)) = Continued::read(&conn, &shape.table)? {
+                crate::table::check_same_columns(&actual, &continued.columns, spec_columns)?;
+                first_rowid = continued.last_rowid + 1;
+                shape.table = actual;
+                shape.continued = Some(continued);
+            }
+        }
+    }
+    let load = Load {
+        inputs: &[],
+        name: name.to_string(),
+        read: ReadOptions::default(),
+        table: shape.table.clone(),
+        columns,
+        types,
+        source: Some(make(first_rowid)),
+        sampled: true,
+    };
+    Ok(ImportPlan {
+        loads: vec![load],
+        engine,
+        rules: WriteRules::of(opts),
+        shapes: vec![shape],
+        sniffed: vec![],
+        notes: vec![],
         locale_hints: vec![],
     })
 }
@@ -272,51 +431,62 @@ fn name_tables(dest: Dest<'_>, shapes: &mut [TableShape], notes: &mut Vec<String
     Ok(())
 }
 
-/// The one place the writer is chosen (see [`Engine`] for the rule of `Auto`). A load
-/// of `several` tables shaped by their source (a copy of a database) takes the page
-/// writer into a new file, else SQLite's path.
-fn choose_road(
+/// The one place the writer is chosen (see [`Engine`] for the rule of `Auto`). Loads
+/// whose tables are shaped by their source (`several`: a copy of a database, or
+/// generate's rows) take the page writer into a new file, else SQLite's path.
+fn choose_engine(
     dest: Dest<'_>,
     loads: &[Load<'_>],
     several: bool,
     opts: &ImportOptions,
-) -> Result<Road> {
+) -> Result<EngineRoute> {
     let db = match dest {
-        Dest::Connection | Dest::Cluster => return Ok(Road::Sqlite),
-        Dest::File(_) if opts.parse_only => return Ok(Road::Null),
+        Dest::Connection | Dest::Cluster => return Ok(EngineRoute::Sqlite),
+        Dest::File(_) if opts.parse_only => return Ok(EngineRoute::Null),
         Dest::File(db) => db,
     };
     if several {
+        if opts.engine == Engine::Direct
+            && !matches!(opts.durability, None | Some(Durability::AtomicNew))
+        {
+            return Err(Error::usage(
+                "the direct engine writes a new file (durability atomic-new), not another profile",
+            )
+            .with_hint(Hint::SqliteEngine));
+        }
+        if opts.engine == Engine::Direct {
+            destination::refuse_existing(db)?;
+        }
         return Ok(
             if new_file_by_pages(opts.engine, db, opts.durability, || true) {
-                Road::NewFile
+                EngineRoute::NewFile
             } else {
-                Road::Sqlite
+                EngineRoute::Sqlite
             },
         );
     }
     if opts.on_conflict != crate::OnConflict::Fail && opts.engine == Engine::Auto {
         // SQLite's path reports what keeps the merge out, if anything.
         return Ok(match merge(db, loads, opts) {
-            Ok(Some(durability)) => Road::Merge(durability),
-            Ok(None) | Err(_) => Road::Sqlite,
+            Ok(Some(durability)) => EngineRoute::Merge(durability),
+            Ok(None) | Err(_) => EngineRoute::Sqlite,
         });
     }
     let fits = page_writer_refusal(loads, opts).is_none();
     match opts.engine {
-        Engine::Sqlite => Ok(Road::Sqlite),
-        Engine::Auto if !fits => Ok(Road::Sqlite),
+        Engine::Sqlite => Ok(EngineRoute::Sqlite),
+        Engine::Auto if !fits => Ok(EngineRoute::Sqlite),
         Engine::Auto if !db.exists() => Ok(
             if new_file_by_pages(opts.engine, db, opts.durability, || true) {
-                Road::NewFile
+                EngineRoute::NewFile
             } else {
-                Road::Sqlite
+                EngineRoute::Sqlite
             },
         ),
         Engine::Auto => Ok(match side_file(db, &loads[0], opts) {
-            Ok(Some(durability)) => Road::SideFile(durability),
+            Ok(Some(durability)) => EngineRoute::SideFile(durability),
             // SQLite's path reports what keeps the side file out, if anything.
-            Ok(None) | Err(_) => Road::Sqlite,
+            Ok(None) | Err(_) => EngineRoute::Sqlite,
         }),
         Engine::Direct => {
             if let Some(why) = page_writer_refusal(loads, opts) {
@@ -326,7 +496,7 @@ fn choose_road(
             }
             if db.exists() && opts.durability != Some(Durability::AtomicNew) {
                 return match side_file(db, &loads[0], opts)? {
-                    Some(durability) => Ok(Road::SideFile(durability)),
+                    Some(durability) => Ok(EngineRoute::SideFile(durability)),
                     None => Err(side_file_refusal(db)),
                 };
             }
@@ -337,7 +507,7 @@ fn choose_road(
                 )
                 .with_hint(Hint::SqliteEngine));
             }
-            Ok(Road::NewFile)
+            Ok(EngineRoute::NewFile)
         }
     }
 }

@@ -199,6 +199,7 @@ fn copy_once(
             table: t.name.clone(),
             rowid: t.rowid.map(|k| t.columns[k].name.clone()),
             indexes: t.indexes.clone(),
+            ..TableShape::default()
         });
     }
     let mut summary = load_tables(db, &inputs, shapes, workers.min(4), opts, progress, start)?;

@@ -5,14 +5,15 @@ use std::time::Instant;
 
 use crate::durability::Durability;
 
-/// Which writer made the file.
+/// The engine that wrote the load (the summary's `engine`): what [`crate::Engine`]
+/// asked for, as the plan resolved it, or the cluster's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
-pub enum Writer {
+pub enum EngineUsed {
     /// SQLite's own insert path.
     Sqlite,
-    /// The direct page writer.
+    /// The direct page writer (a new file, or a side file SQLite's transfer copies in).
     Direct,
     /// Rows sent to an rqlite cluster in `?transaction` requests ([`crate::rqlite`]).
     Rqlite,
@@ -21,14 +22,18 @@ pub enum Writer {
     RqliteBoot,
 }
 
-impl Writer {
+/// The former name of [`EngineUsed`].
+#[deprecated(note = "renamed EngineUsed: the writer choice is called the engine everywhere")]
+pub type Writer = EngineUsed;
+
+impl EngineUsed {
     /// Its name in summaries: `sqlite`, `direct`, `rqlite`, `rqlite-boot`.
     pub fn name(self) -> &'static str {
         match self {
-            Writer::Sqlite => "sqlite",
-            Writer::Direct => "direct",
-            Writer::Rqlite => "rqlite",
-            Writer::RqliteBoot => "rqlite-boot",
+            EngineUsed::Sqlite => "sqlite",
+            EngineUsed::Direct => "direct",
+            EngineUsed::Rqlite => "rqlite",
+            EngineUsed::RqliteBoot => "rqlite-boot",
         }
     }
 }
@@ -107,7 +112,7 @@ pub struct Summary {
     /// What the load promises about its data on disk.
     pub durability: Durable,
     /// Which writer made the file; `None` when nothing was written.
-    pub engine: Option<Writer>,
+    pub engine: Option<EngineUsed>,
     /// The direct engine had SQLite check the file (`--verify`) before putting it in place.
     pub verified: bool,
     /// The cap on rows per INSERT statement (0 for the page writer).

@@ -334,6 +334,26 @@ impl IndexSpec {
     }
 }
 
+/// Refuses to add rows to an existing table `actual` (with columns `have`) unless the
+/// spec's columns `names` are the same, in the same order.
+pub(crate) fn check_same_columns(actual: &str, have: &[String], names: &[String]) -> Result<()> {
+    let same = have.len() == names.len()
+        && have
+            .iter()
+            .zip(names)
+            .all(|(a, b)| a.eq_ignore_ascii_case(b));
+    if same {
+        return Ok(());
+    }
+    Err(crate::error::Error::schema(format!(
+        "table {} exists with columns ({}), but the spec has ({})",
+        crate::schema::quote_ident(actual),
+        have.join(", "),
+        names.join(", ")
+    ))
+    .with_hint(crate::error::Hint::OtherTable))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use liteload::{import, Engine, ImportOptions, IndexSpec, Input, Progress, Writer};
+use liteload::{import, Engine, EngineUsed, ImportOptions, IndexSpec, Input, Progress};
 use proptest::prelude::*;
 use rusqlite::types::Value;
 
@@ -150,7 +150,7 @@ fn existing(path: &Path, declared: Option<&[usize]>) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn load(db: &Path, csv: &Path, engine: Engine, index: bool) -> Result<Writer, liteload::Error> {
+fn load(db: &Path, csv: &Path, engine: Engine, index: bool) -> Result<EngineUsed, liteload::Error> {
     let mut opts = ImportOptions::default();
     opts.table = Some("t".into());
     opts.engine = engine;
@@ -203,7 +203,7 @@ proptest! {
             if f == "a.csv" {
                 if let Ok(w) = got {
                     // A new table, or the empty hand-written one: through the side file.
-                    prop_assert_eq!(w, Writer::Direct);
+                    prop_assert_eq!(w, EngineUsed::Direct);
                 }
             }
         }

@@ -8,7 +8,7 @@
 //! with the table's own definition (records copied by SQLite's transfer).
 
 use liteload::rusqlite::{types::Value as Sql, Connection};
-use liteload::{import, Engine, ImportOptions, Input, Nulls, Progress, Writer};
+use liteload::{import, Engine, EngineUsed, ImportOptions, Input, Nulls, Progress};
 use proptest::prelude::*;
 
 mod support;
@@ -94,7 +94,7 @@ fn read_rows(c: &Connection) -> Vec<Vec<Sql>> {
 
 /// Loads `text` into a new database holding `shape` with `engine` and `nulls`; returns
 /// the outcome and the writer the summary names.
-fn load(shape: &Shape, text: &str, engine: Engine, nulls: Nulls) -> (Outcome, Option<Writer>) {
+fn load(shape: &Shape, text: &str, engine: Engine, nulls: Nulls) -> (Outcome, Option<EngineUsed>) {
     load_with(shape, text, engine, nulls, None)
 }
 
@@ -104,7 +104,7 @@ fn load_with(
     engine: Engine,
     nulls: Nulls,
     index_memory: Option<usize>,
-) -> (Outcome, Option<Writer>) {
+) -> (Outcome, Option<EngineUsed>) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
     Connection::open(&db)
@@ -194,7 +194,7 @@ fn check(shape: &Shape, rows: &[Vec<(String, bool)>], nulls: Nulls) {
     // The same reasons as SQLite's own path gives through liteload.
     assert_eq!(ours, by_sqlite, "{}\n{text}", shape.ddl);
     if refused_ref.is_empty() {
-        assert_eq!(writer, Some(Writer::Direct), "{}\n{text}", shape.ddl);
+        assert_eq!(writer, Some(EngineUsed::Direct), "{}\n{text}", shape.ddl);
     }
 }
 
@@ -285,7 +285,7 @@ fn keys_repeated_in_spilled_entries_are_refused_too() {
         "{:?}",
         ours.refused
     );
-    assert_eq!(writer, Some(Writer::Sqlite));
+    assert_eq!(writer, Some(EngineUsed::Sqlite));
     let (by_sqlite, _) = load(shape, &text, Engine::Sqlite, Nulls::Typed);
     assert_eq!(ours, by_sqlite);
     // Without the repeat: the side file, its entries merged from the runs.
@@ -295,7 +295,10 @@ fn keys_repeated_in_spilled_entries_are_refused_too() {
         .map(|l| format!("{l}\n"))
         .collect();
     let (ours, writer) = load_with(shape, &clean, Engine::Auto, Nulls::Typed, Some(64 << 10));
-    assert_eq!((ours.rows.len(), writer), (20_001, Some(Writer::Direct)));
+    assert_eq!(
+        (ours.rows.len(), writer),
+        (20_001, Some(EngineUsed::Direct))
+    );
 }
 
 /// A refused row past the errors allowed fails the load as a whole: the table stays

@@ -32,8 +32,8 @@ use liteload::arrow_array::{
     ArrayRef, BinaryArray, Float64Array, Int64Array, RecordBatch, RecordBatchIterator, StringArray,
 };
 use liteload::{
-    import, import_into_connection, quote_ident, Engine, ErrorKind, ImportOptions, Input, Progress,
-    Summary, Writer,
+    import, import_into_connection, quote_ident, Engine, EngineUsed, ErrorKind, ImportOptions,
+    Input, Progress, Summary,
 };
 use rusqlite::types::Value;
 use rusqlite::Connection;
@@ -875,7 +875,7 @@ fn run(sink: Sink, case: &Case) -> R<Outcome> {
                     // The side file and transfer wherever the page writer can take the
                     // case (a primary key sends it through SQLite's insert path).
                     let side_file = opts.pk.is_empty();
-                    assert_eq!(summary.engine == Some(Writer::Direct), side_file);
+                    assert_eq!(summary.engine == Some(EngineUsed::Direct), side_file);
                     let conn = Connection::open(&db)?;
                     // The file was in rollback-journal mode; a load that commits leaves
                     // it in WAL mode, whichever path wrote it (docs/import.md).
@@ -914,7 +914,7 @@ fn run(sink: Sink, case: &Case) -> R<Outcome> {
             assert_eq!(kept, "kept");
             match result {
                 Ok(summary) => {
-                    assert_eq!(summary.engine, Some(Writer::Rqlite));
+                    assert_eq!(summary.engine, Some(EngineUsed::Rqlite));
                     table_outcome(&conn, summary)?
                 }
                 Err(e) => Outcome::Refused(e),

@@ -770,7 +770,7 @@ fn report(a: &ImportArgs, s: &Summary) -> std::io::Result<()> {
             String::new()
         } else {
             match s.engine {
-                Some(liteload::Writer::Rqlite) => {
+                Some(liteload::EngineUsed::Rqlite) => {
                     format!("; {} ({})", super::rqlite::shown(&a.db), made_how(s))
                 }
                 _ => format!(

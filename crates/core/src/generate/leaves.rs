@@ -14,7 +14,7 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use liteload_btree::{Leaves, RecordBuilder, SeqFile, TableWriter};
 
 use super::rng::Rng;
-use super::source::CHUNK_ROWS;
+use super::rng::CHUNK_ROWS;
 use super::spec::{ColumnSpec, Drawn, Gen};
 use crate::error::{Error, Result};
 use crate::progress::Progress;

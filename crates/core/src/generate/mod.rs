@@ -1,5 +1,8 @@
-//! `generate`: synthetic tables, deterministic for a seed, loaded through the same
-//! pipeline and durability profiles as `import`.
+//! `generate`: synthetic tables, deterministic for a seed, loaded as `import` loads:
+//! one plan (the generator is the load's source, the spec's declaration its table's;
+//! the engine chosen by the same rule), written by [`crate::import`]'s writers. Into a
+//! new file the page writer takes the rows as whole leaves the generator fills on every
+//! core (`leaves.rs`); elsewhere they go by batches.
 
 mod leaves;
 pub mod rng;
@@ -9,23 +12,16 @@ pub mod spec;
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::options::Engine;
-use crate::sink::page::file as direct_engine;
-use rusqlite::Connection;
-
 use crate::durability::{Durability, FileSettings};
-use crate::error::{Error, Hint, Result};
-use crate::pipeline::{self, Rejects};
+use crate::error::{Error, Result};
+use crate::import;
+use crate::options::{Engine, ImportOptions};
+use crate::plan::{self, Dest, TableShape};
 use crate::progress::Progress;
-use crate::schema::quote_ident;
-use crate::sink::sqlite::file as run;
-use crate::sink::sqlite::Inserter;
-use crate::sink::NullSink;
-use crate::summary::{self, Durable, Summary};
-use crate::table;
+use crate::summary::Summary;
+use crate::table::IfExists;
 pub use source::{GeneratorSource, CHUNK_ROWS};
 pub use spec::{default_columns, ColumnSpec, Gen};
 
@@ -117,156 +113,118 @@ fn generate_with(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resu
     let start = Instant::now();
     validate(opts)?;
     progress.rows_total.store(opts.rows, Ordering::Relaxed);
-    let rejects = Mutex::new(Rejects::new(None, None)?);
-    let mut summary = Summary {
-        tables: vec![opts.table.clone()],
-        rows_per_statement: 1,
-        ..Summary::default()
-    };
-    if opts.generate_only {
-        let mut src =
-            GeneratorSource::new(opts.columns.clone(), opts.rows, opts.seed, 1, opts.threads);
-        summary.rows = pipeline::run(
-            &mut src,
-            &mut NullSink::default(),
-            CHUNK_ROWS as usize,
-            progress,
-            &rejects,
-            &mut summary,
-        )?;
-        summary.durability = Durable::NotWritten;
-        summary::finish(&mut summary, start);
-        return Ok(summary);
+    let (mut plan, load_opts) = plan_generate(db, opts)?;
+    let mut summary = import::write(db, &mut plan, &load_opts, progress, start)?;
+    if summary.tables.is_empty() {
+        summary.tables.push(opts.table.clone());
     }
-    if crate::plan::new_file_by_pages(opts.engine, db, opts.durability, || true) {
-        return generate_direct(db, opts, progress, summary, start);
-    }
-    let load = |conn: &Connection, summary: &mut Summary| -> Result<()> {
-        let names: Vec<String> = opts.columns.iter().map(|c| c.name.clone()).collect();
-        let first_rowid = match table::existing_columns(conn, &opts.table)? {
-            Some((actual, cols)) => {
-                let have: Vec<String> = cols.iter().map(|c| c.name.clone()).collect();
-                check_same_columns(&actual, &have, &names)?;
-                let max: i64 = conn
-                    .query_row(
-                        &format!(
-                            "SELECT coalesce(max(rowid), 0) FROM {}",
-                            quote_ident(&actual)
-                        ),
-                        [],
-                        |r| r.get(0),
-                    )
-                    .map_err(|e| Error::sqlite("reading the largest rowid", e))?;
-                max + 1
-            }
-            None => {
-                let defs: Vec<String> = opts.columns.iter().map(|c| c.definition()).collect();
-                let sql = crate::table::create_table_sql(&opts.table, &defs);
-                conn.execute_batch(&sql)
-                    .map_err(|e| Error::sqlite(format!("running {sql}"), e))?;
-                1
-            }
-        };
-        let mut src = GeneratorSource::new(
-            opts.columns.clone(),
-            opts.rows,
-            opts.seed,
-            first_rowid,
-            opts.threads,
-        );
-        let written: Vec<String> = opts
-            .columns
-            .iter()
-            .filter(|c| c.gen != Gen::Rowid)
-            .map(|c| c.name.clone())
-            .collect();
-        let mut sink = Inserter::new(
-            conn,
-            &opts.table,
-            written,
-            "<generate>".into(),
-            opts.rows_per_statement,
-        )?;
-        summary.rows_per_statement = sink.rows_per_statement();
-        summary.rows = pipeline::run(
-            &mut src,
-            &mut sink,
-            CHUNK_ROWS as usize,
-            progress,
-            &rejects,
-            summary,
-        )?;
-        Ok(())
-    };
-    run::through_sqlite(
-        db,
-        opts.durability,
-        opts.file,
-        progress,
-        start,
-        summary,
-        load,
-    )
+    Ok(summary)
 }
 
-/// Refuses to add rows to an existing table `actual` (with columns `have`) unless the
-/// spec's columns `names` are the same, in the same order.
-pub(crate) fn check_same_columns(actual: &str, have: &[String], names: &[String]) -> Result<()> {
-    let same = have.len() == names.len()
-        && have
-            .iter()
-            .zip(names)
-            .all(|(a, b)| a.eq_ignore_ascii_case(b));
-    if same {
-        return Ok(());
-    }
-    Err(Error::schema(format!(
-        "table {} exists with columns ({}), but the spec has ({})",
-        quote_ident(actual),
-        have.join(", "),
-        names.join(", ")
-    ))
-    .with_hint(Hint::OtherTable))
-}
-
-/// `generate` through the direct page writer: a new file, rows in rowid order.
-fn generate_direct(
+/// The plan of a generate run, and the load options it was made with.
+fn plan_generate(
     db: &Path,
     opts: &GenerateOptions,
-    progress: &Progress,
-    mut summary: Summary,
-    start: Instant,
-) -> Result<Summary> {
-    if !matches!(opts.durability, None | Some(Durability::AtomicNew)) {
-        return Err(Error::usage(
-            "the direct engine writes a new file (durability atomic-new), not another profile",
-        )
-        .with_hint(Hint::SqliteEngine));
-    }
+) -> Result<(plan::ImportPlan<'static>, ImportOptions)> {
+    // The load's options: the plan chooses the engine as for any load, and the writer
+    // reads what it needs of them from the plan.
+    let load_opts = ImportOptions {
+        engine: opts.engine,
+        durability: opts.durability,
+        file: opts.file,
+        verify: opts.verify,
+        rows_per_statement: opts.rows_per_statement,
+        batch_rows: CHUNK_ROWS as usize,
+        parse_only: opts.generate_only,
+        if_exists: IfExists::Append,
+        ..ImportOptions::default()
+    };
     let defs: Vec<String> = opts.columns.iter().map(|c| c.definition()).collect();
-    let sql = crate::table::create_table_sql(&opts.table, &defs);
-    let page_size = opts
-        .file
-        .page_size
-        .unwrap_or(direct_engine::DEFAULT_PAGE_SIZE);
-    let (rows, notes) = direct_engine::build_new(
-        db,
-        page_size,
-        &opts.table,
-        &sql,
-        opts.verify,
-        progress,
-        |t| {
-            let fill = leaves::Fill {
-                columns: &opts.columns,
-                seed: opts.seed,
-                rows: opts.rows,
-                page_size: page_size as usize,
-            };
-            leaves::fill_table(&fill, opts.threads, t, progress)
+    let shape = TableShape {
+        table: opts.table.clone(),
+        // The rowid column is left out of the rows: SQLite numbers them.
+        rowid: None,
+        indexes: vec![],
+        declared: Some(crate::table::create_table_sql(&opts.table, &defs)),
+        continued: None,
+    };
+    let spec_columns: Vec<String> = opts.columns.iter().map(|c| c.name.clone()).collect();
+    let written: Vec<&ColumnSpec> = opts
+        .columns
+        .iter()
+        .filter(|c| c.gen != Gen::Rowid)
+        .collect();
+    let plan = plan::plan_source(
+        Dest::File(db),
+        shape,
+        &spec_columns,
+        "<generate>",
+        written.iter().map(|c| c.name.clone()).collect(),
+        written.iter().map(|c| c.column_type()).collect(),
+        |first_rowid| {
+            Box::new(GeneratorSource::new(
+                opts.columns.clone(),
+                opts.rows,
+                opts.seed,
+                first_rowid,
+                opts.threads,
+            ))
         },
-        |_, _| Ok(vec![]),
+        &load_opts,
     )?;
-    summary.rows = rows;
-    Ok(run::finish_direct(summary, db, opts.verify, notes, start))
+    Ok((plan, load_opts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rows are numbered from the largest rowid the plan read: rows another
+    /// connection adds before the writer's transaction fail the load, with nothing
+    /// written, rather than shift every rowid-drawn value.
+    #[test]
+    fn rows_added_after_the_plan_fail_the_load_with_nothing_written(
+    ) -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let db = dir.path().join("g.db");
+        let opts = GenerateOptions {
+            rows: 100,
+            engine: Engine::Sqlite,
+            threads: 2,
+            ..GenerateOptions::default()
+        };
+        generate(&db, &opts, &Progress::default())?;
+        let (mut plan, load_opts) = plan_generate(&db, &opts)?;
+        let conn = rusqlite::Connection::open(&db)?;
+        // A copy of a row under the next rowid (the spec's first column is the rowid).
+        conn.execute_batch(
+            "CREATE TEMP TABLE one AS SELECT * FROM user LIMIT 1; \
+             UPDATE one SET id = (SELECT max(rowid) + 1 FROM user); \
+             INSERT INTO user SELECT * FROM one; DROP TABLE one",
+        )?;
+        let count = || -> rusqlite::Result<i64> {
+            conn.query_row("SELECT count(*) FROM user", [], |r| r.get(0))
+        };
+        let before = count()?;
+        let e = import::write(
+            &db,
+            &mut plan,
+            &load_opts,
+            &Progress::default(),
+            Instant::now(),
+        )
+        .expect_err("the table changed after the plan");
+        assert!(
+            e.to_string().contains("changed after the load was planned"),
+            "{e}"
+        );
+        assert_eq!(count()?, before);
+        // Planned again, the run continues the rowids.
+        let s = generate(&db, &opts, &Progress::default())?;
+        assert_eq!(s.rows, 100);
+        assert_eq!(count()?, before + 100);
+        let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+        assert_eq!(ok, "ok");
+        Ok(())
+    }
 }

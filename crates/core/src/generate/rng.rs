@@ -5,6 +5,10 @@
 //! dependency's version, decides the sequence. wyrand passes BigCrush and PractRand and
 //! costs one multiply per draw.
 
+/// Rows per chunk: chunk `c` of a table draws from `Rng::for_chunk(seed, c)`. Part of
+/// the determinism promise: changing it changes every table.
+pub const CHUNK_ROWS: u64 = 8192;
+
 /// A wyrand generator.
 #[derive(Clone, Debug)]
 pub struct Rng(u64);

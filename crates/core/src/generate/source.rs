@@ -21,8 +21,7 @@ use crate::error::Result;
 use crate::source::{BadRecord, Fill, Mismatches, Sample, Source};
 use crate::types::ColumnType;
 
-/// Rows per chunk. Part of the determinism promise: changing it changes every table.
-pub const CHUNK_ROWS: u64 = 8192;
+pub use super::rng::CHUNK_ROWS;
 
 struct Worker {
     rx: Receiver<Batch>,
@@ -130,10 +129,8 @@ pub fn fill_chunk(
 }
 
 impl Source for GeneratorSource {
+    /// The columns (the rowid column left out); the threads start with the first fill.
     fn sample(&mut self) -> Result<Sample> {
-        if self.workers.is_empty() {
-            self.start();
-        }
         Ok(Sample {
             types: None,
             columns: self
@@ -186,6 +183,29 @@ impl Source for GeneratorSource {
 
     fn mismatches(&self) -> &Mismatches {
         &self.mismatches
+    }
+
+    /// The rows as whole leaves filled on every thread ([`super::leaves`]): the same
+    /// table the batches make, for rows numbered from rowid 1 not yet handed out.
+    fn write_pages(
+        &mut self,
+        table: &mut liteload_btree::TableWriter<'_, liteload_btree::SeqFile>,
+        page_size: u32,
+        progress: &crate::progress::Progress,
+    ) -> Option<Result<u64>> {
+        if self.first_rowid != 1 || !self.workers.is_empty() || self.next_chunk != 0 {
+            return None;
+        }
+        let fill = super::leaves::Fill {
+            columns: &self.columns,
+            seed: self.seed,
+            rows: self.rows,
+            page_size: page_size as usize,
+        };
+        let written = super::leaves::fill_table(&fill, self.threads, table, progress);
+        // Every row is out: the batches have nothing left to give.
+        self.next_chunk = self.chunks();
+        Some(written)
     }
 }
 

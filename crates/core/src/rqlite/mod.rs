@@ -34,7 +34,7 @@ use crate::sink::rqlite::load::{cluster_table, mirror_of, plain, table_columns, 
 use crate::sink::rqlite::progress::{self, LoadKey};
 use crate::sink::rqlite::ClusterSink;
 use crate::source::Input;
-use crate::summary::{self, Durable, Summary, Writer};
+use crate::summary::{self, Durable, EngineUsed, Summary};
 
 pub use crate::sink::rqlite::progress::PROGRESS_TABLE;
 pub use crate::sink::rqlite::target::{redact, RqliteTarget, PASSWORD_VAR, USER_VAR};
@@ -300,7 +300,7 @@ fn boot(
         summary.db_bytes
     ));
     summary.durability = Durable::Cluster;
-    summary.engine = Some(Writer::RqliteBoot);
+    summary.engine = Some(EngineUsed::RqliteBoot);
     summary::finish(&mut summary, start);
     Ok(summary)
 }
@@ -328,9 +328,16 @@ fn import_rows(
         ));
     }
     let mut plan = plan::plan(Dest::Cluster, inputs, opts, progress)?;
+    let rules = plan.rules.clone();
     let mut summary = std::thread::scope(|scope| {
-        let mut sink =
-            ClusterSink::new(scope, client, opts, progress, shape(ropts), ropts.in_flight);
+        let mut sink = ClusterSink::new(
+            scope,
+            client,
+            &rules,
+            progress,
+            shape(ropts),
+            ropts.in_flight,
+        );
         match crate::import::load(&mut plan, &mut sink, opts, progress) {
             Ok(summary) => Ok(summary),
             // A request the cluster refused stops the load: its error (the refused row,
@@ -373,7 +380,7 @@ fn generate_rows(
     let first_rowid = match cluster_table(client, &opts.table)? {
         Some((actual, sql)) => {
             let have = table_columns(&mirror_of(&sql)?, &actual)?;
-            crate::generate::check_same_columns(&actual, &have, &names)?;
+            crate::table::check_same_columns(&actual, &have, &names)?;
             let max = client
                 .query_rows(
                     &format!(
@@ -445,7 +452,7 @@ fn generate_rows(
         table.end()
     })?;
     summary.durability = Durable::Cluster;
-    summary.engine = Some(Writer::Rqlite);
+    summary.engine = Some(EngineUsed::Rqlite);
     summary::finish(&mut summary, start);
     Ok(summary)
 }

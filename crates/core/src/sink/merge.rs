@@ -23,11 +23,11 @@ use crate::batch::Batch;
 use crate::destination::MergeTarget;
 use crate::durability::Durability;
 use crate::error::{Error, Result};
-use crate::options::ImportOptions;
+use crate::plan::WriteRules;
 use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
 use crate::source::BadRecord;
-use crate::summary::{Durable, Summary, Writer};
+use crate::summary::{Durable, EngineUsed, Summary};
 use crate::types::ColumnType;
 
 /// An upsert into a table of the existing database at `db` through a side file.
@@ -51,15 +51,15 @@ struct Merging {
 }
 
 impl<'p> MergeSink<'p> {
-    /// An upsert into `db` under `durability` with `opts` (its rule and key).
+    /// An upsert into `db` under `durability` with `rules` (its rule and key).
     pub(crate) fn new(
         db: PathBuf,
         durability: Durability,
-        opts: &'p ImportOptions,
+        rules: &'p WriteRules,
         progress: &'p Progress,
     ) -> Self {
         MergeSink {
-            side: Side::new(db, durability, opts, progress),
+            side: Side::new(db, durability, rules, progress),
             merging: None,
             taken: None,
         }
@@ -154,12 +154,12 @@ impl BatchSink for MergeSink<'_> {
 
 impl Sink for MergeSink<'_> {
     fn begin(&mut self, sampled: &Sampled<'_>) -> Result<Begun> {
-        let opts = self.side.opts;
+        let rules = self.side.rules;
         let target = self.side.open()?;
         // Read again inside the transaction: no other writer changes it from here on.
         // The plan chose the merge by the same rule on what it read without a lock.
-        let into = match target.merge_target(sampled.table, sampled.columns, &opts.key)? {
-            Some(into) if !sampled.grows && opts.if_exists == crate::table::IfExists::Append => {
+        let into = match target.merge_target(sampled.table, sampled.columns, &rules.key)? {
+            Some(into) if !sampled.grows && rules.if_exists == crate::table::IfExists::Append => {
                 into
             }
             _ => {
@@ -169,13 +169,14 @@ impl Sink for MergeSink<'_> {
         };
         let names: Vec<String> = into.columns.iter().map(|(c, _)| c.clone()).collect();
         let types: Vec<ColumnType> = into.columns.iter().map(|(_, t)| *t).collect();
-        let conflict = Conflict::of(target.conn(), &into.name, &names, opts)?;
+        let conflict = Conflict::of(target.conn(), &into.name, &names, rules)?;
         let key = names
             .iter()
             .position(|c| c.eq_ignore_ascii_case(&into.key))
             .expect("a merge target has its key among the columns");
         let mut page = self.side.new_page(vec![], false)?;
         let Begun::Table(_) = page.begin(&Sampled {
+            name: sampled.name,
             input: sampled.input,
             table: &into.name,
             columns: &names,
@@ -197,7 +198,7 @@ impl Sink for MergeSink<'_> {
             conflict,
             key,
             null_key: false,
-            origins: Origins::new(sampled.input.display_name().into()),
+            origins: Origins::new(sampled.name.into()),
         });
         Ok(Begun::Table(plan))
     }
@@ -240,7 +241,7 @@ impl Sink for MergeSink<'_> {
         summary.rows = taken;
         summary.rows_per_statement = 0;
         summary.durability = Durable::Profile(durability);
-        summary.engine = Some(Writer::Sqlite);
+        summary.engine = Some(EngineUsed::Sqlite);
         summary.verified = false;
         Ok(())
     }

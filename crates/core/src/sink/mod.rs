@@ -51,9 +51,12 @@ pub(crate) struct Sampled<'a> {
     pub(crate) columns: &'a [String],
     /// Their types, inferred or given.
     pub(crate) types: &'a [ColumnType],
-    /// The input (the first of typed inputs read together); its name is the one
-    /// messages give.
-    pub(crate) input: &'a crate::source::Input,
+    /// The name messages give the rows' source: the input's (the first of typed inputs
+    /// read together), or `<generate>`.
+    pub(crate) name: &'a str,
+    /// The input, where the rows come from one (a writer that records which input it
+    /// loaded, to resume it, reads it).
+    pub(crate) input: Option<&'a crate::source::Input>,
     /// Whether columns may appear after the sample (JSON keys first seen later).
     pub(crate) grows: bool,
 }
@@ -88,6 +91,17 @@ pub(crate) trait Sink: BatchSink {
     /// Makes the destination ready for `table`'s rows (the one begun before ends here).
     /// Every problem with the table is found here, before any of its rows is written.
     fn begin(&mut self, table: &Sampled<'_>) -> Result<Begun>;
+
+    /// Writes the rows of `src` as pages the source fills itself, when both can (the
+    /// page writer's new table, generate's rows): `None` when not, and the rows go by
+    /// batches. Called once per table, after [`Sink::begin`].
+    fn take_pages(
+        &mut self,
+        _src: &mut dyn crate::source::Source,
+        _progress: &crate::progress::Progress,
+    ) -> Option<Result<u64>> {
+        None
+    }
 
     /// Whether batches should carry encoded records ([`Batch::records`]): the page
     /// writer's, which the parser threads build.

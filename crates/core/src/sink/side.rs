@@ -13,7 +13,7 @@ use super::Sink;
 use crate::batch::{Batch, RowOrigin};
 use crate::durability::Durability;
 use crate::error::{Error, Position, Result};
-use crate::options::ImportOptions;
+use crate::plan::WriteRules;
 use crate::progress::Progress;
 use crate::source::BadRecord;
 use crate::summary::Summary;
@@ -24,7 +24,7 @@ use crate::table::IndexSpec;
 pub(crate) struct Side<'p> {
     pub(crate) db: PathBuf,
     pub(crate) durability: Durability,
-    pub(crate) opts: &'p ImportOptions,
+    pub(crate) rules: &'p WriteRules,
     pub(crate) progress: &'p Progress,
     /// The database, inside the load's transaction, from `open` until the commit.
     target: Option<Target>,
@@ -35,17 +35,17 @@ pub(crate) struct Side<'p> {
 }
 
 impl<'p> Side<'p> {
-    /// A load into `db` under `durability` with `opts`; nothing is opened yet.
+    /// A load into `db` under `durability` with `rules`; nothing is opened yet.
     pub(crate) fn new(
         db: PathBuf,
         durability: Durability,
-        opts: &'p ImportOptions,
+        rules: &'p WriteRules,
         progress: &'p Progress,
     ) -> Self {
         Side {
             db,
             durability,
-            opts,
+            rules,
             progress,
             target: None,
             page: None,
@@ -93,7 +93,7 @@ impl<'p> Side<'p> {
             PageOut::Side(side),
             page_size,
             indexes,
-            self.opts.index_memory,
+            self.rules.index_memory,
             verify,
             self.progress,
         ))
@@ -133,7 +133,7 @@ impl<'p> Side<'p> {
         summary: &mut Summary,
     ) -> Result<Durability> {
         if indexes {
-            create_indexes(self.target()?, table, &self.opts.indexes, self.progress)?;
+            create_indexes(self.target()?, table, &self.rules.indexes, self.progress)?;
         }
         self.progress.check()?;
         let target = self.target.take().expect("checked by target()");

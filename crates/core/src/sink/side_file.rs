@@ -14,11 +14,11 @@ use crate::destination::{side_file_takes, Destination};
 use crate::durability::Durability;
 use crate::error::{Error, Result};
 use crate::names::Names;
-use crate::options::ImportOptions;
+use crate::plan::WriteRules;
 use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
 use crate::source::BadRecord;
-use crate::summary::{Durable, Summary, Writer};
+use crate::summary::{Durable, EngineUsed, Summary};
 use crate::table::IndexSpec;
 use crate::table::{already_held, HeldIndex};
 use crate::types::ColumnType;
@@ -52,16 +52,16 @@ struct Exact {
 }
 
 impl<'p> SideFileSink<'p> {
-    /// An append to `db` under `durability` with `opts` (indexes, what to do with an
+    /// An append to `db` under `durability` with `rules` (indexes, what to do with an
     /// existing table, the page writer's settings).
     pub(crate) fn new(
         db: PathBuf,
         durability: Durability,
-        opts: &'p ImportOptions,
+        rules: &'p WriteRules,
         progress: &'p Progress,
     ) -> Self {
         SideFileSink {
-            side: Side::new(db, durability, opts, progress),
+            side: Side::new(db, durability, rules, progress),
             name: String::new(),
             existing: None,
             exact: None,
@@ -125,7 +125,7 @@ impl BatchSink for SideFileSink<'_> {
 
 impl Sink for SideFileSink<'_> {
     fn begin(&mut self, sampled: &Sampled<'_>) -> Result<Begun> {
-        let opts = self.side.opts;
+        let rules = self.side.rules;
         let target = self.side.open()?;
         // Read again inside the transaction: no other writer changes it from here on.
         // The plan chose this writer by the same rule on what it read without a lock.
@@ -133,14 +133,14 @@ impl Sink for SideFileSink<'_> {
             side.abort();
             Err(crate::destination::changed_since_planned(sampled.table))
         };
-        let Some(dest) = target.destination(sampled.table, opts.if_exists)? else {
+        let Some(dest) = target.destination(sampled.table, rules.if_exists)? else {
             return changed(&mut self.side);
         };
         if !side_file_takes(
             &dest,
             sampled.columns,
             sampled.grows,
-            !opts.types.is_empty(),
+            !rules.typed_columns.is_empty(),
         ) {
             return changed(&mut self.side);
         }
@@ -180,7 +180,7 @@ impl Sink for SideFileSink<'_> {
             .as_ref()
             .map(|(_, _, indexes)| indexes.clone())
             .unwrap_or_default();
-        let mut side_indexes = opts.indexes.clone();
+        let mut side_indexes = rules.indexes.clone();
         let mut given = None;
         if let Some(table) = &exact {
             // The table's own indexes under their own names, then those asked for that
@@ -201,7 +201,7 @@ impl Sink for SideFileSink<'_> {
                     columns: ix.columns.iter().cloned().map(Some).collect(),
                 });
             }
-            for ix in &opts.indexes {
+            for ix in &rules.indexes {
                 // Held already by its columns (whatever its name), or made in the
                 // database before the transfer under a name free there; here under one
                 // free in the side file (the transfer matches indexes by columns).
@@ -232,12 +232,12 @@ impl Sink for SideFileSink<'_> {
                 side_indexes.push(IndexSpec::new(columns.iter().cloned(), false));
             }
         }
-        let mut page = self.side.new_page(side_indexes, opts.verify)?;
+        let mut page = self.side.new_page(side_indexes, rules.verify)?;
         if let Some(given) = given {
             let table = exact.as_ref().expect("given comes from an exact table");
             page = page.with_schema(given);
             self.exact = Some(Exact {
-                origins: Origins::new(sampled.input.display_name().into()),
+                origins: Origins::new(sampled.name.into()),
                 rules: RowRules {
                     not_null: table.not_null.clone(),
                     strict: table.strict.then(|| types.clone()),
@@ -248,6 +248,7 @@ impl Sink for SideFileSink<'_> {
             });
         }
         let begun = page.begin(&Sampled {
+            name: sampled.name,
             input: sampled.input,
             table: &name,
             columns: sampled.columns,
@@ -349,7 +350,7 @@ impl SideFileSink<'_> {
         {
             return self.commit_inserted(summary, taken);
         }
-        let (progress, opts, name) = (self.side.progress, self.side.opts, self.name.as_str());
+        let (progress, rules, name) = (self.side.progress, self.side.rules, self.name.as_str());
         let written = match self.side.finish_page(summary)? {
             Some(page) => page.create_sql().unwrap_or_default().to_string(),
             None if self.exact.is_some() => String::new(),
@@ -365,13 +366,13 @@ impl SideFileSink<'_> {
                 // only while it has no index, so the indexes come after the rows, as on
                 // SQLite's path.
                 let moved = target.transfer(&side, name, None, &[])?;
-                create_indexes(target, name, &opts.indexes, progress)?;
+                create_indexes(target, name, &rules.indexes, progress)?;
                 moved
             }
             Some(_) => {
                 // An empty table with indexes: every index first, then the rows and
                 // their entries copied.
-                create_indexes(target, name, &opts.indexes, progress)?;
+                create_indexes(target, name, &rules.indexes, progress)?;
                 target.transfer(&side, name, None, &[])?
             }
             None => {
@@ -380,7 +381,7 @@ impl SideFileSink<'_> {
                 // not names), then the rows and their entries copied.
                 let mut names = Names::of(target.conn())?;
                 names.claim(name);
-                let index_sql: Vec<String> = opts
+                let index_sql: Vec<String> = rules
                     .indexes
                     .iter()
                     .map(|ix| ix.create_sql(name, &names.allocate(&ix.wanted_name(name))))
@@ -406,8 +407,8 @@ impl SideFileSink<'_> {
         summary.rows = moved.rows;
         summary.rows_per_statement = 0;
         summary.durability = Durable::Profile(durability);
-        summary.engine = Some(Writer::Direct);
-        summary.verified = opts.verify;
+        summary.engine = Some(EngineUsed::Direct);
+        summary.verified = rules.verify;
         Ok(())
     }
 
@@ -424,7 +425,7 @@ impl SideFileSink<'_> {
         summary.rows = taken;
         summary.rows_per_statement = 1;
         summary.durability = Durable::Profile(durability);
-        summary.engine = Some(Writer::Sqlite);
+        summary.engine = Some(EngineUsed::Sqlite);
         summary.verified = false;
         Ok(())
     }

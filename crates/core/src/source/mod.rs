@@ -296,6 +296,20 @@ pub trait Source: Send {
     fn make_records(&mut self) -> bool {
         false
     }
+
+    /// Writes every row into `table`, a new and empty table of a file of `page_size`
+    /// pages whose rowids start at 1, as pages the source fills itself, if it can
+    /// (generate's rows, drawn straight into leaf pages on every core), and returns how
+    /// many it wrote; `None` when it cannot (nothing was read: its rows go by batches).
+    #[doc(hidden)]
+    fn write_pages(
+        &mut self,
+        _table: &mut liteload_btree::TableWriter<'_, liteload_btree::SeqFile>,
+        _page_size: u32,
+        _progress: &Progress,
+    ) -> Option<Result<u64>> {
+        None
+    }
 }
 
 /// Opens `input` with `opts` as a [`Source`]. Raw bytes read are added to

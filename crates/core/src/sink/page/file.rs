@@ -1,18 +1,13 @@
-//! The direct engine: a new database file written page by page by `liteload-btree`
-//! instead of through SQLite's insert path, for a new table whose rows arrive in rowid
-//! order.
+//! What the page writer's sink does to a file it finished before anything else sees it
+//! ([`complete`]), its default page size, and its errors as the library's.
 //!
-//! Durability is `atomic-new`, as for the SQLite path: the file is built at
-//! [`crate::durability::temp_path`], synced, optionally checked by SQLite (`verify`:
+//! Durability of a new file is `atomic-new`, as for the SQLite path: the file is built
+//! at [`crate::durability::temp_path`], synced, optionally checked by SQLite (`verify`:
 //! `PRAGMA integrity_check` must say ok), and only then linked into place. An error or a
 //! kill leaves no file at the target.
 
 use std::path::Path;
 
-use liteload_btree::{DbWriter, SeqFile, TableWriter};
-
-use crate::destination::refuse_existing;
-use crate::durability;
 use crate::error::{Error, Result};
 
 /// SQLite's default page size, used when none is asked for.
@@ -26,46 +21,6 @@ pub(crate) fn from_btree(e: liteload_btree::Error, path: Option<&Path>) -> Error
         other => Error::internal(other.to_string()),
     }
 }
-/// Builds a new database at `db` holding one table: `create_sql` names it `table`, and
-/// `fill` pushes its rows; `indexes` may then add index b-trees to the file and returns
-/// SQL (CREATE INDEX …) for SQLite to run on the finished file. With `verify`, SQLite
-/// checks the file. All of it happens before the file is put in place, and only if
-/// `progress` was not cancelled. Returns what `fill` returned. (Generate's writer, which
-/// appends whole leaves filled on threads of their own; import writes through
-/// [`crate::sink::page`].)
-#[allow(clippy::too_many_arguments)]
-pub fn build_new<T>(
-    db: &Path,
-    page_size: u32,
-    table: &str,
-    create_sql: &str,
-    verify: bool,
-    progress: &crate::progress::Progress,
-    fill: impl FnOnce(&mut TableWriter<'_, SeqFile>) -> Result<T>,
-    indexes: impl FnOnce(&mut DbWriter<SeqFile>, &mut T) -> Result<Vec<String>>,
-) -> Result<(T, Vec<String>)> {
-    refuse_existing(db)?;
-    let (tmp, note) = durability::new_file_temp(db)?;
-    let notes: Vec<String> = note.into_iter().collect();
-    let result = (|| -> Result<T> {
-        let err = |e| from_btree(e, Some(&tmp));
-        let mut w = DbWriter::create(&tmp, page_size).map_err(&err)?;
-        let mut t = w.table(table, create_sql);
-        let mut out = fill(&mut t)?;
-        t.finish().map_err(&err)?;
-        let after = indexes(&mut w, &mut out)?;
-        w.finish().map_err(&err)?;
-        complete(&tmp, &after, verify, progress)?;
-        Ok(out)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    let out = result?;
-    durability::publish(&tmp, db)?;
-    Ok((out, notes))
-}
-
 /// The last steps on a file the page writer finished at `tmp`, before anything else
 /// sees it: SQLite runs `after` (CREATE INDEX … the page writer left to it) with its
 /// journal in memory (a crash leaves no file at the target), reads the schema back

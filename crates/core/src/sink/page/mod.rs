@@ -19,11 +19,11 @@ use crate::batch::{Batch, Value};
 use crate::durability::{self, Durability};
 use crate::error::{Error, Hint, Result};
 use crate::names::Names;
-use crate::options::ImportOptions;
 use crate::plan::TableShape;
+use crate::plan::WriteRules;
 use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
-use crate::summary::{Durable, Summary, Writer};
+use crate::summary::{Durable, EngineUsed, Summary};
 use crate::table::{self, IndexSpec};
 use crate::types::ColumnType;
 use entries::{IndexEntries, SortedEntries};
@@ -136,15 +136,15 @@ impl<'p> PageSink<'p> {
         }
     }
 
-    /// A page writer that makes the new file `db`, as `opts` ask (page size, indexes,
+    /// A page writer that makes the new file `db`, as `rules` ask (page size, indexes,
     /// index memory, verification).
-    pub(crate) fn new_file(db: &Path, opts: &ImportOptions, progress: &'p Progress) -> Self {
+    pub(crate) fn new_file(db: &Path, rules: &WriteRules, progress: &'p Progress) -> Self {
         PageSink::new(
             PageOut::New(db.to_path_buf()),
-            opts.file.page_size.unwrap_or(file::DEFAULT_PAGE_SIZE),
-            opts.indexes.clone(),
-            opts.index_memory,
-            opts.verify,
+            rules.page_size.unwrap_or(file::DEFAULT_PAGE_SIZE),
+            rules.indexes.clone(),
+            rules.index_memory,
+            rules.verify,
             progress,
         )
     }
@@ -315,9 +315,11 @@ impl Sink for PageSink<'_> {
             .cloned()
             .zip(sampled.types.iter().copied())
             .collect();
-        let create = match &self.given {
-            Some(given) => given.create.clone(),
-            None => {
+        let declared = shape.as_ref().and_then(|s| s.declared.clone());
+        let create = match (&self.given, declared) {
+            (Some(given), _) => given.create.clone(),
+            (None, Some(declared)) => declared,
+            (None, None) => {
                 crate::schema::check_new_table(name, columns.iter().map(String::as_str))?;
                 let pk: Vec<String> = rowid.iter().map(|&i| columns[i].clone()).collect();
                 table::create_sql(name, &cols, &pk)
@@ -353,6 +355,25 @@ impl Sink for PageSink<'_> {
         }))
     }
 
+    fn take_pages(
+        &mut self,
+        src: &mut dyn crate::source::Source,
+        progress: &Progress,
+    ) -> Option<Result<u64>> {
+        // A table whose rows fill its leaves in order and nothing else: no index to
+        // gather entries for, no rowid taken from a column, no column to add.
+        let b = self.building.as_ref()?;
+        if !b.indexes.is_empty() || self.keyed || b.rows.columns().is_some() {
+            return None;
+        }
+        let page_size = self.page_size;
+        match self.with_table(|_, t| src.write_pages(t, page_size, progress).transpose()) {
+            Ok(None) => None,
+            Ok(Some(rows)) => Some(Ok(rows)),
+            Err(e) => Some(Err(e)),
+        }
+    }
+
     fn wants_records(&self) -> bool {
         // The parser encodes the records on its threads instead of the writer (10M-row
         // TSV: see bench/README.md); index keys are read back from them. A table whose
@@ -366,7 +387,7 @@ impl Sink for PageSink<'_> {
         db.finish().map_err(|e| from_btree(e, Some(&path)))?;
         file::complete(&path, &self.by_sqlite, self.verify, self.progress)?;
         summary.rows_per_statement = 0;
-        summary.engine = Some(Writer::Direct);
+        summary.engine = Some(EngineUsed::Direct);
         summary.verified = self.verify;
         if let PageOut::New(db) = &self.out {
             durability::publish(&path, db)?;

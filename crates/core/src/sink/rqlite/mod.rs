@@ -18,10 +18,10 @@ use super::sqlite::plan_table;
 use super::{BatchSink, Begun, Sampled, Sink};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
-use crate::options::ImportOptions;
+use crate::plan::WriteRules;
 use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
-use crate::summary::{Durable, Summary, Writer};
+use crate::summary::{Durable, EngineUsed, Summary};
 use crate::types::ColumnType;
 use client::Client;
 use load::{cluster_table, mirror_of, plain, table_columns, Shape, TableLoad};
@@ -31,7 +31,7 @@ use progress::{create_progress_sql, LoadKey};
 pub(crate) struct ClusterSink<'c, 'scope, 'env> {
     scope: &'scope std::thread::Scope<'scope, 'env>,
     client: &'c Client,
-    opts: &'c ImportOptions,
+    rules: &'c WriteRules,
     progress: &'c Progress,
     shape: Shape,
     in_flight: usize,
@@ -47,13 +47,13 @@ impl<'c, 'scope, 'env> ClusterSink<'c, 'scope, 'env>
 where
     'c: 'scope,
 {
-    /// A load with `opts` through `client`, requests shaped by `shape`,
+    /// A load with `rules` through `client`, requests shaped by `shape`,
     /// `in_flight` of them at once.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         scope: &'scope std::thread::Scope<'scope, 'env>,
         client: &'c Client,
-        opts: &'c ImportOptions,
+        rules: &'c WriteRules,
         progress: &'c Progress,
         shape: Shape,
         in_flight: usize,
@@ -61,7 +61,7 @@ where
         ClusterSink {
             scope,
             client,
-            opts,
+            rules,
             progress,
             shape,
             in_flight,
@@ -135,7 +135,7 @@ where
             sampled.table,
             sampled.columns,
             sampled.types,
-            self.opts,
+            self.rules,
             None,
             &mut self.created,
         )?;
@@ -165,6 +165,7 @@ where
             Some(_) => {}
         }
         let input = sampled.input;
+        let name = sampled.name;
         let primary_key: Vec<String> = mirror
             .prepare("SELECT name FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk")
             .and_then(|mut st| {
@@ -173,16 +174,16 @@ where
             })
             .map_err(|e| Error::sqlite("reading the planned table's primary key", e))?;
         let key = LoadKey {
-            input: input.display_name(),
+            input: name.to_string(),
             table: plan.table.clone(),
-            input_bytes: input.size(),
+            input_bytes: input.and_then(crate::Input::size),
             primary_key,
-            resumable: matches!(input, crate::Input::Path(_)),
+            resumable: matches!(input, Some(crate::Input::Path(_))),
         };
         if !self.loaded.contains(&plan.table) {
             self.loaded.push(plan.table.clone());
         }
-        let source: Arc<str> = input.display_name().into();
+        let source: Arc<str> = name.into();
         self.current = TableLoad::start(
             self.scope,
             client,
@@ -206,7 +207,7 @@ where
         for (t, ix) in self
             .loaded
             .iter()
-            .flat_map(|t| self.opts.indexes.iter().map(move |ix| (t, ix)))
+            .flat_map(|t| self.rules.indexes.iter().map(move |ix| (t, ix)))
         {
             self.progress.set_stage(Stage::Indexing);
             let Some(sql) = cluster_index_sql(self.client, t, ix)? else {
@@ -219,7 +220,7 @@ where
         }
         summary.notes.append(&mut self.notes);
         summary.durability = Durable::Cluster;
-        summary.engine = Some(Writer::Rqlite);
+        summary.engine = Some(EngineUsed::Rqlite);
         summary.rows_per_statement = 0;
         Ok(())
     }

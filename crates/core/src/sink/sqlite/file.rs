@@ -12,7 +12,7 @@ use crate::cancel::CancelWatch;
 use crate::durability::{self, Durability, FileSettings};
 use crate::error::Result;
 use crate::progress::{Progress, Stage};
-use crate::summary::{self, Durable, Summary, Writer};
+use crate::summary::{self, Durable, EngineUsed, Summary};
 
 /// Runs `load` through SQLite's insert path on the database at `db`, in the one
 /// transaction of `durability`'s profile, and commits it; `load` fills in what it wrote
@@ -38,28 +38,11 @@ pub(crate) fn through_sqlite(
         return Err(e);
     }
     summary.durability = Durable::Profile(target.durability);
-    summary.engine = Some(Writer::Sqlite);
+    summary.engine = Some(EngineUsed::Sqlite);
     summary.notes.splice(0..0, target.notes.clone());
     progress.set_stage(Stage::Committing);
     target.commit()?;
     Ok(finish_file(summary, db, start))
-}
-
-/// Fills in a summary of a new file the page writer made: profile, writer, notes (the
-/// page writer's own first), size, timing.
-pub(crate) fn finish_direct(
-    mut summary: Summary,
-    db: &Path,
-    verified: bool,
-    notes: Vec<String>,
-    start: Instant,
-) -> Summary {
-    summary.rows_per_statement = 0;
-    summary.durability = Durable::Profile(Durability::AtomicNew);
-    summary.engine = Some(Writer::Direct);
-    summary.verified = verified;
-    summary.notes.extend(notes);
-    finish_file(summary, db, start)
 }
 
 /// The file's size and the timing.

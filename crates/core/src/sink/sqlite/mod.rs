@@ -20,8 +20,9 @@ use rusqlite::{Connection, ErrorCode};
 use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
 use crate::batch::Batch;
 use crate::error::{Error, Hint, Position, Result};
-use crate::options::{ImportOptions, OnConflict};
+use crate::options::OnConflict;
 use crate::plan::TableShape;
+use crate::plan::WriteRules;
 use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
 use crate::summary::Summary;
@@ -43,26 +44,8 @@ pub(crate) struct Inserter<'c> {
 }
 
 impl<'c> Inserter<'c> {
-    /// Prepares inserts into `table`'s `columns` (in batch order). `source` names the
-    /// input in error messages.
-    pub(crate) fn new(
-        conn: &'c Connection,
-        table: &str,
-        columns: Vec<String>,
-        source: Arc<str>,
-        max_rows_per_statement: usize,
-    ) -> Result<Self> {
-        Self::with_conflict(
-            conn,
-            table,
-            columns,
-            source,
-            max_rows_per_statement,
-            Conflict::default(),
-        )
-    }
-
-    /// As [`Self::new`], a row whose key is taken doing what `conflict` says.
+    /// Prepares inserts into `table`'s `columns` (in batch order), a row whose key is
+    /// taken doing what `conflict` says. `source` names the input in error messages.
     pub(crate) fn with_conflict(
         conn: &'c Connection,
         table: &str,
@@ -173,37 +156,37 @@ pub(crate) struct Conflict {
 }
 
 impl Conflict {
-    /// The rule of `opts.on_conflict` into `table` (which exists), whose loaded columns
-    /// are `columns`. `Update` needs a key: `opts.key`, else the table's primary key,
+    /// The rule of `rules.on_conflict` into `table` (which exists), whose loaded columns
+    /// are `columns`. `Update` needs a key: `rules.key`, else the table's primary key,
     /// else its one UNIQUE index; each of its columns must be loaded.
     pub(crate) fn of(
         conn: &Connection,
         table: &str,
         columns: &[String],
-        opts: &ImportOptions,
+        rules: &WriteRules,
     ) -> Result<Conflict> {
-        let or = match opts.on_conflict {
+        let or = match rules.on_conflict {
             OnConflict::Fail | OnConflict::Update => "",
             OnConflict::Ignore => "OR IGNORE ",
             OnConflict::Replace => "OR REPLACE ",
         };
-        if opts.on_conflict != OnConflict::Update {
+        if rules.on_conflict != OnConflict::Update {
             return Ok(Conflict {
                 or,
                 update_key: None,
             });
         }
-        let key = if opts.key.is_empty() {
+        let key = if rules.key.is_empty() {
             table::unique_key(conn, table)?
         } else {
-            if !table::is_unique_key(conn, table, &opts.key)? {
+            if !table::is_unique_key(conn, table, &rules.key)? {
                 return Err(Error::schema(format!(
                     "the key ({}) is neither the primary key nor a UNIQUE index of {}: rows cannot be matched by it (make it one, or name the key the table has)",
-                    opts.key.join(", "),
+                    rules.key.join(", "),
                     crate::schema::quote_ident(table)
                 )));
             }
-            opts.key.clone()
+            rules.key.clone()
         };
         for k in &key {
             if !columns.iter().any(|c| c.eq_ignore_ascii_case(k)) {
@@ -332,7 +315,7 @@ impl Inserter<'_> {
 /// checked or widened as the options say, its rows inserted, then the indexes built.
 pub(crate) struct SqliteSink<'c> {
     conn: &'c Connection,
-    opts: &'c ImportOptions,
+    rules: &'c WriteRules,
     progress: &'c Progress,
     /// Tables this load created (lowercase): replaced or widened freely.
     created: HashSet<String>,
@@ -347,15 +330,11 @@ pub(crate) struct SqliteSink<'c> {
 }
 
 impl<'c> SqliteSink<'c> {
-    /// A load through `conn` with `opts` (its table rules, indexes and statement size).
-    pub(crate) fn new(
-        conn: &'c Connection,
-        opts: &'c ImportOptions,
-        progress: &'c Progress,
-    ) -> Self {
+    /// A load through `conn` with `rules` (its table rules, indexes and statement size).
+    pub(crate) fn new(conn: &'c Connection, rules: &'c WriteRules, progress: &'c Progress) -> Self {
         SqliteSink {
             conn,
-            opts,
+            rules,
             progress,
             created: HashSet::new(),
             loaded: vec![],
@@ -417,17 +396,17 @@ impl Sink for SqliteSink<'_> {
             table.table,
             table.columns,
             table.types,
-            self.opts,
+            self.rules,
             shape,
             &mut self.created,
         )?;
-        let conflict = Conflict::of(self.conn, &plan.table, &plan.columns, self.opts)?;
+        let conflict = Conflict::of(self.conn, &plan.table, &plan.columns, self.rules)?;
         let inserter = Inserter::with_conflict(
             self.conn,
             &plan.table,
             plan.columns.clone(),
-            table.input.display_name().into(),
-            self.opts.rows_per_statement,
+            table.name.into(),
+            self.rules.rows_per_statement,
             conflict,
         )?;
         self.rows_per_statement = inserter.rows_per_statement();
@@ -446,7 +425,7 @@ impl Sink for SqliteSink<'_> {
                 // A table of a copy gets its source's indexes when the load made it.
                 Some(shape) if self.created.contains(&table.to_ascii_lowercase()) => &shape.indexes,
                 Some(_) => continue,
-                None => &self.opts.indexes,
+                None => &self.rules.indexes,
             };
             for ix in indexes {
                 self.progress.check()?;
@@ -462,7 +441,7 @@ impl Sink for SqliteSink<'_> {
     }
 }
 
-/// Creates `table` for a load with `opts` (its sample gave `columns` of types
+/// Creates `table` for a load with `rules` (its sample gave `columns` of types
 /// `inferred`), or checks (and with alter widens) an existing one; `created` holds the
 /// tables this load made so far. A table of a copy has its `shape`, whose key and
 /// indexes stand for the options'. Every problem is found here, before any row is
@@ -472,13 +451,16 @@ pub(crate) fn plan_table(
     table: &str,
     columns: &[String],
     inferred: &[ColumnType],
-    opts: &ImportOptions,
+    rules: &WriteRules,
     shape: Option<&TableShape>,
     created: &mut HashSet<String>,
 ) -> Result<TablePlan> {
+    if let Some(create) = shape.and_then(|s| s.declared.as_ref()) {
+        return plan_spec_table(conn, table, columns, inferred, create, shape, created);
+    }
     let (shape_key, indexes): (Vec<String>, &[crate::table::IndexSpec]) = match shape {
         Some(s) => (s.rowid.iter().cloned().collect(), &s.indexes),
-        None => (vec![], &opts.indexes),
+        None => (vec![], &rules.indexes),
     };
     let exec = |sql: &str| {
         conn.execute_batch(sql)
@@ -507,10 +489,10 @@ pub(crate) fn plan_table(
             // A conflict rule's key is the primary key of a table made for the load.
             let pk = if shape.is_some() {
                 &shape_key
-            } else if opts.pk.is_empty() && opts.on_conflict != OnConflict::Fail {
-                &opts.key
+            } else if rules.pk.is_empty() && rules.on_conflict != OnConflict::Fail {
+                &rules.key
             } else {
-                &opts.pk
+                &rules.pk
             };
             check_names("primary key column", pk, columns)?;
             for ix in indexes {
@@ -532,10 +514,10 @@ pub(crate) fn plan_table(
             })
         }
         Some((actual, _))
-            if opts.if_exists != IfExists::Append
+            if rules.if_exists != IfExists::Append
                 && !created.contains(&actual.to_ascii_lowercase()) =>
         {
-            if opts.if_exists == IfExists::Fail {
+            if rules.if_exists == IfExists::Fail {
                 return Err(Error::schema(format!(
                     "table {} exists already",
                     quote_ident(&actual)
@@ -543,11 +525,11 @@ pub(crate) fn plan_table(
                 .with_hint(Hint::OtherTable));
             }
             exec(&format!("DROP TABLE {}", quote_ident(&actual)))?;
-            plan_table(conn, table, columns, inferred, opts, shape, created)
+            plan_table(conn, table, columns, inferred, rules, shape, created)
         }
         Some((actual, existing)) => {
             let ours = created.contains(&actual.to_ascii_lowercase());
-            if !opts.pk.is_empty() && !ours {
+            if !rules.pk.is_empty() && !ours {
                 return Err(Error::schema(format!(
                     "a primary key applies when liteload creates the table, and {} exists already",
                     quote_ident(&actual)
@@ -559,7 +541,11 @@ pub(crate) fn plan_table(
             for (i, col) in columns.iter().enumerate() {
                 match existing.iter().find(|c| c.name.eq_ignore_ascii_case(col)) {
                     Some(c) => {
-                        let ty = if opts.types.iter().any(|(n, _)| n.eq_ignore_ascii_case(col)) {
+                        let ty = if rules
+                            .typed_columns
+                            .iter()
+                            .any(|n| n.eq_ignore_ascii_case(col))
+                        {
                             inferred[i]
                         } else {
                             ColumnType::from_declared(&c.declared).unwrap_or(inferred[i])
@@ -567,7 +553,7 @@ pub(crate) fn plan_table(
                         names.push(c.name.clone());
                         types.push(ty);
                     }
-                    None if opts.alter || ours => {
+                    None if rules.alter || ours => {
                         exec(&table::add_column_sql(&actual, col, inferred[i]))?;
                         names.push(col.clone());
                         types.push(inferred[i]);
@@ -590,10 +576,42 @@ pub(crate) fn plan_table(
                 table: actual,
                 columns: names,
                 types,
-                may_alter: opts.alter || ours,
+                may_alter: rules.alter || ours,
             })
         }
     }
+}
+
+/// The table of a spec (generate's): made with its declaration `create` when the plan
+/// found none, or continued when the plan found it; either way as the plan read it, else
+/// the load fails with nothing written (the rows were numbered from what it read).
+fn plan_spec_table(
+    conn: &Connection,
+    table: &str,
+    columns: &[String],
+    types: &[ColumnType],
+    create: &str,
+    shape: Option<&TableShape>,
+    created: &mut HashSet<String>,
+) -> Result<TablePlan> {
+    let planned = shape.and_then(|s| s.continued.as_ref());
+    let now = crate::plan::Continued::read(conn, table)?;
+    let actual = match (now, planned) {
+        (None, None) => {
+            conn.execute_batch(create)
+                .map_err(|e| Error::sqlite(format!("running {create}"), e))?;
+            created.insert(table.to_ascii_lowercase());
+            table.to_string()
+        }
+        (Some((actual, now)), Some(planned)) if now == *planned => actual,
+        _ => return Err(crate::destination::changed_since_planned(table)),
+    };
+    Ok(TablePlan {
+        table: actual,
+        columns: columns.to_vec(),
+        types: types.to_vec(),
+        may_alter: false,
+    })
 }
 
 /// Adds columns that appeared in the input after the sample.
