@@ -25,7 +25,7 @@ use crate::sink::page::PageSink;
 use crate::sink::side_file::SideFileSink;
 use crate::sink::sqlite::file as run;
 use crate::sink::sqlite::SqliteSink;
-use crate::sink::{Begun, NullSink, Sampled, Sink};
+use crate::sink::{NullSink, SampledTable, Sink, TableStart};
 use crate::source::Input;
 use crate::summary::{self, Durable, EngineUsed, Summary};
 
@@ -213,7 +213,7 @@ pub(crate) fn load(
     let rejects = Mutex::new(Rejects::new(opts.rejects.as_deref(), opts.max_errors)?);
     for load in &mut plan.loads {
         let mut src = load.source(opts, progress, &mut summary)?;
-        let sampled = Sampled {
+        let sampled = SampledTable {
             name: &load.name,
             input: load.inputs.first(),
             table: &load.table,
@@ -222,8 +222,8 @@ pub(crate) fn load(
             grows: load.read.format.may_add_columns(),
         };
         let plan = match sink.begin(&sampled)? {
-            Begun::Table(plan) => plan,
-            Begun::Skipped(plan) => {
+            TableStart::Write(plan) => plan,
+            TableStart::AlreadyLoaded(plan) => {
                 if !summary.tables.contains(&plan.table) {
                     summary.tables.push(plan.table);
                 }

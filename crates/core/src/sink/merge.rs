@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use super::side::{Origins, Side};
 use super::sqlite::{is_row_error, Conflict};
-use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
+use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::Batch;
 use crate::destination::MergeTarget;
 use crate::durability::Durability;
@@ -153,7 +153,7 @@ impl BatchSink for MergeSink<'_> {
 }
 
 impl Sink for MergeSink<'_> {
-    fn begin(&mut self, sampled: &Sampled<'_>) -> Result<Begun> {
+    fn begin(&mut self, sampled: &SampledTable<'_>) -> Result<TableStart> {
         let rules = self.side.rules;
         let target = self.side.open()?;
         // Read again inside the transaction: no other writer changes it from here on.
@@ -175,7 +175,7 @@ impl Sink for MergeSink<'_> {
             .position(|c| c.eq_ignore_ascii_case(&into.key))
             .expect("a merge target has its key among the columns");
         let mut page = self.side.new_page(vec![], false)?;
-        let Begun::Table(_) = page.begin(&Sampled {
+        let TableStart::Write(_) = page.begin(&SampledTable {
             name: sampled.name,
             input: sampled.input,
             table: &into.name,
@@ -200,7 +200,7 @@ impl Sink for MergeSink<'_> {
             null_key: false,
             origins: Origins::new(sampled.name.into()),
         });
-        Ok(Begun::Table(plan))
+        Ok(TableStart::Write(plan))
     }
 
     fn wants_records(&self) -> bool {

@@ -44,7 +44,7 @@ pub(crate) trait BatchSink {
 }
 
 /// A table as one input's sample describes it, handed to [`Sink::begin`].
-pub(crate) struct Sampled<'a> {
+pub(crate) struct SampledTable<'a> {
     /// The table the plan names.
     pub(crate) table: &'a str,
     /// The input's columns, in the order its batches carry them.
@@ -76,21 +76,21 @@ pub(crate) struct TablePlan {
     pub(crate) may_alter: bool,
 }
 
-/// What [`Sink::begin`] made of a sampled table.
-pub(crate) enum Begun {
-    /// Rows go to this table.
-    Table(TablePlan),
+/// How a table's load starts, as [`Sink::begin`] found it.
+pub(crate) enum TableStart {
+    /// Its rows are written to this table.
+    Write(TablePlan),
     /// Every row of this table's input is in already (an earlier run finished its load,
     /// as the destination records): nothing to write, the input is not read.
     #[cfg_attr(not(feature = "network"), allow(dead_code))]
-    Skipped(TablePlan),
+    AlreadyLoaded(TablePlan),
 }
 
 /// A writer of a whole load.
 pub(crate) trait Sink: BatchSink {
     /// Makes the destination ready for `table`'s rows (the one begun before ends here).
     /// Every problem with the table is found here, before any of its rows is written.
-    fn begin(&mut self, table: &Sampled<'_>) -> Result<Begun>;
+    fn begin(&mut self, table: &SampledTable<'_>) -> Result<TableStart>;
 
     /// Writes the rows of `src` as pages the source fills itself, when both can (the
     /// page writer's new table, generate's rows): `None` when not, and the rows go by

@@ -1,6 +1,6 @@
 //! [`NullSink`]: counts rows and writes nothing, to measure parsing alone.
 
-use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
+use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 use crate::summary::{Durable, Summary};
@@ -42,8 +42,8 @@ impl BatchSink for NullSink {
 
 impl Sink for NullSink {
     /// Every table is taken as sampled, and may grow.
-    fn begin(&mut self, table: &Sampled<'_>) -> Result<Begun> {
-        Ok(Begun::Table(TablePlan {
+    fn begin(&mut self, table: &SampledTable<'_>) -> Result<TableStart> {
+        Ok(TableStart::Write(TablePlan {
             table: table.table.to_string(),
             columns: table.columns.to_vec(),
             types: table.types.to_vec(),

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use super::page::GivenSchema;
 use super::side::{create_indexes, Origins, Side};
-use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
+use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::Batch;
 use crate::destination::{side_file_takes, Destination};
 use crate::durability::Durability;
@@ -124,12 +124,12 @@ impl BatchSink for SideFileSink<'_> {
 }
 
 impl Sink for SideFileSink<'_> {
-    fn begin(&mut self, sampled: &Sampled<'_>) -> Result<Begun> {
+    fn begin(&mut self, sampled: &SampledTable<'_>) -> Result<TableStart> {
         let rules = self.side.rules;
         let target = self.side.open()?;
         // Read again inside the transaction: no other writer changes it from here on.
         // The plan chose this writer by the same rule on what it read without a lock.
-        let changed = |side: &mut Side<'_>| -> Result<Begun> {
+        let changed = |side: &mut Side<'_>| -> Result<TableStart> {
             side.abort();
             Err(crate::destination::changed_since_planned(sampled.table))
         };
@@ -247,7 +247,7 @@ impl Sink for SideFileSink<'_> {
                 settled: None,
             });
         }
-        let begun = page.begin(&Sampled {
+        let begun = page.begin(&SampledTable {
             name: sampled.name,
             input: sampled.input,
             table: &name,
@@ -255,13 +255,13 @@ impl Sink for SideFileSink<'_> {
             types: &types,
             grows: sampled.grows,
         })?;
-        let Begun::Table(_) = begun else {
+        let TableStart::Write(_) = begun else {
             return Err(Error::internal("the page writer declined a side file"));
         };
         self.side.set_page(page);
         self.existing = existing.map(|(_, _, indexes)| indexes);
         self.name = name.clone();
-        Ok(Begun::Table(TablePlan {
+        Ok(TableStart::Write(TablePlan {
             table: name,
             columns: sampled.columns.to_vec(),
             types,

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use liteload_btree::{DbWriter, DetachedTable, RecordBuilder, SeqFile, TableWriter, Value as Cell};
 
-use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
+use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::{Batch, Value};
 use crate::durability::{self, Durability};
 use crate::error::{Error, Hint, Result};
@@ -256,7 +256,7 @@ impl BatchSink for PageSink<'_> {
 }
 
 impl Sink for PageSink<'_> {
-    fn begin(&mut self, sampled: &Sampled<'_>) -> Result<Begun> {
+    fn begin(&mut self, sampled: &SampledTable<'_>) -> Result<TableStart> {
         let (name, columns) = (sampled.table, sampled.columns);
         let shape = if self.shapes.is_empty() {
             if self.building.is_some() || self.create.is_some() {
@@ -347,7 +347,7 @@ impl Sink for PageSink<'_> {
             spill_dir,
             indexes,
         });
-        Ok(Begun::Table(TablePlan {
+        Ok(TableStart::Write(TablePlan {
             table: name.to_string(),
             columns: columns.to_vec(),
             types: sampled.types.to_vec(),

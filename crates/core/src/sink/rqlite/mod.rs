@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::sqlite::plan_table;
-use super::{BatchSink, Begun, Sampled, Sink};
+use super::{BatchSink, SampledTable, Sink, TableStart};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 use crate::plan::WriteRules;
@@ -116,7 +116,7 @@ impl<'c, 'scope, 'env> Sink for ClusterSink<'c, 'scope, 'env>
 where
     'c: 'scope,
 {
-    fn begin(&mut self, sampled: &Sampled<'_>) -> Result<Begun> {
+    fn begin(&mut self, sampled: &SampledTable<'_>) -> Result<TableStart> {
         self.end_table()?;
         let client = self.client;
         // The table is planned against a copy of the cluster's schema of it, in memory:
@@ -197,8 +197,8 @@ where
             &mut self.notes,
         )?;
         Ok(match self.current {
-            Some(_) => Begun::Table(plan),
-            None => Begun::Skipped(plan),
+            Some(_) => TableStart::Write(plan),
+            None => TableStart::AlreadyLoaded(plan),
         })
     }
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use rusqlite::limits::Limit;
 use rusqlite::{Connection, ErrorCode};
 
-use super::{BatchSink, Begun, Sampled, Sink, TablePlan};
+use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::Batch;
 use crate::error::{Error, Hint, Position, Result};
 use crate::options::OnConflict;
@@ -377,7 +377,7 @@ impl BatchSink for SqliteSink<'_> {
 }
 
 impl Sink for SqliteSink<'_> {
-    fn begin(&mut self, table: &Sampled<'_>) -> Result<Begun> {
+    fn begin(&mut self, table: &SampledTable<'_>) -> Result<TableStart> {
         self.current = None;
         let shape = if self.shapes.is_empty() {
             None
@@ -414,7 +414,7 @@ impl Sink for SqliteSink<'_> {
             self.loaded.push(plan.table.clone());
         }
         self.current = Some((plan.clone(), inserter));
-        Ok(Begun::Table(plan))
+        Ok(TableStart::Write(plan))
     }
 
     fn finish(&mut self, summary: &mut Summary) -> Result<()> {
