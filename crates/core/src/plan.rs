@@ -338,12 +338,7 @@ pub(crate) fn plan_source(
     let mut first_rowid = 1;
     if let (Dest::File(db), EngineRoute::Sqlite) = (dest, engine) {
         if db.exists() {
-            let conn = rusqlite::Connection::open_with_flags(
-                db,
-                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
-                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            )
-            .map_err(|e| Error::sqlite(format!("opening {}", db.display()), e))?;
+            let conn = read_only(db)?;
             if let Some((actual, continued)) = Continued::read(&conn, &shape.table)? {
                 crate::table::check_same_columns(&actual, &continued.columns, spec_columns)?;
                 first_rowid = continued.last_rowid + 1;
@@ -400,11 +395,7 @@ fn name_tables(dest: Dest<'_>, shapes: &mut [TableShape], notes: &mut Vec<String
     if !db.exists() {
         return Ok(());
     }
-    let conn = rusqlite::Connection::open_with_flags(
-        db,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| Error::sqlite(format!("opening {}", db.display()), e))?;
+    let conn = read_only(db)?;
     let mut names = crate::names::Names::of(&conn)?;
     for s in shapes.iter() {
         names.claim(&s.table);
@@ -601,15 +592,21 @@ fn merge(db: &Path, loads: &[Load<'_>], opts: &ImportOptions) -> Result<Option<D
     {
         return Ok(None);
     }
-    let conn = rusqlite::Connection::open_with_flags(
-        db,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| Error::sqlite(format!("opening {}", db.display()), e))?;
+    let conn = read_only(db)?;
     Ok(
         destination::merge_target(&conn, &load.table, &load.columns, &opts.key)?
             .map(|_| durability),
     )
+}
+
+/// The existing database `db`, opened read-only for the plan to look at (no lock is
+/// held between reads: each writer reads what it relies on again in its transaction).
+fn read_only(db: &Path) -> Result<rusqlite::Connection> {
+    rusqlite::Connection::open_with_flags(
+        db,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| Error::sqlite(format!("opening {}", db.display()), e))
 }
 
 /// Typed inputs (Parquet, Arrow) all together when every input is one of the same

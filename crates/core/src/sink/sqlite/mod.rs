@@ -455,8 +455,11 @@ pub(crate) fn plan_table(
     shape: Option<&TableShape>,
     created: &mut HashSet<String>,
 ) -> Result<TablePlan> {
-    if let Some(create) = shape.and_then(|s| s.declared.as_ref()) {
-        return plan_spec_table(conn, table, columns, inferred, create, shape, created);
+    if let Some(s) = shape {
+        if let Some(create) = &s.declared {
+            let continued = s.continued.as_ref();
+            return plan_spec_table(conn, table, columns, inferred, create, continued, created);
+        }
     }
     let (shape_key, indexes): (Vec<String>, &[crate::table::IndexSpec]) = match shape {
         Some(s) => (s.rowid.iter().cloned().collect(), &s.indexes),
@@ -583,20 +586,19 @@ pub(crate) fn plan_table(
 }
 
 /// The table of a spec (generate's): made with its declaration `create` when the plan
-/// found none, or continued when the plan found it; either way as the plan read it, else
-/// the load fails with nothing written (the rows were numbered from what it read).
+/// found none (`continued` is `None`), or continued as the plan read it; else the load
+/// fails with nothing written (the rows were numbered from what the plan read).
 fn plan_spec_table(
     conn: &Connection,
     table: &str,
     columns: &[String],
     types: &[ColumnType],
     create: &str,
-    shape: Option<&TableShape>,
+    continued: Option<&crate::plan::Continued>,
     created: &mut HashSet<String>,
 ) -> Result<TablePlan> {
-    let planned = shape.and_then(|s| s.continued.as_ref());
     let now = crate::plan::Continued::read(conn, table)?;
-    let actual = match (now, planned) {
+    let actual = match (now, continued) {
         (None, None) => {
             conn.execute_batch(create)
                 .map_err(|e| Error::sqlite(format!("running {create}"), e))?;
