@@ -868,19 +868,25 @@ fn nothing_after_a_refused_request_commits_whatever_is_in_flight() {
     }
 }
 
+/// `liteload generate DB SPEC…` through SQLite's path: the reference a cluster's rows
+/// are compared with.
+fn generate_into_file(db: &Path, spec: &[&str]) {
+    let out = run(&[
+        &["generate", db.to_str().unwrap()][..],
+        spec,
+        &["--engine", "sqlite"],
+    ]
+    .concat());
+    assert!(out.status.success(), "{out:?}");
+}
+
 #[test]
 fn generate_into_a_cluster_makes_the_rows_a_file_gets_across_kills_of_liteload_and_the_leader() {
     let mut c = Cluster::start(3);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("g.db");
     let spec = ["--rows", "200000", "--seed", "9", "--quiet"];
-    let out = run(&[
-        &["generate", db.to_str().unwrap()][..],
-        &spec,
-        &["--engine", "sqlite"],
-    ]
-    .concat());
-    assert!(out.status.success(), "{out:?}");
+    generate_into_file(&db, &spec);
     let sql = exact_sql("user", &["id", "area", "age", "active"]);
     let want = file_rows(&db, &sql);
     let run_on = |url: &str| -> Vec<String> {
@@ -899,6 +905,53 @@ fn generate_into_a_cluster_makes_the_rows_a_file_gets_across_kills_of_liteload_a
     for i in 0..3 {
         c.wait_local(i, &sql, &want);
     }
+}
+
+/// Generate into a cluster's table that holds rows continues its rowids as it does in a
+/// file, the same spec run again writes nothing there (its progress says it finished),
+/// and a table whose columns are not the spec's is refused with nothing sent.
+#[test]
+fn generate_into_a_cluster_table_that_holds_rows_continues_it_as_in_a_file() {
+    let c = Cluster::start(1);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("g.db");
+    let first = ["--rows", "3000", "--seed", "4", "--quiet"];
+    let second = ["--rows", "2000", "--seed", "5", "--quiet"];
+    generate_into_file(&db, &first);
+    generate_into_file(&db, &second);
+    let sql = exact_sql("user", &["id", "area", "age", "active"]);
+    let want = file_rows(&db, &sql);
+    assert_eq!(want.len(), 5000);
+    let url = c.url(0);
+    // The first boots the empty node, the second goes in by requests, and the first
+    // again is recorded as done.
+    for (spec, rows) in [(first, "3000"), (second, "2000"), (first, "0")] {
+        let out = run(&[&["generate", &url, "--summary-json"][..], &spec].concat());
+        assert!(out.status.success(), "{out:?}");
+        let summary: Json = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(summary["rows"].to_string(), rows, "{summary}");
+    }
+    c.wait_local(0, &sql, &want);
+    // Other columns: refused before a row is sent.
+    let out = run(&[
+        "generate",
+        &url,
+        "--rows",
+        "10",
+        "--column",
+        "id=rowid",
+        "--column",
+        "v=const:1",
+        "--quiet",
+    ]);
+    // A schema error, as into a file.
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("exists with columns (id, area, age, active)"),
+        "{out:?}"
+    );
+    c.wait_local(0, &sql, &want);
 }
 
 #[test]

@@ -322,7 +322,9 @@ pub(crate) fn plan_tables<'i>(
 /// lock): one there must have exactly `spec_columns` (the table's, the rowid column
 /// included), and the rows continue its rowids; the writer finds it the same inside its
 /// transaction, or fails with nothing written. Only SQLite's path reads the file: the
-/// page writer makes a new one, and parsing alone writes none.
+/// page writer makes a new one, and parsing alone writes none. A destination the plan
+/// cannot open (a cluster, read through its client) comes with `shape.continued`
+/// already read by the caller, and is held to the same rule.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plan_source(
     dest: Dest<'_>,
@@ -335,17 +337,19 @@ pub(crate) fn plan_source(
     opts: &ImportOptions,
 ) -> Result<ImportPlan<'static>> {
     let engine = choose_engine(dest, &[], true, opts)?;
-    let mut first_rowid = 1;
-    if let (Dest::File(db), EngineRoute::Sqlite) = (dest, engine) {
+    if let (Dest::File(db), EngineRoute::Sqlite, None) = (dest, engine, &shape.continued) {
         if db.exists() {
             let conn = read_only(db)?;
             if let Some((actual, continued)) = Continued::read(&conn, &shape.table)? {
-                crate::table::check_same_columns(&actual, &continued.columns, spec_columns)?;
-                first_rowid = continued.last_rowid + 1;
                 shape.table = actual;
                 shape.continued = Some(continued);
             }
         }
+    }
+    let mut first_rowid = 1;
+    if let Some(continued) = &shape.continued {
+        crate::table::check_same_columns(&shape.table, &continued.columns, spec_columns)?;
+        first_rowid = continued.last_rowid + 1;
     }
     let load = Load {
         inputs: &[],

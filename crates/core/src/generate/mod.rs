@@ -111,9 +111,8 @@ pub fn generate(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resul
 
 fn generate_with(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Result<Summary> {
     let start = Instant::now();
-    validate(opts)?;
     progress.rows_total.store(opts.rows, Ordering::Relaxed);
-    let (mut plan, load_opts) = plan_generate(db, opts)?;
+    let (mut plan, load_opts) = plan_generate(Dest::File(db), opts, None)?;
     let mut summary = import::write(db, &mut plan, &load_opts, progress, start)?;
     if summary.tables.is_empty() {
         summary.tables.push(opts.table.clone());
@@ -121,11 +120,15 @@ fn generate_with(db: &Path, opts: &GenerateOptions, progress: &Progress) -> Resu
     Ok(summary)
 }
 
-/// The plan of a generate run, and the load options it was made with.
-fn plan_generate(
-    db: &Path,
+/// The plan of a generate run into `dest`, and the load options it was made with. A
+/// table of a destination the plan cannot open itself (a cluster's) comes as `held`:
+/// its actual name and what the caller read of it.
+pub(crate) fn plan_generate(
+    dest: Dest<'_>,
     opts: &GenerateOptions,
+    held: Option<(String, plan::Continued)>,
 ) -> Result<(plan::ImportPlan<'static>, ImportOptions)> {
+    validate(opts)?;
     // The load's options: the plan chooses the engine as for any load, and the writer
     // reads what it needs of them from the plan.
     let load_opts = ImportOptions {
@@ -140,13 +143,17 @@ fn plan_generate(
         ..ImportOptions::default()
     };
     let defs: Vec<String> = opts.columns.iter().map(|c| c.definition()).collect();
+    let (table, continued) = match held {
+        Some((actual, continued)) => (actual, Some(continued)),
+        None => (opts.table.clone(), None),
+    };
     let shape = TableShape {
-        table: opts.table.clone(),
+        table,
         // The rowid column is left out of the rows: SQLite numbers them.
         rowid: None,
         indexes: vec![],
         declared: Some(crate::table::create_table_sql(&opts.table, &defs)),
-        continued: None,
+        continued,
     };
     let spec_columns: Vec<String> = opts.columns.iter().map(|c| c.name.clone()).collect();
     let written: Vec<&ColumnSpec> = opts
@@ -155,7 +162,7 @@ fn plan_generate(
         .filter(|c| c.gen != Gen::Rowid)
         .collect();
     let plan = plan::plan_source(
-        Dest::File(db),
+        dest,
         shape,
         &spec_columns,
         "<generate>",
@@ -194,7 +201,7 @@ mod tests {
             ..GenerateOptions::default()
         };
         generate(&db, &opts, &Progress::default())?;
-        let (mut plan, load_opts) = plan_generate(&db, &opts)?;
+        let (mut plan, load_opts) = plan_generate(Dest::File(&db), &opts, None)?;
         let conn = rusqlite::Connection::open(&db)?;
         // A copy of a row under the next rowid (the spec's first column is the rowid).
         conn.execute_batch(

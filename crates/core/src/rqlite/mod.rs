@@ -16,21 +16,19 @@
 //! with backoff and on to the other nodes of the cluster, for [`RqliteOptions::patience`].
 
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
 use crate::durability::Durability;
 use crate::error::{Error, Result};
-use crate::generate::{GenerateOptions, GeneratorSource, CHUNK_ROWS};
+use crate::generate::GenerateOptions;
 use crate::options::{Engine, ImportOptions};
-use crate::pipeline::{self, Rejects};
-use crate::plan::{self, Dest};
+use crate::plan::{self, Continued, Dest};
 use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
 use crate::sink::rqlite::client::{self, Client};
-use crate::sink::rqlite::load::{cluster_table, mirror_of, plain, table_columns, Shape, TableLoad};
+use crate::sink::rqlite::load::{cluster_table, mirror_of, table_columns, Shape};
 use crate::sink::rqlite::progress::{self, LoadKey};
 use crate::sink::rqlite::ClusterSink;
 use crate::source::Input;
@@ -328,6 +326,20 @@ fn import_rows(
         ));
     }
     let mut plan = plan::plan(Dest::Cluster, inputs, opts, progress)?;
+    write_rows(client, &mut plan, None, opts, ropts, progress, start)
+}
+
+/// Writes the loads of `plan` into the cluster through its [`ClusterSink`] (the table
+/// of a spec, if `spec`, as that sink takes one).
+fn write_rows(
+    client: &Client,
+    plan: &mut plan::ImportPlan<'_>,
+    spec: Option<(plan::TableShape, LoadKey)>,
+    opts: &ImportOptions,
+    ropts: &RqliteOptions,
+    progress: &Progress,
+    start: Instant,
+) -> Result<Summary> {
     let rules = plan.rules.clone();
     let mut summary = std::thread::scope(|scope| {
         let mut sink = ClusterSink::new(
@@ -338,7 +350,10 @@ fn import_rows(
             shape(ropts),
             ropts.in_flight,
         );
-        match crate::import::load(&mut plan, &mut sink, opts, progress) {
+        if let Some((shape, key)) = spec {
+            sink = sink.with_spec(shape, key);
+        }
+        match crate::import::load(plan, &mut sink, opts, progress) {
             Ok(summary) => Ok(summary),
             // A request the cluster refused stops the load: its error (the refused row,
             // with its place) is the cause of whatever stopped the rows after it.
@@ -359,6 +374,10 @@ fn shape(ropts: &RqliteOptions) -> Shape {
     }
 }
 
+/// Generate into a cluster that holds data: planned as generate plans a file (one load,
+/// the generator its source), the table read here through the client (its columns,
+/// and its largest rowid less the rows an interrupted run of the same spec put in), and
+/// written by the cluster's sink.
 fn generate_rows(
     client: &Client,
     opts: &GenerateOptions,
@@ -372,15 +391,10 @@ fn generate_rows(
         ));
     }
     progress.rows_total.store(opts.rows, Ordering::Relaxed);
-    let names: Vec<String> = opts.columns.iter().map(|c| c.name.clone()).collect();
-    let spec: Vec<String> = opts.columns.iter().map(|c| c.definition()).collect();
     let key = generate_key(opts);
-    let mut prelude = vec![plain(&progress::create_progress_sql())];
-    let resume = progress::read_resume(client, &key)?;
-    let first_rowid = match cluster_table(client, &opts.table)? {
+    let held = match cluster_table(client, &opts.table)? {
         Some((actual, sql)) => {
-            let have = table_columns(&mirror_of(&sql)?, &actual)?;
-            crate::table::check_same_columns(&actual, &have, &names)?;
+            let columns = table_columns(&mirror_of(&sql)?, &actual)?;
             let max = client
                 .query_rows(
                     &format!(
@@ -394,65 +408,35 @@ fn generate_rows(
                 .and_then(Json::as_i64)
                 .unwrap_or(0);
             // Rows of an interrupted run are the last ones in: the run started below them.
-            max - resume.rows_in() as i64 + 1
+            let resumed = progress::read_resume(client, &key)?.rows_in() as i64;
+            let last_rowid = max - resumed;
+            Some((
+                actual,
+                Continued {
+                    columns,
+                    last_rowid,
+                },
+            ))
         }
-        None => {
-            prelude.push(plain(&crate::table::create_table_sql(&opts.table, &spec)));
-            1
-        }
+        None => None,
     };
-    let mut src = GeneratorSource::new(
-        opts.columns.clone(),
-        opts.rows,
-        opts.seed,
-        first_rowid,
-        opts.threads,
-    );
-    let written: Vec<String> = opts
-        .columns
-        .iter()
-        .filter(|c| c.gen != crate::generate::Gen::Rowid)
-        .map(|c| c.name.clone())
-        .collect();
-    let rejects = Mutex::new(Rejects::new(None, None)?);
-    let mut summary = Summary {
-        tables: vec![opts.table.clone()],
-        ..Summary::default()
-    };
-    drop(resume);
-    summary.rows = std::thread::scope(|scope| -> Result<u64> {
-        let Some(mut table) = TableLoad::start(
-            scope,
-            client,
-            &opts.table,
-            &written,
-            key,
-            "<generate>".into(),
-            prelude,
-            shape(ropts),
-            ropts.in_flight,
-            &mut summary.notes,
-        )?
-        else {
-            return Ok(0);
-        };
-        if let Err(e) = pipeline::run(
-            &mut src,
-            table.sink(),
-            CHUNK_ROWS as usize,
-            progress,
-            &rejects,
-            &mut summary,
-        ) {
-            // A request the cluster refused is the cause of what stopped the rows.
-            return Err(table.abandon().unwrap_or(e));
-        }
-        progress.check()?;
-        progress.set_stage(Stage::Committing);
-        table.end()
-    })?;
-    summary.durability = Durable::Cluster;
-    summary.engine = Some(EngineUsed::Rqlite);
-    summary::finish(&mut summary, start);
+    let (mut plan, load_opts) = crate::generate::plan_generate(Dest::Cluster, opts, held)?;
+    let shape = plan
+        .shapes
+        .first()
+        .cloned()
+        .ok_or_else(|| Error::internal("generate's plan has no table"))?;
+    let mut summary = write_rows(
+        client,
+        &mut plan,
+        Some((shape, key)),
+        &load_opts,
+        ropts,
+        progress,
+        start,
+    )?;
+    if summary.tables.is_empty() {
+        summary.tables.push(opts.table.clone());
+    }
     Ok(summary)
 }

@@ -15,10 +15,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::sqlite::plan_table;
-use super::{BatchSink, SampledTable, Sink, TableStart};
+use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
-use crate::plan::WriteRules;
+use crate::plan::{TableShape, WriteRules};
 use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
 use crate::summary::{Durable, EngineUsed, Summary};
@@ -41,6 +41,8 @@ pub(crate) struct ClusterSink<'c, 'scope, 'env> {
     loaded: Vec<String>,
     current: Option<TableLoad<'c, 'scope>>,
     notes: Vec<String>,
+    /// The table of a spec (generate's), and the key its progress is recorded under.
+    spec: Option<(TableShape, LoadKey)>,
 }
 
 impl<'c, 'scope, 'env> ClusterSink<'c, 'scope, 'env>
@@ -69,7 +71,18 @@ where
             loaded: vec![],
             current: None,
             notes: vec![],
+            spec: None,
         }
+    }
+
+    /// Loads the table of a spec (generate's): made with the shape's declaration when
+    /// the plan found none, or continued as the plan read it (its columns exactly; its
+    /// rows were numbered from the largest rowid the plan read, less the rows an
+    /// interrupted run put in). Its progress is recorded under `key`, so that a run of
+    /// the same spec resumes.
+    pub(crate) fn with_spec(mut self, shape: TableShape, key: LoadKey) -> Self {
+        self.spec = Some((shape, key));
+        self
     }
 
     /// Ends the table begun last: the rest sent, every answer in, the load marked
@@ -130,15 +143,19 @@ where
                 .execute_batch(sql)
                 .map_err(|e| Error::sqlite("copying the cluster's table definition", e))?;
         }
-        let plan = plan_table(
-            &mirror,
-            sampled.table,
-            sampled.columns,
-            sampled.types,
-            self.rules,
-            None,
-            &mut self.created,
-        )?;
+        let spec = self.spec.as_ref().filter(|(s, _)| s.table == sampled.table);
+        let plan = match spec {
+            Some((shape, _)) => spec_table(&mirror, &before, shape, sampled, &mut self.created)?,
+            None => plan_table(
+                &mirror,
+                sampled.table,
+                sampled.columns,
+                sampled.types,
+                self.rules,
+                None,
+                &mut self.created,
+            )?,
+        };
         let after: String = mirror
             .query_row(
                 "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
@@ -173,12 +190,15 @@ where
                     .collect::<rusqlite::Result<_>>()
             })
             .map_err(|e| Error::sqlite("reading the planned table's primary key", e))?;
-        let key = LoadKey {
-            input: name.to_string(),
-            table: plan.table.clone(),
-            input_bytes: input.and_then(crate::Input::size),
-            primary_key,
-            resumable: matches!(input, Some(crate::Input::Path(_))),
+        let key = match spec {
+            Some((_, key)) => key.clone(),
+            None => LoadKey {
+                input: name.to_string(),
+                table: plan.table.clone(),
+                input_bytes: input.and_then(crate::Input::size),
+                primary_key,
+                resumable: matches!(input, Some(crate::Input::Path(_))),
+            },
         };
         if !self.loaded.contains(&plan.table) {
             self.loaded.push(plan.table.clone());
@@ -224,6 +244,41 @@ where
         summary.rows_per_statement = 0;
         Ok(())
     }
+}
+
+/// The plan of a spec's table in the cluster, whose definition (`before`, if it has the
+/// table) `mirror` holds: made there with the shape's declaration when the plan found
+/// no table, or continued when the cluster's has the columns the plan read; else the
+/// load fails with nothing sent. The largest rowid is not read again: the cluster
+/// commits request by request, with no transaction around the load to read it in.
+fn spec_table(
+    mirror: &rusqlite::Connection,
+    before: &Option<(String, String)>,
+    shape: &TableShape,
+    sampled: &SampledTable<'_>,
+    created: &mut HashSet<String>,
+) -> Result<TablePlan> {
+    let table = match (before, &shape.continued, &shape.declared) {
+        (None, None, Some(create)) => {
+            mirror
+                .execute_batch(create)
+                .map_err(|e| Error::sqlite(format!("running {create}"), e))?;
+            created.insert(sampled.table.to_ascii_lowercase());
+            sampled.table.to_string()
+        }
+        (Some((actual, _)), Some(planned), _)
+            if table_columns(mirror, actual)? == planned.columns =>
+        {
+            actual.clone()
+        }
+        _ => return Err(crate::destination::changed_since_planned(sampled.table)),
+    };
+    Ok(TablePlan {
+        table,
+        columns: sampled.columns.to_vec(),
+        types: sampled.types.to_vec(),
+        may_alter: false,
+    })
 }
 
 /// The `CREATE INDEX` that gives the cluster's `table` the index `ix` asks for, under a
