@@ -24,13 +24,13 @@ use crate::durability::Durability;
 use crate::error::{Error, Result};
 use crate::generate::GenerateOptions;
 use crate::options::{Engine, ImportOptions};
-use crate::plan::{self, Continued, Dest};
+use crate::plan::{self, Dest};
 use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
 use crate::sink::rqlite::client::{self, Client};
-use crate::sink::rqlite::load::{cluster_table, mirror_of, table_columns, Shape};
+use crate::sink::rqlite::load::Shape;
 use crate::sink::rqlite::progress::{self, LoadKey};
-use crate::sink::rqlite::ClusterSink;
+use crate::sink::rqlite::{spec_held, ClusterSink};
 use crate::source::Input;
 use crate::summary::{self, Durable, EngineUsed, Summary};
 
@@ -392,34 +392,7 @@ fn generate_rows(
     }
     progress.rows_total.store(opts.rows, Ordering::Relaxed);
     let key = generate_key(opts);
-    let held = match cluster_table(client, &opts.table)? {
-        Some((actual, sql)) => {
-            let columns = table_columns(&mirror_of(&sql)?, &actual)?;
-            let max = client
-                .query_rows(
-                    &format!(
-                        "SELECT coalesce(max(rowid), 0) FROM {}",
-                        quote_ident(&actual)
-                    ),
-                    &[],
-                )?
-                .first()
-                .and_then(|r| r.first())
-                .and_then(Json::as_i64)
-                .unwrap_or(0);
-            // Rows of an interrupted run are the last ones in: the run started below them.
-            let resumed = progress::read_resume(client, &key)?.rows_in() as i64;
-            let last_rowid = max - resumed;
-            Some((
-                actual,
-                Continued {
-                    columns,
-                    last_rowid,
-                },
-            ))
-        }
-        None => None,
-    };
+    let held = spec_held(client, &opts.table, &key)?;
     let (mut plan, load_opts) = crate::generate::plan_generate(Dest::Cluster, opts, held)?;
     let shape = plan
         .shapes

@@ -14,8 +14,8 @@ pub(crate) mod target;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::sqlite::plan_table;
-use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
+use super::sqlite::{plan_spec_table, plan_table};
+use super::{BatchSink, SampledTable, Sink, TableStart};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 use crate::plan::{TableShape, WriteRules};
@@ -145,7 +145,22 @@ where
         }
         let spec = self.spec.as_ref().filter(|(s, _)| s.table == sampled.table);
         let plan = match spec {
-            Some((shape, _)) => spec_table(&mirror, &before, shape, sampled, &mut self.created)?,
+            Some((shape, key)) => {
+                let create = shape
+                    .declared
+                    .as_deref()
+                    .ok_or_else(|| Error::internal("a spec's table has no declaration"))?;
+                plan_spec_table(
+                    &mirror,
+                    sampled.table,
+                    sampled.columns,
+                    sampled.types,
+                    create,
+                    shape.continued.as_ref(),
+                    spec_held(client, sampled.table, key)?,
+                    &mut self.created,
+                )?
+            }
             None => plan_table(
                 &mirror,
                 sampled.table,
@@ -183,22 +198,24 @@ where
         }
         let input = sampled.input;
         let name = sampled.name;
-        let primary_key: Vec<String> = mirror
-            .prepare("SELECT name FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk")
-            .and_then(|mut st| {
-                st.query_map([&plan.table], |r| r.get(0))?
-                    .collect::<rusqlite::Result<_>>()
-            })
-            .map_err(|e| Error::sqlite("reading the planned table's primary key", e))?;
         let key = match spec {
             Some((_, key)) => key.clone(),
-            None => LoadKey {
-                input: name.to_string(),
-                table: plan.table.clone(),
-                input_bytes: input.and_then(crate::Input::size),
-                primary_key,
-                resumable: matches!(input, Some(crate::Input::Path(_))),
-            },
+            None => {
+                let primary_key: Vec<String> = mirror
+                    .prepare("SELECT name FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk")
+                    .and_then(|mut st| {
+                        st.query_map([&plan.table], |r| r.get(0))?
+                            .collect::<rusqlite::Result<_>>()
+                    })
+                    .map_err(|e| Error::sqlite("reading the planned table's primary key", e))?;
+                LoadKey {
+                    input: name.to_string(),
+                    table: plan.table.clone(),
+                    input_bytes: input.and_then(crate::Input::size),
+                    primary_key,
+                    resumable: matches!(input, Some(crate::Input::Path(_))),
+                }
+            }
         };
         if !self.loaded.contains(&plan.table) {
             self.loaded.push(plan.table.clone());
@@ -246,39 +263,40 @@ where
     }
 }
 
-/// The plan of a spec's table in the cluster, whose definition (`before`, if it has the
-/// table) `mirror` holds: made there with the shape's declaration when the plan found
-/// no table, or continued when the cluster's has the columns the plan read; else the
-/// load fails with nothing sent. The largest rowid is not read again: the cluster
-/// commits request by request, with no transaction around the load to read it in.
-fn spec_table(
-    mirror: &rusqlite::Connection,
-    before: &Option<(String, String)>,
-    shape: &TableShape,
-    sampled: &SampledTable<'_>,
-    created: &mut HashSet<String>,
-) -> Result<TablePlan> {
-    let table = match (before, &shape.continued, &shape.declared) {
-        (None, None, Some(create)) => {
-            mirror
-                .execute_batch(create)
-                .map_err(|e| Error::sqlite(format!("running {create}"), e))?;
-            created.insert(sampled.table.to_ascii_lowercase());
-            sampled.table.to_string()
-        }
-        (Some((actual, _)), Some(planned), _)
-            if table_columns(mirror, actual)? == planned.columns =>
-        {
-            actual.clone()
-        }
-        _ => return Err(crate::destination::changed_since_planned(sampled.table)),
+/// What the cluster holds of a spec's `table` now: its actual name, its columns, and
+/// its largest rowid less the rows an interrupted run under `key` put in (the rows of
+/// a run are the last ones in: it started below them). `None` when it has no such
+/// table. The plan reads it before the load, the sink again when it begins the table.
+pub(crate) fn spec_held(
+    client: &Client,
+    table: &str,
+    key: &LoadKey,
+) -> Result<Option<(String, crate::plan::Continued)>> {
+    let Some((actual, sql)) = cluster_table(client, table)? else {
+        return Ok(None);
     };
-    Ok(TablePlan {
-        table,
-        columns: sampled.columns.to_vec(),
-        types: sampled.types.to_vec(),
-        may_alter: false,
-    })
+    let columns = table_columns(&mirror_of(&sql)?, &actual)?;
+    let max = client
+        .query_rows(
+            &format!(
+                "SELECT coalesce(max(rowid), 0) FROM {}",
+                quote_ident(&actual)
+            ),
+            &[],
+        )?
+        .first()
+        .and_then(|r| r.first())
+        .and_then(serde_json::Value::as_i64)
+        .unwrap_or(0);
+    let resumed = progress::read_resume(client, key)?.rows_in() as i64;
+    let last_rowid = max - resumed;
+    Ok(Some((
+        actual,
+        crate::plan::Continued {
+            columns,
+            last_rowid,
+        },
+    )))
 }
 
 /// The `CREATE INDEX` that gives the cluster's `table` the index `ix` asks for, under a

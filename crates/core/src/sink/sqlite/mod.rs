@@ -458,7 +458,10 @@ pub(crate) fn plan_table(
     if let Some(s) = shape {
         if let Some(create) = &s.declared {
             let continued = s.continued.as_ref();
-            return plan_spec_table(conn, table, columns, inferred, create, continued, created);
+            let now = crate::plan::Continued::read(conn, table)?;
+            return plan_spec_table(
+                conn, table, columns, inferred, create, continued, now, created,
+            );
         }
     }
     let (shape_key, indexes): (Vec<String>, &[crate::table::IndexSpec]) = match shape {
@@ -585,19 +588,21 @@ pub(crate) fn plan_table(
     }
 }
 
-/// The table of a spec (generate's): made with its declaration `create` when the plan
-/// found none (`continued` is `None`), or continued as the plan read it; else the load
-/// fails with nothing written (the rows were numbered from what the plan read).
-fn plan_spec_table(
+/// The table of a spec (generate's) in `conn`, which the writer found as `now`: made
+/// with its declaration `create` when the plan found none (`continued` is `None`), or
+/// continued as the plan read it; else the load fails with nothing written (the rows
+/// were numbered from what the plan read).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn plan_spec_table(
     conn: &Connection,
     table: &str,
     columns: &[String],
     types: &[ColumnType],
     create: &str,
     continued: Option<&crate::plan::Continued>,
+    now: Option<(String, crate::plan::Continued)>,
     created: &mut HashSet<String>,
 ) -> Result<TablePlan> {
-    let now = crate::plan::Continued::read(conn, table)?;
     let actual = match (now, continued) {
         (None, None) => {
             conn.execute_batch(create)
