@@ -742,7 +742,12 @@ fn scan_element<R: BufRead + ?Sized>(
     limit: u64,
 ) -> std::result::Result<(Vec<u8>, bool), (Vec<u8>, io::Error)> {
     let mut text = Vec::new();
-    let (mut depth, mut in_string, mut skip) = (0u64, false, false);
+    let (mut depth, mut in_string) = (0u64, false);
+    // After a backslash in a string: whether its letter is still to come (the last
+    // buffer ended on the backslash), and how many bytes of the escape are left to
+    // pass over. `\u` takes four more bytes whatever they are, as serde_json reads
+    // them before it checks them: a quote among them does not end the string.
+    let (mut letter_next, mut skip) = (false, 0usize);
     loop {
         let buf = match r.fill_buf() {
             Ok(b) => b,
@@ -754,20 +759,26 @@ fn scan_element<R: BufRead + ?Sized>(
         }
         let mut i = 0;
         let mut end = None;
-        if skip {
-            // The byte after a backslash that ended the last buffer.
-            i = 1;
-            skip = false;
+        if letter_next {
+            letter_next = false;
+            skip = if buf[0] == b'u' { 5 } else { 1 };
         }
+        let passed = skip.min(buf.len());
+        i += passed;
+        skip -= passed;
         while i < buf.len() {
             if in_string {
                 match memchr::memchr2(b'"', b'\\', &buf[i..]) {
                     None => i = buf.len(),
                     Some(k) if buf[i + k] == b'\\' => {
-                        i += k + 2;
-                        if i > buf.len() {
-                            skip = true;
-                            i = buf.len();
+                        i += k + 1;
+                        if i == buf.len() {
+                            letter_next = true;
+                        } else {
+                            skip = if buf[i] == b'u' { 5 } else { 1 };
+                            let passed = skip.min(buf.len() - i);
+                            i += passed;
+                            skip -= passed;
                         }
                     }
                     Some(k) => {
@@ -946,6 +957,8 @@ mod tests {
             1 => Just(br#"{"u": "\u00e9\ud83d\ude00", "e": 1e5}"#.to_vec()),
             1 => Just(b"{\"t\": \"line\nbreak\"}".to_vec()),
             1 => Just(br#"{"bad": "\q"}"#.to_vec()),
+            1 => Just(br#"{"short": "\u12"}"#.to_vec()),
+            1 => Just(br#""\u"#.to_vec()),
             1 => Just(br#"{"a": 1,, "b": 2}"#.to_vec()),
             1 => Just(br#"{"a": tru}"#.to_vec()),
             1 => Just(br#"{"a": 1]"#.to_vec()),
