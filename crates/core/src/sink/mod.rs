@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::summary::Summary;
 use crate::types::ColumnType;
 
+pub(crate) use crate::plan::table::TablePlan;
 pub(crate) use null::NullSink;
 
 /// What batches are written through: the part of a writer the pipeline drives.
@@ -59,21 +60,6 @@ pub(crate) struct SampledTable<'a> {
     pub(crate) input: Option<&'a crate::source::Input>,
     /// Whether columns may appear after the sample (JSON keys first seen later).
     pub(crate) grows: bool,
-}
-
-/// How one input's columns land in the table.
-#[derive(Clone, Debug)]
-pub(crate) struct TablePlan {
-    /// The table's actual name (an existing one's spelling).
-    pub(crate) table: String,
-    /// The table's columns the batches fill, in batch order.
-    pub(crate) columns: Vec<String>,
-    /// The types the source converts to: an existing table's declared ones where it
-    /// declares one, else the sample's.
-    pub(crate) types: Vec<ColumnType>,
-    /// Whether columns may be added to it as the input goes (created in this run, or
-    /// alter asked for).
-    pub(crate) may_alter: bool,
 }
 
 /// How a table's load starts, as [`Sink::begin`] found it.

@@ -1,6 +1,6 @@
-//! An rqlite cluster that holds data as a sink ([`ClusterSink`]): each table planned
-//! against an in-memory copy of the cluster's definition of it (the same checks as a
-//! load into a file), the statements that made the difference sent first, then the rows
+//! An rqlite cluster that holds data as a sink ([`ClusterSink`]): each table decided by
+//! the rule a load into a file follows ([`crate::plan::table`]) on the cluster's
+//! definition of it, the decision's statements sent first, then the rows
 //! as `?transaction` requests, each recording its rows in the progress table, so a
 //! rerun after a kill goes on where the cluster stopped (see [`crate::rqlite`]).
 
@@ -14,10 +14,10 @@ pub(crate) mod target;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::sqlite::{plan_spec_table, plan_table};
 use super::{BatchSink, SampledTable, Sink, TableStart};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
+use crate::plan::table as table_plan;
 use crate::plan::{TableShape, WriteRules};
 use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
@@ -132,9 +132,10 @@ where
     fn begin(&mut self, sampled: &SampledTable<'_>) -> Result<TableStart> {
         self.end_table()?;
         let client = self.client;
-        // The table is planned against a copy of the cluster's schema of it, in memory:
-        // the same checks as a load into a file, and the statements that made the
-        // difference are then run in the cluster.
+        // The table as the cluster has it now, decided by the same rule as a load into
+        // a file; the decision's statements go first in the table's first request. An
+        // in-memory copy of the table's definition reads its columns, then takes the
+        // statements too, to read the primary key of the table as planned.
         let mirror = rusqlite::Connection::open_in_memory()
             .map_err(|e| Error::sqlite("opening :memory:", e))?;
         let before = cluster_table(client, sampled.table)?;
@@ -144,58 +145,43 @@ where
                 .map_err(|e| Error::sqlite("copying the cluster's table definition", e))?;
         }
         let spec = self.spec.as_ref().filter(|(s, _)| s.table == sampled.table);
-        let plan = match spec {
+        let decision = match spec {
             Some((shape, key)) => {
                 let create = shape
                     .declared
                     .as_deref()
                     .ok_or_else(|| Error::internal("a spec's table has no declaration"))?;
-                plan_spec_table(
-                    &mirror,
+                table_plan::decide_spec(
                     sampled.table,
                     sampled.columns,
                     sampled.types,
                     create,
                     shape.continued.as_ref(),
                     spec_held(client, sampled.table, key)?,
-                    &mut self.created,
                 )?
             }
-            None => plan_table(
-                &mirror,
+            None => table_plan::decide(
                 sampled.table,
+                crate::table::existing_columns(&mirror, sampled.table)?,
                 sampled.columns,
                 sampled.types,
                 self.rules,
                 None,
-                &mut self.created,
+                &self.created,
             )?,
         };
-        let after: String = mirror
-            .query_row(
-                "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
-                [&plan.table],
-                |r| r.get(0),
-            )
-            .map_err(|e| Error::sqlite("reading the planned table", e))?;
         let mut prelude = vec![plain(&create_progress_sql())];
-        match &before {
-            None => prelude.push(plain(&after)),
-            Some((name, sql)) if *sql != after => {
-                if self.created.contains(&name.to_ascii_lowercase()) {
-                    prelude.push(plain(&format!("DROP TABLE {}", quote_ident(name))));
-                    prelude.push(plain(&after));
-                } else {
-                    let had: Vec<String> = table_columns(&mirror_of(sql)?, name)?;
-                    for (c, t) in plan.columns.iter().zip(&plan.types) {
-                        if !had.iter().any(|h| h.eq_ignore_ascii_case(c)) {
-                            prelude.push(plain(&crate::table::add_column_sql(name, c, *t)));
-                        }
-                    }
-                }
-            }
-            Some(_) => {}
+        for sql in &decision.statements {
+            mirror
+                .execute_batch(sql)
+                .map_err(|e| Error::sqlite(format!("running {sql} on the table's copy"), e))?;
+            prelude.push(plain(sql));
         }
+        if decision.creates {
+            self.created
+                .insert(decision.plan.table.to_ascii_lowercase());
+        }
+        let plan = decision.plan;
         let input = sampled.input;
         let name = sampled.name;
         let key = match spec {

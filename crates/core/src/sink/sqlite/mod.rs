@@ -19,14 +19,15 @@ use rusqlite::{Connection, ErrorCode};
 
 use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::Batch;
-use crate::error::{Error, Hint, Position, Result};
+use crate::error::{Error, Position, Result};
 use crate::options::OnConflict;
+use crate::plan::table as table_plan;
 use crate::plan::TableShape;
 use crate::plan::WriteRules;
 use crate::progress::{Progress, Stage};
 use crate::schema::quote_ident;
 use crate::summary::Summary;
-use crate::table::{self, IfExists};
+use crate::table;
 use crate::types::ColumnType;
 use raw_stmt::BatchStatement;
 
@@ -391,7 +392,7 @@ impl Sink for SqliteSink<'_> {
                     })?,
             )
         };
-        let plan = plan_table(
+        let plan = begin_table(
             self.conn,
             table.table,
             table.columns,
@@ -441,12 +442,13 @@ impl Sink for SqliteSink<'_> {
     }
 }
 
-/// Creates `table` for a load with `rules` (its sample gave `columns` of types
-/// `inferred`), or checks (and with alter widens) an existing one; `created` holds the
-/// tables this load made so far. A table of a copy has its `shape`, whose key and
-/// indexes stand for the options'. Every problem is found here, before any row is
+/// Makes `table` ready in `conn` for a load with `rules` (its sample gave `columns` of
+/// types `inferred`): the table is read where the rows will be written (inside the
+/// caller's transaction), [`table_plan::decide`] (or, for a spec's table,
+/// [`table_plan::decide_spec`]) says what to do, and its statements run here; `created`
+/// holds the tables this load made so far. Every problem is found before any row is
 /// written.
-pub(crate) fn plan_table(
+pub(crate) fn begin_table(
     conn: &Connection,
     table: &str,
     columns: &[String],
@@ -455,201 +457,42 @@ pub(crate) fn plan_table(
     shape: Option<&TableShape>,
     created: &mut HashSet<String>,
 ) -> Result<TablePlan> {
-    if let Some(s) = shape {
-        if let Some(create) = &s.declared {
-            let continued = s.continued.as_ref();
-            let now = crate::plan::Continued::read(conn, table)?;
-            return plan_spec_table(
-                conn, table, columns, inferred, create, continued, now, created,
-            );
-        }
-    }
-    let (shape_key, indexes): (Vec<String>, &[crate::table::IndexSpec]) = match shape {
-        Some(s) => (s.rowid.iter().cloned().collect(), &s.indexes),
-        None => (vec![], &rules.indexes),
+    let decision = match shape.and_then(|s| Some((s, s.declared.as_deref()?))) {
+        Some((s, create)) => table_plan::decide_spec(
+            table,
+            columns,
+            inferred,
+            create,
+            s.continued.as_ref(),
+            crate::plan::Continued::read(conn, table)?,
+        )?,
+        None => table_plan::decide(
+            table,
+            table::existing_columns(conn, table)?,
+            columns,
+            inferred,
+            rules,
+            shape,
+            created,
+        )?,
     };
-    let exec = |sql: &str| {
+    for sql in &decision.statements {
         conn.execute_batch(sql)
-            .map_err(|e| Error::sqlite(format!("running {sql}"), e))
-    };
-    let check_names = |what: &str, names: &[String], have: &[String]| -> Result<()> {
-        for n in names {
-            if !have.iter().any(|c| c.eq_ignore_ascii_case(n)) {
-                return Err(Error::usage(format!(
-                    "{what} {n:?}: table {} has no such column (columns: {})",
-                    quote_ident(table),
-                    have.join(", ")
-                )));
-            }
-        }
-        Ok(())
-    };
-    match table::existing_columns(conn, table)? {
-        None => {
-            if columns.is_empty() {
-                return Err(Error::usage(format!(
-                    "no columns for the new table {}: the input has no records to name them",
-                    quote_ident(table)
-                )));
-            }
-            // A conflict rule's key is the primary key of a table made for the load.
-            let pk = if shape.is_some() {
-                &shape_key
-            } else if rules.pk.is_empty() && rules.on_conflict != OnConflict::Fail {
-                &rules.key
-            } else {
-                &rules.pk
-            };
-            check_names("primary key column", pk, columns)?;
-            for ix in indexes {
-                check_names("index column", &ix.columns, columns)?;
-            }
-            let cols: Vec<(String, ColumnType)> = columns
-                .iter()
-                .cloned()
-                .zip(inferred.iter().copied())
-                .collect();
-            crate::schema::check_new_table(table, columns.iter().map(String::as_str))?;
-            exec(&table::create_sql(table, &cols, pk))?;
-            created.insert(table.to_ascii_lowercase());
-            Ok(TablePlan {
-                table: table.to_string(),
-                columns: columns.to_vec(),
-                types: inferred.to_vec(),
-                may_alter: true,
-            })
-        }
-        Some((actual, _))
-            if rules.if_exists != IfExists::Append
-                && !created.contains(&actual.to_ascii_lowercase()) =>
-        {
-            if rules.if_exists == IfExists::Fail {
-                return Err(Error::schema(format!(
-                    "table {} exists already",
-                    quote_ident(&actual)
-                ))
-                .with_hint(Hint::OtherTable));
-            }
-            exec(&format!("DROP TABLE {}", quote_ident(&actual)))?;
-            plan_table(conn, table, columns, inferred, rules, shape, created)
-        }
-        Some((actual, existing)) => {
-            let ours = created.contains(&actual.to_ascii_lowercase());
-            if !rules.pk.is_empty() && !ours {
-                return Err(Error::schema(format!(
-                    "a primary key applies when liteload creates the table, and {} exists already",
-                    quote_ident(&actual)
-                )));
-            }
-            let mut names = vec![];
-            let mut types = vec![];
-            let mut have: Vec<String> = existing.iter().map(|c| c.name.clone()).collect();
-            for (i, col) in columns.iter().enumerate() {
-                match existing.iter().find(|c| c.name.eq_ignore_ascii_case(col)) {
-                    Some(c) => {
-                        let ty = if rules
-                            .typed_columns
-                            .iter()
-                            .any(|n| n.eq_ignore_ascii_case(col))
-                        {
-                            inferred[i]
-                        } else {
-                            ColumnType::from_declared(&c.declared).unwrap_or(inferred[i])
-                        };
-                        names.push(c.name.clone());
-                        types.push(ty);
-                    }
-                    None if rules.alter || ours => {
-                        exec(&table::add_column_sql(&actual, col, inferred[i]))?;
-                        names.push(col.clone());
-                        types.push(inferred[i]);
-                        have.push(col.clone());
-                    }
-                    None => {
-                        return Err(Error::schema(format!(
-                            "table {} has no column {col:?} (it has: {})",
-                            quote_ident(&actual),
-                            have.join(", ")
-                        ))
-                        .with_hint(Hint::Alter))
-                    }
-                }
-            }
-            for ix in indexes {
-                check_names("index column", &ix.columns, &have)?;
-            }
-            Ok(TablePlan {
-                table: actual,
-                columns: names,
-                types,
-                may_alter: rules.alter || ours,
-            })
-        }
+            .map_err(|e| Error::sqlite(format!("running {sql}"), e))?;
     }
+    if decision.creates {
+        created.insert(decision.plan.table.to_ascii_lowercase());
+    }
+    Ok(decision.plan)
 }
 
-/// The table of a spec (generate's) in `conn`, which the writer found as `now`: made
-/// with its declaration `create` when the plan found none (`continued` is `None`), or
-/// continued as the plan read it; else the load fails with nothing written (the rows
-/// were numbered from what the plan read).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn plan_spec_table(
-    conn: &Connection,
-    table: &str,
-    columns: &[String],
-    types: &[ColumnType],
-    create: &str,
-    continued: Option<&crate::plan::Continued>,
-    now: Option<(String, crate::plan::Continued)>,
-    created: &mut HashSet<String>,
-) -> Result<TablePlan> {
-    let actual = match (now, continued) {
-        (None, None) => {
-            conn.execute_batch(create)
-                .map_err(|e| Error::sqlite(format!("running {create}"), e))?;
-            created.insert(table.to_ascii_lowercase());
-            table.to_string()
-        }
-        (Some((actual, now)), Some(planned)) if now == *planned => actual,
-        _ => return Err(crate::destination::changed_since_planned(table)),
-    };
-    Ok(TablePlan {
-        table: actual,
-        columns: columns.to_vec(),
-        types: types.to_vec(),
-        may_alter: false,
-    })
-}
-
-/// Adds columns that appeared in the input after the sample.
+/// Adds columns that appeared in the input after the sample, as
+/// [`table_plan::widening`] allows.
 fn widen(conn: &Connection, plan: &TablePlan, cols: &[(String, ColumnType)]) -> Result<()> {
     let existing = table::existing_columns(conn, &plan.table)?
         .map(|(_, c)| c)
         .unwrap_or_default();
-    let new = cols
-        .iter()
-        .filter(|(n, _)| !existing.iter().any(|c| c.name.eq_ignore_ascii_case(n)))
-        .count();
-    if existing.len() + new > crate::schema::MAX_COLUMNS {
-        return Err(Error::schema(format!(
-            "table {} would have {} columns, more than SQLite's limit of {}",
-            quote_ident(&plan.table),
-            existing.len() + new,
-            crate::schema::MAX_COLUMNS
-        )));
-    }
-    for (name, ty) in cols {
-        if existing.iter().any(|c| c.name.eq_ignore_ascii_case(name)) {
-            continue;
-        }
-        if !plan.may_alter {
-            return Err(Error::schema(format!(
-                "table {} has no column {name:?}, which the input has from some record on",
-                quote_ident(&plan.table)
-            ))
-            .with_hint(Hint::Alter));
-        }
-        let sql = table::add_column_sql(&plan.table, name, *ty);
+    for sql in table_plan::widening(plan, &existing, cols)? {
         conn.execute_batch(&sql)
             .map_err(|e| Error::sqlite(format!("running {sql}"), e))?;
     }

@@ -14,6 +14,8 @@
 //! 16-24% of such a load (bench/README.md). A problem found then rolls the load back
 //! with everything else.
 
+pub(crate) mod table;
+
 use std::path::Path;
 
 use crate::destination;
@@ -257,10 +259,12 @@ pub(crate) fn plan<'i>(
         load.sampled = true;
     }
     let engine = choose_engine(dest, &loads, false, opts)?;
+    let rules = WriteRules::of(opts);
+    decide_first_table(dest, engine, &loads, &rules)?;
     Ok(ImportPlan {
         loads,
         engine,
-        rules: WriteRules::of(opts),
+        rules,
         shapes: vec![],
         sniffed,
         notes,
@@ -601,6 +605,41 @@ fn merge(db: &Path, loads: &[Load<'_>], opts: &ImportOptions) -> Result<Option<D
         destination::merge_target(&conn, &load.table, &load.columns, &opts.key)?
             .map(|_| durability),
     )
+}
+
+/// Applies the table rule ([`table::decide`]) to the first load's sample and its table
+/// as the plan reads it (without a lock) on the roads that follow it: SQLite's path
+/// into a file (the file's table) and the page writer's new file (no table). A load the
+/// writer would refuse (a table that exists under `fail`, a column it lacks without
+/// alter, a key or index on a column the input does not have) fails here, before any
+/// writer is touched; the writer decides again on the table as it finds it. The other
+/// loads of a load of many are sampled when their turn comes, and decided then.
+fn decide_first_table(
+    dest: Dest<'_>,
+    engine: EngineRoute,
+    loads: &[Load<'_>],
+    rules: &WriteRules,
+) -> Result<()> {
+    let (Dest::File(db), Some(load)) = (dest, loads.first()) else {
+        return Ok(());
+    };
+    let existing = match engine {
+        EngineRoute::Sqlite if db.exists() => {
+            crate::table::existing_columns(&read_only(db)?, &load.table)?
+        }
+        EngineRoute::Sqlite | EngineRoute::NewFile => None,
+        _ => return Ok(()),
+    };
+    table::decide(
+        &load.table,
+        existing,
+        &load.columns,
+        &load.types,
+        rules,
+        None,
+        &std::collections::HashSet::new(),
+    )
+    .map(|_| ())
 }
 
 /// The existing database `db`, opened read-only for the plan to look at (no lock is
@@ -1033,4 +1072,51 @@ fn options_for_format(input: &Input, format: Format, opts: &ImportOptions) -> Re
         }
     }
     Ok(ro)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::IfExists;
+
+    /// A load the writer of SQLite's path would refuse is refused by the plan, which
+    /// only reads the file: its bytes stay as they were, and no journal or side file
+    /// appears beside it.
+    #[test]
+    fn the_plan_refuses_what_the_table_rule_refuses_before_any_writer_is_touched() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("d.db");
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1);")
+            .unwrap();
+        let before = std::fs::read(&db).unwrap();
+        let input = [Input::bytes("t.csv", b"a,b\n1,2\n".to_vec())];
+        let cases: [(IfExists, bool, Option<&str>); 4] = [
+            (IfExists::Fail, false, Some("exists already")),
+            (IfExists::Append, false, Some("has no column \"b\"")),
+            (IfExists::Append, true, None),
+            (IfExists::Replace, false, None),
+        ];
+        for (if_exists, alter, refused) in cases {
+            let opts = ImportOptions {
+                if_exists,
+                alter,
+                engine: Engine::Sqlite,
+                ..ImportOptions::default()
+            };
+            let planned = plan(Dest::File(&db), &input, &opts, &Progress::default());
+            match (refused, planned) {
+                (Some(why), Err(e)) => assert!(e.to_string().contains(why), "{e}"),
+                (None, Ok(p)) => assert_eq!(p.engine, EngineRoute::Sqlite),
+                (want, got) => panic!(
+                    "{if_exists:?} alter={alter}: wanted {want:?}, got {:?}",
+                    got.map(|p| p.engine)
+                ),
+            }
+            assert_eq!(std::fs::read(&db).unwrap(), before);
+            let beside: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+            assert_eq!(beside.len(), 1, "{beside:?}");
+        }
+    }
 }
