@@ -18,6 +18,10 @@
 //! - `sqlite_tables`: the same with several shaped tables;
 //! - `null`: nothing written, every row counted.
 //!
+//! Each case is given as CSV text, NDJSON, or Arrow record batches of uneven sizes (the
+//! program's values, typed: integers at their edges, -0.0, NUL and non-ASCII text), so
+//! every writer meets each kind of batch its sources make.
+//!
 //! (An rqlite cluster's sink needs a running node: `tests/sinks.rs` has its route.)
 //! Each test is `<writer>::<case>`. Every file written is checked by `integrity_check`,
 //! and a table that was there before keeps its rows. Where the plan's rule keeps a
@@ -45,20 +49,97 @@ use crate::table::IndexSpec;
 
 type R<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
+/// How a case's input is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    /// CSV text: every value text, `Null` an empty field.
+    Csv,
+    /// NDJSON: each value a JSON string, number or null.
+    Ndjson,
+    /// Arrow record batches (Int64, Float64 or Utf8 columns by their values), cut into
+    /// batches of uneven sizes.
+    #[cfg_attr(not(feature = "arrow"), allow(dead_code))]
+    Arrow,
+}
+
 /// An input and the values SQLite's INSERT binds for it.
 struct Case {
     /// The columns, as the input names them.
     header: Vec<&'static str>,
-    /// The records: as CSV every value is text (`Null` an empty field), as NDJSON each is
-    /// a JSON string, number or null.
+    /// The records, as `format` says.
     rows: Vec<Vec<Value>>,
-    ndjson: bool,
+    format: Format,
 }
 
 impl Case {
+    /// The case as an input named after `table`.
+    fn input(&self, table: &str) -> Input {
+        match self.format {
+            #[cfg(feature = "arrow")]
+            Format::Arrow => self.record_batches(table),
+            #[cfg(not(feature = "arrow"))]
+            Format::Arrow => unreachable!("Arrow cases need the arrow feature"),
+            _ => Input::bytes(self.file_name(table), self.bytes()),
+        }
+    }
+
+    /// The rows as record batches of 1, 700, 333, 1, 700, … rows, each column typed by
+    /// its first value that is not NULL (Utf8 when none is).
+    #[cfg(feature = "arrow")]
+    fn record_batches(&self, table: &str) -> Input {
+        use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
+        use arrow_schema::{DataType, Field, Schema};
+        use std::sync::Arc;
+        let types: Vec<DataType> = (0..self.header.len())
+            .map(
+                |c| match self.rows.iter().map(|r| &r[c]).find(|v| **v != Value::Null) {
+                    Some(Value::Integer(_)) => DataType::Int64,
+                    Some(Value::Real(_)) => DataType::Float64,
+                    _ => DataType::Utf8,
+                },
+            )
+            .collect();
+        let schema = Arc::new(Schema::new(
+            self.header
+                .iter()
+                .zip(&types)
+                .map(|(h, t)| Field::new(*h, t.clone(), true))
+                .collect::<Vec<_>>(),
+        ));
+        let column = |rows: &[Vec<Value>], c: usize| -> ArrayRef {
+            let cells = rows.iter().map(|r| &r[c]);
+            match types[c] {
+                DataType::Int64 => Arc::new(Int64Array::from_iter(cells.map(|v| match v {
+                    Value::Integer(i) => Some(*i),
+                    _ => None,
+                }))),
+                DataType::Float64 => Arc::new(Float64Array::from_iter(cells.map(|v| match v {
+                    Value::Real(f) => Some(*f),
+                    _ => None,
+                }))),
+                _ => Arc::new(StringArray::from_iter(cells.map(|v| match v {
+                    Value::Text(t) => Some(t.clone()),
+                    _ => None,
+                }))),
+            }
+        };
+        let mut batches = vec![];
+        let (mut at, mut sizes) = (0, [1, 700, 333].into_iter().cycle());
+        while at < self.rows.len() {
+            let end = (at + sizes.next().unwrap_or(1)).min(self.rows.len());
+            let rows = &self.rows[at..end];
+            let columns = (0..self.header.len()).map(|c| column(rows, c)).collect();
+            batches.push(Ok(RecordBatch::try_new(schema.clone(), columns)
+                .expect("columns of the schema's types")));
+            at = end;
+        }
+        let batches = arrow_array::RecordBatchIterator::new(batches, schema);
+        Input::record_batches(table, batches)
+    }
+
     fn bytes(&self) -> Vec<u8> {
         let mut out = String::new();
-        if self.ndjson {
+        if self.format == Format::Ndjson {
             for r in &self.rows {
                 let mut obj = serde_json::Map::new();
                 for (h, v) in self.header.iter().zip(r) {
@@ -99,7 +180,14 @@ impl Case {
     }
 
     fn file_name(&self, table: &str) -> String {
-        format!("{table}.{}", if self.ndjson { "ndjson" } else { "csv" })
+        format!(
+            "{table}.{}",
+            if self.format == Format::Ndjson {
+                "ndjson"
+            } else {
+                "csv"
+            }
+        )
     }
 
     /// The value SQLite's INSERT binds for `v` in a column declared `declared`: CSV's
@@ -107,7 +195,9 @@ impl Case {
     /// documented rule).
     fn bound(&self, v: &Value, declared: &str) -> Value {
         match v {
-            Value::Null if !self.ndjson && declared == "TEXT" => Value::Text(String::new()),
+            Value::Null if self.format == Format::Csv && declared == "TEXT" => {
+                Value::Text(String::new())
+            }
             other => other.clone(),
         }
     }
@@ -122,10 +212,9 @@ impl Case {
             .enumerate()
             .map(|(i, r)| {
                 let id = i as i64 + 1;
-                let key = if self.ndjson {
-                    Value::Integer(id)
-                } else {
-                    Value::Text(id.to_string())
+                let key = match self.format {
+                    Format::Csv => Value::Text(id.to_string()),
+                    Format::Ndjson | Format::Arrow => Value::Integer(id),
                 };
                 std::iter::once(key).chain(r.iter().cloned()).collect()
             })
@@ -133,7 +222,7 @@ impl Case {
         Case {
             header,
             rows,
-            ndjson: self.ndjson,
+            format: self.format,
         }
     }
 }
@@ -153,7 +242,7 @@ fn csv(header: &[&'static str], rows: Vec<Vec<&str>>) -> Case {
                     .collect()
             })
             .collect(),
-        ndjson: false,
+        format: Format::Csv,
     }
 }
 
@@ -254,7 +343,44 @@ fn ndjson_with_nul() -> Case {
             vec![Value::Null, Value::Integer(i64::MAX), Value::Real(1.5e300)],
             vec![text(""), Value::Null, Value::Real(0.1)],
         ],
-        ndjson: true,
+        format: Format::Ndjson,
+    }
+}
+
+/// Arrow record batches: integers at the edges, -0.0 and the largest and smallest
+/// doubles, a NUL and non-ASCII in text, NULLs in every column, a column of NULLs alone,
+/// across batches of uneven sizes.
+#[cfg_attr(not(feature = "arrow"), allow(dead_code))]
+fn arrow_batches() -> Case {
+    let rows = (0..2_000i64)
+        .map(|i| {
+            let n = match i % 5 {
+                0 => Value::Integer(i64::MIN + i),
+                1 => Value::Integer(i64::MAX - i),
+                2 => Value::Null,
+                _ => Value::Integer(i * 7919 % 10_007 - 5_000),
+            };
+            let r = match i % 4 {
+                0 => Value::Real(-0.0),
+                1 => Value::Real(f64::MAX / (i + 1) as f64),
+                2 => Value::Real(f64::MIN_POSITIVE * i as f64),
+                _ => Value::Null,
+            };
+            let t = match i % 6 {
+                0 => text(format!("a\0b{i}")),
+                1 => text("é😀\u{202E}"),
+                2 => Value::Null,
+                3 => text(""),
+                4 => text("x".repeat(5_000 + i as usize)),
+                _ => text(format!("{i}")),
+            };
+            vec![n, r, t, Value::Null]
+        })
+        .collect();
+    Case {
+        header: vec!["n", "r", "名前 \"t\"", "nothing"],
+        rows,
+        format: Format::Arrow,
     }
 }
 
@@ -399,7 +525,7 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
     let progress = Progress::default();
     match writer {
         SinkUnderTest::Page => {
-            let inputs = [Input::bytes(case.file_name("t"), case.bytes())];
+            let inputs = [case.input("t")];
             let opts = options();
             let mut plan = planned(&db, &inputs, &opts)?;
             let rules = plan.rules.clone();
@@ -410,12 +536,12 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
             compare(&db, &["t"], &case, &[], false)
         }
         SinkUnderTest::PageTables | SinkUnderTest::SqliteTables => {
-            let inputs: Vec<Input> = TABLES
-                .iter()
-                .map(|t| Input::bytes(case.file_name(t), case.bytes()))
-                .collect();
+            let inputs: Vec<Input> = TABLES.iter().map(|t| case.input(t)).collect();
             let opts = options();
-            let mut plan = planned(&db, &inputs, &opts)?;
+            // One load per table, as a copy plans them: inputs of a typed format
+            // planned together would be one load (one schema, one table).
+            let mut plan = planned(&db, &inputs[..1], &opts)?;
+            plan.loads.extend(planned(&db, &inputs[1..], &opts)?.loads);
             let rules = plan.rules.clone();
             // Shaped as a copy's tables are: each with an index of its own (the same
             // wanted name for both, to SQLite's case-blind eyes, when made).
@@ -459,7 +585,7 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
         SinkUnderTest::SideFile => {
             Connection::open(&db)?
                 .execute_batch("CREATE TABLE other(x); INSERT INTO other VALUES (1)")?;
-            let inputs = [Input::bytes(case.file_name("t"), case.bytes())];
+            let inputs = [case.input("t")];
             let opts = options();
             let mut plan = planned(&db, &inputs, &opts)?;
             let rules = plan.rules.clone();
@@ -472,11 +598,13 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
         SinkUnderTest::SideFileAppend | SinkUnderTest::Merge => {
             let merge = writer == SinkUnderTest::Merge;
             let case = if merge { case.keyed() } else { case };
-            let inputs = [Input::bytes(case.file_name("t"), case.bytes())];
+            let inputs = [case.input("t")];
             // The table made beforehand with the types a new table would get, holding
             // rows: for the merge, every other key of the input's.
             let mut opts = options();
-            let types = planned(&dir.path().join("new.db"), &inputs, &opts)?.loads[0]
+            // (Planned on an input of its own: an input of record batches is read once.)
+            let probe = [case.input("t")];
+            let types = planned(&dir.path().join("new.db"), &probe, &opts)?.loads[0]
                 .types
                 .clone();
             let cols: Vec<(String, crate::types::ColumnType)> = case
@@ -516,7 +644,7 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
             }
             let mut plan = planned(&db, &inputs, &opts)?;
             let rules = plan.rules.clone();
-            if case.ndjson {
+            if case.format == Format::Ndjson {
                 // Columns may come after the sample: the plan keeps the side file and
                 // the merge out of it.
                 assert_eq!(plan.engine, EngineRoute::Sqlite);
@@ -535,7 +663,7 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
             compare(&db, &["t"], &case, &before, merge)
         }
         SinkUnderTest::Sqlite => {
-            let inputs = [Input::bytes(case.file_name("t"), case.bytes())];
+            let inputs = [case.input("t")];
             let opts = options();
             let mut plan = planned(&db, &inputs, &opts)?;
             let rules = plan.rules.clone();
@@ -548,7 +676,7 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
             compare(&db, &["t"], &case, &[], false)
         }
         SinkUnderTest::Null => {
-            let inputs = [Input::bytes(case.file_name("t"), case.bytes())];
+            let inputs = [case.input("t")];
             let opts = options();
             let mut plan = planned(&db, &inputs, &opts)?;
             let summary = load(&mut plan, &mut NullSink::default(), &opts, &progress)?;
@@ -597,6 +725,9 @@ macro_rules! suite {
             fn wide() -> R { run($kind, super::wide()) }
             #[test]
             fn ndjson_with_nul() -> R { run($kind, super::ndjson_with_nul()) }
+            #[cfg(feature = "arrow")]
+            #[test]
+            fn arrow_batches() -> R { run($kind, super::arrow_batches()) }
         }
     )*};
 }
