@@ -16,13 +16,16 @@
 //!   input's keys taken, against SQLite's `INSERT … ON CONFLICT DO UPDATE`;
 //! - `sqlite`: SQLite's insert path through a connection, in the caller's transaction;
 //! - `sqlite_tables`: the same with several shaped tables;
-//! - `null`: nothing written, every row counted.
+//! - `null`: nothing written, every row counted;
+//! - `cluster`: an rqlite node that holds a table of its own, by requests of 64 KiB.
 //!
 //! Each case is given as CSV text, NDJSON, or Arrow record batches of uneven sizes (the
 //! program's values, typed: integers at their edges, -0.0, NUL and non-ASCII text), so
 //! every writer meets each kind of batch its sources make.
 //!
-//! (An rqlite cluster's sink needs a running node: `tests/sinks.rs` has its route.)
+//! The cluster's sink (`cluster`, with the network feature) writes into one rqlited node
+//! started for the case (built on first use, as `tests/sinks.rs` builds it), whose
+//! database is then read back through rqlite's backup.
 //! Each test is `<writer>::<case>`. Every file written is checked by `integrity_check`,
 //! and a table that was there before keeps its rows. Where the plan's rule keeps a
 //! writer from a case (an NDJSON input, whose columns may grow, is not appended through
@@ -396,7 +399,14 @@ enum SinkUnderTest {
     Sqlite,
     SqliteTables,
     Null,
+    #[cfg(feature = "network")]
+    Cluster,
 }
+
+/// An rqlite node, for the cluster's sink.
+#[cfg(feature = "network")]
+#[path = "../tests/support/rqlite_node.rs"]
+mod rqlite_node;
 
 /// The merge's key column.
 const KEY: &str = "merge key";
@@ -675,6 +685,36 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
             tx.commit()?;
             compare(&db, &["t"], &case, &[], false)
         }
+        #[cfg(feature = "network")]
+        SinkUnderTest::Cluster => {
+            use crate::rqlite::RqliteTarget;
+            use crate::sink::rqlite::client::Client;
+            use crate::sink::rqlite::load::Shape;
+            use crate::sink::rqlite::ClusterSink;
+            // The node holds a table of its own before, which the load keeps.
+            let node = rqlite_node::Node::start(dir.path())?;
+            node.execute("CREATE TABLE other(x)")?;
+            node.execute("INSERT INTO other VALUES (1)")?;
+            let client = Client::new(&RqliteTarget::parse(&node.url())?, None)?;
+            let inputs = [case.input("t")];
+            let opts = options();
+            let mut plan = plan::plan(Dest::Cluster, &inputs, &opts, &progress)?;
+            assert_eq!(plan.engine, EngineRoute::Sqlite);
+            let rules = plan.rules.clone();
+            // Requests of 64 KiB: most cases take several, each its own transaction.
+            let shape = Shape {
+                request_bytes: 64 << 10,
+                param_rows: 256,
+                ordered: false,
+            };
+            let summary = std::thread::scope(|scope| {
+                let mut sink = ClusterSink::new(scope, &client, &rules, &progress, shape, 1);
+                load(&mut plan, &mut sink, &opts, &progress)
+            })?;
+            assert_eq!(summary.rows, case.rows.len() as u64);
+            node.backup(&db)?;
+            compare(&db, &["t"], &case, &[], false)
+        }
         SinkUnderTest::Null => {
             let inputs = [case.input("t")];
             let opts = options();
@@ -741,4 +781,9 @@ suite! {
     sqlite: SinkUnderTest::Sqlite;
     sqlite_tables: SinkUnderTest::SqliteTables;
     null: SinkUnderTest::Null;
+}
+
+#[cfg(feature = "network")]
+suite! {
+    cluster: SinkUnderTest::Cluster;
 }
