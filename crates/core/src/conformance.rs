@@ -19,6 +19,10 @@
 //! - `null`: nothing written, every row counted;
 //! - `cluster`: an rqlite node that holds a table of its own, by requests of 64 KiB.
 //!
+//! Beside the fixed cases, `<writer>::random_csv` draws hostile CSV (numbers at the edges
+//! of their types, text that looks like numbers, quotes and line breaks, long text,
+//! columns of mixed kinds) for every writer.
+//!
 //! Each case is given as CSV text, NDJSON, or Arrow record batches of uneven sizes (the
 //! program's values, typed: integers at their edges, -0.0, NUL and non-ASCII text), so
 //! every writer meets each kind of batch its sources make.
@@ -33,6 +37,7 @@
 
 use std::path::Path;
 
+use proptest::prelude::*;
 use rusqlite::types::Value;
 use rusqlite::Connection;
 
@@ -72,6 +77,33 @@ struct Case {
     /// The records, as `format` says.
     rows: Vec<Vec<Value>>,
     format: Format,
+}
+
+/// Shown with each text cut to 40 characters and its length, so that a failing case of
+/// long values stays readable.
+impl std::fmt::Debug for Case {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cell = |v: &Value| match v {
+            Value::Text(t) if t.chars().count() > 40 => {
+                format!(
+                    "{:?}… ({} chars)",
+                    t.chars().take(40).collect::<String>(),
+                    t.chars().count()
+                )
+            }
+            other => format!("{other:?}"),
+        };
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| r.iter().map(cell).collect())
+            .collect();
+        f.debug_struct("Case")
+            .field("format", &self.format)
+            .field("header", &self.header)
+            .field("rows", &rows)
+            .finish()
+    }
 }
 
 impl Case {
@@ -334,6 +366,64 @@ fn wide() -> Case {
             .map(|r| r.iter().map(String::as_str).collect())
             .collect(),
     )
+}
+
+/// One CSV field of a column of `kind` (0 integers, 1 reals, 2 text, 3 any of them), now
+/// and then one of another kind: numbers at the edges of their types, text that looks
+/// like a number, quotes, separators, line breaks, non-ASCII, text past a page,
+/// empty. (tests/append.rs's fields, which that test took through the command's door.)
+fn random_field(kind: u8) -> BoxedStrategy<String> {
+    let ints = prop_oneof![
+        any::<i64>().prop_map(|i| i.to_string()),
+        (-300i64..300).prop_map(|i| i.to_string()),
+        Just(i64::MAX.to_string()),
+        Just(i64::MIN.to_string()),
+    ];
+    let reals = prop_oneof![
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| f.to_string()),
+        (-1000i32..1000).prop_map(|i| format!("{i}.5")),
+        Just("-0.0".to_string()),
+    ];
+    let text = prop_oneof![
+        "[a-zé✓\"\n, ]{0,12}",
+        (1000usize..6000).prop_map(|n| "ü".repeat(n)),
+    ];
+    let odd = prop_oneof![
+        Just("9223372036854775808".to_string()),
+        Just("007".to_string()),
+        Just("1e999".to_string()),
+        Just(" 12 ".to_string()),
+        Just(String::new()),
+        Just("abc".to_string()),
+    ];
+    let main = match kind {
+        0 => ints.boxed(),
+        1 => reals.boxed(),
+        2 => text.boxed(),
+        _ => prop_oneof![ints, reals, text].boxed(),
+    };
+    prop_oneof![12 => main, 1 => odd].boxed()
+}
+
+/// Random CSV: 1 to 5 columns, each of its own kind, 1 to 60 rows.
+fn random_csv() -> impl Strategy<Value = Case> {
+    prop::collection::vec(0u8..4, 1..6).prop_flat_map(|kinds| {
+        let width = kinds.len();
+        let row: Vec<BoxedStrategy<String>> = kinds.into_iter().map(random_field).collect();
+        prop::collection::vec(row, 1..60).prop_map(move |rows| {
+            let header: Vec<&'static str> = (0..width)
+                .map(|i| &*Box::leak(format!("c{i}").into_boxed_str()))
+                .collect();
+            csv(
+                &header,
+                rows.iter()
+                    .map(|r| r.iter().map(String::as_str).collect())
+                    .collect(),
+            )
+        })
+    })
 }
 
 /// NDJSON: a NUL inside a string, numbers as JSON numbers, nulls, a key first seen late.
@@ -768,6 +858,13 @@ macro_rules! suite {
             #[cfg(feature = "arrow")]
             #[test]
             fn arrow_batches() -> R { run($kind, super::arrow_batches()) }
+            proptest! {
+                #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+                #[test]
+                fn random_csv(case in super::random_csv()) {
+                    run($kind, case).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                }
+            }
         }
     )*};
 }
