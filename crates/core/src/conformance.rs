@@ -122,7 +122,9 @@ impl Case {
     /// its first value that is not NULL (Utf8 when none is).
     #[cfg(feature = "arrow")]
     fn record_batches(&self, table: &str) -> Input {
-        use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
+        use arrow_array::{
+            ArrayRef, BinaryArray, Float64Array, Int64Array, RecordBatch, StringArray,
+        };
         use arrow_schema::{DataType, Field, Schema};
         use std::sync::Arc;
         let types: Vec<DataType> = (0..self.header.len())
@@ -130,6 +132,7 @@ impl Case {
                 |c| match self.rows.iter().map(|r| &r[c]).find(|v| **v != Value::Null) {
                     Some(Value::Integer(_)) => DataType::Int64,
                     Some(Value::Real(_)) => DataType::Float64,
+                    Some(Value::Blob(_)) => DataType::Binary,
                     _ => DataType::Utf8,
                 },
             )
@@ -150,6 +153,10 @@ impl Case {
                 }))),
                 DataType::Float64 => Arc::new(Float64Array::from_iter(cells.map(|v| match v {
                     Value::Real(f) => Some(*f),
+                    _ => None,
+                }))),
+                DataType::Binary => Arc::new(BinaryArray::from_iter(cells.map(|v| match v {
+                    Value::Blob(b) => Some(b.clone()),
                     _ => None,
                 }))),
                 _ => Arc::new(StringArray::from_iter(cells.map(|v| match v {
@@ -259,6 +266,40 @@ impl Case {
             rows,
             format: self.format,
         }
+    }
+}
+
+impl Case {
+    /// The case without its columns that hold a blob.
+    fn without_blobs(self) -> Case {
+        let keep: Vec<usize> = (0..self.header.len())
+            .filter(|&c| !self.rows.iter().any(|r| matches!(r[c], Value::Blob(_))))
+            .collect();
+        Case {
+            header: keep.iter().map(|&c| self.header[c]).collect(),
+            rows: self
+                .rows
+                .iter()
+                .map(|r| keep.iter().map(|&c| r[c].clone()).collect())
+                .collect(),
+            format: self.format,
+        }
+    }
+
+    /// The case with a [`KEY`] column in front whose integers rise with gaps from
+    /// `i64::MIN` to `i64::MAX`: the rowids of a table keyed by it.
+    fn rowid_keyed(&self) -> Case {
+        let n = self.rows.len() as i64;
+        let mut keyed = self.keyed();
+        for (i, row) in keyed.rows.iter_mut().enumerate() {
+            let i = i as i64;
+            row[0] = Value::Integer(match i {
+                0 => i64::MIN,
+                _ if i == n - 1 => i64::MAX,
+                _ => i * 3 - 3_000,
+            });
+        }
+        keyed
     }
 }
 
@@ -440,9 +481,11 @@ fn ndjson_with_nul() -> Case {
     }
 }
 
-/// Arrow record batches: integers at the edges, -0.0 and the largest and smallest
-/// doubles, a NUL and non-ASCII in text, NULLs in every column, a column of NULLs alone,
-/// across batches of uneven sizes.
+/// Arrow record batches: integers at the edges, -0.0, NaN (NULL to SQLite), the
+/// infinities and the largest and smallest doubles, a NUL and non-ASCII in text, blobs
+/// (empty, NUL and 0xff bytes, past a page), NULLs in every column, a column of NULLs
+/// alone, across batches of uneven sizes. The several-tables writers take it keyed: an
+/// INTEGER PRIMARY KEY column in front, whose values are the rowids (as a copy's key).
 #[cfg_attr(not(feature = "arrow"), allow(dead_code))]
 fn arrow_batches() -> Case {
     let rows = (0..2_000i64)
@@ -453,11 +496,21 @@ fn arrow_batches() -> Case {
                 2 => Value::Null,
                 _ => Value::Integer(i * 7919 % 10_007 - 5_000),
             };
-            let r = match i % 4 {
+            let r = match i % 7 {
                 0 => Value::Real(-0.0),
                 1 => Value::Real(f64::MAX / (i + 1) as f64),
                 2 => Value::Real(f64::MIN_POSITIVE * i as f64),
+                3 => Value::Real(f64::NAN),
+                4 => Value::Real(f64::INFINITY),
+                5 => Value::Real(f64::NEG_INFINITY),
                 _ => Value::Null,
+            };
+            let b = match i % 5 {
+                0 => Value::Blob(vec![0, 255, 0]),
+                1 => Value::Blob(vec![]),
+                2 => Value::Null,
+                3 => Value::Blob(b"\xff\xfe".to_vec()),
+                _ => Value::Blob(vec![7; 5_000 + i as usize]),
             };
             let t = match i % 6 {
                 0 => text(format!("a\0b{i}")),
@@ -467,11 +520,11 @@ fn arrow_batches() -> Case {
                 4 => text("x".repeat(5_000 + i as usize)),
                 _ => text(format!("{i}")),
             };
-            vec![n, r, t, Value::Null]
+            vec![n, r, t, b, Value::Null]
         })
         .collect();
     Case {
-        header: vec!["n", "r", "名前 \"t\"", "nothing"],
+        header: vec!["n", "r", "名前 \"t\"", "b", "nothing"],
         rows,
         format: Format::Arrow,
     }
@@ -636,6 +689,9 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
             compare(&db, &["t"], &case, &[], false)
         }
         SinkUnderTest::PageTables | SinkUnderTest::SqliteTables => {
+            // Typed rows come keyed, as a copy's table with an INTEGER PRIMARY KEY.
+            let keyed = case.format == Format::Arrow;
+            let case = if keyed { case.rowid_keyed() } else { case };
             let inputs: Vec<Input> = TABLES.iter().map(|t| case.input(t)).collect();
             let opts = options();
             // One load per table, as a copy plans them: inputs of a typed format
@@ -649,8 +705,8 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
                 .iter()
                 .map(|t| TableShape {
                     table: t.to_string(),
-                    rowid: None,
-                    indexes: vec![IndexSpec::new([case.header[0]], false)],
+                    rowid: keyed.then(|| KEY.to_string()),
+                    indexes: vec![IndexSpec::new([case.header[usize::from(keyed)]], false)],
                     ..TableShape::default()
                 })
                 .collect();
@@ -697,6 +753,10 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
         }
         SinkUnderTest::SideFileAppend | SinkUnderTest::Merge => {
             let merge = writer == SinkUnderTest::Merge;
+            // A BLOB column keeps the side file and the merge out (the plan's rule: they
+            // take columns of INTEGER, REAL and TEXT affinity), so their case leaves
+            // blobs out.
+            let case = case.without_blobs();
             let case = if merge { case.keyed() } else { case };
             let inputs = [case.input("t")];
             // The table made beforehand with the types a new table would get, holding
