@@ -11,6 +11,10 @@
 //! `.pth` line that lends it the first one's packages (pytest, pandas, …) without
 //! installing them again. The wheel's Rust build keeps its own target directory there
 //! (incremental on later runs). A fresh machine needs Python 3 and pip's registry.
+//!
+//! CI builds the wheel with the same command at the lowest priority while the checks and
+//! the other tests run (`.ci/wheel`), and names its folder in `LITELOAD_WHEEL_DIR`: this
+//! test then waits for that build and tests its wheel.
 
 mod common;
 
@@ -57,22 +61,54 @@ fn path_without_rust(first: &Path) -> String {
         .join(":")
 }
 
+/// The folder that holds the wheel CI's `.ci/wheel build` made beside the other tests
+/// (`LITELOAD_WHEEL_DIR`), once that build has ended: `None` when no such build was
+/// started, or when it failed (this test then builds the wheel itself). The build writes
+/// `.done` or `.failed` there when it ends.
+fn wheel_built_beside() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("LITELOAD_WHEEL_DIR")?);
+    let start = std::time::Instant::now();
+    loop {
+        if dir.join(".done").exists() {
+            return Some(dir);
+        }
+        if dir.join(".failed").exists() {
+            eprintln!("the wheel built beside the tests failed; building it here");
+            return None;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(90 * 60),
+            "no wheel in {} after 90 minutes",
+            dir.display()
+        );
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}
+
 #[test]
 fn the_dist_wheel_in_a_fresh_venv_then_the_pytest_suite() {
-    let deps = venv();
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    // 1. The wheel, with maturin from the requirements' environment.
-    let wheels = tmp.join("python-wheels");
-    let _ = std::fs::remove_dir_all(&wheels);
-    common::run_ok(
-        Command::new(deps.join("bin/maturin"))
-            .current_dir(ROOT)
-            .env("CARGO_TARGET_DIR", tmp.join("python-build"))
-            .args(["build", "--quiet", "--profile", "dist", "--manifest-path"])
-            .arg(Path::new(ROOT).join("python/Cargo.toml"))
-            .arg("--out")
-            .arg(&wheels),
-    );
+    // 1. The wheel, with maturin from the requirements' environment (or as CI's
+    //    .ci/wheel built it with the same command while the other tests ran).
+    let built = wheel_built_beside();
+    let deps = venv();
+    let wheels = match built {
+        Some(dir) => dir,
+        None => {
+            let wheels = tmp.join("python-wheels");
+            let _ = std::fs::remove_dir_all(&wheels);
+            common::run_ok(
+                Command::new(deps.join("bin/maturin"))
+                    .current_dir(ROOT)
+                    .env("CARGO_TARGET_DIR", tmp.join("python-build"))
+                    .args(["build", "--quiet", "--profile", "dist", "--manifest-path"])
+                    .arg(Path::new(ROOT).join("python/Cargo.toml"))
+                    .arg("--out")
+                    .arg(&wheels),
+            );
+            wheels
+        }
+    };
     let wheel = std::fs::read_dir(&wheels)
         .expect("maturin's output")
         .filter_map(|e| e.ok().map(|e| e.path()))
