@@ -1091,6 +1091,39 @@ cases!(null, Sink::Null);
 #[cfg(feature = "network")]
 cases!(rqlite, Sink::Rqlite);
 
+/// `replace` into a cluster's table replaces it, also when the input would make the same
+/// table again (the cluster's writer once compared the definitions, found no difference,
+/// and appended): loaded twice from bytes (a new load each time, nothing resumed), the
+/// table holds the input's rows once, and the node's other table is kept.
+#[cfg(feature = "network")]
+#[test]
+fn replace_into_a_cluster_table_of_the_same_definition_replaces_it() -> R {
+    let dir = tempfile::tempdir()?;
+    let node = node::Node::start(dir.path())?;
+    node.execute("CREATE TABLE other(x)")?;
+    node.execute("INSERT INTO other VALUES ('kept')")?;
+    let target = liteload::rqlite::RqliteTarget::parse(&node.url())?;
+    let mut ropts = liteload::rqlite::RqliteOptions::default();
+    ropts.boot = liteload::rqlite::Boot::Never;
+    let mut opts = ImportOptions::default();
+    opts.table = Some("t".into());
+    opts.if_exists = liteload::IfExists::Replace;
+    let progress = Progress::default();
+    for _ in 0..2 {
+        let inputs = [Input::bytes("t.csv", b"a,b\n1,x\n2,y\n3,z\n".to_vec())];
+        let summary = liteload::rqlite::import(&target, &inputs, &opts, &ropts, &progress)?;
+        assert_eq!(summary.rows, 3);
+    }
+    let copy = dir.path().join("cluster.db");
+    node.backup(&copy)?;
+    let conn = Connection::open(&copy)?;
+    let rows: i64 = conn.query_row("SELECT count(*) FROM t", [], |r| r.get(0))?;
+    assert_eq!(rows, 3, "replaced, not appended");
+    let kept: String = conn.query_row("SELECT x FROM other", [], |r| r.get(0))?;
+    assert_eq!(kept, "kept");
+    Ok(())
+}
+
 /// An rqlite node, for the `rqlite` writer.
 #[cfg(feature = "network")]
 #[path = "support/rqlite_node.rs"]

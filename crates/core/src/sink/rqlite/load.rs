@@ -371,9 +371,13 @@ pub(crate) struct TableLoad<'c, 'scope> {
 
 impl<'c, 'scope> TableLoad<'c, 'scope> {
     /// Starts the load `key` of rows into `table`'s `columns`, `prelude` (statements as
-    /// rqlite JSON) first in its first request: reads what the cluster holds of it
-    /// already, and starts `in_flight` senders on `scope`. `None` when an earlier run
-    /// finished it (nothing to write); what was found goes to `notes`.
+    /// rqlite JSON) first in its first request, then `table_ready` (what makes the table
+    /// ready: DROP, CREATE, ADD COLUMN) unless an earlier run of this load put rows in
+    /// (a resumed load finds its table as that run left it: replaced, made or widened
+    /// already, and dropping it again would lose the rows it skips). Reads what the
+    /// cluster holds of the load already, and starts `in_flight` senders on `scope`.
+    /// `None` when an earlier run finished it (nothing to write); what was found goes to
+    /// `notes`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn start<'env>(
         scope: &'scope std::thread::Scope<'scope, 'env>,
@@ -383,6 +387,7 @@ impl<'c, 'scope> TableLoad<'c, 'scope> {
         key: LoadKey,
         source: Arc<str>,
         mut prelude: Vec<String>,
+        table_ready: Vec<String>,
         shape: Shape,
         in_flight: usize,
         notes: &mut Vec<String>,
@@ -408,6 +413,9 @@ impl<'c, 'scope> TableLoad<'c, 'scope> {
                 PROGRESS_TABLE
             ));
             return Ok(None);
+        }
+        if resume.done.is_empty() {
+            prelude.extend(table_ready);
         }
         if resume.stale && resume.done.is_empty() {
             prelude.push(stale_progress_delete(&key));

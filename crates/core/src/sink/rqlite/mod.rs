@@ -170,12 +170,13 @@ where
                 &self.created,
             )?,
         };
-        let mut prelude = vec![plain(&create_progress_sql())];
+        let prelude = vec![plain(&create_progress_sql())];
+        let mut table_ready = vec![];
         for sql in &decision.statements {
             mirror
                 .execute_batch(sql)
                 .map_err(|e| Error::sqlite(format!("running {sql} on the table's copy"), e))?;
-            prelude.push(plain(sql));
+            table_ready.push(plain(sql));
         }
         if decision.creates {
             self.created
@@ -215,6 +216,7 @@ where
             key,
             source,
             prelude,
+            table_ready,
             self.shape,
             self.in_flight,
             &mut self.notes,
