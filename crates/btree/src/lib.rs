@@ -7,6 +7,11 @@
 //! Indexes are built the same way from entries sorted in SQLite's order (the `index`
 //! module, whose top comment draws the index pages).
 //!
+//! A file that exists can be extended the same way ([`DbWriter::extend`]): new tables go
+//! into pages past its end, and the few pages changed in place (page 1 and the schema
+//! table's right edge, see [`Existing`]) are first saved to a rollback journal in
+//! SQLite's own format ([`journal`]), which SQLite plays back after a crash.
+//!
 //! Leaf pages need no page numbers, so they can be filled on any thread: [`Leaves`]
 //! holds sealed leaves for a run of rows, and [`TableWriter::append`] numbers and writes
 //! them in order (an overflow chain's first page, the one number a leaf holds, is
@@ -82,7 +87,9 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod existing;
 pub mod index;
+pub mod journal;
 mod leaves;
 mod payload;
 pub mod record;
@@ -90,11 +97,12 @@ pub mod seqfile;
 pub mod varint;
 mod writer;
 
+pub use existing::Existing;
 pub use leaves::Leaves;
 pub use payload::local_payload;
 pub use record::{Record, RecordBuilder, Records, Value};
 pub use seqfile::SeqFile;
-pub use writer::{DbWriter, DetachedTable, IndexBuilder, TableWriter};
+pub use writer::{ChangedPage, DbWriter, DetachedTable, IndexBuilder, TableWriter};
 
 /// Why a file cannot be written.
 #[derive(Debug)]
@@ -118,6 +126,9 @@ pub enum Error {
         /// The index of the entry, in the slice given.
         at: usize,
     },
+    /// An existing file the page writer does not extend in place: why (see
+    /// [`Existing::read`]).
+    NotExtensible(String),
 }
 
 impl std::fmt::Display for Error {
@@ -136,6 +147,9 @@ impl std::fmt::Display for Error {
                 f,
                 "index entry {at} does not sort after the one before it: entries must come sorted and distinct"
             ),
+            Error::NotExtensible(why) => {
+                write!(f, "the file cannot be extended in place: {why}")
+            }
         }
     }
 }

@@ -11,7 +11,8 @@
 //! the same blocks go through the ordinary handle: slower, never wrong.
 //!
 //! Invariants: bytes reach the file in the order written; a block written with
-//! `O_DIRECT` starts at a multiple of [`BLOCK`] and is [`BLOCK`] bytes long, from a buffer
+//! `O_DIRECT` starts at a multiple of [`ALIGN`] (of [`BLOCK`] in a new file, which is
+//! written from 0) and is [`BLOCK`] bytes long, from a buffer
 //! aligned to [`ALIGN`]. The first `seek` or `flush` writes out everything held (the part
 //! past the last whole block through the ordinary handle) and from then on every write
 //! goes straight through the ordinary handle: correct for any use, fast for the one
@@ -142,6 +143,26 @@ impl SeqFile {
         Self::open(path, false)
     }
 
+    /// Opens the existing file at `path` to write from `offset` on (its old bytes before
+    /// it are never written; none is removed): for new pages past the end of a database
+    /// that is extended in place. No advisory lock is taken: the caller holds SQLite's.
+    /// Blocks go out with `O_DIRECT` when `offset` is aligned as the disk requires, else
+    /// through the page cache. The caller must keep the returned value (and so its
+    /// descriptors) until it has released SQLite's lock on the file: closing any
+    /// descriptor of a file drops the process's POSIX locks on it.
+    pub fn extend(path: &Path, offset: u64) -> io::Result<SeqFile> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)?;
+        let direct = if offset.is_multiple_of(ALIGN as u64) {
+            open_direct(path)
+        } else {
+            None
+        };
+        Self::start(file, direct, offset)
+    }
+
     fn open(path: &Path, direct_io: bool) -> io::Result<SeqFile> {
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -165,6 +186,11 @@ impl SeqFile {
         }
         file.set_len(0)?;
         let direct = if direct_io { open_direct(path) } else { None };
+        Self::start(file, direct, 0)
+    }
+
+    /// The writer of `file` from `offset` on, its blocks through `direct` where given.
+    fn start(file: File, direct: Option<File>, offset: u64) -> io::Result<SeqFile> {
         let plain = file.try_clone()?;
         let (to_writer, jobs) = crossbeam_channel::bounded(DEPTH);
         let (done, from_writer) = crossbeam_channel::unbounded();
@@ -175,7 +201,7 @@ impl SeqFile {
             file,
             block: Some(Block::new()),
             used: 0,
-            pos: 0,
+            pos: offset,
             to_writer: Some(to_writer),
             from_writer,
             thread: Some(thread),

@@ -9,6 +9,7 @@
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::Path;
 
+use crate::existing::Existing;
 use crate::index;
 use crate::leaves::{content_start, Leaf, Leaves, LEAF_TABLE};
 use crate::payload::local_payload;
@@ -21,13 +22,13 @@ use crate::Error;
 /// for information only.
 const WRITER_VERSION: u32 = 3_054_001;
 
-const INTERIOR_TABLE: u8 = 0x05;
+pub(crate) const INTERIOR_TABLE: u8 = 0x05;
 /// SQLite's PENDING_BYTE: the page holding this offset is the lock-byte page.
 const LOCK_BYTE: usize = 1 << 30;
 /// Bytes of the database header before page 1's b-tree header.
 const DB_HEADER: usize = 100;
 /// The largest interior cell: child page (4) + 9-byte rowid varint, and its pointer (2).
-const MAX_INTERIOR_CELL: usize = 4 + 9 + 2;
+pub(crate) const MAX_INTERIOR_CELL: usize = 4 + 9 + 2;
 
 /// A database file being written. Add tables with [`DbWriter::table`], one at a time,
 /// then [`DbWriter::finish`].
@@ -38,7 +39,13 @@ pub struct DbWriter<W: Write + Seek> {
     /// Pages written or reserved so far; the next page written is `pages + 1`.
     pages: u32,
     schema: Vec<SchemaRow>,
+    /// The file extended, when this writer adds to one that exists (see
+    /// [`DbWriter::extend`]).
+    base: Option<Existing>,
 }
+
+/// A page written in place by an extension: its number and new contents.
+pub type ChangedPage = (u32, Vec<u8>);
 
 struct SchemaRow {
     /// "table" or "index".
@@ -74,10 +81,25 @@ impl<W: Write + Seek> DbWriter<W> {
             page_size: page_size as usize,
             pages: 0,
             schema: vec![],
+            base: None,
         };
         // Page 1 is reserved now and written by `finish`.
         w.write_page(&vec![0; page_size as usize])?;
         Ok(w)
+    }
+
+    /// Continues the existing database `base` (read by [`Existing::read`]): pages are
+    /// written from its end on through `out` (positioned there, `base.pages()` pages into
+    /// the file), and [`DbWriter::finish_in_place`] links the tables into its schema.
+    /// Nothing of the file as it was is written through `out`.
+    pub fn extend(out: W, base: Existing) -> DbWriter<W> {
+        DbWriter {
+            out,
+            page_size: base.page_size,
+            pages: base.pages,
+            schema: vec![],
+            base: Some(base),
+        }
     }
 
     /// The page size in bytes.
@@ -439,7 +461,7 @@ impl<W: Write + Seek> DbWriter<W> {
                 let take = (children.len() - at) / (pages - p);
                 let group = &children[at..at + take];
                 debug_assert!(group.len() >= 2 && group.len() <= per_page);
-                let page = self.interior_bytes(group, 0);
+                let page = interior_page(self.page_size, group, 0);
                 parents.push((self.write_page(&page)?, group[take - 1].1));
                 at += take;
             }
@@ -448,61 +470,15 @@ impl<W: Write + Seek> DbWriter<W> {
         Ok(children)
     }
 
-    /// An interior page over `group` (b-tree header at `hdr`): a cell (child, largest
-    /// rowid beneath it) for every child but the last, which is the right-most pointer.
-    /// One child alone makes a page of no cells, as SQLite itself makes of page 1 when
-    /// the schema's one cell does not fit there.
-    fn interior_bytes(&self, group: &[(u32, i64)], hdr: usize) -> Vec<u8> {
-        let mut page = vec![0u8; self.page_size];
-        let cells = group.len() - 1;
-        let mut top = self.page_size;
-        for (i, &(child, max)) in group[..cells].iter().enumerate() {
-            let mut cell = [0u8; 13];
-            cell[..4].copy_from_slice(&child.to_be_bytes());
-            let n = 4 + varint::put(&mut cell[4..], max as u64);
-            top -= n;
-            page[top..top + n].copy_from_slice(&cell[..n]);
-            let ptr = hdr + 12 + 2 * i;
-            page[ptr..ptr + 2].copy_from_slice(&(top as u16).to_be_bytes());
-        }
-        debug_assert!(
-            hdr + 12 + 2 * cells <= top,
-            "interior cells overlap their pointers"
-        );
-        page[hdr] = INTERIOR_TABLE;
-        page[hdr + 3..hdr + 5].copy_from_slice(&(cells as u16).to_be_bytes());
-        page[hdr + 5..hdr + 7].copy_from_slice(&content_start(top));
-        page[hdr + 8..hdr + 12].copy_from_slice(&group[cells].0.to_be_bytes());
-        page
-    }
-
     /// Writes page 1 (the header and the schema table) and flushes; returns the output.
     /// The caller makes it durable (`sync_all` on a file).
     pub fn finish(mut self) -> Result<W, Error> {
-        let schema = std::mem::take(&mut self.schema);
-        let records: Vec<Vec<u8>> = schema
-            .iter()
-            .map(|t| {
-                let mut record = vec![];
-                record::encode(
-                    &[
-                        Value::Text(t.kind.as_bytes()),
-                        Value::Text(t.name.as_bytes()),
-                        Value::Text(t.table.as_bytes()),
-                        Value::Integer(i64::from(t.root)),
-                        // An automatic index (of a UNIQUE or PRIMARY KEY constraint)
-                        // has no text of its own: SQLite makes it from the table's.
-                        if t.kind == "index" && t.sql.is_empty() {
-                            Value::Null
-                        } else {
-                            Value::Text(t.sql.as_bytes())
-                        },
-                    ],
-                    &mut record,
-                );
-                record
-            })
-            .collect();
+        if self.base.is_some() {
+            return Err(Error::NotExtensible(
+                "a writer that extends a file finishes in place".into(),
+            ));
+        }
+        let records = self.schema_records();
         let need: usize = records
             .iter()
             .enumerate()
@@ -526,7 +502,7 @@ impl<W: Write + Seek> DbWriter<W> {
             let children = t.last_leaf()?;
             let on_page1 = (self.page_size - DB_HEADER - 12) / MAX_INTERIOR_CELL + 1;
             let children = self.reduce(children, on_page1)?;
-            self.interior_bytes(&children, DB_HEADER)
+            interior_page(self.page_size, &children, DB_HEADER)
         };
         let size = self.pages;
         let h = &mut page1[..DB_HEADER];
@@ -549,6 +525,7 @@ impl<W: Write + Seek> DbWriter<W> {
         h[40..44].copy_from_slice(&1u32.to_be_bytes()); // schema cookie
         h[44..48].copy_from_slice(&4u32.to_be_bytes()); // schema format
         h[56..60].copy_from_slice(&1u32.to_be_bytes()); // text encoding: UTF-8
+        h[56..60].copy_from_slice(&1u32.to_be_bytes()); // text encoding: UTF-8
         h[92..96].copy_from_slice(&1u32.to_be_bytes()); // version-valid-for = change counter
         h[96..100].copy_from_slice(&WRITER_VERSION.to_be_bytes());
         let mut out = self.out;
@@ -557,6 +534,111 @@ impl<W: Write + Seek> DbWriter<W> {
         out.flush()?;
         Ok(out)
     }
+}
+
+impl<W: Write + Seek> DbWriter<W> {
+    /// The schema rows of the tables and indexes written, as records.
+    fn schema_records(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.schema)
+            .iter()
+            .map(|t| {
+                let mut record = vec![];
+                record::encode(
+                    &[
+                        Value::Text(t.kind.as_bytes()),
+                        Value::Text(t.name.as_bytes()),
+                        Value::Text(t.table.as_bytes()),
+                        Value::Integer(i64::from(t.root)),
+                        // An automatic index (of a UNIQUE or PRIMARY KEY constraint)
+                        // has no text of its own: SQLite makes it from the table's.
+                        if t.kind == "index" && t.sql.is_empty() {
+                            Value::Null
+                        } else {
+                            Value::Text(t.sql.as_bytes())
+                        },
+                    ],
+                    &mut record,
+                );
+                record
+            })
+            .collect()
+    }
+
+    /// Ends an extension ([`DbWriter::extend`]): the new schema rows (rowids after the
+    /// schema's last) are added at the schema table's right edge, their overflow pages
+    /// and any new schema pages written through the output past the old end; then the
+    /// output is flushed. Returns it and the pages to change in place, page 1 first with
+    /// its header updated (the new size, the change counter and the schema cookie one
+    /// more, version-valid-for equal to the counter). Nothing is written in place here:
+    /// the caller journals the originals ([`Existing::originals`]) before it writes these
+    /// (see [`crate::journal`]).
+    pub fn finish_in_place(mut self) -> Result<(W, Vec<ChangedPage>), Error> {
+        let Some(base) = self.base.take() else {
+            return Err(Error::NotExtensible(
+                "a writer of a new file finishes with finish()".into(),
+            ));
+        };
+        let records = self.schema_records();
+        let mut cells = Vec::with_capacity(records.len());
+        for (i, r) in records.iter().enumerate() {
+            let rowid = base.schema_rowid + 1 + i as i64;
+            let mut cell = vec![];
+            self.leaf_cell(rowid, r, &mut cell)?;
+            cells.push((rowid, cell));
+        }
+        let mut changed =
+            crate::existing::grow_right(&base.schema_path, self.page_size, &cells, &mut |page| {
+                self.write_page(page)
+            })?;
+        // Page 1 first (its header changes even when its b-tree does not).
+        match changed.iter().position(|c| c.0 == 1) {
+            Some(at) => {
+                let page1 = changed.remove(at);
+                changed.insert(0, page1);
+            }
+            None => changed.insert(0, (1, base.schema_path[0].1.clone())),
+        }
+        let counter = base.change_counter.wrapping_add(1);
+        let h = &mut changed[0].1[..DB_HEADER];
+        h[24..28].copy_from_slice(&counter.to_be_bytes());
+        h[28..32].copy_from_slice(&self.pages.to_be_bytes());
+        h[40..44].copy_from_slice(&base.schema_cookie.wrapping_add(1).to_be_bytes());
+        h[44..48].copy_from_slice(&4u32.to_be_bytes()); // schema format
+        h[56..60].copy_from_slice(&1u32.to_be_bytes()); // text encoding: UTF-8
+        h[92..96].copy_from_slice(&counter.to_be_bytes());
+        h[96..100].copy_from_slice(&WRITER_VERSION.to_be_bytes());
+        let mut out = self.out;
+        out.flush()?;
+        Ok((out, changed))
+    }
+}
+
+/// An interior page over `group` (b-tree header at `hdr`): a cell (child, largest
+/// rowid beneath it) for every child but the last, which is the right-most pointer.
+/// One child alone makes a page of no cells, as SQLite itself makes of page 1 when
+/// the schema's one cell does not fit there.
+pub(crate) fn interior_page(page_size: usize, group: &[(u32, i64)], hdr: usize) -> Vec<u8> {
+    let mut page = vec![0u8; page_size];
+    let cells = group.len() - 1;
+    let mut top = page_size;
+    for (i, &(child, max)) in group[..cells].iter().enumerate() {
+        let mut cell = [0u8; 13];
+        cell[..4].copy_from_slice(&child.to_be_bytes());
+        let n = 4 + varint::put(&mut cell[4..], max as u64);
+        top -= n;
+        page[top..top + n].copy_from_slice(&cell[..n]);
+        let ptr = hdr + 12 + 2 * i;
+        page[ptr..ptr + 2].copy_from_slice(&(top as u16).to_be_bytes());
+    }
+    debug_assert!(
+        hdr + 12 + 2 * cells <= top,
+        "interior cells overlap their pointers"
+    );
+    page[hdr] = INTERIOR_TABLE;
+    page[hdr + 3..hdr + 5].copy_from_slice(&(cells as u16).to_be_bytes());
+    page[hdr + 5..hdr + 7].copy_from_slice(&content_start(top));
+    page[hdr + 8..hdr + 12].copy_from_slice(&group[cells].0.to_be_bytes());
+    page
 }
 
 /// A table being written, set aside from its [`DbWriter`] ([`TableWriter::detach`]) so

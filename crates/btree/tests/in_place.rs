@@ -1,0 +1,517 @@
+//! Tables added to a database that exists, in place ([`DbWriter::extend`] and
+//! [`journal`]): SQLite must read the old tables as they were and the new ones as written
+//! (`integrity_check` ok), and a crash after any write or sync must leave exactly the
+//! old file or exactly the new one once SQLite has opened it (playing its journal back).
+
+use std::cell::RefCell;
+use std::io::{self, Cursor, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::rc::Rc;
+
+use liteload_btree::journal::{self, DiskFiles, Files};
+use liteload_btree::{DbWriter, Existing, SeqFile, Value};
+use rusqlite::Connection;
+
+/// An existing database of `tables` tables (with indexes and long SQL text every third,
+/// so that the schema spans pages and overflows), rows in each, in rollback mode.
+fn base(path: &Path, page_size: u32, tables: usize) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(&format!(
+        "PRAGMA page_size={page_size}; PRAGMA journal_mode=DELETE;"
+    ))
+    .unwrap();
+    // A header even with no table (SQLite writes none until something is stored).
+    conn.execute_batch("PRAGMA user_version=7; BEGIN").unwrap();
+    for t in 0..tables {
+        let pad = if t % 3 == 0 {
+            format!(", c{} TEXT DEFAULT '{}'", t, "p".repeat(700))
+        } else {
+            String::new()
+        };
+        conn.execute_batch(&format!(
+            "CREATE TABLE \"old {t}\"(a INTEGER, b TEXT{pad});
+             INSERT INTO \"old {t}\"(a, b) VALUES ({t}, 'row of {t}'), (NULL, x'00ff');"
+        ))
+        .unwrap();
+        if t % 2 == 0 {
+            conn.execute_batch(&format!("CREATE INDEX \"ix {t}\" ON \"old {t}\"(b)"))
+                .unwrap();
+        }
+    }
+    conn.execute_batch("COMMIT").unwrap();
+}
+
+/// The rows of the new table: integers, text with non-ASCII and NUL, and blobs long
+/// enough to overflow at every page size.
+fn new_rows(n: usize) -> Vec<(i64, String, Vec<u8>)> {
+    (0..n)
+        .map(|i| {
+            let text = format!("é\0{}", "z".repeat(i % 37));
+            let blob = vec![(i % 251) as u8; if i % 17 == 0 { 9000 } else { i % 50 }];
+            (i as i64 + 1, text, blob)
+        })
+        .collect()
+}
+
+const NEW_SQL: &str = "CREATE TABLE \"new one\"(k INTEGER, t TEXT, b BLOB)";
+const NEW_INDEX: &str = "CREATE INDEX \"new one by k\" ON \"new one\"(k)";
+
+/// Writes the new table (and its index) through `db`.
+fn add_table<W: Write + Seek>(db: &mut DbWriter<W>, rows: &[(i64, String, Vec<u8>)]) {
+    let mut t = db.table("new one", NEW_SQL);
+    for (k, text, blob) in rows {
+        t.push(
+            *k,
+            &[
+                Value::Integer(*k * 3),
+                Value::Text(text.as_bytes()),
+                Value::Blob(blob),
+            ],
+        )
+        .unwrap();
+    }
+    t.finish().unwrap();
+    let pairs: Vec<(i64, i64)> = rows.iter().map(|(k, _, _)| (*k * 3, *k)).collect();
+    db.index_int_pairs("new one by k", "new one", NEW_INDEX, &pairs)
+        .unwrap();
+}
+
+/// Everything a reader sees: the schema and every table's rows, as text.
+fn dump(path: &Path) -> Vec<String> {
+    let conn = Connection::open(path).unwrap();
+    let mut out = vec![];
+    let mut s = conn
+        .prepare("SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY rowid")
+        .unwrap();
+    let rows: Vec<(String, String, String, Option<String>)> = s
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for (kind, name, table, sql) in &rows {
+        out.push(format!("{kind} {name} {table} {sql:?}"));
+        if kind == "table" {
+            let q = format!(
+                "SELECT * FROM \"{}\" ORDER BY rowid",
+                name.replace('"', "\"\"")
+            );
+            let mut s = conn.prepare(&q).unwrap();
+            let n = s.column_count();
+            let mut r = s.query([]).unwrap();
+            while let Some(row) = r.next().unwrap() {
+                let vals: Vec<String> = (0..n)
+                    .map(|i| format!("{:?}", row.get_ref(i).unwrap()))
+                    .collect();
+                out.push(vals.join("|"));
+            }
+        }
+    }
+    let ok: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    out.push(format!("integrity {ok}"));
+    out
+}
+
+/// Extends the database at `path` through the real files, holding SQLite's EXCLUSIVE
+/// lock on a connection throughout; returns that connection, its transaction ended.
+fn extend_on_disk(path: &Path, rows: &[(i64, String, Vec<u8>)]) -> Connection {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch("BEGIN EXCLUSIVE; SELECT count(*) FROM sqlite_schema;")
+        .unwrap();
+    let mut files = DiskFiles::open(path).unwrap();
+    let base = Existing::read(files.db()).unwrap();
+    journal::begin(&mut files, &base, journal::nonce()).unwrap();
+    let offset = u64::from(base.pages()) * u64::from(base.page_size());
+    let page_size = base.page_size();
+    let out = SeqFile::extend(path, offset).unwrap();
+    let mut db = DbWriter::extend(out, base);
+    add_table(&mut db, rows);
+    let (out, changed) = db.finish_in_place().unwrap();
+    journal::commit(&mut files, page_size, &changed).unwrap();
+    conn.execute_batch("COMMIT").unwrap();
+    // The descriptors close only now, after the lock is released.
+    drop((out, files));
+    conn
+}
+
+#[test]
+fn sqlite_reads_the_old_tables_as_they_were_and_the_new_one_as_written() {
+    for page_size in [512u32, 4096] {
+        for tables in [0usize, 3, 40] {
+            for n in [0usize, 5, 3000] {
+                let d = tempfile::tempdir().unwrap();
+                let (ours, theirs) = (d.path().join("ours.db"), d.path().join("sqlite.db"));
+                base(&ours, page_size, tables);
+                base(&theirs, page_size, tables);
+                let rows = new_rows(n);
+                let (version_before, pages_before): (i64, i64) = {
+                    let c = Connection::open(&ours).unwrap();
+                    (
+                        c.query_row("PRAGMA schema_version", [], |r| r.get(0))
+                            .unwrap(),
+                        c.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap(),
+                    )
+                };
+                let conn = extend_on_disk(&ours, &rows);
+                // The locking connection sees the new table at once.
+                let seen: i64 = conn
+                    .query_row("SELECT count(*) FROM \"new one\"", [], |r| r.get(0))
+                    .unwrap_or_else(|e| panic!("page {page_size}, {tables} tables, {n} rows: {e}"));
+                assert_eq!(seen as usize, n);
+                drop(conn);
+                {
+                    let c = Connection::open(&theirs).unwrap();
+                    c.execute_batch(&format!("{NEW_SQL}; {NEW_INDEX};"))
+                        .unwrap();
+                    let mut ins = c
+                        .prepare("INSERT INTO \"new one\"(rowid, k, t, b) VALUES (?1, ?2, ?3, ?4)")
+                        .unwrap();
+                    for (k, t, b) in &rows {
+                        ins.execute(rusqlite::params![k, k * 3, t, b]).unwrap();
+                    }
+                }
+                let case = format!("page {page_size}, {tables} tables, {n} rows");
+                assert_eq!(dump(&ours), dump(&theirs), "{case}");
+                assert!(!d.path().join("ours.db-journal").exists(), "{case}");
+                let c = Connection::open(&ours).unwrap();
+                let q = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).unwrap() };
+                assert!(q("PRAGMA schema_version") > version_before, "{case}");
+                assert!(q("PRAGMA page_count") >= pages_before, "{case}");
+                assert_eq!(
+                    q("PRAGMA page_count") as u64 * u64::from(page_size),
+                    std::fs::metadata(&ours).unwrap().len(),
+                    "{case}"
+                );
+                assert_eq!(q("PRAGMA freelist_count"), 0, "{case}");
+                // SQLite goes on writing the file as its own.
+                c.execute_batch("INSERT INTO \"new one\"(k) VALUES (-1); CREATE TABLE after(x);")
+                    .unwrap();
+                let ok: String = c
+                    .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+                    .unwrap();
+                assert_eq!(ok, "ok", "{case}");
+            }
+        }
+    }
+}
+
+#[test]
+fn files_it_cannot_extend_are_refused_before_anything_is_written() {
+    let d = tempfile::tempdir().unwrap();
+    let wal = d.path().join("wal.db");
+    base(&wal, 4096, 1);
+    Connection::open(&wal)
+        .unwrap()
+        .execute_batch("PRAGMA journal_mode=WAL")
+        .unwrap();
+    let vacuum = d.path().join("vacuum.db");
+    {
+        let c = Connection::open(&vacuum).unwrap();
+        c.execute_batch("PRAGMA auto_vacuum=FULL; CREATE TABLE t(x);")
+            .unwrap();
+    }
+    let text = d.path().join("text.db");
+    std::fs::write(&text, "a,b\n1,2\n".repeat(100)).unwrap();
+    for (path, why) in [
+        (&wal, "WAL"),
+        (&vacuum, "auto-vacuum"),
+        (&text, "not an SQLite"),
+    ] {
+        let before = std::fs::read(path).unwrap();
+        let e = Existing::read(&mut std::fs::File::open(path).unwrap()).unwrap_err();
+        assert!(e.to_string().contains(why), "{}: {e}", path.display());
+        assert_eq!(std::fs::read(path).unwrap(), before);
+    }
+}
+
+/// One file operation of a change, as the disk model records it.
+#[derive(Clone, Debug)]
+enum Op {
+    DbWrite(u64, Vec<u8>),
+    DbSync,
+    DbTruncate(u64),
+    JournalWrite(u64, Vec<u8>),
+    JournalSync,
+    JournalRemove,
+}
+
+/// Records every operation, through [`Files`] and through the page writer's output.
+#[derive(Clone, Default)]
+struct Log(Rc<RefCell<Vec<Op>>>);
+
+impl Files for Log {
+    fn db_write(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        self.0
+            .borrow_mut()
+            .push(Op::DbWrite(offset, bytes.to_vec()));
+        Ok(())
+    }
+    fn db_sync(&mut self) -> io::Result<()> {
+        self.0.borrow_mut().push(Op::DbSync);
+        Ok(())
+    }
+    fn db_truncate(&mut self, len: u64) -> io::Result<()> {
+        self.0.borrow_mut().push(Op::DbTruncate(len));
+        Ok(())
+    }
+    fn journal_write(&mut self, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        self.0
+            .borrow_mut()
+            .push(Op::JournalWrite(offset, bytes.to_vec()));
+        Ok(())
+    }
+    fn journal_sync(&mut self) -> io::Result<()> {
+        self.0.borrow_mut().push(Op::JournalSync);
+        Ok(())
+    }
+    fn journal_remove(&mut self) -> io::Result<()> {
+        self.0.borrow_mut().push(Op::JournalRemove);
+        Ok(())
+    }
+}
+
+/// The page writer's output into the log, at its own position.
+struct LogWriter(Log, u64);
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.db_write(self.1, buf)?;
+        self.1 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Seek for LogWriter {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        match to {
+            SeekFrom::Start(p) => self.1 = p,
+            _ => return Err(io::Error::other("the log writer seeks from the start only")),
+        }
+        Ok(self.1)
+    }
+}
+
+/// What happens to the writes not yet synced when the power goes.
+#[derive(Clone, Copy, Debug)]
+enum Loss {
+    /// None of them reached the disk.
+    Dropped,
+    /// All of them did.
+    Kept,
+    /// Some of their 512-byte sectors did, chosen by this seed.
+    Torn(u64),
+}
+
+fn put(file: &mut Vec<u8>, offset: u64, bytes: &[u8]) {
+    let end = offset as usize + bytes.len();
+    if file.len() < end {
+        file.resize(end, 0);
+    }
+    file[offset as usize..end].copy_from_slice(bytes);
+}
+
+/// Applies pending operations to `file` as `loss` says.
+fn settle(file: &mut Vec<u8>, pending: &[Op], loss: Loss, rng: &mut u64) {
+    for op in pending {
+        let mut keep = |_: usize| match loss {
+            Loss::Dropped => false,
+            Loss::Kept => true,
+            Loss::Torn(_) => {
+                *rng ^= *rng << 13;
+                *rng ^= *rng >> 7;
+                *rng ^= *rng << 17;
+                (*rng).is_multiple_of(2)
+            }
+        };
+        match op {
+            Op::DbWrite(offset, bytes) | Op::JournalWrite(offset, bytes) => {
+                for (i, sector) in bytes.chunks(512).enumerate() {
+                    if keep(i) {
+                        put(file, offset + 512 * i as u64, sector);
+                    }
+                }
+            }
+            Op::DbTruncate(len) if keep(0) => file.truncate(*len as usize),
+            _ => {}
+        }
+    }
+}
+
+/// The database file and journal (if any) on the disk after the power went with
+/// `ops` done.
+fn after_crash(old: &[u8], ops: &[Op], loss: Loss) -> (Vec<u8>, Option<Vec<u8>>) {
+    let mut rng = match loss {
+        Loss::Torn(seed) => seed | 1,
+        _ => 1,
+    };
+    let mut db = old.to_vec();
+    let mut db_pending = vec![];
+    // The journal as synced (None: no durable file), and what was written since.
+    let mut journal: Option<Vec<u8>> = None;
+    let mut created = false;
+    let mut journal_pending = vec![];
+    for op in ops {
+        match op {
+            Op::DbWrite(..) | Op::DbTruncate(_) => db_pending.push(op.clone()),
+            Op::DbSync => {
+                settle(&mut db, &db_pending, Loss::Kept, &mut rng);
+                db_pending.clear();
+            }
+            Op::JournalWrite(..) => {
+                created = true;
+                journal_pending.push(op.clone());
+            }
+            Op::JournalSync => {
+                let mut j = journal.take().unwrap_or_default();
+                settle(&mut j, &journal_pending, Loss::Kept, &mut rng);
+                journal = Some(j);
+                journal_pending.clear();
+            }
+            Op::JournalRemove => {
+                journal = None;
+                created = false;
+                journal_pending.clear();
+            }
+        }
+    }
+    settle(&mut db, &db_pending, loss, &mut rng);
+    let journal = match journal {
+        Some(mut j) => {
+            settle(&mut j, &journal_pending, loss, &mut rng);
+            Some(j)
+        }
+        // A journal never synced: its directory entry may not have survived.
+        None if created && !matches!(loss, Loss::Dropped) => {
+            let mut j = vec![];
+            settle(&mut j, &journal_pending, loss, &mut rng);
+            Some(j)
+        }
+        None => None,
+    };
+    (db, journal)
+}
+
+/// Runs a whole change against the log; returns the operations and the new file.
+fn logged_change(old: &[u8], rows: &[(i64, String, Vec<u8>)]) -> (Vec<Op>, Vec<u8>) {
+    let log = Log::default();
+    let base = Existing::read(&mut Cursor::new(old.to_vec())).unwrap();
+    let mut files = log.clone();
+    journal::begin(&mut files, &base, 0x5eed_1234).unwrap();
+    let page_size = base.page_size();
+    let offset = u64::from(base.pages()) * u64::from(page_size);
+    let mut db = DbWriter::extend(LogWriter(log.clone(), offset), base);
+    add_table(&mut db, rows);
+    let (_, changed) = db.finish_in_place().unwrap();
+    journal::commit(&mut files, page_size, &changed).unwrap();
+    let ops = log.0.borrow().clone();
+    let (new, journal) = after_crash(old, &ops, Loss::Dropped);
+    assert!(journal.is_none());
+    (ops, new)
+}
+
+/// Opens the file after a crash as SQLite would (playing back a hot journal), and
+/// checks that it is exactly the old file or exactly the new one.
+fn check_crash(dir: &Path, old: &[u8], new: &[u8], state: (Vec<u8>, Option<Vec<u8>>), case: &str) {
+    let path = dir.join("crashed.db");
+    let journal = dir.join("crashed.db-journal");
+    let _ = std::fs::remove_file(&journal);
+    std::fs::write(&path, &state.0).unwrap();
+    if let Some(j) = &state.1 {
+        std::fs::write(&journal, j).unwrap();
+    }
+    {
+        let c = Connection::open(&path).unwrap();
+        let ok: String = c
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap_or_else(|e| panic!("{case}: {e}"));
+        assert_eq!(ok, "ok", "{case}");
+    }
+    let now = std::fs::read(&path).unwrap();
+    assert!(
+        now == old || now == new,
+        "{case}: the file is neither the old one nor the new one ({} bytes; old {}, new {})",
+        now.len(),
+        old.len(),
+        new.len()
+    );
+    // A journal SQLite found hot is gone; one it found empty or dead may stay, harmless.
+    if journal.exists() {
+        let j = std::fs::read(&journal).unwrap();
+        assert!(
+            j.len() < 28 || j[..8] != journal::MAGIC || j[8..12] == [0; 4] || now == new,
+            "{case}: a journal with records is left beside the old file"
+        );
+    }
+}
+
+#[test]
+fn a_crash_after_any_write_or_sync_leaves_the_old_file_or_the_new_one() {
+    let d = tempfile::tempdir().unwrap();
+    // A schema over several 512-byte pages (so its right edge grows), a new table with
+    // overflowing rows and an index.
+    for (tables, n) in [(0usize, 3usize), (12, 40), (40, 2)] {
+        let basep = d.path().join(format!("base{tables}.db"));
+        base(&basep, 512, tables);
+        let old = std::fs::read(&basep).unwrap();
+        let rows = new_rows(n);
+        let (ops, new) = logged_change(&old, &rows);
+        assert_eq!(dump_bytes(d.path(), &new).last().unwrap(), "integrity ok");
+        for k in 0..=ops.len() {
+            for loss in [Loss::Dropped, Loss::Kept, Loss::Torn(k as u64 * 31 + 7)] {
+                let case = format!(
+                    "{tables} tables, {n} rows: crash after {k} of {} ops, {loss:?}",
+                    ops.len()
+                );
+                check_crash(
+                    d.path(),
+                    &old,
+                    &new,
+                    after_crash(&old, &ops[..k], loss),
+                    &case,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_change_rolled_back_by_the_writer_leaves_the_old_file() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("db.db");
+    base(&path, 4096, 5);
+    let old = std::fs::read(&path).unwrap();
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch("BEGIN EXCLUSIVE; SELECT count(*) FROM sqlite_schema;")
+        .unwrap();
+    let mut files = DiskFiles::open(&path).unwrap();
+    let base = Existing::read(files.db()).unwrap();
+    journal::begin(&mut files, &base, journal::nonce()).unwrap();
+    let offset = u64::from(base.pages()) * u64::from(base.page_size());
+    let out = SeqFile::extend(&path, offset).unwrap();
+    let mut db = DbWriter::extend(out, base.clone());
+    add_table(&mut db, &new_rows(500));
+    let (out, changed) = db.finish_in_place().unwrap();
+    // The pages changed in place are written, then the writer gives up before the
+    // commit point.
+    for (pgno, page) in &changed {
+        files
+            .db_write(u64::from(pgno - 1) * u64::from(base.page_size()), page)
+            .unwrap();
+    }
+    journal::roll_back(&mut files, &base).unwrap();
+    conn.execute_batch("ROLLBACK").unwrap();
+    drop((out, files, conn));
+    assert_eq!(std::fs::read(&path).unwrap(), old);
+    assert!(!d.path().join("db.db-journal").exists());
+}
+
+/// [`dump`] of a file given as bytes.
+fn dump_bytes(dir: &Path, bytes: &[u8]) -> Vec<String> {
+    let p = dir.join("dumped.db");
+    std::fs::write(&p, bytes).unwrap();
+    dump(&p)
+}
