@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """Appends: the transit table (TSV, gen_transit.py) loaded as a new table into an
-existing database of about 1 GB (a 50M-row `liteload generate` table, in WAL mode as
-balanced loads leave a file), by liteload's default engine (the page writer's side file,
-moved in by SQLite's transfer optimization), by liteload's SQLite path, and by the
-sqlite3 CLI's .import, interleaved; and into that table made beforehand, empty, with an
-index on Stop ("premade, index"). Each run starts from a fresh copy of the database
+existing database of about 1 GB (a 50M-row `liteload generate` table; `--base-journal
+wal` puts it in WAL mode, as side-file loads leave a file, `delete` (the default) leaves
+it in rollback mode), by liteload's default engine (in rollback mode: the page writer in
+place, past the file's end, under a rollback journal; in WAL mode: the page writer's side
+file, moved in by SQLite's transfer optimization), by liteload's SQLite path, and by the
+sqlite3 CLI's .import, interleaved; the same rows into a new file by liteload ("new
+file": the floor an append is measured against); and into that table made beforehand,
+empty, with an index on Stop ("premade, index"). Each run starts from a fresh copy of the database
 (copied and synced before the clock starts). Every run is verified: integrity_check, the
 new table's row count and sum(Stop), and the old table's row count.
 
     python3 bench/append.py [--runs 5] [--rows 10000000] [--base-rows 50000000]
-                            [--workdir DIR] [--only TOOL ...] [--json results.jsonl]
+                            [--base-journal delete|wal] [--workdir DIR]
+                            [--only TOOL ...] [--json results.jsonl]
 
 Needs a release build of liteload (cargo build --release) and Debian's sqlite3.
 """
@@ -30,9 +34,11 @@ PREMADE = ('CREATE TABLE transit (Route_ID INTEGER, Branch_Code TEXT, Version IN
            'Vehicle_Index INTEGER, Day INTEGER, Time TEXT); CREATE INDEX transit_stop ON transit (Stop);')
 
 
-def tools(src, db):
-    """name -> argv; a name ending in "(premade, index)" loads into PREMADE."""
+def tools(src, db, new_db):
+    """name -> argv; a name ending in "(premade, index)" loads into PREMADE, one ending
+    in "(new file)" into a new file."""
     return {
+        "liteload (new file)": [LITELOAD, "import", "-q", new_db, src, "--table", "transit"],
         "liteload (premade, index)": [LITELOAD, "import", "-q", db, src, "--table", "transit"],
         "liteload --engine sqlite (premade, index)": [LITELOAD, "import", "-q", "--engine", "sqlite", db, src, "--table", "transit"],
         "liteload": [LITELOAD, "import", "-q", db, src, "--table", "transit"],
@@ -44,11 +50,12 @@ def tools(src, db):
 
 
 def verify(db, rows, stop_sum, base_rows):
+    """base_rows None: a new file, without the old table."""
     try:
         c = sqlite3.connect(db)
         ok = c.execute("PRAGMA integrity_check").fetchone()[0]
         n, s = c.execute("SELECT count(*), sum(Stop) FROM transit").fetchone()
-        old = c.execute("SELECT count(*) FROM user").fetchone()[0]
+        old = None if base_rows is None else c.execute("SELECT count(*) FROM user").fetchone()[0]
         mode = c.execute("PRAGMA journal_mode").fetchone()[0]
         c.close()
     except sqlite3.Error as e:
@@ -65,6 +72,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--base-rows", type=int, default=50_000_000)
+    ap.add_argument("--base-journal", choices=["delete", "wal"], default="delete")
     ap.add_argument("--workdir", default=os.environ.get("TMPDIR", "/tmp") + "/liteload-bench")
     ap.add_argument("--only", nargs="*", help="run only these tools")
     ap.add_argument("--json", help="append one JSON line per run to this file")
@@ -84,12 +92,12 @@ def main():
         k = header.index("Stop")
         for line in f:
             stop_sum += int(line.split("\t")[k])
-    base = os.path.join(a.workdir, f"base_{a.base_rows}.db")
+    base = os.path.join(a.workdir, f"base_{a.base_rows}_{a.base_journal}.db")
     if not os.path.exists(base):
         print(f"generating {base} …", flush=True)
         subprocess.run([LITELOAD, "generate", "-q", "--rows", str(a.base_rows), base], check=True)
         c = sqlite3.connect(base)
-        c.execute("PRAGMA journal_mode=WAL")
+        c.execute(f"PRAGMA journal_mode={a.base_journal.upper()}")
         c.close()
     info = json.loads(subprocess.run([LITELOAD, "info", "--json"], capture_output=True, text=True).stdout)
     sqlite3_cli = subprocess.run(["sqlite3", "--version"], capture_output=True, text=True).stdout.split()[0]
@@ -99,13 +107,17 @@ def main():
           f"({os.path.getsize(base) / 1e9:.2f} GB, {a.base_rows:,} rows)")
 
     db = os.path.join(a.workdir, "append.db")
-    all_tools = tools(src, db)
+    new_db = os.path.join(a.workdir, "append_new.db")
+    all_tools = tools(src, db, new_db)
     names = [n for n in all_tools if (not a.only or n in a.only) and shutil.which(all_tools[n][0])]
     results = {}
     for r, order in rotations(names, a.runs):
         for name in order:
+            new_file = name.endswith("(new file)")
             clean(db)
-            shutil.copyfile(base, db)
+            clean(new_db)
+            if not new_file:
+                shutil.copyfile(base, db)
             if name.endswith("(premade, index)"):
                 c = sqlite3.connect(db)
                 c.executescript(PREMADE)
@@ -115,9 +127,13 @@ def main():
             if code != 0:
                 ok, detail = False, f"exit {code}: {err.strip()[:200]}"
             else:
-                ok, detail = verify(db, a.rows, stop_sum, a.base_rows)
+                ok, detail = verify(new_db if new_file else db, a.rows, stop_sum,
+                                    None if new_file else a.base_rows)
+            written = new_db if new_file else db
             rec = {"rows": a.rows, "tool": name, "run": r, "ok": ok, "detail": detail,
-                   "wall_s": round(wall, 4), "cpu_s": round(cpu, 4), "db_bytes": os.path.getsize(db)}
+                   "base_journal": a.base_journal, "wall_s": round(wall, 4),
+                   "cpu_s": round(cpu, 4),
+                   "db_bytes": os.path.getsize(written) if os.path.exists(written) else 0}
             print(json.dumps(rec), flush=True)
             if out:
                 out.write(json.dumps(rec) + "\n")
@@ -125,6 +141,7 @@ def main():
             if ok:
                 results[(a.rows, name)].append((wall, cpu, rec["db_bytes"], detail))
             clean(db)
+            clean(new_db)
             for extra in (".liteload-append",):
                 if os.path.exists(db + extra):
                     os.remove(db + extra)

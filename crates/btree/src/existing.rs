@@ -23,10 +23,10 @@
 
 use std::io::{self, Read, Seek, SeekFrom};
 
+use crate::interior::{interior_page, INTERIOR_TABLE, MAX_INTERIOR_CELL};
 use crate::leaves::{Leaf, LEAF_TABLE};
 use crate::payload::local_payload;
 use crate::varint;
-use crate::writer::{interior_page, INTERIOR_TABLE, MAX_INTERIOR_CELL};
 use crate::Error;
 
 /// Bytes of the database header before page 1's b-tree header.

@@ -89,6 +89,7 @@
 
 mod existing;
 pub mod index;
+mod interior;
 pub mod journal;
 mod leaves;
 mod payload;

@@ -171,11 +171,23 @@ fn kill_during_an_append_leaves_the_table_before_or_after() -> R {
     Ok(())
 }
 
-/// kill -9 during an append of a new table to an existing database (the page writer's
-/// side file, then SQLite's transfer): the table is absent or complete, the rest of the
-/// file as it was; the next run removes the side file a kill left.
+/// kill -9 during a load of a new table into an existing database in rollback mode (the
+/// page writer in place, past the file's end, under a rollback journal): the table is
+/// absent or complete, the rest of the file as it was, once SQLite has opened it (and
+/// played back a hot journal a kill left).
+#[test]
+fn kill_during_a_new_table_in_place_leaves_it_absent_or_complete() -> R {
+    kills_during_a_new_table(false)
+}
+
+/// The same in WAL mode (the page writer's side file, then SQLite's transfer); the next
+/// run removes the side file a kill left.
 #[test]
 fn kill_during_an_append_of_a_new_table_leaves_it_absent_or_complete() -> R {
+    kills_during_a_new_table(true)
+}
+
+fn kills_during_a_new_table(wal: bool) -> R {
     let d = tempfile::tempdir()?;
     let expected = write_input(&d.path().join("big.csv"))?;
     std::fs::write(d.path().join("seed.csv"), "k\n1\n2\n3\n")?;
@@ -190,6 +202,9 @@ fn kill_during_an_append_of_a_new_table_leaves_it_absent_or_complete() -> R {
             let _ = std::fs::remove_file(d.path().join(f));
         }
         assert!(spawn(d.path(), &["a.db", "seed.csv"])?.wait()?.success());
+        if wal {
+            Connection::open(&db)?.execute_batch("PRAGMA journal_mode=WAL")?;
+        }
         let mut child = spawn(d.path(), &["a.db", "big.csv"])?;
         std::thread::sleep(delay);
         child.kill()?;
@@ -222,6 +237,11 @@ fn kill_during_an_append_of_a_new_table_leaves_it_absent_or_complete() -> R {
         saw_absent > 0,
         "no kill landed during an append; the test proved nothing"
     );
+    if !wal {
+        assert_eq!(saw_side, 0, "a new table in place made a side file");
+        assert!(!d.path().join("a.db-journal").exists());
+        return Ok(());
+    }
     // A side file left by a kill (the last one, or one planted as a kill leaves it) is
     // removed by the next append.
     eprintln!("kills that left a side file: {saw_side}");

@@ -812,7 +812,7 @@ fn json_through_the_page_writer_equals_sqlites_path() -> R {
             read_table(&d.path().join("s.db"), "t")?,
             "{file}"
         );
-        // As a new table of an existing file: through the side file, same table.
+        // As a new table of an existing file (rollback mode): in place, same table.
         for db in ["d.db", "s.db"] {
             let _ = std::fs::remove_file(d.path().join(db));
             let c = rusqlite::Connection::open(d.path().join(db))?;
@@ -822,7 +822,7 @@ fn json_through_the_page_writer_equals_sqlites_path() -> R {
         let said = String::from_utf8_lossy(&appended.stdout).to_string()
             + &String::from_utf8_lossy(&appended.stderr);
         assert!(appended.status.success(), "{said}");
-        assert!(said.contains("appended through a side file"), "{said}");
+        assert!(said.contains("written in place"), "{said}");
         import(
             d.path(),
             &["s.db", file, "--table", "t", "--engine", "sqlite", "-q"],

@@ -9,8 +9,10 @@
 //! - `page`: the page writer into a new file;
 //! - `page_tables`: the page writer into a new file, several tables shaped by a source's
 //!   schema (each with an index built after its rows), as a database copy writes them;
-//! - `side_file`: a new table of an existing file, through a side file and SQLite's
-//!   transfer;
+//! - `in_place`: a new table of an existing file (rollback journal mode), written past
+//!   its end by the page writer, the schema changed in place under a rollback journal;
+//! - `side_file`: a new table of an existing file in WAL mode (which the page writer
+//!   does not extend in place), through a side file and SQLite's transfer;
 //! - `side_file_append`: rows added to a table of an existing file that holds rows;
 //! - `merge`: an upsert into an existing table with an INTEGER PRIMARY KEY, half the
 //!   input's keys taken, against SQLite's `INSERT … ON CONFLICT DO UPDATE`;
@@ -536,6 +538,7 @@ fn arrow_batches() -> Case {
 enum SinkUnderTest {
     Page,
     PageTables,
+    InPlace,
     SideFile,
     SideFileAppend,
     Merge,
@@ -738,9 +741,36 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
             }
             Ok(())
         }
+        SinkUnderTest::InPlace => {
+            Connection::open(&db)?.execute_batch(
+                "CREATE TABLE other(x); INSERT INTO other VALUES (1); CREATE INDEX t_x ON other(x)",
+            )?;
+            let inputs = [case.input("t")];
+            let mut opts = options();
+            // An index asked for whose natural name ("t_…") may be taken by the file's.
+            opts.indexes = vec![crate::table::IndexSpec::new(
+                [case.header[0].to_string()],
+                false,
+            )];
+            let mut plan = planned(&db, &inputs, &opts)?;
+            let rules = plan.rules.clone();
+            assert_eq!(plan.engine, EngineRoute::InPlace(Durability::Balanced));
+            let mut sink = PageSink::in_place(&db, Durability::Balanced, &rules, &progress);
+            load(&mut plan, &mut sink, &opts, &progress)?;
+            drop(sink);
+            assert!(!dir.path().join("out.db-journal").exists());
+            let indexes: i64 = Connection::open(&db)?.query_row(
+                "SELECT count(*) FROM pragma_index_list('t')",
+                [],
+                |r| r.get(0),
+            )?;
+            assert_eq!(indexes, 1, "the index asked for");
+            compare(&db, &["t"], &case, &[], false)
+        }
         SinkUnderTest::SideFile => {
-            Connection::open(&db)?
-                .execute_batch("CREATE TABLE other(x); INSERT INTO other VALUES (1)")?;
+            Connection::open(&db)?.execute_batch(
+                "PRAGMA journal_mode=WAL; CREATE TABLE other(x); INSERT INTO other VALUES (1)",
+            )?;
             let inputs = [case.input("t")];
             let opts = options();
             let mut plan = planned(&db, &inputs, &opts)?;
@@ -932,6 +962,7 @@ macro_rules! suite {
 suite! {
     page: SinkUnderTest::Page;
     page_tables: SinkUnderTest::PageTables;
+    in_place: SinkUnderTest::InPlace;
     side_file: SinkUnderTest::SideFile;
     side_file_append: SinkUnderTest::SideFileAppend;
     merge: SinkUnderTest::Merge;

@@ -167,6 +167,12 @@ pub(crate) fn write(
             let mut sink = SideFileSink::new(db.to_path_buf(), durability, &rules, progress);
             load(plan, &mut sink, opts, progress)?
         }
+        EngineRoute::InPlace(durability) => {
+            let mut sink = PageSink::in_place(db, durability, &rules, progress);
+            let mut summary = load(plan, &mut sink, opts, progress)?;
+            summary.durability = crate::summary::Durable::Profile(durability);
+            summary
+        }
         EngineRoute::Merge(durability) => {
             let mut sink = MergeSink::new(db.to_path_buf(), durability, &rules, progress);
             load(plan, &mut sink, opts, progress)?

@@ -56,6 +56,16 @@ pub(crate) enum EngineRoute {
     /// as the plan reads it; the writer holds the table to that rule again inside its
     /// transaction, and fails (nothing written) if another connection changed it since.
     SideFile(Durability),
+    /// A new table in an existing database the page writer can extend (see
+    /// `liteload_btree::Existing`: rollback journal mode, no auto-vacuum, UTF-8): its
+    /// pages go past the file's end and the schema changes in place under a rollback
+    /// journal in SQLite's format, synced (a committed load survives a power loss, as with
+    /// `durable`, whatever profile was asked), under SQLite's EXCLUSIVE lock for the
+    /// whole load; then the file is put in the profile's journal mode (WAL for
+    /// `balanced` and `durable`), as every road leaves it. Chosen instead of the side
+    /// file when the plan finds the table absent and the file extensible; the writer
+    /// checks both again under its lock and fails (nothing written) if either changed.
+    InPlace(Durability),
     /// An upsert (a conflict rule) into an existing table: the page writer builds a side
     /// file, merged into the table by one statement in key order in one transaction of
     /// this profile (see [`crate::sink::merge`]); as for the side file, the writer fails
@@ -483,7 +493,7 @@ fn choose_engine(
             },
         ),
         Engine::Auto => Ok(match side_file(db, &loads[0], opts) {
-            Ok(Some(durability)) => EngineRoute::SideFile(durability),
+            Ok(Some(durability)) => side_or_in_place(db, &loads[0], durability),
             // SQLite's path reports what keeps the side file out, if anything.
             Ok(None) | Err(_) => EngineRoute::Sqlite,
         }),
@@ -495,7 +505,7 @@ fn choose_engine(
             }
             if db.exists() && opts.durability != Some(Durability::AtomicNew) {
                 return match side_file(db, &loads[0], opts)? {
-                    Some(durability) => Ok(EngineRoute::SideFile(durability)),
+                    Some(durability) => Ok(side_or_in_place(db, &loads[0], durability)),
                     None => Err(side_file_refusal(db)),
                 };
             }
@@ -557,6 +567,25 @@ fn page_writer_refusal(loads: &[Load<'_>], opts: &ImportOptions) -> Option<&'sta
         return Some("takes every row as it comes; a rule for rows whose key is taken needs SQLite's insert path");
     }
     None
+}
+
+/// The road of a load the side file takes: in place ([`EngineRoute::InPlace`]) when
+/// the table is a name free in `db` and the page writer can extend the file (both read
+/// now, without a lock), else the side file.
+fn side_or_in_place(db: &Path, load: &Load<'_>, durability: Durability) -> EngineRoute {
+    let free = read_only(db)
+        .and_then(|conn| crate::names::Names::of(&conn))
+        .map(|mut names| names.claim(&load.table))
+        .unwrap_or(false);
+    let extensible = std::fs::File::open(db)
+        .map_err(liteload_btree::Error::Io)
+        .and_then(|mut f| liteload_btree::Existing::read(&mut f))
+        .is_ok();
+    if free && extensible {
+        EngineRoute::InPlace(durability)
+    } else {
+        EngineRoute::SideFile(durability)
+    }
 }
 
 /// The profile of an append through a side file to the existing database `db`, or

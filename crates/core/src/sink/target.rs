@@ -350,17 +350,8 @@ impl Target {
         let _ = self.conn.execute_batch("DETACH liteload_side");
         // As SQLite's path leaves the file under these profiles.
         if matches!(self.durability, Durability::Balanced | Durability::Durable) {
-            let mode: String = self
-                .conn
-                .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-                .unwrap_or_default();
-            if !mode.eq_ignore_ascii_case("wal") {
-                self.notes.push(
-                    "the load is committed, but the database stays in rollback-journal mode: \
-                     another connection opened it meanwhile"
-                        .into(),
-                );
-            }
+            self.notes
+                .extend(crate::durability::switch_to_wal(&self.conn));
         }
         self.conn
             .close()

@@ -12,7 +12,10 @@ pub(crate) mod file;
 
 use std::path::{Path, PathBuf};
 
-use liteload_btree::{DbWriter, DetachedTable, RecordBuilder, SeqFile, TableWriter, Value as Cell};
+use liteload_btree::journal::{self, DiskFiles};
+use liteload_btree::{
+    DbWriter, DetachedTable, Existing, RecordBuilder, SeqFile, TableWriter, Value as Cell,
+};
 
 use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::{Batch, Value};
@@ -36,6 +39,27 @@ pub(crate) enum PageOut {
     /// An append's side file at this path, written through the page cache and left
     /// there for the transfer (its owner removes it).
     Side(PathBuf),
+    /// A new table in the existing database at this path, written in place past its
+    /// end under a rollback journal (see [`InPlace`]), the file then left in the journal
+    /// mode of this profile (WAL for `balanced` and `durable`, as every road leaves it).
+    InPlace(PathBuf, Durability),
+}
+
+/// A database extended in place (see `liteload_btree::journal`): the new table's pages
+/// past the file's end, page 1 and the schema's right edge changed in place after their
+/// old contents went to a rollback journal. The connection holds SQLite's EXCLUSIVE lock
+/// from before the file is read until the journal is removed (the commit point) or the
+/// change is undone; every descriptor of the file this sink opens stays open until the
+/// lock is released, since closing one drops the process's locks on the file.
+struct InPlace {
+    /// In a `BEGIN EXCLUSIVE` transaction until the end.
+    conn: rusqlite::Connection,
+    files: DiskFiles,
+    base: Existing,
+    /// Whether a journal may exist that this sink must play back if it stops early.
+    journaled: bool,
+    /// The page writer's output once finished, held until the lock is released.
+    out: Option<SeqFile>,
 }
 
 /// The page writer for the tables of a new file: one, or several with their shapes.
@@ -75,6 +99,8 @@ pub(crate) struct PageSink<'p> {
     /// The names of the file's schema objects: its tables' (all of a load of several,
     /// claimed before any index is named) and its indexes' as they are named.
     names: Names,
+    /// The database being extended in place, from its table's begin to its end.
+    in_place: Option<InPlace>,
 }
 
 /// An existing table's definition, which a side file repeats word for word so that
@@ -133,7 +159,26 @@ impl<'p> PageSink<'p> {
             by_sqlite: vec![],
             keyed: false,
             names: Names::new(),
+            in_place: None,
         }
+    }
+
+    /// A page writer that adds a new table to the existing database `db` in place, as
+    /// `rules` ask (indexes, index memory, verification; the file keeps its page size).
+    pub(crate) fn in_place(
+        db: &Path,
+        durability: Durability,
+        rules: &WriteRules,
+        progress: &'p Progress,
+    ) -> Self {
+        PageSink::new(
+            PageOut::InPlace(db.to_path_buf(), durability),
+            rules.page_size.unwrap_or(file::DEFAULT_PAGE_SIZE),
+            rules.indexes.clone(),
+            rules.index_memory,
+            rules.verify,
+            progress,
+        )
     }
 
     /// A page writer that makes the new file `db`, as `rules` ask (page size, indexes,
@@ -233,6 +278,24 @@ impl<'p> PageSink<'p> {
 
 impl Drop for PageSink<'_> {
     fn drop(&mut self) {
+        if let Some(ip) = self.in_place.as_mut() {
+            // Not committed: the file as it was. What the writer holds goes out first,
+            // so that nothing reaches the file after it is cut back; the descriptors
+            // close (as the fields drop) only after the lock is released.
+            if let Some(b) = self.building.as_mut() {
+                let _ = b.db.flush();
+            }
+            if let Some(db) = self.between.as_mut() {
+                let _ = db.flush();
+            }
+            if ip.journaled {
+                // Where this fails, the journal stays hot and SQLite plays it back.
+                let _ = journal::roll_back(&mut ip.files, &ip.base);
+            }
+            let _ = ip.conn.execute_batch("ROLLBACK");
+            self.writing = None;
+            return;
+        }
         // Not finished: nothing of it may stay.
         if let Some(path) = self.writing.take() {
             self.building = None;
@@ -328,7 +391,7 @@ impl Sink for PageSink<'_> {
         let (mut db, grows) = match self.between.take() {
             // The next table of a load of several, in the same file: its columns are fixed.
             Some(db) => (db, false),
-            None => (self.create_file()?, sampled.grows),
+            None => (self.create_file(name)?, sampled.grows),
         };
         let path = self.writing.clone().expect("a table begun has its file");
         let spill_dir = spill_dir_of(&path);
@@ -383,6 +446,9 @@ impl Sink for PageSink<'_> {
 
     fn finish(&mut self, summary: &mut Summary) -> Result<()> {
         let db = self.end_table()?;
+        if self.in_place.is_some() {
+            return self.commit_in_place(db, summary);
+        }
         let path = self.writing.clone().expect("a table begun has its file");
         db.finish().map_err(|e| from_btree(e, Some(&path)))?;
         file::complete(&path, &self.by_sqlite, self.verify, self.progress)?;
@@ -411,7 +477,13 @@ fn spill_dir_of(path: &Path) -> PathBuf {
 impl PageSink<'_> {
     /// Creates the file the tables go to (a new database beside its name, a side file
     /// as its own name), which is this sink's to remove until it is finished.
-    fn create_file(&mut self) -> Result<DbWriter<SeqFile>> {
+    fn create_file(&mut self, table: &str) -> Result<DbWriter<SeqFile>> {
+        if let PageOut::InPlace(db, _) = &self.out {
+            let db = db.clone();
+            let writer = self.open_in_place(&db, table)?;
+            self.writing = Some(db);
+            return Ok(writer);
+        }
         let path = match &self.out {
             PageOut::New(db) => {
                 crate::destination::refuse_existing(db)?;
@@ -419,15 +491,111 @@ impl PageSink<'_> {
                 self.notes.extend(note);
                 tmp
             }
-            PageOut::Side(side) => side.clone(),
+            PageOut::Side(side) | PageOut::InPlace(side, _) => side.clone(),
         };
         let db = match self.out {
-            PageOut::New(_) => DbWriter::create(&path, self.page_size),
+            PageOut::New(_) | PageOut::InPlace(..) => DbWriter::create(&path, self.page_size),
             PageOut::Side(_) => DbWriter::create_buffered(&path, self.page_size),
         }
         .map_err(|e| from_btree(e, Some(&path)))?;
         self.writing = Some(path);
         Ok(db)
+    }
+
+    /// Takes SQLite's EXCLUSIVE lock on the existing database `db`, checks that `table`
+    /// is a name free there and that the file can be extended in place (else the table
+    /// or the file changed since the plan read them: nothing is written), journals the
+    /// pages the change may write in place, and returns the writer of pages past its end.
+    fn open_in_place(&mut self, db: &Path, table: &str) -> Result<DbWriter<SeqFile>> {
+        let opening = |e| Error::sqlite(format!("opening {}", db.display()), e);
+        let conn = rusqlite::Connection::open(db).map_err(opening)?;
+        crate::sqlite_info::configure(&conn).map_err(opening)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(opening)?;
+        // The lock, and a read: a hot journal left by a crash is played back now, and
+        // the file is read below only as SQLite has it.
+        conn.execute_batch("BEGIN EXCLUSIVE; SELECT count(*) FROM sqlite_schema;")
+            .map_err(|e| Error::sqlite(format!("locking {}", db.display()), e))?;
+        let mut names = Names::of(&conn)?;
+        if !names.claim(table) {
+            return Err(crate::destination::changed_since_planned(table));
+        }
+        self.names = names;
+        let io = |e| Error::io(Some(db.to_path_buf()), e);
+        let mut files = DiskFiles::open(db).map_err(io)?;
+        let base = match Existing::read(files.db()) {
+            Ok(base) => base,
+            Err(liteload_btree::Error::NotExtensible(_)) => {
+                return Err(crate::destination::changed_since_planned(table))
+            }
+            Err(e) => return Err(from_btree(e, Some(db))),
+        };
+        let offset = u64::from(base.pages()) * u64::from(base.page_size());
+        self.page_size = base.page_size();
+        self.in_place = Some(InPlace {
+            conn,
+            files,
+            base: base.clone(),
+            journaled: true,
+            out: None,
+        });
+        let ip = self.in_place.as_mut().expect("set above");
+        journal::begin(&mut ip.files, &ip.base, journal::nonce()).map_err(io)?;
+        let out = SeqFile::extend(db, offset).map_err(io)?;
+        Ok(DbWriter::extend(out, base))
+    }
+
+    /// Links the finished table into the database extended in place and commits: the
+    /// new pages and the pages changed in place written and synced, then the journal
+    /// removed; then the lock released, the schema read back and (with `verify`) the
+    /// file checked by SQLite.
+    fn commit_in_place(&mut self, db: DbWriter<SeqFile>, summary: &mut Summary) -> Result<()> {
+        let path = self.writing.clone().expect("a table begun has its file");
+        let (out, changed) = db
+            .finish_in_place()
+            .map_err(|e| from_btree(e, Some(&path)))?;
+        let ip = self.in_place.as_mut().expect("checked by the caller");
+        ip.out = Some(out);
+        self.progress.check()?;
+        self.progress.set_stage(Stage::Committing);
+        let io = |e| Error::io(Some(path.clone()), e);
+        journal::commit(&mut ip.files, ip.base.page_size(), &changed).map_err(io)?;
+        ip.journaled = false;
+        let ip = self.in_place.take().expect("checked by the caller");
+        ip.conn
+            .execute_batch("COMMIT")
+            .map_err(|e| Error::sqlite("ending the lock", e))?;
+        // The lock is released: now the descriptors may close.
+        let InPlace {
+            conn, files, out, ..
+        } = ip;
+        drop((files, out));
+        crate::names::check_schema(&conn)?;
+        if self.verify {
+            let ok: String = conn
+                .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+                .map_err(|e| Error::sqlite("running integrity_check", e))?;
+            if ok != "ok" {
+                return Err(Error::internal(format!(
+                    "verifying: SQLite's integrity_check found problems in the extended file: {ok}"
+                )));
+            }
+        }
+        // As every road leaves the file under these profiles.
+        if let PageOut::InPlace(_, Durability::Balanced | Durability::Durable) = self.out {
+            summary.notes.extend(durability::switch_to_wal(&conn));
+        }
+        summary.rows_per_statement = 0;
+        summary.engine = Some(EngineUsed::Direct);
+        summary.verified = self.verify;
+        summary.notes.push(format!(
+            "written in place: the new table's pages past the file's end, {} page(s) of its \
+             schema changed under a rollback journal",
+            changed.len()
+        ));
+        self.writing = None;
+        summary.notes.append(&mut self.notes);
+        Ok(())
     }
 
     /// What turns a table's batches (of `columns`) into its rows, gathering the entries
