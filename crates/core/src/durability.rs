@@ -445,6 +445,20 @@ pub fn checkpoint_now(conn: &rusqlite::Connection) {
     let _ = conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);");
 }
 
+/// Puts the file of `conn` in WAL mode, as every road leaves a file under `balanced` and
+/// `durable` once a load committed; returns the note to give when it stays in rollback
+/// mode (another connection has it open, which the switch needs it not to).
+pub(crate) fn switch_to_wal(conn: &rusqlite::Connection) -> Option<String> {
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .unwrap_or_default();
+    (!mode.eq_ignore_ascii_case("wal")).then(|| {
+        "the load is committed, but the database stays in rollback-journal mode: another \
+         connection opened it meanwhile"
+            .to_string()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -484,18 +498,4 @@ mod tests {
         assert!(Durability::AtomicNew.shared_pragmas().is_err());
         assert!(Durability::Unsafe.pragmas().contains("EXCLUSIVE"));
     }
-}
-
-/// Puts the file of `conn` in WAL mode, as every road leaves a file under `balanced` and
-/// `durable` once a load committed; returns the note to give when it stays in rollback
-/// mode (another connection has it open, which the switch needs it not to).
-pub(crate) fn switch_to_wal(conn: &rusqlite::Connection) -> Option<String> {
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-        .unwrap_or_default();
-    (!mode.eq_ignore_ascii_case("wal")).then(|| {
-        "the load is committed, but the database stays in rollback-journal mode: another \
-         connection opened it meanwhile"
-            .to_string()
-    })
 }
