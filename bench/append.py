@@ -7,12 +7,15 @@ place, past the file's end, under a rollback journal; in WAL mode: the page writ
 file, moved in by SQLite's transfer optimization), by liteload's SQLite path, and by the
 sqlite3 CLI's .import, interleaved; the same rows into a new file by liteload ("new
 file": the floor an append is measured against); and into that table made beforehand,
-empty, with an index on Stop ("premade, index"). Each run starts from a fresh copy of the database
+empty, with an index on Stop ("premade, index"). With `--scenario append`, the base is
+the same transit rows already loaded as a table (in rollback mode), and each tool adds
+the rows again to that table (liteload: in place, after its last rowid). Each run starts from a fresh copy of the database
 (copied and synced before the clock starts). Every run is verified: integrity_check, the
 new table's row count and sum(Stop), and the old table's row count.
 
     python3 bench/append.py [--runs 5] [--rows 10000000] [--base-rows 50000000]
-                            [--base-journal delete|wal] [--workdir DIR]
+                            [--base-journal delete|wal] [--scenario new-table|append]
+                            [--workdir DIR]
                             [--only TOOL ...] [--json results.jsonl]
 
 Needs a release build of liteload (cargo build --release) and Debian's sqlite3.
@@ -50,7 +53,7 @@ def tools(src, db, new_db):
 
 
 def verify(db, rows, stop_sum, base_rows):
-    """base_rows None: a new file, without the old table."""
+    """base_rows None: a new file, or a file whose only table is transit."""
     try:
         c = sqlite3.connect(db)
         ok = c.execute("PRAGMA integrity_check").fetchone()[0]
@@ -73,6 +76,7 @@ def main():
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--base-rows", type=int, default=50_000_000)
     ap.add_argument("--base-journal", choices=["delete", "wal"], default="delete")
+    ap.add_argument("--scenario", choices=["new-table", "append"], default="new-table")
     ap.add_argument("--workdir", default=os.environ.get("TMPDIR", "/tmp") + "/liteload-bench")
     ap.add_argument("--only", nargs="*", help="run only these tools")
     ap.add_argument("--json", help="append one JSON line per run to this file")
@@ -92,8 +96,19 @@ def main():
         k = header.index("Stop")
         for line in f:
             stop_sum += int(line.split("\t")[k])
-    base = os.path.join(a.workdir, f"base_{a.base_rows}_{a.base_journal}.db")
-    if not os.path.exists(base):
+    appending = a.scenario == "append"
+    if appending:
+        base = os.path.join(a.workdir, f"base_transit_{a.rows}_{a.base_journal}.db")
+        if not os.path.exists(base):
+            print(f"generating {base} …", flush=True)
+            subprocess.run([LITELOAD, "import", "-q", base, src, "--table", "transit"], check=True)
+            c = sqlite3.connect(base)
+            c.execute(f"PRAGMA journal_mode={a.base_journal.upper()}")
+            c.close()
+        a.base_rows = a.rows
+    else:
+        base = os.path.join(a.workdir, f"base_{a.base_rows}_{a.base_journal}.db")
+    if not appending and not os.path.exists(base):
         print(f"generating {base} …", flush=True)
         subprocess.run([LITELOAD, "generate", "-q", "--rows", str(a.base_rows), base], check=True)
         c = sqlite3.connect(base)
@@ -109,7 +124,8 @@ def main():
     db = os.path.join(a.workdir, "append.db")
     new_db = os.path.join(a.workdir, "append_new.db")
     all_tools = tools(src, db, new_db)
-    names = [n for n in all_tools if (not a.only or n in a.only) and shutil.which(all_tools[n][0])]
+    names = [n for n in all_tools if (not a.only or n in a.only) and shutil.which(all_tools[n][0])
+             and not (appending and n.endswith("(premade, index)"))]
     results = {}
     for r, order in rotations(names, a.runs):
         for name in order:
@@ -127,11 +143,14 @@ def main():
             if code != 0:
                 ok, detail = False, f"exit {code}: {err.strip()[:200]}"
             else:
-                ok, detail = verify(new_db if new_file else db, a.rows, stop_sum,
-                                    None if new_file else a.base_rows)
+                if appending and not new_file:
+                    ok, detail = verify(db, 2 * a.rows, 2 * stop_sum, None)
+                else:
+                    ok, detail = verify(new_db if new_file else db, a.rows, stop_sum,
+                                        None if new_file else a.base_rows)
             written = new_db if new_file else db
             rec = {"rows": a.rows, "tool": name, "run": r, "ok": ok, "detail": detail,
-                   "base_journal": a.base_journal, "wall_s": round(wall, 4),
+                   "base_journal": a.base_journal, "scenario": a.scenario, "wall_s": round(wall, 4),
                    "cpu_s": round(cpu, 4),
                    "db_bytes": os.path.getsize(written) if os.path.exists(written) else 0}
             print(json.dumps(rec), flush=True)

@@ -49,6 +49,26 @@ pub struct Existing {
     pub(crate) schema_path: Vec<(u32, Vec<u8>)>,
     /// The largest rowid of the schema table (0 when it has no row).
     pub(crate) schema_rowid: i64,
+    /// The right-most paths of tables that rows are added to ([`Existing::table_edge`]).
+    pub(crate) edges: Vec<(u32, Vec<u8>)>,
+}
+
+/// The right edge of an existing table that rows are added to: its right-most path, root
+/// first, and its largest rowid (new rows take larger ones). From
+/// [`Existing::table_edge`]; given to [`crate::DbWriter::append_to`].
+#[derive(Clone, Debug)]
+pub struct TableEdge {
+    pub(crate) path: Vec<(u32, Vec<u8>)>,
+    pub(crate) max_rowid: i64,
+    /// Whether the table has no row (its root is an empty leaf).
+    pub(crate) empty: bool,
+}
+
+impl TableEdge {
+    /// The table's largest rowid (0 when it has no row).
+    pub fn max_rowid(&self) -> i64 {
+        self.max_rowid
+    }
 }
 
 impl Existing {
@@ -138,6 +158,61 @@ impl Existing {
             schema_cookie: be(40),
             schema_path,
             schema_rowid,
+            edges: vec![],
+        })
+    }
+
+    /// Reads the right-most path of the table b-tree rooted at page `root` of the same
+    /// file (read by [`Existing::read`], under the same lock), for rows added after its
+    /// last: its pages are journaled with the schema's ([`Existing::originals`]). Refused:
+    /// a root that is not a table b-tree (an index, a WITHOUT ROWID table), a right-most
+    /// leaf with no row below a root, and a table whose largest rowid is `i64::MAX`
+    /// (SQLite then picks rowids at random).
+    pub fn table_edge<R: Read + Seek>(
+        &mut self,
+        file: &mut R,
+        root: u32,
+    ) -> Result<TableEdge, Error> {
+        if root < 2 || root > self.pages {
+            return Err(refuse("the table's root page is outside the file"));
+        }
+        let mut path = vec![];
+        let mut pgno = root;
+        let mut empty = false;
+        let max_rowid = loop {
+            if path.len() == MAX_DEPTH {
+                return Err(refuse("a table b-tree deeper than any valid one"));
+            }
+            let mut page = vec![0u8; self.page_size];
+            read_at(file, u64::from(pgno - 1) * self.page_size as u64, &mut page)?;
+            let next = match Node::parse(&page, pgno, self.page_size, self.pages)? {
+                Node::Leaf { cells } if cells.is_empty() && !path.is_empty() => {
+                    return Err(refuse("the table's right-most leaf holds no row"))
+                }
+                Node::Leaf { cells } => {
+                    empty = cells.is_empty();
+                    Err(cells.last().map_or(0, |c| c.0))
+                }
+                Node::Interior { right, .. } => Ok(right),
+            };
+            path.push((pgno, page));
+            match next {
+                Err(max) => break max,
+                Ok(right) => pgno = right,
+            }
+        };
+        if max_rowid == i64::MAX {
+            return Err(refuse("the table's largest rowid is the largest there is"));
+        }
+        for (n, p) in &path {
+            if !self.edges.iter().any(|e| e.0 == *n) {
+                self.edges.push((*n, p.clone()));
+            }
+        }
+        Ok(TableEdge {
+            path,
+            max_rowid,
+            empty,
         })
     }
 
@@ -154,7 +229,10 @@ impl Existing {
     /// The pages the extension may change in place, with their contents as read: what
     /// the rollback journal must hold before any of them is written.
     pub fn originals(&self) -> impl Iterator<Item = (u32, &[u8])> {
-        self.schema_path.iter().map(|(n, p)| (*n, p.as_slice()))
+        self.schema_path
+            .iter()
+            .chain(&self.edges)
+            .map(|(n, p)| (*n, p.as_slice()))
     }
 }
 
@@ -186,7 +264,7 @@ enum Node<'p> {
 
 impl<'p> Node<'p> {
     fn parse(page: &'p [u8], pgno: u32, page_size: usize, pages: u32) -> Result<Node<'p>, Error> {
-        let bad = |what: &str| refuse(&format!("page {pgno} of its schema is malformed: {what}"));
+        let bad = |what: &str| refuse(&format!("its page {pgno} is malformed: {what}"));
         let h = header_at(pgno);
         let kind = page[h];
         let count = usize::from(u16::from_be_bytes([page[h + 3], page[h + 4]]));
@@ -320,8 +398,6 @@ pub(crate) fn grow_right(
         Ok(out)
     };
     let leaf_hdr = header_at(*leaf_no);
-    let mut siblings;
-    let mut kept_max;
     if depth == 1 {
         if leaf_fit(leaf_hdr, &all) == all.len() {
             changed.push((
@@ -338,8 +414,63 @@ pub(crate) fn grow_right(
     }
     let n = leaf_fit(leaf_hdr, &all).max(1);
     changed.push((*leaf_no, leaf_image(leaf_hdr, &all[..n])));
-    kept_max = all[n - 1].0;
-    siblings = new_leaves(&all[n..])?;
+    let kept_max = all[n - 1].0;
+    let siblings = new_leaves(&all[n..])?;
+    grow_up(path, page_size, kept_max, siblings, alloc, changed)
+}
+
+/// Adds the leaves `leaves` (written past the file's end: page, largest rowid, every
+/// rowid larger than any in the tree, in order) at the right edge of the table b-tree
+/// whose right-most path is `path`, as [`grow_right`] adds cells: the right-most leaf
+/// stays as it is, the levels above gain the new leaves as children. A root that is a
+/// leaf moves into a new page (unless it is empty) and becomes their parent.
+pub(crate) fn grow_right_by_leaves(
+    path: &[(u32, Vec<u8>)],
+    page_size: usize,
+    leaves: Vec<(u32, i64)>,
+    alloc: &mut dyn FnMut(&[u8]) -> io::Result<u32>,
+) -> Result<Vec<(u32, Vec<u8>)>, Error> {
+    if leaves.is_empty() {
+        return Ok(vec![]);
+    }
+    let (leaf_no, leaf_page) = &path[path.len() - 1];
+    let Node::Leaf { cells } = Node::parse(leaf_page, *leaf_no, page_size, u32::MAX)? else {
+        return Err(Error::NotExtensible(
+            "a path that does not end in a leaf".into(),
+        ));
+    };
+    let kept_max = cells.last().map_or(0, |c| c.0);
+    if path.len() == 1 {
+        let hdr = header_at(*leaf_no);
+        let mut children = vec![];
+        if !cells.is_empty() {
+            // Its cells, laid out again on a page with no database header.
+            let mut leaf = Leaf::new(page_size, 0);
+            for (rowid, cell) in &cells {
+                leaf.push(cell, *rowid);
+            }
+            children.push((alloc(leaf.seal(LEAF_TABLE))?, kept_max));
+        }
+        children.extend(leaves);
+        let root = root_over(children, *leaf_no, page_size, alloc)?;
+        return Ok(vec![(*leaf_no, with_header(root, leaf_page, hdr))]);
+    }
+    grow_up(path, page_size, kept_max, leaves, alloc, vec![])
+}
+
+/// The interior levels of [`grow_right`], bottom-up from the level above the leaves: each
+/// node of the path takes its new children (its right-most child, now a cell with the
+/// largest rowid `kept_max` beneath it, and that child's new `siblings`) while they fit,
+/// new nodes to its right the rest; the root keeps its page.
+fn grow_up(
+    path: &[(u32, Vec<u8>)],
+    page_size: usize,
+    mut kept_max: i64,
+    mut siblings: Vec<(u32, i64)>,
+    alloc: &mut dyn FnMut(&[u8]) -> io::Result<u32>,
+    mut changed: Vec<(u32, Vec<u8>)>,
+) -> Result<Vec<(u32, Vec<u8>)>, Error> {
+    let depth = path.len();
     // The interior levels, bottom-up: each node of the path takes its new children
     // (its right-most child, now a cell, and that child's new siblings) while they fit.
     for level in (0..depth - 1).rev() {

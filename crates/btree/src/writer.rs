@@ -9,7 +9,7 @@
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use crate::existing::Existing;
+use crate::existing::{Existing, TableEdge};
 use crate::index;
 use crate::interior::{interior_page, MAX_INTERIOR_CELL};
 use crate::leaves::{content_start, Leaf, Leaves, LEAF_TABLE};
@@ -40,6 +40,9 @@ pub struct DbWriter<W: Write + Seek> {
     /// The file extended, when this writer adds to one that exists (see
     /// [`DbWriter::extend`]).
     base: Option<Existing>,
+    /// Pages of existing tables' right edges to change in place, from tables that rows
+    /// were appended to ([`DbWriter::append_to`]).
+    edges_changed: Vec<ChangedPage>,
 }
 
 /// A page written in place by an extension: its number and new contents.
@@ -80,6 +83,7 @@ impl<W: Write + Seek> DbWriter<W> {
             pages: 0,
             schema: vec![],
             base: None,
+            edges_changed: vec![],
         };
         // Page 1 is reserved now and written by `finish`.
         w.write_page(&vec![0; page_size as usize])?;
@@ -97,6 +101,26 @@ impl<W: Write + Seek> DbWriter<W> {
             pages: base.pages,
             schema: vec![],
             base: Some(base),
+            edges_changed: vec![],
+        }
+    }
+
+    /// Continues the existing table whose right edge is `edge` (read from this writer's
+    /// file by [`Existing::table_edge`]) in a writer that extends a file: rows pushed
+    /// take rowids after its largest (checked), go into new leaves past the file's end,
+    /// and the table's right-most path gains them as children when the table finishes
+    /// (the root keeps its page; nothing is added to the schema).
+    pub fn append_to(&mut self, edge: TableEdge) -> TableWriter<'_, W> {
+        let mut leaves = Leaves::new(self.page_size);
+        leaves.last_rowid = Some(edge.max_rowid);
+        TableWriter {
+            db: self,
+            name: String::new(),
+            sql: String::new(),
+            leaves,
+            children: vec![],
+            rows: 0,
+            edge: Some(edge),
         }
     }
 
@@ -151,6 +175,7 @@ impl<W: Write + Seek> DbWriter<W> {
             leaves,
             children: vec![],
             rows: 0,
+            edge: None,
         }
     }
 
@@ -171,6 +196,7 @@ impl<W: Write + Seek> DbWriter<W> {
             leaves: table.leaves,
             children: table.children,
             rows: table.rows,
+            edge: table.edge,
         }
     }
 
@@ -584,6 +610,7 @@ impl<W: Write + Seek> DbWriter<W> {
             ));
         };
         let records = self.schema_records();
+        let schema_changes = !records.is_empty();
         let mut cells = Vec::with_capacity(records.len());
         for (i, r) in records.iter().enumerate() {
             let rowid = base.schema_rowid + 1 + i as i64;
@@ -595,6 +622,7 @@ impl<W: Write + Seek> DbWriter<W> {
             crate::existing::grow_right(&base.schema_path, self.page_size, &cells, &mut |page| {
                 self.write_page(page)
             })?;
+        changed.append(&mut self.edges_changed);
         // Page 1 first (its header changes even when its b-tree does not).
         match changed.iter().position(|c| c.0 == 1) {
             Some(at) => {
@@ -607,7 +635,9 @@ impl<W: Write + Seek> DbWriter<W> {
         let h = &mut changed[0].1[..DB_HEADER];
         h[24..28].copy_from_slice(&counter.to_be_bytes());
         h[28..32].copy_from_slice(&self.pages.to_be_bytes());
-        h[40..44].copy_from_slice(&base.schema_cookie.wrapping_add(1).to_be_bytes());
+        if schema_changes {
+            h[40..44].copy_from_slice(&base.schema_cookie.wrapping_add(1).to_be_bytes());
+        }
         h[44..48].copy_from_slice(&4u32.to_be_bytes()); // schema format
         h[56..60].copy_from_slice(&1u32.to_be_bytes()); // text encoding: UTF-8
         h[92..96].copy_from_slice(&counter.to_be_bytes());
@@ -630,6 +660,7 @@ pub struct DetachedTable {
     rows: u64,
     /// The page size of the writer it came from, to catch an attach to another.
     page_size: usize,
+    edge: Option<TableEdge>,
 }
 
 impl DetachedTable {
@@ -651,6 +682,8 @@ pub struct TableWriter<'d, W: Write + Seek> {
     /// Leaves written so far: (page, largest rowid in it).
     children: Vec<(u32, i64)>,
     rows: u64,
+    /// The existing table's right edge, for rows appended to it.
+    edge: Option<TableEdge>,
 }
 
 impl<W: Write + Seek> TableWriter<'_, W> {
@@ -738,6 +771,25 @@ impl<W: Write + Seek> TableWriter<'_, W> {
         Ok(())
     }
 
+    /// Seals the leaf being filled (which holds a cell) and returns its image, written
+    /// nowhere yet (its overflow pages are, and it points at them).
+    fn seal_in_place(&mut self) -> io::Result<Vec<u8>> {
+        self.leaves.seal_page();
+        let mut own = std::mem::replace(&mut self.leaves, Leaves::new(0));
+        let ps = self.db.page_size;
+        let mut result = Ok(());
+        for (_, at, range) in own.patches.iter().filter(|p| p.0 == 0) {
+            match self.db.write_overflow(&own.spill[range.clone()]) {
+                Ok(first) => own.leaf.buf[*at..at + 4].copy_from_slice(&first.to_be_bytes()),
+                Err(e) => result = Err(e),
+            }
+        }
+        let page = own.leaf.buf[..ps].to_vec();
+        own.drop_sealed();
+        self.leaves = own;
+        result.map(|()| page)
+    }
+
     /// Seals and writes the leaf being filled, if it holds a cell.
     fn flush_leaf(&mut self) -> io::Result<()> {
         if self.leaves.leaf.cells == 0 {
@@ -765,6 +817,7 @@ impl<W: Write + Seek> TableWriter<'_, W> {
             leaves: self.leaves,
             children: self.children,
             rows: self.rows,
+            edge: self.edge,
         }
     }
 
@@ -783,6 +836,30 @@ impl<W: Write + Seek> TableWriter<'_, W> {
     /// Writes the last leaf and the interior levels, and records the table in the schema.
     /// Returns its root page.
     pub fn finish(mut self) -> Result<u32, Error> {
+        if let Some(edge) = self.edge.take() {
+            let root = edge.path[0].0;
+            if edge.empty && self.children.is_empty() {
+                // An empty table whose new rows fit one leaf: that leaf is its root page
+                // (a root other than page 1 may not be an interior page of one child).
+                if self.leaves.leaf.cells > 0 {
+                    let page = self.seal_in_place()?;
+                    self.db.edges_changed.push((root, page));
+                }
+                return Ok(root);
+            }
+            self.flush_leaf()?;
+            let children = std::mem::take(&mut self.children);
+            let db = &mut *self.db;
+            let page_size = db.page_size;
+            let changed = crate::existing::grow_right_by_leaves(
+                &edge.path,
+                page_size,
+                children,
+                &mut |page| db.write_page(page),
+            )?;
+            db.edges_changed.extend(changed);
+            return Ok(edge.path[0].0);
+        }
         let children = self.last_leaf()?;
         let root = self.db.interior_levels(children)?;
         self.db.schema.push(SchemaRow {

@@ -448,6 +448,19 @@ fn check_crash(dir: &Path, old: &[u8], new: &[u8], state: (Vec<u8>, Option<Vec<u
     }
 }
 
+/// Stops the change `ops` (of the file `old`) after each of its operations, the writes
+/// not synced dropped, kept or torn, and checks what SQLite then finds.
+fn crash_after_every_op(dir: &Path, old: &[u8], ops: &[Op], label: &str) {
+    let (new, _) = after_crash(old, ops, Loss::Dropped);
+    assert_eq!(dump_bytes(dir, &new).last().unwrap(), "integrity ok");
+    for k in 0..=ops.len() {
+        for loss in [Loss::Dropped, Loss::Kept, Loss::Torn(k as u64 * 31 + 7)] {
+            let case = format!("{label}: crash after {k} of {} ops, {loss:?}", ops.len());
+            check_crash(dir, old, &new, after_crash(old, &ops[..k], loss), &case);
+        }
+    }
+}
+
 #[test]
 fn a_crash_after_any_write_or_sync_leaves_the_old_file_or_the_new_one() {
     let d = tempfile::tempdir().unwrap();
@@ -458,23 +471,8 @@ fn a_crash_after_any_write_or_sync_leaves_the_old_file_or_the_new_one() {
         base(&basep, 512, tables);
         let old = std::fs::read(&basep).unwrap();
         let rows = new_rows(n);
-        let (ops, new) = logged_change(&old, &rows);
-        assert_eq!(dump_bytes(d.path(), &new).last().unwrap(), "integrity ok");
-        for k in 0..=ops.len() {
-            for loss in [Loss::Dropped, Loss::Kept, Loss::Torn(k as u64 * 31 + 7)] {
-                let case = format!(
-                    "{tables} tables, {n} rows: crash after {k} of {} ops, {loss:?}",
-                    ops.len()
-                );
-                check_crash(
-                    d.path(),
-                    &old,
-                    &new,
-                    after_crash(&old, &ops[..k], loss),
-                    &case,
-                );
-            }
-        }
+        let (ops, _) = logged_change(&old, &rows);
+        crash_after_every_op(d.path(), &old, &ops, &format!("{tables} tables, {n} rows"));
     }
 }
 
@@ -514,4 +512,199 @@ fn dump_bytes(dir: &Path, bytes: &[u8]) -> Vec<String> {
     let p = dir.join("dumped.db");
     std::fs::write(&p, bytes).unwrap();
     dump(&p)
+}
+
+/// A table "grow"(k, t, b) of `rows` rows (rowids 1..=rows, some deleted in the middle
+/// so that rowids have gaps) beside the base's tables.
+fn with_grow(path: &Path, page_size: u32, tables: usize, rows: usize) {
+    base(path, page_size, tables);
+    let c = Connection::open(path).unwrap();
+    c.execute_batch("BEGIN; CREATE TABLE grow(k INTEGER, t TEXT, b BLOB);")
+        .unwrap();
+    for (k, t, b) in new_rows(rows) {
+        c.execute(
+            "INSERT INTO grow(rowid, k, t, b) VALUES (?1, ?2, ?3, ?4)",
+            rusqlite::params![k, k * 3, t, b],
+        )
+        .unwrap();
+    }
+    c.execute_batch("DELETE FROM grow WHERE rowid % 7 = 3; COMMIT;")
+        .unwrap();
+}
+
+/// Appends `rows` to "grow" through `db` (its right edge from `base`), with rowids
+/// after its largest, as SQLite's INSERT without a rowid would give them.
+fn append_rows<W: Write + Seek>(
+    db: &mut DbWriter<W>,
+    edge: liteload_btree::TableEdge,
+    rows: &[(i64, String, Vec<u8>)],
+) {
+    let first = edge.max_rowid() + 1;
+    let mut t = db.append_to(edge);
+    for (i, (k, text, blob)) in rows.iter().enumerate() {
+        t.push(
+            first + i as i64,
+            &[
+                Value::Integer(*k * 3),
+                Value::Text(text.as_bytes()),
+                Value::Blob(blob),
+            ],
+        )
+        .unwrap();
+    }
+    t.finish().unwrap();
+}
+
+/// Appends `rows` to "grow" of the database at `path` through the real files, under
+/// SQLite's EXCLUSIVE lock; returns the table's largest rowid before.
+fn append_on_disk(path: &Path, rows: &[(i64, String, Vec<u8>)]) -> i64 {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch("BEGIN EXCLUSIVE; SELECT count(*) FROM sqlite_schema;")
+        .unwrap();
+    let root = root_of(&conn, "grow");
+    let mut files = DiskFiles::open(path).unwrap();
+    let mut base = Existing::read(files.db()).unwrap();
+    let edge = base.table_edge(files.db(), root).unwrap();
+    let max = edge.max_rowid();
+    journal::begin(&mut files, &base, journal::nonce()).unwrap();
+    let page_size = base.page_size();
+    let offset = u64::from(base.pages()) * u64::from(page_size);
+    let mut db = DbWriter::extend(SeqFile::extend(path, offset).unwrap(), base);
+    append_rows(&mut db, edge, rows);
+    let (out, changed) = db.finish_in_place().unwrap();
+    journal::commit(&mut files, page_size, &changed).unwrap();
+    conn.execute_batch("COMMIT").unwrap();
+    drop((out, files));
+    max
+}
+
+fn root_of(conn: &Connection, table: &str) -> u32 {
+    conn.query_row(
+        "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
+        [table],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+/// SQLite's own INSERT of the same rows into the same table.
+fn insert_rows(path: &Path, rows: &[(i64, String, Vec<u8>)]) {
+    let c = Connection::open(path).unwrap();
+    c.execute_batch("BEGIN").unwrap();
+    for (k, t, b) in rows {
+        c.execute(
+            "INSERT INTO grow(k, t, b) VALUES (?1, ?2, ?3)",
+            rusqlite::params![k * 3, t, b],
+        )
+        .unwrap();
+    }
+    c.execute_batch("COMMIT").unwrap();
+}
+
+#[test]
+fn rows_appended_to_a_table_read_as_sqlites_insert_stores_them() {
+    for page_size in [512u32, 4096] {
+        for had in [0usize, 1, 40, 3000] {
+            for n in [0usize, 1, 7, 2500] {
+                let d = tempfile::tempdir().unwrap();
+                let (ours, theirs) = (d.path().join("ours.db"), d.path().join("sqlite.db"));
+                with_grow(&ours, page_size, 3, had);
+                with_grow(&theirs, page_size, 3, had);
+                let rows = new_rows(n);
+                let version: i64 = Connection::open(&ours)
+                    .unwrap()
+                    .query_row("PRAGMA schema_version", [], |r| r.get(0))
+                    .unwrap();
+                append_on_disk(&ours, &rows);
+                let seen: i64 = Connection::open(&ours)
+                    .unwrap()
+                    .query_row("SELECT count(*) FROM grow", [], |r| r.get(0))
+                    .unwrap_or_else(|e| panic!("page {page_size}, {had} had, {n} appended: {e}"));
+                assert!(seen as usize >= n);
+                insert_rows(&theirs, &rows);
+                let case = format!("page {page_size}, {had} rows had, {n} appended");
+                assert_eq!(dump(&ours), dump(&theirs), "{case}");
+                let c = Connection::open(&ours).unwrap();
+                let q = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).unwrap() };
+                assert_eq!(
+                    q("PRAGMA schema_version"),
+                    version,
+                    "{case}: no schema change"
+                );
+                assert_eq!(
+                    q("PRAGMA page_count") as u64 * u64::from(page_size),
+                    std::fs::metadata(&ours).unwrap().len(),
+                    "{case}"
+                );
+                // SQLite goes on writing the table as its own.
+                c.execute_batch(
+                    "INSERT INTO grow(k) VALUES (-1); DELETE FROM grow WHERE rowid % 5 = 1;",
+                )
+                .unwrap();
+                let ok: String = c
+                    .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+                    .unwrap();
+                assert_eq!(ok, "ok", "{case}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_crash_during_an_append_leaves_the_old_file_or_the_new_one() {
+    let d = tempfile::tempdir().unwrap();
+    for (had, n) in [(0usize, 3usize), (30, 25), (200, 2)] {
+        let basep = d.path().join(format!("grow{had}.db"));
+        with_grow(&basep, 512, 2, had);
+        let old = std::fs::read(&basep).unwrap();
+        let root = root_of(&Connection::open(&basep).unwrap(), "grow");
+        let rows = new_rows(n);
+        let log = Log::default();
+        let mut cursor = Cursor::new(old.clone());
+        let mut base = Existing::read(&mut cursor).unwrap();
+        let edge = base.table_edge(&mut cursor, root).unwrap();
+        let mut files = log.clone();
+        journal::begin(&mut files, &base, 0x5eed_4321).unwrap();
+        let page_size = base.page_size();
+        let offset = u64::from(base.pages()) * u64::from(page_size);
+        let mut db = DbWriter::extend(LogWriter(log.clone(), offset), base);
+        append_rows(&mut db, edge, &rows);
+        let (_, changed) = db.finish_in_place().unwrap();
+        journal::commit(&mut files, page_size, &changed).unwrap();
+        let ops = log.0.borrow().clone();
+        crash_after_every_op(
+            d.path(),
+            &old,
+            &ops,
+            &format!("{had} rows had, {n} appended"),
+        );
+    }
+}
+
+#[test]
+fn a_table_whose_rowids_end_at_zero_or_below_is_continued_after_its_largest() {
+    for last in [0i64, -5] {
+        let d = tempfile::tempdir().unwrap();
+        let (ours, theirs) = (d.path().join("ours.db"), d.path().join("sqlite.db"));
+        for p in [&ours, &theirs] {
+            let c = Connection::open(p).unwrap();
+            c.execute_batch(&format!(
+                "PRAGMA page_size=512; CREATE TABLE grow(k INTEGER, t TEXT, b BLOB);
+                 INSERT INTO grow(rowid, k) VALUES (-9, 1), ({last}, 2);"
+            ))
+            .unwrap();
+        }
+        let rows = new_rows(30);
+        assert_eq!(append_on_disk(&ours, &rows), last);
+        insert_rows(&theirs, &rows);
+        let mut rowids = vec![];
+        let c = Connection::open(&ours).unwrap();
+        let mut s = c.prepare("SELECT rowid FROM grow ORDER BY rowid").unwrap();
+        let mut r = s.query([]).unwrap();
+        while let Some(row) = r.next().unwrap() {
+            rowids.push(row.get::<_, i64>(0).unwrap());
+        }
+        assert_eq!(rowids[..3], [-9, last, last + 1]);
+        assert_eq!(dump(&ours), dump(&theirs), "last rowid {last}");
+    }
 }

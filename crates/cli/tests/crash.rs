@@ -251,3 +251,48 @@ fn kills_during_a_new_table(wal: bool) -> R {
     assert!(!d.path().join("a.db.liteload-append").exists());
     Ok(())
 }
+
+/// A reader in another connection while rows are appended in place (SQLite's EXCLUSIVE
+/// lock held by the load): each of its reads waits (its busy timeout) and then sees the
+/// table before the load or after it, never in between, and at the end the table after.
+#[test]
+fn a_reader_during_an_append_in_place_sees_the_table_before_or_after() -> R {
+    let d = tempfile::tempdir()?;
+    let (n, sum, len) = write_input(&d.path().join("big.csv"))?;
+    std::fs::write(d.path().join("seed.csv"), "id,n,s\n-1,5,abc\n")?;
+    let before = (1, 5, 3);
+    let after = (n + 1, sum + 5, len + 3);
+    let db = d.path().join("a.db");
+    assert!(spawn(d.path(), &["a.db", "seed.csv", "--table", "big"])?
+        .wait()?
+        .success());
+    let mut child = spawn(d.path(), &["a.db", "big.csv", "--table", "big"])?;
+    let (mut reads, mut saw_after) = (0, false);
+    loop {
+        let done = child.try_wait()?.is_some();
+        let c = Connection::open(&db)?;
+        c.busy_timeout(Duration::from_secs(60))?;
+        let got: (i64, i64, i64) = c.query_row(
+            "SELECT count(*), coalesce(sum(n),0), coalesce(sum(length(s)),0) FROM big",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        reads += 1;
+        assert!(
+            got == before || got == after,
+            "a reader saw {got:?}, neither {before:?} nor {after:?}"
+        );
+        saw_after |= got == after;
+        if done {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(child.wait()?.success());
+    assert!(
+        saw_after,
+        "the reader never saw the rows after {reads} reads"
+    );
+    assert_eq!(contents(&db)?, after);
+    Ok(())
+}

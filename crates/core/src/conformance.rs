@@ -13,7 +13,10 @@
 //!   its end by the page writer, the schema changed in place under a rollback journal;
 //! - `side_file`: a new table of an existing file in WAL mode (which the page writer
 //!   does not extend in place), through a side file and SQLite's transfer;
-//! - `side_file_append`: rows added to a table of an existing file that holds rows;
+//! - `in_place_append`: rows added after the last of a table (without index) of an
+//!   existing file in rollback mode that holds rows, in place past the file's end;
+//! - `side_file_append`: rows added to a table of an existing file in WAL mode that
+//!   holds rows;
 //! - `merge`: an upsert into an existing table with an INTEGER PRIMARY KEY, half the
 //!   input's keys taken, against SQLite's `INSERT … ON CONFLICT DO UPDATE`;
 //! - `sqlite`: SQLite's insert path through a connection, in the caller's transaction;
@@ -539,6 +542,7 @@ enum SinkUnderTest {
     Page,
     PageTables,
     InPlace,
+    InPlaceAppend,
     SideFile,
     SideFileAppend,
     Merge,
@@ -781,8 +785,9 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
             drop(sink);
             compare(&db, &["t"], &case, &[], false)
         }
-        SinkUnderTest::SideFileAppend | SinkUnderTest::Merge => {
+        SinkUnderTest::SideFileAppend | SinkUnderTest::InPlaceAppend | SinkUnderTest::Merge => {
             let merge = writer == SinkUnderTest::Merge;
+            let in_place = writer == SinkUnderTest::InPlaceAppend;
             // A BLOB column keeps the side file and the merge out (the plan's rule: they
             // take columns of INTEGER, REAL and TEXT affinity), so their case leaves
             // blobs out.
@@ -819,6 +824,10 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
                 .collect();
             {
                 let conn = Connection::open(&db)?;
+                if !in_place {
+                    // WAL mode keeps the page writer from the file itself: the side file.
+                    conn.execute_batch("PRAGMA journal_mode=WAL")?;
+                }
                 conn.execute_batch(&create)?;
                 let holes = vec!["?"; cols.len()].join(", ");
                 for row in &before {
@@ -844,6 +853,12 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
                 assert_eq!(plan.engine, EngineRoute::Merge(Durability::Balanced));
                 let mut sink = MergeSink::new(db.clone(), Durability::Balanced, &rules, &progress);
                 load(&mut plan, &mut sink, &opts, &progress)?;
+            } else if in_place {
+                assert_eq!(plan.engine, EngineRoute::InPlace(Durability::Balanced));
+                let mut sink = PageSink::in_place(&db, Durability::Balanced, &rules, &progress);
+                load(&mut plan, &mut sink, &opts, &progress)?;
+                drop(sink);
+                assert!(!dir.path().join("out.db-journal").exists());
             } else {
                 assert_eq!(plan.engine, EngineRoute::SideFile(Durability::Balanced));
                 let mut sink =
@@ -963,6 +978,7 @@ suite! {
     page: SinkUnderTest::Page;
     page_tables: SinkUnderTest::PageTables;
     in_place: SinkUnderTest::InPlace;
+    in_place_append: SinkUnderTest::InPlaceAppend;
     side_file: SinkUnderTest::SideFile;
     side_file_append: SinkUnderTest::SideFileAppend;
     merge: SinkUnderTest::Merge;

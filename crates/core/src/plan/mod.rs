@@ -18,7 +18,7 @@ pub(crate) mod table;
 
 use std::path::Path;
 
-use crate::destination;
+use crate::destination::{self, Destination};
 use crate::durability::Durability;
 use crate::error::{Error, Hint, Result};
 use crate::options::{Engine, ImportOptions, Quoting};
@@ -57,14 +57,16 @@ pub(crate) enum EngineRoute {
     /// transaction, and fails (nothing written) if another connection changed it since.
     SideFile(Durability),
     /// A new table in an existing database the page writer can extend (see
-    /// `liteload_btree::Existing`: rollback journal mode, no auto-vacuum, UTF-8): its
-    /// pages go past the file's end and the schema changes in place under a rollback
-    /// journal in SQLite's format, synced (a committed load survives a power loss, as with
+    /// `liteload_btree::Existing`: rollback journal mode, no auto-vacuum, UTF-8), or rows
+    /// after the last of a table there without index that the side file would take: the
+    /// pages go past the file's end and the schema (or the table's right edge) changes in
+    /// place under a rollback journal in SQLite's format, synced (a committed load survives a power loss, as with
     /// `durable`, whatever profile was asked), under SQLite's EXCLUSIVE lock for the
     /// whole load; then the file is put in the profile's journal mode (WAL for
     /// `balanced` and `durable`), as every road leaves it. Chosen instead of the side
-    /// file when the plan finds the table absent and the file extensible; the writer
-    /// checks both again under its lock and fails (nothing written) if either changed.
+    /// file when the plan finds the file extensible and the table absent or so; the
+    /// writer checks both again under its lock and fails (nothing written) if either
+    /// changed.
     InPlace(Durability),
     /// An upsert (a conflict rule) into an existing table: the page writer builds a side
     /// file, merged into the table by one statement in key order in one transaction of
@@ -493,7 +495,7 @@ fn choose_engine(
             },
         ),
         Engine::Auto => Ok(match side_file(db, &loads[0], opts) {
-            Ok(Some(durability)) => side_or_in_place(db, &loads[0], durability),
+            Ok(Some(durability)) => side_or_in_place(db, &loads[0], opts, durability),
             // SQLite's path reports what keeps the side file out, if anything.
             Ok(None) | Err(_) => EngineRoute::Sqlite,
         }),
@@ -505,7 +507,7 @@ fn choose_engine(
             }
             if db.exists() && opts.durability != Some(Durability::AtomicNew) {
                 return match side_file(db, &loads[0], opts)? {
-                    Some(durability) => Ok(side_or_in_place(db, &loads[0], durability)),
+                    Some(durability) => Ok(side_or_in_place(db, &loads[0], opts, durability)),
                     None => Err(side_file_refusal(db)),
                 };
             }
@@ -570,18 +572,41 @@ fn page_writer_refusal(loads: &[Load<'_>], opts: &ImportOptions) -> Option<&'sta
 }
 
 /// The road of a load the side file takes: in place ([`EngineRoute::InPlace`]) when
-/// the table is a name free in `db` and the page writer can extend the file (both read
-/// now, without a lock), else the side file.
-fn side_or_in_place(db: &Path, load: &Load<'_>, durability: Durability) -> EngineRoute {
-    let free = read_only(db)
-        .and_then(|conn| crate::names::Names::of(&conn))
-        .map(|mut names| names.claim(&load.table))
-        .unwrap_or(false);
+/// the page writer can extend the file and the table is a name free there, or a table
+/// without index (none asked for either) that the side file would take (read now,
+/// without a lock: the writer reads both again under its lock), else the side file.
+fn side_or_in_place(
+    db: &Path,
+    load: &Load<'_>,
+    opts: &ImportOptions,
+    durability: Durability,
+) -> EngineRoute {
+    let takes = || -> Result<bool> {
+        let conn = read_only(db)?;
+        let mut names = crate::names::Names::of(&conn)?;
+        let grows = load.read.format.may_add_columns();
+        Ok(
+            match destination::destination(&conn, &load.table, opts.if_exists)? {
+                Some(Destination::New) => names.claim(&load.table),
+                Some(d @ Destination::Plain { .. }) => {
+                    matches!(&d, Destination::Plain { indexes, .. } if indexes.is_empty())
+                        && opts.indexes.is_empty()
+                        && destination::side_file_takes(
+                            &d,
+                            &load.columns,
+                            grows,
+                            !opts.types.is_empty(),
+                        )
+                }
+                _ => false,
+            },
+        )
+    };
     let extensible = std::fs::File::open(db)
         .map_err(liteload_btree::Error::Io)
         .and_then(|mut f| liteload_btree::Existing::read(&mut f))
         .is_ok();
-    if free && extensible {
+    if extensible && takes().unwrap_or(false) {
         EngineRoute::InPlace(durability)
     } else {
         EngineRoute::SideFile(durability)

@@ -19,6 +19,7 @@ use liteload_btree::{
 
 use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::{Batch, Value};
+use crate::destination::{side_file_takes, Destination};
 use crate::durability::{self, Durability};
 use crate::error::{Error, Hint, Result};
 use crate::names::Names;
@@ -101,6 +102,11 @@ pub(crate) struct PageSink<'p> {
     names: Names,
     /// The database being extended in place, from its table's begin to its end.
     in_place: Option<InPlace>,
+    /// What a load in place does with a table that exists (appends to it, or the load
+    /// is refused).
+    if_exists: crate::table::IfExists,
+    /// For rows appended in place to a table that exists: its largest rowid before.
+    appended_after: Option<i64>,
 }
 
 /// An existing table's definition, which a side file repeats word for word so that
@@ -160,25 +166,30 @@ impl<'p> PageSink<'p> {
             keyed: false,
             names: Names::new(),
             in_place: None,
+            if_exists: crate::table::IfExists::Append,
+            appended_after: None,
         }
     }
 
-    /// A page writer that adds a new table to the existing database `db` in place, as
-    /// `rules` ask (indexes, index memory, verification; the file keeps its page size).
+    /// A page writer that adds a new table to the existing database `db` in place, or
+    /// rows after the last of a table there without index or constraint, as `rules` ask
+    /// (indexes, index memory, verification; the file keeps its page size).
     pub(crate) fn in_place(
         db: &Path,
         durability: Durability,
         rules: &WriteRules,
         progress: &'p Progress,
     ) -> Self {
-        PageSink::new(
+        let mut sink = PageSink::new(
             PageOut::InPlace(db.to_path_buf(), durability),
             rules.page_size.unwrap_or(file::DEFAULT_PAGE_SIZE),
             rules.indexes.clone(),
             rules.index_memory,
             rules.verify,
             progress,
-        )
+        );
+        sink.if_exists = rules.if_exists;
+        sink
     }
 
     /// A page writer that makes the new file `db`, as `rules` ask (page size, indexes,
@@ -320,6 +331,13 @@ impl BatchSink for PageSink<'_> {
 
 impl Sink for PageSink<'_> {
     fn begin(&mut self, sampled: &SampledTable<'_>) -> Result<TableStart> {
+        if let PageOut::InPlace(db, _) = &self.out {
+            if self.building.is_some() || self.create.is_some() {
+                return Err(Error::internal("the page writer writes one table in place"));
+            }
+            let db = db.clone();
+            return self.begin_in_place(&db, sampled);
+        }
         let (name, columns) = (sampled.table, sampled.columns);
         let shape = if self.shapes.is_empty() {
             if self.building.is_some() || self.create.is_some() {
@@ -356,23 +374,7 @@ impl Sink for PageSink<'_> {
             None => None,
         };
         self.keyed = rowid.is_some();
-        if columns.is_empty() {
-            return Err(Error::usage(format!(
-                "no columns for the new table {}: the input has no records to name them",
-                quote_ident(name)
-            )));
-        }
-        for ix in &indexes {
-            for c in &ix.columns {
-                if !columns.iter().any(|k| k.eq_ignore_ascii_case(c)) {
-                    return Err(Error::usage(format!(
-                        "index column {c:?}: table {} has no such column (columns: {})",
-                        quote_ident(name),
-                        columns.join(", ")
-                    )));
-                }
-            }
-        }
+        check_columns(name, columns, &indexes)?;
         let cols: Vec<(String, ColumnType)> = columns
             .iter()
             .cloned()
@@ -391,31 +393,30 @@ impl Sink for PageSink<'_> {
         let (mut db, grows) = match self.between.take() {
             // The next table of a load of several, in the same file: its columns are fixed.
             Some(db) => (db, false),
-            None => (self.create_file(name)?, sampled.grows),
+            None => (self.create_file()?, sampled.grows),
         };
         let path = self.writing.clone().expect("a table begun has its file");
         let spill_dir = spill_dir_of(&path);
-        let mut rows = self.rows_for(&indexes, columns, rowid, &spill_dir);
+        let mut rows = self.rows_for(&indexes, columns, rowid, &spill_dir, 1);
         if grows {
             rows = rows.growing(name, cols.clone());
         }
         let table = db.table(name, &create).detach();
-        self.building = Some(Building {
-            db,
-            table: Some(table),
-            name: name.to_string(),
-            cols,
-            create,
-            rows,
-            spill_dir,
-            indexes,
-        });
-        Ok(TableStart::Write(TablePlan {
-            table: name.to_string(),
-            columns: columns.to_vec(),
-            types: sampled.types.to_vec(),
-            may_alter: grows,
-        }))
+        Ok(self.building(
+            Building {
+                db,
+                table: Some(table),
+                name: name.to_string(),
+                cols,
+                create,
+                rows,
+                spill_dir,
+                indexes,
+            },
+            columns,
+            sampled.types.to_vec(),
+            grows,
+        ))
     }
 
     fn take_pages(
@@ -426,7 +427,11 @@ impl Sink for PageSink<'_> {
         // A table whose rows fill its leaves in order and nothing else: no index to
         // gather entries for, no rowid taken from a column, no column to add.
         let b = self.building.as_ref()?;
-        if !b.indexes.is_empty() || self.keyed || b.rows.columns().is_some() {
+        if !b.indexes.is_empty()
+            || self.keyed
+            || b.rows.columns().is_some()
+            || self.appended_after.is_some()
+        {
             return None;
         }
         let page_size = self.page_size;
@@ -466,6 +471,48 @@ impl Sink for PageSink<'_> {
     }
 }
 
+impl PageSink<'_> {
+    /// Starts writing `b`, whose batches carry `columns` of `types`.
+    fn building(
+        &mut self,
+        b: Building,
+        columns: &[String],
+        types: Vec<ColumnType>,
+        may_alter: bool,
+    ) -> TableStart {
+        let table = b.name.clone();
+        self.building = Some(b);
+        TableStart::Write(TablePlan {
+            table,
+            columns: columns.to_vec(),
+            types,
+            may_alter,
+        })
+    }
+}
+
+/// Refuses a table of no columns, and an index on a column `columns` does not have.
+fn check_columns(table: &str, columns: &[String], indexes: &[IndexSpec]) -> Result<()> {
+    if columns.is_empty() {
+        return Err(Error::usage(format!(
+            "no columns for the new table {}: the input has no records to name them",
+            quote_ident(table)
+        )));
+    }
+    for ix in indexes {
+        for c in &ix.columns {
+            if !columns.iter().any(|k| k.eq_ignore_ascii_case(c)) {
+                return Err(Error::usage(format!(
+                    "index column {c:?}: table {} has no such column (columns: {})",
+                    quote_ident(table),
+                    columns.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Where the index runs of a file at `path` spill: its directory.
 fn spill_dir_of(path: &Path) -> PathBuf {
     path.parent()
@@ -477,13 +524,7 @@ fn spill_dir_of(path: &Path) -> PathBuf {
 impl PageSink<'_> {
     /// Creates the file the tables go to (a new database beside its name, a side file
     /// as its own name), which is this sink's to remove until it is finished.
-    fn create_file(&mut self, table: &str) -> Result<DbWriter<SeqFile>> {
-        if let PageOut::InPlace(db, _) = &self.out {
-            let db = db.clone();
-            let writer = self.open_in_place(&db, table)?;
-            self.writing = Some(db);
-            return Ok(writer);
-        }
+    fn create_file(&mut self) -> Result<DbWriter<SeqFile>> {
         let path = match &self.out {
             PageOut::New(db) => {
                 crate::destination::refuse_existing(db)?;
@@ -502,11 +543,16 @@ impl PageSink<'_> {
         Ok(db)
     }
 
-    /// Takes SQLite's EXCLUSIVE lock on the existing database `db`, checks that `table`
-    /// is a name free there and that the file can be extended in place (else the table
-    /// or the file changed since the plan read them: nothing is written), journals the
-    /// pages the change may write in place, and returns the writer of pages past its end.
-    fn open_in_place(&mut self, db: &Path, table: &str) -> Result<DbWriter<SeqFile>> {
+    /// Begins the load in place into the existing database `db`: takes SQLite's
+    /// EXCLUSIVE lock, finds the table as the plan did (a name free in the file, or a
+    /// table without index or constraint whose columns the input has in order; else it
+    /// changed since the plan read it, and nothing is written), checks that the file can
+    /// be extended, journals the pages the change may write in place, and starts the
+    /// table's writer past the file's end: a new table, or rows after the table's last.
+    fn begin_in_place(&mut self, db: &Path, sampled: &SampledTable<'_>) -> Result<TableStart> {
+        let (table, columns) = (sampled.table, sampled.columns);
+        let indexes = self.indexes.clone();
+        check_columns(table, columns, &indexes)?;
         let opening = |e| Error::sqlite(format!("opening {}", db.display()), e);
         let conn = rusqlite::Connection::open(db).map_err(opening)?;
         crate::sqlite_info::configure(&conn).map_err(opening)?;
@@ -516,19 +562,44 @@ impl PageSink<'_> {
         // the file is read below only as SQLite has it.
         conn.execute_batch("BEGIN EXCLUSIVE; SELECT count(*) FROM sqlite_schema;")
             .map_err(|e| Error::sqlite(format!("locking {}", db.display()), e))?;
+        let changed = || crate::destination::changed_since_planned(table);
+        let dest = crate::destination::destination(&conn, table, self.if_exists)?;
         let mut names = Names::of(&conn)?;
-        if !names.claim(table) {
-            return Err(crate::destination::changed_since_planned(table));
-        }
+        // The table's name, columns and root page when rows are added to it.
+        let appending = match dest {
+            Some(Destination::New) if names.claim(table) => None,
+            Some(
+                ref d @ Destination::Plain {
+                    ref name,
+                    ref columns,
+                    ref indexes,
+                },
+            ) if indexes.is_empty()
+                && self.indexes.is_empty()
+                && side_file_takes(d, sampled.columns, sampled.grows, false) =>
+            {
+                let root: u32 = conn
+                    .query_row(
+                        "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+                        [name],
+                        |r| r.get(0),
+                    )
+                    .map_err(|e| Error::sqlite(format!("reading {}", quote_ident(name)), e))?;
+                Some((name.clone(), columns.clone(), root))
+            }
+            _ => return Err(changed()),
+        };
         self.names = names;
         let io = |e| Error::io(Some(db.to_path_buf()), e);
         let mut files = DiskFiles::open(db).map_err(io)?;
-        let base = match Existing::read(files.db()) {
-            Ok(base) => base,
-            Err(liteload_btree::Error::NotExtensible(_)) => {
-                return Err(crate::destination::changed_since_planned(table))
-            }
-            Err(e) => return Err(from_btree(e, Some(db))),
+        let not_extensible = |e| match e {
+            liteload_btree::Error::NotExtensible(_) => changed(),
+            e => from_btree(e, Some(db)),
+        };
+        let mut base = Existing::read(files.db()).map_err(not_extensible)?;
+        let edge = match &appending {
+            Some((_, _, root)) => Some(base.table_edge(files.db(), *root).map_err(not_extensible)?),
+            None => None,
         };
         let offset = u64::from(base.pages()) * u64::from(base.page_size());
         self.page_size = base.page_size();
@@ -542,7 +613,50 @@ impl PageSink<'_> {
         let ip = self.in_place.as_mut().expect("set above");
         journal::begin(&mut ip.files, &ip.base, journal::nonce()).map_err(io)?;
         let out = SeqFile::extend(db, offset).map_err(io)?;
-        Ok(DbWriter::extend(out, base))
+        let mut writer = DbWriter::extend(out, base);
+        self.writing = Some(db.to_path_buf());
+        let spill_dir = spill_dir_of(db);
+        let (name, cols, create, detached, rows) = match (appending, edge) {
+            (Some((name, cols, _)), Some(edge)) => {
+                let first = edge.max_rowid() + 1;
+                self.appended_after = Some(edge.max_rowid());
+                let detached = writer.append_to(edge).detach();
+                let rows = self.rows_for(&[], columns, None, &spill_dir, first);
+                (name, cols, String::new(), detached, rows)
+            }
+            _ => {
+                crate::schema::check_new_table(table, columns.iter().map(String::as_str))?;
+                let cols: Vec<(String, ColumnType)> = columns
+                    .iter()
+                    .cloned()
+                    .zip(sampled.types.iter().copied())
+                    .collect();
+                let create = table::create_sql(table, &cols, &[]);
+                let detached = writer.table(table, &create).detach();
+                let mut rows = self.rows_for(&indexes, columns, None, &spill_dir, 1);
+                if sampled.grows {
+                    rows = rows.growing(table, cols.clone());
+                }
+                (table.to_string(), cols, create, detached, rows)
+            }
+        };
+        let types: Vec<ColumnType> = cols.iter().map(|(_, t)| *t).collect();
+        let may_alter = sampled.grows && self.appended_after.is_none();
+        Ok(self.building(
+            Building {
+                db: writer,
+                table: Some(detached),
+                name,
+                cols,
+                create,
+                rows,
+                spill_dir,
+                indexes,
+            },
+            columns,
+            types,
+            may_alter,
+        ))
     }
 
     /// Links the finished table into the database extended in place and commits: the
@@ -561,7 +675,9 @@ impl PageSink<'_> {
         let io = |e| Error::io(Some(path.clone()), e);
         journal::commit(&mut ip.files, ip.base.page_size(), &changed).map_err(io)?;
         ip.journaled = false;
+        // Committed: from here on nothing of the file is this sink's to undo or remove.
         let ip = self.in_place.take().expect("checked by the caller");
+        self.writing = None;
         ip.conn
             .execute_batch("COMMIT")
             .map_err(|e| Error::sqlite("ending the lock", e))?;
@@ -588,24 +704,34 @@ impl PageSink<'_> {
         summary.rows_per_statement = 0;
         summary.engine = Some(EngineUsed::Direct);
         summary.verified = self.verify;
-        summary.notes.push(format!(
-            "written in place: the new table's pages past the file's end, {} page(s) of its \
-             schema changed under a rollback journal",
-            changed.len()
-        ));
+        summary.notes.push(match self.appended_after {
+            Some(after) => format!(
+                "written in place: the rows in new pages past the file's end after rowid \
+                 {after}, {} page(s) of the table's right edge and the header changed under a \
+                 rollback journal",
+                changed.len()
+            ),
+            None => format!(
+                "written in place: the new table's pages past the file's end, {} page(s) of \
+                 its schema changed under a rollback journal",
+                changed.len()
+            ),
+        });
         self.writing = None;
         summary.notes.append(&mut self.notes);
         Ok(())
     }
 
     /// What turns a table's batches (of `columns`) into its rows, gathering the entries
-    /// of `indexes`; with `rowid`, that column's values are the rowids.
+    /// of `indexes`; with `rowid`, that column's values are the rowids, else they count
+    /// from `first_rowid`.
     fn rows_for(
         &self,
         indexes: &[IndexSpec],
         columns: &[String],
         rowid: Option<usize>,
         spill_dir: &Path,
+        first_rowid: i64,
     ) -> Rows {
         let position = |c: &String| {
             columns
@@ -617,7 +743,7 @@ impl PageSink<'_> {
             .iter()
             .map(|ix| IndexEntries::new(ix.columns.iter().map(position).collect()))
             .collect();
-        let mut rows = Rows::new(1, (0..columns.len()).map(Some).collect()).with_indexes(
+        let mut rows = Rows::new(first_rowid, (0..columns.len()).map(Some).collect()).with_indexes(
             gather,
             self.index_memory,
             Some(spill_dir.to_path_buf()),
