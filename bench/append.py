@@ -37,7 +37,7 @@ PREMADE = ('CREATE TABLE transit (Route_ID INTEGER, Branch_Code TEXT, Version IN
            'Vehicle_Index INTEGER, Day INTEGER, Time TEXT); CREATE INDEX transit_stop ON transit (Stop);')
 
 
-def tools(src, db, new_db):
+def tools(src, db, new_db, appending=False):
     """name -> argv; a name ending in "(premade, index)" loads into PREMADE, one ending
     in "(new file)" into a new file."""
     return {
@@ -48,7 +48,9 @@ def tools(src, db, new_db):
         "liteload --durability durable": [LITELOAD, "import", "-q", "--durability", "durable", db, src, "--table", "transit"],
         "liteload --durability unsafe": [LITELOAD, "import", "-q", "--durability", "unsafe", db, src, "--table", "transit"],
         "liteload --engine sqlite": [LITELOAD, "import", "-q", "--engine", "sqlite", db, src, "--table", "transit"],
-        "sqlite3 .import": ["sqlite3", db, "-cmd", ".mode tabs", f".import {src} transit"],
+        # Into a table that exists, .import reads the header as a row unless skipped.
+        "sqlite3 .import": ["sqlite3", db, "-cmd", ".mode tabs",
+                            f".import {'--skip 1 ' if appending else ''}{src} transit"],
     }
 
 
@@ -123,7 +125,7 @@ def main():
 
     db = os.path.join(a.workdir, "append.db")
     new_db = os.path.join(a.workdir, "append_new.db")
-    all_tools = tools(src, db, new_db)
+    all_tools = tools(src, db, new_db, appending)
     names = [n for n in all_tools if (not a.only or n in a.only) and shutil.which(all_tools[n][0])
              and not (appending and n.endswith("(premade, index)"))]
     results = {}
