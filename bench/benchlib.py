@@ -74,9 +74,11 @@ def print_table(results, sizes, base="liteload", floor=None):
                   f"{cpu:>8.2f} {rows / med:>12,.0f} {ratio:>20}  {size:>8.1f}  {runs[0][3]}")
 
 
-def checked_rounds(tools, names, runs, db, checksum, prepare=None, reference=None, good=None):
+def checked_rounds(tools, names, runs, db, checksum, prepare=None, reference=None, good=None,
+                   prepare_tool=None):
     """Runs each tool of `names` (argv in `tools`) `runs` times, interleaved, in a process
-    of its own on `db`, cleaned and then made ready by `prepare(db)` when given. A run
+    of its own on `db`, cleaned and then made ready by `prepare(db)` when given (and by
+    `prepare_tool(db, name)`, for one tool's own start, such as an existing file). A run
     counts only when it exits 0 and `checksum(db)` (whose first item is integrity_check's
     answer) says "ok", passes `good` when given, and equals `reference` (the first good
     run's when none is given). Returns ({tool: [(wall, cpu, peak RSS MB), ...]},
@@ -88,6 +90,8 @@ def checked_rounds(tools, names, runs, db, checksum, prepare=None, reference=Non
             clean(db)
             if prepare:
                 prepare(db)
+            if prepare_tool:
+                prepare_tool(db, name)
             rc, err, wall, cpu, rss = run_rss(tools[name])
             if rc != 0:
                 print(f"  {name}: FAILED {err[-500:]}", flush=True)

@@ -21,6 +21,9 @@ to the server's):
 
     python bench/postgres.py [--rows 5000000] [--runs 3] [--db2s-runs 1] [--workdir /tmp/pgbench]
 
+With --existing BASE.db, liteload alone: the copy into a new file against the copy into
+a fresh synced copy of BASE.db (an existing database, not timed), interleaved.
+
 With --ab OLD_BINARY, an A/B of two liteload builds instead (OLD_BINARY against this
 checkout's release build, interleaved, the same checks), the peers left out.
 
@@ -136,6 +139,7 @@ def main():
     ap.add_argument("--port", type=int, default=55433)
     ap.add_argument("--json")
     ap.add_argument("--ab", metavar="OLD_BINARY")
+    ap.add_argument("--existing", metavar="BASE_DB")
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     sock, stop = start_server(a.workdir, a.port)
@@ -156,7 +160,19 @@ def main():
         print(f"{platform.node()}: {os.cpu_count()} cores; {a.rows:,} rows, "
               f"{'with' if not a.no_key else 'without'} an integer primary key; "
               f"PostgreSQL {psql(sock, a.port, 'SHOW server_version')}", flush=True)
-        if a.ab:
+        if a.existing:
+            tools = {"liteload (new file)": tools["liteload"],
+                     "liteload (existing file)": tools["liteload"]}
+
+            def into_existing(db, name):
+                if name == "liteload (existing file)":
+                    shutil.copyfile(a.existing, db)
+                    os.sync()
+
+            results, _ = checked_rounds(tools, list(tools), a.runs, out, checksum,
+                                        reference=("ok",) + reference,
+                                        prepare_tool=into_existing)
+        elif a.ab:
             tools = {"liteload (old)": [a.ab, "import", out, url, "--quiet"],
                      "liteload": tools["liteload"]}
             results, _ = checked_rounds(tools, list(tools), a.runs, out, checksum,
@@ -167,7 +183,8 @@ def main():
             slow, _ = checked_rounds(tools, ["db-to-sqlite"], a.db2s_runs, out, checksum,
                                      reference=("ok",) + reference)
             results.update(slow)
-        rec = print_medians(results, a.rows, extra={"rows": a.rows, "key": not a.no_key})
+        rec = print_medians(results, a.rows, extra={"rows": a.rows, "key": not a.no_key},
+                            base="liteload (new file)" if a.existing else "liteload")
         write_jsonl(a.json, rec)
     finally:
         stop()

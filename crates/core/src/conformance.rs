@@ -9,6 +9,8 @@
 //! - `page`: the page writer into a new file;
 //! - `page_tables`: the page writer into a new file, several tables shaped by a source's
 //!   schema (each with an index built after its rows), as a database copy writes them;
+//! - `page_tables_in_place`: the same tables into an existing file (rollback journal
+//!   mode) that holds a table, in place past its end;
 //! - `in_place`: a new table of an existing file (rollback journal mode), written past
 //!   its end by the page writer, the schema changed in place under a rollback journal;
 //! - `side_file`: a new table of an existing file in WAL mode (which the page writer
@@ -541,6 +543,7 @@ fn arrow_batches() -> Case {
 enum SinkUnderTest {
     Page,
     PageTables,
+    PageTablesInPlace,
     InPlace,
     InPlaceAppend,
     SideFile,
@@ -695,7 +698,13 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
             assert_eq!(summary.rows, case.rows.len() as u64);
             compare(&db, &["t"], &case, &[], false)
         }
-        SinkUnderTest::PageTables | SinkUnderTest::SqliteTables => {
+        SinkUnderTest::PageTables
+        | SinkUnderTest::PageTablesInPlace
+        | SinkUnderTest::SqliteTables => {
+            if writer == SinkUnderTest::PageTablesInPlace {
+                Connection::open(&db)?
+                    .execute_batch("CREATE TABLE other(x); INSERT INTO other VALUES (1)")?;
+            }
             // Typed rows come keyed, as a copy's table with an INTEGER PRIMARY KEY.
             let keyed = case.format == Format::Arrow;
             let case = if keyed { case.rowid_keyed() } else { case };
@@ -721,6 +730,13 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
                 let mut sink =
                     PageSink::new_file(&db, &rules, &progress).with_tables(plan.shapes.clone());
                 load(&mut plan, &mut sink, &opts, &progress)?
+            } else if writer == SinkUnderTest::PageTablesInPlace {
+                let mut sink = PageSink::in_place(&db, Durability::Balanced, &rules, &progress)
+                    .with_tables(plan.shapes.clone());
+                let summary = load(&mut plan, &mut sink, &opts, &progress)?;
+                drop(sink);
+                assert!(!dir.path().join("out.db-journal").exists());
+                summary
             } else {
                 let conn = Connection::open(&db)?;
                 conn.execute_batch("CREATE TABLE other(x); INSERT INTO other VALUES (1)")?;
@@ -977,6 +993,7 @@ macro_rules! suite {
 suite! {
     page: SinkUnderTest::Page;
     page_tables: SinkUnderTest::PageTables;
+    page_tables_in_place: SinkUnderTest::PageTablesInPlace;
     in_place: SinkUnderTest::InPlace;
     in_place_append: SinkUnderTest::InPlaceAppend;
     side_file: SinkUnderTest::SideFile;

@@ -169,6 +169,9 @@ pub(crate) fn write(
         }
         EngineRoute::InPlace(durability) => {
             let mut sink = PageSink::in_place(db, durability, &rules, progress);
+            if !shapes.is_empty() {
+                sink = sink.with_tables(shapes);
+            }
             let mut summary = load(plan, &mut sink, opts, progress)?;
             summary.durability = crate::summary::Durable::Profile(durability);
             summary

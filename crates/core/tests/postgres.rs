@@ -432,7 +432,7 @@ fn keys_and_indexes_and_pieces() {
     let (_, _, rows) = read_sqlite(&db, "Pair");
     assert_eq!(rows.len(), 2);
 
-    // Into a file that exists: SQLite's insert path, the same keys.
+    // Into a file that exists (rollback mode): in place past its end, the same keys.
     let existing = dir.path().join("existing.db");
     Connection::open(&existing)
         .unwrap()
@@ -440,7 +440,7 @@ fn keys_and_indexes_and_pieces() {
         .unwrap();
     let mut pgo = PgOptions::default();
     pgo.tables = vec!["keyed".into()];
-    import_postgres(
+    let summary = import_postgres(
         &existing,
         &pg.socket_url("keys"),
         &pgo,
@@ -448,6 +448,15 @@ fn keys_and_indexes_and_pieces() {
         &Progress::default(),
     )
     .unwrap();
+    assert!(
+        summary
+            .notes
+            .iter()
+            .any(|n| n.starts_with("written in place")),
+        "{:?}",
+        summary.notes
+    );
+    assert!(!dir.path().join("existing.db-journal").exists());
     let c = Connection::open(&existing).unwrap();
     support::assert_intact(&c);
     let (n, bad): (i64, i64) = c

@@ -457,6 +457,9 @@ fn choose_engine(
         Dest::File(db) => db,
     };
     if several {
+        if let Some(durability) = several_in_place(db, loads, opts) {
+            return Ok(EngineRoute::InPlace(durability));
+        }
         if opts.engine == Engine::Direct
             && !matches!(opts.durability, None | Some(Durability::AtomicNew))
         {
@@ -611,6 +614,35 @@ fn side_or_in_place(
     } else {
         EngineRoute::SideFile(durability)
     }
+}
+
+/// The profile of a load of several tables (a copy of a database, or generate's rows)
+/// into the existing database `db` in place, or `None`: SQLite's path is asked for, or
+/// `atomic-new`, or a table of the load has a name taken in the file (a table there,
+/// which the table rule decides on SQLite's path), or the page writer cannot extend the
+/// file (read now, without a lock; the writer reads both again under its lock).
+fn several_in_place(db: &Path, loads: &[Load<'_>], opts: &ImportOptions) -> Option<Durability> {
+    // No loads: generate's plan, which chooses before it names its table; it keeps
+    // SQLite's path into an existing file.
+    if opts.engine == Engine::Sqlite || !db.exists() || loads.is_empty() {
+        return None;
+    }
+    let mut names = read_only(db)
+        .and_then(|conn| crate::names::Names::of(&conn))
+        .ok()?;
+    if !loads.iter().all(|l| names.claim(&l.table)) {
+        return None;
+    }
+    let durability = match opts.durability {
+        None => Durability::Balanced,
+        Some(Durability::AtomicNew) => return None,
+        Some(d) => d,
+    };
+    std::fs::File::open(db)
+        .map_err(liteload_btree::Error::Io)
+        .and_then(|mut f| liteload_btree::Existing::read(&mut f))
+        .ok()
+        .map(|_| durability)
 }
 
 /// The profile of an append through a side file to the existing database `db`, or

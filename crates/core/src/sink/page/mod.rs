@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 use liteload_btree::journal::{self, DiskFiles};
 use liteload_btree::{
-    DbWriter, DetachedTable, Existing, RecordBuilder, SeqFile, TableWriter, Value as Cell,
+    DbWriter, DetachedTable, Existing, RecordBuilder, SeqFile, TableEdge, TableWriter,
+    Value as Cell,
 };
 
 use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
@@ -332,11 +333,20 @@ impl BatchSink for PageSink<'_> {
 impl Sink for PageSink<'_> {
     fn begin(&mut self, sampled: &SampledTable<'_>) -> Result<TableStart> {
         if let PageOut::InPlace(db, _) = &self.out {
-            if self.building.is_some() || self.create.is_some() {
-                return Err(Error::internal("the page writer writes one table in place"));
-            }
             let db = db.clone();
-            return self.begin_in_place(&db, sampled);
+            if self.shapes.is_empty() {
+                if self.building.is_some() || self.create.is_some() {
+                    return Err(Error::internal("the page writer writes one table in place"));
+                }
+                return self.begin_in_place(&db, sampled);
+            }
+            if self.in_place.is_none() {
+                // Several tables (a copy of a database): the file is locked and
+                // journaled before the first, and each is then written as into a new
+                // file, past the old end.
+                let writer = self.open_in_place(&db, None)?;
+                self.between = Some(writer);
+            }
         }
         let (name, columns) = (sampled.table, sampled.columns);
         let shape = if self.shapes.is_empty() {
@@ -553,78 +563,17 @@ impl PageSink<'_> {
         let (table, columns) = (sampled.table, sampled.columns);
         let indexes = self.indexes.clone();
         check_columns(table, columns, &indexes)?;
-        let opening = |e| Error::sqlite(format!("opening {}", db.display()), e);
-        let conn = rusqlite::Connection::open(db).map_err(opening)?;
-        crate::sqlite_info::configure(&conn).map_err(opening)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(opening)?;
-        // The lock, and a read: a hot journal left by a crash is played back now, and
-        // the file is read below only as SQLite has it.
-        conn.execute_batch("BEGIN EXCLUSIVE; SELECT count(*) FROM sqlite_schema;")
-            .map_err(|e| Error::sqlite(format!("locking {}", db.display()), e))?;
-        let changed = || crate::destination::changed_since_planned(table);
-        let dest = crate::destination::destination(&conn, table, self.if_exists)?;
-        let mut names = Names::of(&conn)?;
-        // The table's name, columns and root page when rows are added to it.
-        let appending = match dest {
-            Some(Destination::New) if names.claim(table) => None,
-            Some(
-                ref d @ Destination::Plain {
-                    ref name,
-                    ref columns,
-                    ref indexes,
-                },
-            ) if indexes.is_empty()
-                && self.indexes.is_empty()
-                && side_file_takes(d, sampled.columns, sampled.grows, false) =>
-            {
-                let root: u32 = conn
-                    .query_row(
-                        "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = ?1",
-                        [name],
-                        |r| r.get(0),
-                    )
-                    .map_err(|e| Error::sqlite(format!("reading {}", quote_ident(name)), e))?;
-                Some((name.clone(), columns.clone(), root))
-            }
-            _ => return Err(changed()),
-        };
-        self.names = names;
-        let io = |e| Error::io(Some(db.to_path_buf()), e);
-        let mut files = DiskFiles::open(db).map_err(io)?;
-        let not_extensible = |e| match e {
-            liteload_btree::Error::NotExtensible(_) => changed(),
-            e => from_btree(e, Some(db)),
-        };
-        let mut base = Existing::read(files.db()).map_err(not_extensible)?;
-        let edge = match &appending {
-            Some((_, _, root)) => Some(base.table_edge(files.db(), *root).map_err(not_extensible)?),
-            None => None,
-        };
-        let offset = u64::from(base.pages()) * u64::from(base.page_size());
-        self.page_size = base.page_size();
-        self.in_place = Some(InPlace {
-            conn,
-            files,
-            base: base.clone(),
-            journaled: true,
-            out: None,
-        });
-        let ip = self.in_place.as_mut().expect("set above");
-        journal::begin(&mut ip.files, &ip.base, journal::nonce()).map_err(io)?;
-        let out = SeqFile::extend(db, offset).map_err(io)?;
-        let mut writer = DbWriter::extend(out, base);
-        self.writing = Some(db.to_path_buf());
+        let (mut writer, target) = self.open_in_place_for(db, sampled)?;
         let spill_dir = spill_dir_of(db);
-        let (name, cols, create, detached, rows) = match (appending, edge) {
-            (Some((name, cols, _)), Some(edge)) => {
+        let (name, cols, create, detached, rows) = match target {
+            Some((name, cols, edge)) => {
                 let first = edge.max_rowid() + 1;
                 self.appended_after = Some(edge.max_rowid());
                 let detached = writer.append_to(edge).detach();
                 let rows = self.rows_for(&[], columns, None, &spill_dir, first);
                 (name, cols, String::new(), detached, rows)
             }
-            _ => {
+            None => {
                 crate::schema::check_new_table(table, columns.iter().map(String::as_str))?;
                 let cols: Vec<(String, ColumnType)> = columns
                     .iter()
@@ -659,6 +608,137 @@ impl PageSink<'_> {
         ))
     }
 
+    /// [`PageSink::open_in_place`] for the one table of `sampled`: `None` when it is new,
+    /// else the table rows are added to (its name, columns and right edge).
+    #[allow(clippy::type_complexity)]
+    fn open_in_place_for(
+        &mut self,
+        db: &Path,
+        sampled: &SampledTable<'_>,
+    ) -> Result<(
+        DbWriter<SeqFile>,
+        Option<(String, Vec<(String, ColumnType)>, TableEdge)>,
+    )> {
+        let mut target = None;
+        let writer = self.open_in_place(db, Some((sampled, &mut target)))?;
+        Ok((writer, target))
+    }
+
+    /// Takes SQLite's EXCLUSIVE lock on the existing database `db`, finds the tables as
+    /// the plan did (the one of `one`: a name free in the file, or a table rows are added
+    /// to, whose edge is put in its second half; without `one`, every table of the
+    /// shapes a name free there), else they changed since the plan read them and nothing
+    /// is written; checks that the file can be extended, journals the pages the change
+    /// may write in place, and returns the writer of pages past the file's end.
+    #[allow(clippy::type_complexity)]
+    fn open_in_place(
+        &mut self,
+        db: &Path,
+        one: Option<(
+            &SampledTable<'_>,
+            &mut Option<(String, Vec<(String, ColumnType)>, TableEdge)>,
+        )>,
+    ) -> Result<DbWriter<SeqFile>> {
+        let opening = |e| Error::sqlite(format!("opening {}", db.display()), e);
+        let conn = rusqlite::Connection::open(db).map_err(opening)?;
+        crate::sqlite_info::configure(&conn).map_err(opening)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(opening)?;
+        // The lock, and a read: a hot journal left by a crash is played back now, and
+        // the file is read below only as SQLite has it.
+        conn.execute_batch("BEGIN EXCLUSIVE; SELECT count(*) FROM sqlite_schema;")
+            .map_err(|e| Error::sqlite(format!("locking {}", db.display()), e))?;
+        let mut names = Names::of(&conn)?;
+        let Some((sampled, target)) = one else {
+            for s in &self.shapes {
+                if !names.claim(&s.table) {
+                    return Err(crate::destination::changed_since_planned(&s.table));
+                }
+            }
+            self.names = names;
+            return self.journal_in_place(db, conn, None).map(|(w, _)| w);
+        };
+        let table = sampled.table;
+        let changed = || crate::destination::changed_since_planned(table);
+        let dest = crate::destination::destination(&conn, table, self.if_exists)?;
+        // The table's name, columns and root page when rows are added to it.
+        let appending = match dest {
+            Some(Destination::New) if names.claim(table) => None,
+            Some(
+                ref d @ Destination::Plain {
+                    ref name,
+                    ref columns,
+                    ref indexes,
+                },
+            ) if indexes.is_empty()
+                && self.indexes.is_empty()
+                && side_file_takes(d, sampled.columns, sampled.grows, false) =>
+            {
+                let root: u32 = conn
+                    .query_row(
+                        "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+                        [name],
+                        |r| r.get(0),
+                    )
+                    .map_err(|e| Error::sqlite(format!("reading {}", quote_ident(name)), e))?;
+                Some((name.clone(), columns.clone(), root))
+            }
+            _ => return Err(changed()),
+        };
+        self.names = names;
+        let (writer, edge) = self.journal_in_place(
+            db,
+            conn,
+            appending.as_ref().map(|(n, _, root)| (n.as_str(), *root)),
+        )?;
+        *target = appending
+            .zip(edge)
+            .map(|((name, cols, _), edge)| (name, cols, edge));
+        Ok(writer)
+    }
+
+    /// The file part of [`PageSink::open_in_place`], `conn` holding the lock: the file
+    /// read and checked, the right edge of `append`'s table (name, root page) read, the
+    /// journal written, and the writer started past the end.
+    fn journal_in_place(
+        &mut self,
+        db: &Path,
+        conn: rusqlite::Connection,
+        append: Option<(&str, u32)>,
+    ) -> Result<(DbWriter<SeqFile>, Option<TableEdge>)> {
+        let changed = || {
+            crate::destination::changed_since_planned(append.map_or_else(
+                || self.shapes.first().map_or("", |s| s.table.as_str()),
+                |a| a.0,
+            ))
+        };
+        let io = |e| Error::io(Some(db.to_path_buf()), e);
+        let mut files = DiskFiles::open(db).map_err(io)?;
+        let not_extensible = |e| match e {
+            liteload_btree::Error::NotExtensible(_) => changed(),
+            e => from_btree(e, Some(db)),
+        };
+        let mut base = Existing::read(files.db()).map_err(not_extensible)?;
+        let edge = match append {
+            Some((_, root)) => Some(base.table_edge(files.db(), root).map_err(not_extensible)?),
+            None => None,
+        };
+        let offset = u64::from(base.pages()) * u64::from(base.page_size());
+        self.page_size = base.page_size();
+        self.in_place = Some(InPlace {
+            conn,
+            files,
+            base: base.clone(),
+            journaled: true,
+            out: None,
+        });
+        let ip = self.in_place.as_mut().expect("set above");
+        journal::begin(&mut ip.files, &ip.base, journal::nonce()).map_err(io)?;
+        let out = SeqFile::extend(db, offset).map_err(io)?;
+        self.writing = Some(db.to_path_buf());
+        Ok((DbWriter::extend(out, base), edge))
+    }
+
     /// Links the finished table into the database extended in place and commits: the
     /// new pages and the pages changed in place written and synced, then the journal
     /// removed; then the lock released, the schema read back and (with `verify`) the
@@ -670,6 +750,13 @@ impl PageSink<'_> {
             .map_err(|e| from_btree(e, Some(&path)))?;
         let ip = self.in_place.as_mut().expect("checked by the caller");
         ip.out = Some(out);
+        if !self.by_sqlite.is_empty() {
+            // Never so here (index entries spill to disk): SQLite's statements could not
+            // be part of the change.
+            return Err(Error::internal(
+                "an index left to SQLite in a load in place",
+            ));
+        }
         self.progress.check()?;
         self.progress.set_stage(Stage::Committing);
         let io = |e| Error::io(Some(path.clone()), e);
@@ -712,8 +799,8 @@ impl PageSink<'_> {
                 changed.len()
             ),
             None => format!(
-                "written in place: the new table's pages past the file's end, {} page(s) of \
-                 its schema changed under a rollback journal",
+                "written in place: the new pages past the file's end, {} page(s) of the \
+                 schema and the header changed under a rollback journal",
                 changed.len()
             ),
         });
