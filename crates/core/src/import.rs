@@ -325,6 +325,9 @@ mod tests {
         assert_eq!(ok, "ok");
         assert_eq!(dump(&conn)?, before, "nothing of the load was written");
         assert!(!side_path(db).exists(), "no side file is left");
+        let mut journal = db.as_os_str().to_owned();
+        journal.push("-journal");
+        assert!(!Path::new(&journal).exists(), "no journal is left");
         Ok(())
     }
 
@@ -343,32 +346,40 @@ mod tests {
         Ok(out)
     }
 
+    /// On both roads into an existing table: in place (a file in rollback mode) and
+    /// through a side file (WAL mode, which keeps the page writer out of the file).
     #[test]
     fn a_side_files_table_changed_after_the_plan_fails_with_nothing_written() -> R {
         let dir = tempfile::tempdir()?;
-        let db = dir.path().join("a.db");
-        Connection::open(&db)?
-            .execute_batch("CREATE TABLE t(a INTEGER, b TEXT); INSERT INTO t VALUES (1, 'x')")?;
+        let in_place = |r: EngineRoute| matches!(r, EngineRoute::InPlace(_));
         let side = |r: EngineRoute| matches!(r, EngineRoute::SideFile(_));
-        // A column added: the input no longer has the table's columns.
-        changed_after_plan(
-            &db,
-            "a,b\n2,é\n",
-            &ImportOptions::default(),
-            side,
-            "ALTER TABLE t ADD COLUMN c",
-        )?;
-        // A trigger made: the transfer no longer applies.
-        let db = dir.path().join("b.db");
-        Connection::open(&db)?
-            .execute_batch("CREATE TABLE t(a INTEGER, b TEXT); INSERT INTO t VALUES (1, 'x')")?;
-        changed_after_plan(
-            &db,
-            "a,b\n2,é\n",
-            &ImportOptions::default(),
-            side,
-            "CREATE TRIGGER g AFTER INSERT ON t BEGIN SELECT 1; END",
-        )
+        for (mode, road) in [("DELETE", in_place as fn(_) -> _), ("WAL", side)] {
+            let table = |name: &str| -> R<std::path::PathBuf> {
+                let db = dir.path().join(format!("{name}-{mode}.db"));
+                Connection::open(&db)?.execute_batch(&format!(
+                    "PRAGMA journal_mode={mode}; CREATE TABLE t(a INTEGER, b TEXT); \
+                     INSERT INTO t VALUES (1, 'x')"
+                ))?;
+                Ok(db)
+            };
+            // A column added: the input no longer has the table's columns.
+            changed_after_plan(
+                &table("a")?,
+                "a,b\n2,é\n",
+                &ImportOptions::default(),
+                road,
+                "ALTER TABLE t ADD COLUMN c",
+            )?;
+            // A trigger made: neither road applies.
+            changed_after_plan(
+                &table("b")?,
+                "a,b\n2,é\n",
+                &ImportOptions::default(),
+                road,
+                "CREATE TRIGGER g AFTER INSERT ON t BEGIN SELECT 1; END",
+            )?;
+        }
+        Ok(())
     }
 
     #[test]
