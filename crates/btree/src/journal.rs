@@ -142,8 +142,9 @@ pub fn nonce() -> u32 {
 }
 
 /// [`Files`] on disk: the database through a descriptor the caller keeps open while it
-/// holds SQLite's lock (closing any descriptor of the file drops the process's POSIX
-/// locks on it, SQLite's included), the journal beside it under SQLite's name for it.
+/// changes the file under SQLite's lock (closing any descriptor of the file drops the
+/// process's POSIX locks on it, SQLite's included), the journal beside it under SQLite's
+/// name for it.
 pub struct DiskFiles {
     db: File,
     journal_path: PathBuf,

@@ -148,7 +148,7 @@ impl SeqFile {
     /// that is extended in place. No advisory lock is taken: the caller holds SQLite's.
     /// Blocks go out with `O_DIRECT` when `offset` is aligned as the disk requires, else
     /// through the page cache. The caller must keep the returned value (and so its
-    /// descriptors) until it has released SQLite's lock on the file: closing any
+    /// descriptors) while it changes the file under SQLite's lock: closing any
     /// descriptor of a file drops the process's POSIX locks on it.
     pub fn extend(path: &Path, offset: u64) -> io::Result<SeqFile> {
         let file = std::fs::OpenOptions::new()

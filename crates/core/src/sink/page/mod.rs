@@ -51,8 +51,12 @@ pub(crate) enum PageOut {
 /// past the file's end, page 1 and the schema's right edge changed in place after their
 /// old contents went to a rollback journal. The connection holds SQLite's EXCLUSIVE lock
 /// from before the file is read until the journal is removed (the commit point) or the
-/// change is undone; every descriptor of the file this sink opens stays open until the
-/// lock is released, since closing one drops the process's locks on the file.
+/// change is undone. Closing any descriptor of the file drops the process's POSIX locks
+/// on it, so the descriptors this sink opens stay open while the change is under way,
+/// and close once the file is consistent again but before the connection releases its
+/// lock: a lock another connection of this process takes after that release is never
+/// dropped by their closing. (In between, another process may find the file unlocked
+/// and sees it committed, or plays back a journal left hot.)
 struct InPlace {
     /// In a `BEGIN EXCLUSIVE` transaction until the end.
     conn: rusqlite::Connection,
@@ -290,10 +294,9 @@ impl<'p> PageSink<'p> {
 
 impl Drop for PageSink<'_> {
     fn drop(&mut self) {
-        if let Some(ip) = self.in_place.as_mut() {
+        if let Some(mut ip) = self.in_place.take() {
             // Not committed: the file as it was. What the writer holds goes out first,
-            // so that nothing reaches the file after it is cut back; the descriptors
-            // close (as the fields drop) only after the lock is released.
+            // so that nothing reaches the file after it is cut back.
             if let Some(b) = self.building.as_mut() {
                 let _ = b.db.flush();
             }
@@ -304,7 +307,15 @@ impl Drop for PageSink<'_> {
                 // Where this fails, the journal stays hot and SQLite plays it back.
                 let _ = journal::roll_back(&mut ip.files, &ip.base);
             }
-            let _ = ip.conn.execute_batch("ROLLBACK");
+            // The file is as it was (or its journal hot): the descriptors close, then
+            // the lock is released (see `InPlace`).
+            self.building = None;
+            self.between = None;
+            let InPlace {
+                conn, files, out, ..
+            } = ip;
+            drop((files, out));
+            let _ = conn.execute_batch("ROLLBACK");
             self.writing = None;
             return;
         }
@@ -765,14 +776,13 @@ impl PageSink<'_> {
         // Committed: from here on nothing of the file is this sink's to undo or remove.
         let ip = self.in_place.take().expect("checked by the caller");
         self.writing = None;
-        ip.conn
-            .execute_batch("COMMIT")
-            .map_err(|e| Error::sqlite("ending the lock", e))?;
-        // The lock is released: now the descriptors may close.
+        // Committed: the descriptors close, then the lock is released (see `InPlace`).
         let InPlace {
             conn, files, out, ..
         } = ip;
         drop((files, out));
+        conn.execute_batch("COMMIT")
+            .map_err(|e| Error::sqlite("ending the lock", e))?;
         crate::names::check_schema(&conn)?;
         if self.verify {
             let ok: String = conn
