@@ -72,7 +72,9 @@ pub struct SeqFile {
     pos: u64,
     to_writer: Option<crossbeam_channel::Sender<Job>>,
     from_writer: crossbeam_channel::Receiver<io::Result<Block>>,
-    thread: Option<JoinHandle<()>>,
+    thread: Option<JoinHandle<Vec<File>>>,
+    /// The writing thread's descriptors once it ended, closed when this is dropped.
+    ended: Vec<File>,
 }
 
 #[cfg(target_os = "linux")]
@@ -103,13 +105,17 @@ fn write_at(f: &File, buf: &[u8], offset: u64) -> io::Result<()> {
 }
 
 /// The writing thread: each block through `direct` if it has one and it takes the
-/// block, else through `plain` (after the first refusal, always `plain`).
+/// block, else through `plain` (after the first refusal, always `plain`). Returns its
+/// descriptors when it ends, never closing one itself: closing any descriptor of a file
+/// drops the process's POSIX locks on it (SQLite's, for a file extended in place), so
+/// they close only when the [`SeqFile`] is dropped.
 fn writer(
     mut direct: Option<File>,
     plain: File,
     jobs: crossbeam_channel::Receiver<Job>,
     done: crossbeam_channel::Sender<io::Result<Block>>,
-) {
+) -> Vec<File> {
+    let mut refused = None;
     for mut job in jobs {
         let offset = job.offset;
         let bytes = job.block.bytes();
@@ -117,7 +123,7 @@ fn writer(
             Some(Ok(())) => Ok(()),
             Some(Err(e)) if e.raw_os_error() == Some(22) => {
                 // EINVAL: this file system does not take O_DIRECT writes.
-                direct = None;
+                refused = direct.take();
                 write_at(&plain, bytes, offset)
             }
             Some(Err(e)) => Err(e),
@@ -125,9 +131,10 @@ fn writer(
         };
         let failed = r.is_err();
         if done.send(r.map(|()| job.block)).is_err() || failed {
-            return;
+            break;
         }
     }
+    direct.into_iter().chain(refused).chain([plain]).collect()
 }
 
 impl SeqFile {
@@ -205,6 +212,7 @@ impl SeqFile {
             to_writer: Some(to_writer),
             from_writer,
             thread: Some(thread),
+            ended: vec![],
         })
     }
 
@@ -273,8 +281,10 @@ impl SeqFile {
             }
         }
         if let Some(t) = self.thread.take() {
-            t.join()
+            let files = t
+                .join()
                 .map_err(|_| io::Error::other("the writing thread panicked"))?;
+            self.ended.extend(files);
         }
         if let Some(e) = first_error {
             return Err(e);

@@ -723,6 +723,10 @@ impl PageSink<'_> {
                 |a| a.0,
             ))
         };
+        // What a killed run of another road left beside the file, as those roads clear it.
+        for stale in [durability::temp_path(db), super::target::side_path(db)] {
+            self.notes.extend(durability::clear_stale(&stale)?);
+        }
         let io = |e| Error::io(Some(db.to_path_buf()), e);
         let mut files = DiskFiles::open(db).map_err(io)?;
         let not_extensible = |e| match e {
