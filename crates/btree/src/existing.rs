@@ -288,9 +288,10 @@ impl<'p> Node<'p> {
             }
             let cell = &page[at..];
             if kind == LEAF_TABLE {
-                let (size, a) = get_varint(cell).ok_or_else(|| bad("a cell runs off the page"))?;
-                let (rowid, b) =
-                    get_varint(&cell[a..]).ok_or_else(|| bad("a cell runs off the page"))?;
+                let (size, a) =
+                    varint::get_checked(cell).ok_or_else(|| bad("a cell runs off the page"))?;
+                let (rowid, b) = varint::get_checked(&cell[a..])
+                    .ok_or_else(|| bad("a cell runs off the page"))?;
                 let size = usize::try_from(size).map_err(|_| bad("a payload too large"))?;
                 let local = local_payload(page_size, size);
                 let len = a + b + local + if local < size { 4 } else { 0 };
@@ -303,8 +304,8 @@ impl<'p> Node<'p> {
                     return Err(bad("a cell runs off the page"));
                 }
                 let child = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
-                let (key, _) =
-                    get_varint(&cell[4..]).ok_or_else(|| bad("a cell runs off the page"))?;
+                let (key, _) = varint::get_checked(&cell[4..])
+                    .ok_or_else(|| bad("a cell runs off the page"))?;
                 if !child_ok(child) {
                     return Err(bad("a child page outside the file"));
                 }
@@ -326,19 +327,6 @@ impl<'p> Node<'p> {
             right,
         })
     }
-}
-
-/// A varint at the start of `b`, if all of it is there.
-fn get_varint(b: &[u8]) -> Option<(u64, usize)> {
-    let end = b
-        .iter()
-        .take(9)
-        .position(|&x| x & 0x80 == 0)
-        .map_or(9, |i| i + 1);
-    if b.len() < end {
-        return None;
-    }
-    Some(varint::get(b))
 }
 
 /// Adds `cells` (table leaf cells: rowid and bytes, overflow pointer included, every

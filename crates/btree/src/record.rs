@@ -119,7 +119,7 @@ impl<'a> Record<'a> {
     /// [`Record::parse`], but the body may be followed by other bytes.
     pub fn parse_prefix(bytes: &'a [u8]) -> Result<Record<'a>, Error> {
         let bad = |why: &'static str| Err(Error::NotARecord(why));
-        let Some((head, mut at)) = get_varint(bytes) else {
+        let Some((head, mut at)) = varint::get_checked(bytes) else {
             return bad("the header size is cut off");
         };
         if head < at as u64 || head > bytes.len() as u64 {
@@ -128,7 +128,7 @@ impl<'a> Record<'a> {
         let head = head as usize;
         let mut body = 0u64;
         while at < head {
-            let Some((t, n)) = get_varint(&bytes[at..head]) else {
+            let Some((t, n)) = varint::get_checked(&bytes[at..head]) else {
                 return bad("a serial type runs past the header");
             };
             at += n;
@@ -179,16 +179,6 @@ impl<'a> Record<'a> {
     pub fn column(self, i: usize) -> Option<Value<'a>> {
         Fields::new(self.0).nth(i).map(Value::from)
     }
-}
-
-/// A varint at the start of `b`, or `None` if `b` ends inside it.
-fn get_varint(b: &[u8]) -> Option<(u64, usize)> {
-    let end = b
-        .iter()
-        .take(8)
-        .position(|&x| x & 0x80 == 0)
-        .map_or(9, |i| i + 1);
-    (end <= b.len()).then(|| varint::get(b))
 }
 
 /// Encoded records one after another, each made by a [`RecordBuilder`]: a batch of rows

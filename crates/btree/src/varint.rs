@@ -61,6 +61,17 @@ pub fn get(b: &[u8]) -> (u64, usize) {
     ((v << 8) | u64::from(b[8]), 9)
 }
 
+/// A varint at the start of `b`, or `None` if `b` ends inside it (for bytes not yet
+/// trusted).
+pub(crate) fn get_checked(b: &[u8]) -> Option<(u64, usize)> {
+    let end = b
+        .iter()
+        .take(8)
+        .position(|&x| x & 0x80 == 0)
+        .map_or(9, |i| i + 1);
+    (end <= b.len()).then(|| get(b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

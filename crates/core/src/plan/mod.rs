@@ -605,11 +605,7 @@ fn side_or_in_place(
             },
         )
     };
-    let extensible = std::fs::File::open(db)
-        .map_err(liteload_btree::Error::Io)
-        .and_then(|mut f| liteload_btree::Existing::read(&mut f))
-        .is_ok();
-    if extensible && takes().unwrap_or(false) {
+    if extensible(db) && takes().unwrap_or(false) {
         EngineRoute::InPlace(durability)
     } else {
         EngineRoute::SideFile(durability)
@@ -638,11 +634,16 @@ fn several_in_place(db: &Path, loads: &[Load<'_>], opts: &ImportOptions) -> Opti
         Some(Durability::AtomicNew) => return None,
         Some(d) => d,
     };
+    extensible(db).then_some(durability)
+}
+
+/// Whether the page writer can extend the existing database `db` in place (read
+/// without a lock: the writer reads it again under its lock).
+fn extensible(db: &Path) -> bool {
     std::fs::File::open(db)
         .map_err(liteload_btree::Error::Io)
         .and_then(|mut f| liteload_btree::Existing::read(&mut f))
-        .ok()
-        .map(|_| durability)
+        .is_ok()
 }
 
 /// The profile of an append through a side file to the existing database `db`, or
