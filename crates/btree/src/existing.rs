@@ -64,6 +64,15 @@ pub struct TableEdge {
     pub(crate) empty: bool,
 }
 
+/// An existing index that has no entry, whose root page (an empty index leaf, checked by
+/// [`Existing::empty_index`]) an index written by the page writer takes over
+/// ([`crate::DbWriter::fill_index`]): the index keeps its root page number and its schema
+/// row.
+#[derive(Clone, Debug)]
+pub struct EmptyIndex {
+    pub(crate) root: u32,
+}
+
 impl TableEdge {
     /// The table's largest rowid (0 when it has no row).
     pub fn max_rowid(&self) -> i64 {
@@ -214,6 +223,34 @@ impl Existing {
             max_rowid,
             empty,
         })
+    }
+
+    /// Reads the root page `root` of an index of the same file (read by
+    /// [`Existing::read`], under the same lock) that must have no entry: an index leaf
+    /// with no cell. The page is journaled with the schema's ([`Existing::originals`]),
+    /// since the index written into it ([`crate::DbWriter::fill_index`]) changes it in
+    /// place. Refused: a root outside the file, page 1, and any page that is not an empty
+    /// index leaf (a table, an index with entries).
+    pub fn empty_index<R: Read + Seek>(
+        &mut self,
+        file: &mut R,
+        root: u32,
+    ) -> Result<EmptyIndex, Error> {
+        if root < 2 || root > self.pages {
+            return Err(refuse("the index's root page is outside the file"));
+        }
+        let mut page = vec![0u8; self.page_size];
+        read_at(file, u64::from(root - 1) * self.page_size as u64, &mut page)?;
+        let cells = u16::from_be_bytes([page[3], page[4]]);
+        if page[0] != crate::index::LEAF_INDEX || cells != 0 {
+            return Err(refuse(&format!(
+                "its page {root} is not the root of an empty index"
+            )));
+        }
+        if !self.edges.iter().any(|e| e.0 == root) {
+            self.edges.push((root, page));
+        }
+        Ok(EmptyIndex { root })
     }
 
     /// The page size in bytes.

@@ -98,7 +98,7 @@ pub mod seqfile;
 pub mod varint;
 mod writer;
 
-pub use existing::{Existing, TableEdge};
+pub use existing::{EmptyIndex, Existing, TableEdge};
 pub use leaves::Leaves;
 pub use payload::local_payload;
 pub use record::{Record, RecordBuilder, Records, Value};

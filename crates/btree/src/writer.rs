@@ -9,7 +9,7 @@
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use crate::existing::{Existing, TableEdge};
+use crate::existing::{EmptyIndex, Existing, TableEdge};
 use crate::index;
 use crate::interior::{interior_page, MAX_INTERIOR_CELL};
 use crate::leaves::{content_start, Leaf, Leaves, LEAF_TABLE};
@@ -41,8 +41,15 @@ pub struct DbWriter<W: Write + Seek> {
     /// [`DbWriter::extend`]).
     base: Option<Existing>,
     /// Pages of existing tables' right edges to change in place, from tables that rows
-    /// were appended to ([`DbWriter::append_to`]).
+    /// were appended to ([`DbWriter::append_to`]), and existing indexes' roots filled
+    /// ([`DbWriter::fill_index`]).
     edges_changed: Vec<ChangedPage>,
+    /// The root page of the existing empty index that the index being written fills.
+    fill: Option<u32>,
+    /// While an index fills an existing root: the page written last (its number, counted
+    /// in `pages`, and its bytes, not yet in the output). It goes out when the next page
+    /// comes; the last one is the index's root, which goes to the existing root instead.
+    held: Option<(u32, Vec<u8>)>,
 }
 
 /// A page written in place by an extension: its number and new contents.
@@ -84,6 +91,8 @@ impl<W: Write + Seek> DbWriter<W> {
             schema: vec![],
             base: None,
             edges_changed: vec![],
+            fill: None,
+            held: None,
         };
         // Page 1 is reserved now and written by `finish`.
         w.write_page(&vec![0; page_size as usize])?;
@@ -102,6 +111,8 @@ impl<W: Write + Seek> DbWriter<W> {
             schema: vec![],
             base: Some(base),
             edges_changed: vec![],
+            fill: None,
+            held: None,
         }
     }
 
@@ -155,6 +166,31 @@ impl<W: Write + Seek> DbWriter<W> {
     /// Writes the next page; returns its number.
     fn write_page(&mut self, page: &[u8]) -> io::Result<u32> {
         debug_assert_eq!(page.len(), self.page_size);
+        if self.fill.is_some() {
+            // The page is numbered now and written once the next one comes (see `held`).
+            self.release_held()?;
+            let n = self.after(self.pages);
+            self.pages = n;
+            self.held = Some((n, page.to_vec()));
+            return Ok(n);
+        }
+        self.emit(page)
+    }
+
+    /// Writes the held page's bytes (see `held`), the lock-byte page's first when it
+    /// comes right before it.
+    fn release_held(&mut self) -> io::Result<()> {
+        if let Some((n, page)) = self.held.take() {
+            if n == self.lock_page() + 1 {
+                self.out.write_all(&vec![0; self.page_size])?;
+            }
+            self.out.write_all(&page)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `page` as the next page of the output; returns its number.
+    fn emit(&mut self, page: &[u8]) -> io::Result<u32> {
         if self.pages + 1 == self.lock_page() {
             self.out.write_all(&vec![0; self.page_size])?;
             self.pages += 1;
@@ -236,8 +272,7 @@ impl<W: Write + Seek> DbWriter<W> {
             |i| entries[i].len(),
             |i, out| out.extend_from_slice(entries[i]),
         )?;
-        self.add_index(name, table, sql, root);
-        Ok(root)
+        Ok(self.add_index(name, table, sql, root)?)
     }
 
     /// Writes index `name` on `table` (its `CREATE INDEX` text is `sql`) over one
@@ -261,8 +296,7 @@ impl<W: Write + Seek> DbWriter<W> {
             |i| crate::record::size(&values(i)),
             |i, out| crate::record::encode(&values(i), out),
         )?;
-        self.add_index(name, table, sql, root);
-        Ok(root)
+        Ok(self.add_index(name, table, sql, root)?)
     }
 
     /// Starts index `name` on `table` (its `CREATE INDEX` text is `sql`) whose entries
@@ -286,7 +320,40 @@ impl<W: Write + Seek> DbWriter<W> {
         }
     }
 
-    fn add_index(&mut self, name: &str, table: &str, sql: &str, root: u32) {
+    /// Makes the next index written (by [`DbWriter::index`],
+    /// [`DbWriter::index_int_pairs`] or [`DbWriter::index_builder`]) the contents of the
+    /// existing empty index `index` (of the file this writer extends, read by
+    /// [`Existing::empty_index`]): its root goes into that index's root page, changed in
+    /// place (returned by [`DbWriter::finish_in_place`]), and it adds nothing to the
+    /// schema (the name and text it is given are not used); that call returns the
+    /// existing root. Its entries must be the index's: the key columns of its definition,
+    /// in its order and collation, then the rowid.
+    pub fn fill_index(&mut self, index: EmptyIndex) -> Result<(), Error> {
+        if self.base.is_none() || self.fill.is_some() {
+            return Err(Error::NotExtensible(
+                "an index is filled by a writer that extends a file, one at a time".into(),
+            ));
+        }
+        self.fill = Some(index.root);
+        Ok(())
+    }
+
+    /// Records index `name` whose root is `root`, or (filling an existing index) moves
+    /// the root page, held back, to the existing root and returns that.
+    fn add_index(&mut self, name: &str, table: &str, sql: &str, root: u32) -> io::Result<u32> {
+        if let Some(existing) = self.fill.take() {
+            let Some((n, image)) = self.held.take() else {
+                return Err(io::Error::other("an index filling a root wrote no page"));
+            };
+            debug_assert_eq!(n, root, "the root is the last page written");
+            // Its number is free again, and the lock-byte page before it was not written.
+            self.pages = n - 1;
+            if self.pages == self.lock_page() {
+                self.pages -= 1;
+            }
+            self.edges_changed.push((existing, image));
+            return Ok(existing);
+        }
         self.schema.push(SchemaRow {
             kind: "index",
             name: name.to_string(),
@@ -294,6 +361,7 @@ impl<W: Write + Seek> DbWriter<W> {
             sql: sql.to_string(),
             root,
         });
+        Ok(root)
     }
 
     /// Writes the pages of an index over `n` entries already in order: entry `i` is
@@ -609,6 +677,11 @@ impl<W: Write + Seek> DbWriter<W> {
                 "a writer of a new file finishes with finish()".into(),
             ));
         };
+        if self.fill.is_some() {
+            return Err(Error::NotExtensible(
+                "an index to fill an existing root was never written".into(),
+            ));
+        }
         let records = self.schema_records();
         let schema_changes = !records.is_empty();
         let mut cells = Vec::with_capacity(records.len());
@@ -951,8 +1024,9 @@ impl<W: Write + Seek> IndexBuilder<'_, W> {
             std::mem::take(&mut self.dividers),
         );
         let root = self.db.index_interior_levels(children, dividers)?;
-        self.db.add_index(&self.name, &self.table, &self.sql, root);
-        Ok(root)
+        Ok(self
+            .db
+            .add_index(&self.name, &self.table, &self.sql, root)?)
     }
 }
 

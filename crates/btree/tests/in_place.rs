@@ -532,7 +532,7 @@ fn with_grow(path: &Path, page_size: u32, tables: usize, rows: usize) {
         .unwrap();
 }
 
-/// Appends `rows` to "grow" through `db` (its right edge from `base`), with rowids
+/// Appends `rows` to the table whose right edge is `edge` (read from `base`) through `db`, with rowids
 /// after its largest, as SQLite's INSERT without a rowid would give them.
 fn append_rows<W: Write + Seek>(
     db: &mut DbWriter<W>,
@@ -707,4 +707,221 @@ fn a_table_whose_rowids_end_at_zero_or_below_is_continued_after_its_largest() {
         assert_eq!(rowids[..3], [-9, last, last + 1]);
         assert_eq!(dump(&ours), dump(&theirs), "last rowid {last}");
     }
+}
+
+const MADE: &str = "CREATE TABLE made(k INTEGER NOT NULL, t TEXT, b BLOB, UNIQUE (t, k));
+                    CREATE INDEX made_k ON made(k);";
+
+/// A table made beforehand, empty, with two indexes (a UNIQUE constraint's automatic one
+/// over text and integer, and an integer one) beside the base's tables.
+fn with_made(path: &Path, page_size: u32, tables: usize) {
+    base(path, page_size, tables);
+    Connection::open(path).unwrap().execute_batch(MADE).unwrap();
+}
+
+/// Reads the (empty) right edge of "made" and its two empty index roots from `file`
+/// (read as `base`), which journals them.
+fn fill_made<R: io::Read + Seek>(
+    base: &mut Existing,
+    file: &mut R,
+    roots: [u32; 3],
+) -> (liteload_btree::TableEdge, [liteload_btree::EmptyIndex; 2]) {
+    let edge = base.table_edge(file, roots[0]).unwrap();
+    let unique = base.empty_index(file, roots[1]).unwrap();
+    let by_k = base.empty_index(file, roots[2]).unwrap();
+    (edge, [unique, by_k])
+}
+
+/// Writes `rows` into "made" through `db`: after its edge, then each index into its own
+/// root page.
+fn write_made<W: Write + Seek>(
+    db: &mut DbWriter<W>,
+    edge: liteload_btree::TableEdge,
+    [unique, by_k]: [liteload_btree::EmptyIndex; 2],
+    roots: [u32; 3],
+    rows: &[(i64, String, Vec<u8>)],
+) {
+    append_rows(db, edge, rows);
+    // (t, k, rowid) in SQLite's index order, then (k, rowid).
+    let mut entries: Vec<Vec<u8>> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (k, t, _))| {
+            let mut e = vec![];
+            liteload_btree::record::encode(
+                &[
+                    Value::Text(t.as_bytes()),
+                    Value::Integer(*k * 3),
+                    Value::Integer(i as i64 + 1),
+                ],
+                &mut e,
+            );
+            e
+        })
+        .collect();
+    entries.sort_by(|a, b| liteload_btree::index::compare(a, b));
+    let refs: Vec<&[u8]> = entries.iter().map(Vec::as_slice).collect();
+    db.fill_index(unique).unwrap();
+    assert_eq!(db.index("ignored", "made", "", &refs).unwrap(), roots[1]);
+    let mut pairs: Vec<(i64, i64)> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (k, _, _))| (*k * 3, i as i64 + 1))
+        .collect();
+    pairs.sort();
+    db.fill_index(by_k).unwrap();
+    assert_eq!(
+        db.index_int_pairs("ignored", "made", "", &pairs).unwrap(),
+        roots[2]
+    );
+}
+
+/// The root pages of "made" and its two indexes.
+fn made_roots(conn: &Connection) -> [u32; 3] {
+    [
+        root_of(conn, "made"),
+        root_of(conn, "sqlite_autoindex_made_1"),
+        root_of(conn, "made_k"),
+    ]
+}
+
+/// Rows with distinct keys for "made" (its UNIQUE constraint holds).
+fn made_rows(n: usize) -> Vec<(i64, String, Vec<u8>)> {
+    new_rows(n)
+        .into_iter()
+        .map(|(k, t, b)| (k, format!("{}{t}", (k * 7919) % 1009), b))
+        .collect()
+}
+
+#[test]
+fn a_table_made_beforehand_filled_in_place_reads_as_sqlites_insert_stores_it() {
+    for page_size in [512u32, 4096] {
+        for n in [0usize, 1, 30, 3000] {
+            let d = tempfile::tempdir().unwrap();
+            let (ours, theirs) = (d.path().join("ours.db"), d.path().join("sqlite.db"));
+            with_made(&ours, page_size, 4);
+            with_made(&theirs, page_size, 4);
+            let rows = made_rows(n);
+            let conn = Connection::open(&ours).unwrap();
+            conn.execute_batch("BEGIN EXCLUSIVE; SELECT count(*) FROM sqlite_schema;")
+                .unwrap();
+            let roots = made_roots(&conn);
+            let version: i64 = conn
+                .query_row("PRAGMA schema_version", [], |r| r.get(0))
+                .unwrap();
+            let mut files = DiskFiles::open(&ours).unwrap();
+            let mut base = Existing::read(files.db()).unwrap();
+            let (edge, indexes) = fill_made(&mut base, files.db(), roots);
+            journal::begin(&mut files, &base, journal::nonce()).unwrap();
+            let offset = u64::from(base.pages()) * u64::from(page_size);
+            let mut db = DbWriter::extend(SeqFile::extend(&ours, offset).unwrap(), base);
+            write_made(&mut db, edge, indexes, roots, &rows);
+            let (out, changed) = db.finish_in_place().unwrap();
+            journal::commit(&mut files, page_size, &changed).unwrap();
+            conn.execute_batch("COMMIT").unwrap();
+            drop((out, files, conn));
+            let c = Connection::open(&theirs).unwrap();
+            c.execute_batch("BEGIN").unwrap();
+            for (k, t, b) in &rows {
+                c.execute(
+                    "INSERT INTO made(k, t, b) VALUES (?1, ?2, ?3)",
+                    rusqlite::params![k * 3, t, b],
+                )
+                .unwrap();
+            }
+            c.execute_batch("COMMIT").unwrap();
+            let case = format!("page {page_size}, {n} rows");
+            assert_eq!(dump(&ours), dump(&theirs), "{case}");
+            let c = Connection::open(&ours).unwrap();
+            let q = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).unwrap() };
+            assert_eq!(q("PRAGMA schema_version"), version, "{case}");
+            assert_eq!(q("PRAGMA freelist_count"), 0, "{case}");
+            assert_eq!(
+                q("PRAGMA page_count") as u64 * u64::from(page_size),
+                std::fs::metadata(&ours).unwrap().len(),
+                "{case}"
+            );
+            // The indexes answer as SQLite's own: by each key, and the constraint holds.
+            let (k, t) = rows
+                .last()
+                .map_or((0, String::new()), |r| (r.0 * 3, r.1.clone()));
+            let by_k: i64 = c
+                .query_row(
+                    "SELECT count(*) FROM made INDEXED BY made_k WHERE k = ?1",
+                    [k],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(by_k, i64::from(n > 0), "{case}");
+            if n > 0 {
+                let e = c
+                    .execute(
+                        "INSERT INTO made(k, t) VALUES (?1, ?2)",
+                        rusqlite::params![k, t],
+                    )
+                    .unwrap_err();
+                assert!(e.to_string().contains("UNIQUE"), "{case}: {e}");
+            }
+            c.execute_batch(
+                "INSERT INTO made(k, t) VALUES (-1, 'new'); DELETE FROM made WHERE rowid % 5 = 1;",
+            )
+            .unwrap();
+            let ok: String = c
+                .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(ok, "ok", "{case}");
+        }
+    }
+}
+
+#[test]
+fn a_crash_while_filling_a_made_table_leaves_the_old_file_or_the_new_one() {
+    let d = tempfile::tempdir().unwrap();
+    for (tables, n) in [(0usize, 2usize), (6, 60)] {
+        let basep = d.path().join(format!("made{tables}.db"));
+        with_made(&basep, 512, tables);
+        let old = std::fs::read(&basep).unwrap();
+        let roots = made_roots(&Connection::open(&basep).unwrap());
+        let rows = made_rows(n);
+        let log = Log::default();
+        let mut cursor = Cursor::new(old.clone());
+        let mut base = Existing::read(&mut cursor).unwrap();
+        let (edge, indexes) = fill_made(&mut base, &mut cursor, roots);
+        let mut files = log.clone();
+        journal::begin(&mut files, &base, 0x5eed_9876).unwrap();
+        let page_size = base.page_size();
+        let offset = u64::from(base.pages()) * u64::from(page_size);
+        let mut db = DbWriter::extend(LogWriter(log.clone(), offset), base);
+        write_made(&mut db, edge, indexes, roots, &rows);
+        let (_, changed) = db.finish_in_place().unwrap();
+        journal::commit(&mut files, page_size, &changed).unwrap();
+        let ops = log.0.borrow().clone();
+        crash_after_every_op(
+            d.path(),
+            &old,
+            &ops,
+            &format!("made, {tables} tables, {n} rows"),
+        );
+    }
+}
+
+#[test]
+fn only_an_empty_index_root_is_filled() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("db.db");
+    with_made(&p, 4096, 1);
+    let c = Connection::open(&p).unwrap();
+    let [table, unique, _] = made_roots(&c);
+    c.execute_batch(
+        "CREATE TABLE full(a); CREATE INDEX full_a ON full(a); INSERT INTO full VALUES (1);",
+    )
+    .unwrap();
+    let full = root_of(&c, "full_a");
+    drop(c);
+    let mut f = std::fs::File::open(&p).unwrap();
+    let mut base = Existing::read(&mut f).unwrap();
+    for root in [table, full, 1, 0, base.pages() + 1] {
+        assert!(base.empty_index(&mut f, root).is_err(), "root {root}");
+    }
+    assert!(base.empty_index(&mut f, unique).is_ok());
 }
