@@ -575,9 +575,11 @@ fn page_writer_refusal(loads: &[Load<'_>], opts: &ImportOptions) -> Option<&'sta
 }
 
 /// The road of a load the side file takes: in place ([`EngineRoute::InPlace`]) when
-/// the page writer can extend the file and the table is a name free there, or a table
-/// without index (none asked for either) that the side file would take (read now,
-/// without a lock: the writer reads both again under its lock), else the side file.
+/// the page writer can extend the file and the table is a name free there, a table
+/// without index (none asked for either) that the side file would take, or an empty
+/// table made beforehand without CHECK constraint that it would take, bad records not
+/// set aside (read now, without a lock: the writer reads both again under its lock);
+/// else the side file.
 fn side_or_in_place(
     db: &Path,
     load: &Load<'_>,
@@ -594,6 +596,21 @@ fn side_or_in_place(
                 Some(d @ Destination::Plain { .. }) => {
                     matches!(&d, Destination::Plain { indexes, .. } if indexes.is_empty())
                         && opts.indexes.is_empty()
+                        && destination::side_file_takes(
+                            &d,
+                            &load.columns,
+                            grows,
+                            !opts.types.is_empty(),
+                        )
+                }
+                // A table made beforehand: its rows are checked as they are written, and
+                // a row that breaks a rule fails the load (pages written in place cannot
+                // set it aside, as the side file's check can when bad records are kept).
+                Some(d @ Destination::Exact { .. }) => {
+                    matches!(&d, Destination::Exact { table, .. } if destination::exact_in_place(table))
+                        && opts.indexes.is_empty()
+                        && opts.rejects.is_none()
+                        && opts.max_errors.is_none()
                         && destination::side_file_takes(
                             &d,
                             &load.columns,

@@ -16,7 +16,8 @@
 
 use std::path::PathBuf;
 
-use super::side::{Origins, Side};
+use super::row_rules::Origins;
+use super::side::Side;
 use super::sqlite::{is_row_error, Conflict};
 use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::Batch;

@@ -13,6 +13,7 @@
 pub(crate) mod merge;
 pub(crate) mod null;
 pub(crate) mod page;
+pub(crate) mod row_rules;
 #[cfg(feature = "network")]
 pub(crate) mod rqlite;
 pub(crate) mod side;

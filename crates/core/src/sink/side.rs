@@ -5,17 +5,15 @@
 //! removed) or commit (indexes asked for, commit, side file removed).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use super::page::{PageOut, PageSink};
 use super::target::{self, Target};
 use super::Sink;
-use crate::batch::{Batch, RowOrigin};
+
 use crate::durability::Durability;
-use crate::error::{Error, Position, Result};
+use crate::error::{Error, Result};
 use crate::plan::WriteRules;
 use crate::progress::Progress;
-use crate::source::BadRecord;
 use crate::summary::Summary;
 use crate::table::IndexSpec;
 
@@ -156,56 +154,6 @@ impl Drop for Side<'_> {
     fn drop(&mut self) {
         if self.target.is_some() {
             self.abort();
-        }
-    }
-}
-
-/// Where each row of a side file came from (row `i` is rowid `i + 1`): the position of
-/// a row SQLite refuses only once all are written.
-pub(crate) struct Origins {
-    /// The input's name, for positions.
-    source: Arc<str>,
-    rows: Vec<RowOrigin>,
-}
-
-impl Origins {
-    /// No rows yet, of input `source`.
-    pub(crate) fn new(source: Arc<str>) -> Self {
-        Origins {
-            source,
-            rows: vec![],
-        }
-    }
-
-    /// Takes the origins of `batch`'s rows, which follow those taken before.
-    pub(crate) fn push(&mut self, batch: &Batch) {
-        self.rows.extend((0..batch.rows()).map(|r| batch.origin(r)));
-    }
-
-    /// How many rows.
-    pub(crate) fn len(&self) -> u64 {
-        self.rows.len() as u64
-    }
-
-    /// The bad record of the side file's row `rowid`, which SQLite refused with `e`;
-    /// `fields` are its values as the side file holds them.
-    pub(crate) fn refused(
-        &self,
-        rowid: i64,
-        e: &rusqlite::Error,
-        fields: serde_json::Value,
-    ) -> BadRecord {
-        let origin = self.rows[(rowid - 1) as usize];
-        let pos = Position {
-            path: self.source.clone(),
-            line: origin.line,
-            column: 1,
-            record: origin.record,
-            byte: 0,
-        };
-        BadRecord {
-            error: Error::refused_row(Some(pos), e),
-            fields,
         }
     }
 }

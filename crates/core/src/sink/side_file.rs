@@ -7,7 +7,8 @@
 use std::path::PathBuf;
 
 use super::page::GivenSchema;
-use super::side::{create_indexes, Origins, Side};
+use super::row_rules::{Origins, RowRules};
+use super::side::{create_indexes, Side};
 use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::Batch;
 use crate::destination::{side_file_takes, Destination};
@@ -66,40 +67,6 @@ impl<'p> SideFileSink<'p> {
             existing: None,
             exact: None,
         }
-    }
-}
-
-/// What each record of a table with constraints is checked for as it is written: NULL
-/// in a NOT NULL column, and for a STRICT table a storage class its column does not take.
-/// (CHECK constraints are SQLite's to evaluate, on the whole side file.)
-struct RowRules {
-    not_null: Vec<bool>,
-    /// The column types of a STRICT table.
-    strict: Option<Vec<ColumnType>>,
-}
-
-impl RowRules {
-    /// Whether `batch` has a record that breaks a rule, or has no records to look at.
-    fn broken_by(&self, batch: &Batch) -> bool {
-        let Some(records) = batch.records() else {
-            return batch.rows() > 0;
-        };
-        records.iter().any(|record| {
-            record.serial_types().enumerate().any(|(i, t)| {
-                if t == 0 {
-                    return self.not_null.get(i).copied().unwrap_or(true);
-                }
-                match self.strict.as_ref().map(|types| types.get(i)) {
-                    None => false,
-                    // A REAL column keeps a whole number as an integer (SQLite reads it
-                    // back as a REAL), so integers are REAL's too.
-                    Some(Some(ColumnType::Integer)) => !matches!(t, 1..=6 | 8 | 9),
-                    Some(Some(ColumnType::Real)) => !matches!(t, 1..=9),
-                    Some(Some(ColumnType::Text)) => !(t >= 13 && t % 2 == 1),
-                    Some(_) => true,
-                }
-            })
-        })
     }
 }
 

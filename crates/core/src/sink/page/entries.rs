@@ -49,6 +49,25 @@ pub enum SortedEntries<'a> {
 }
 
 impl SortedEntries<'_> {
+    /// The smallest rowid of an entry whose key (of `keys` columns, none of them NULL)
+    /// an entry of a smaller rowid has: the row SQLite's insert path, taking the rows in
+    /// rowid order, refuses first under a UNIQUE index.
+    pub fn first_repeat(&self, keys: usize) -> Option<i64> {
+        use rayon::prelude::*;
+        match self {
+            SortedEntries::IntPairs(p) => p
+                .par_windows(2)
+                .filter(|w| w[0].0 == w[1].0)
+                .map(|w| w[1].1)
+                .min(),
+            SortedEntries::Records(r) => r
+                .par_windows(2)
+                .filter(|w| liteload_btree::index::same_key(w[0], w[1], keys))
+                .filter_map(|w| entry_rowid(w[1], keys))
+                .min(),
+        }
+    }
+
     /// Whether two neighbours have the same key of `keys` columns, none of them NULL
     /// (what a UNIQUE index forbids).
     pub fn has_equal_keys(&self, keys: usize) -> bool {
@@ -342,6 +361,14 @@ impl IndexEntries {
                 })
                 .collect(),
         ))
+    }
+}
+
+/// The rowid of an index entry of `keys` key columns (its last column).
+pub fn entry_rowid(entry: &[u8], keys: usize) -> Option<i64> {
+    match liteload_btree::Record::parse(entry).ok()?.column(keys)? {
+        Cell::Integer(i) => Some(i),
+        _ => None,
     }
 }
 

@@ -11,16 +11,18 @@ mod entries;
 pub(crate) mod file;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use liteload_btree::journal::{self, DiskFiles};
 use liteload_btree::{
-    DbWriter, DetachedTable, Existing, RecordBuilder, SeqFile, TableEdge, TableWriter,
+    DbWriter, DetachedTable, EmptyIndex, Existing, RecordBuilder, SeqFile, TableEdge, TableWriter,
     Value as Cell,
 };
 
+use super::row_rules::{self, Origins, RowRules};
 use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::{Batch, Value};
-use crate::destination::{side_file_takes, Destination};
+use crate::destination::{exact_in_place, side_file_takes, Destination, ExactTable};
 use crate::durability::{self, Durability};
 use crate::error::{Error, Hint, Result};
 use crate::names::Names;
@@ -112,6 +114,100 @@ pub(crate) struct PageSink<'p> {
     if_exists: crate::table::IfExists,
     /// For rows appended in place to a table that exists: its largest rowid before.
     appended_after: Option<i64>,
+    /// For a table made beforehand with constraints, filled in place: its rules and
+    /// what the rows did to them.
+    exact: Option<ExactInPlace>,
+}
+
+/// An empty table made beforehand with constraints (NOT NULL, STRICT, UNIQUE and
+/// PRIMARY KEY indexes; not CHECK, which only SQLite evaluates), filled in place: its
+/// rows after its (empty) edge, each of its indexes into its own root page. NOT NULL and
+/// STRICT are checked record by record, UNIQUE keys as the indexes are built; a row that
+/// breaks one fails the load before the commit point, with the reason SQLite's insert
+/// path gives for the first row it would refuse (the plan takes this road only when bad
+/// records are not set aside, which pages once written cannot do).
+struct ExactInPlace {
+    /// The table's actual name and definition.
+    name: String,
+    table: ExactTable,
+    rules: RowRules,
+    /// Whether each index (in the page writer's order) is the PRIMARY KEY's.
+    primary: Vec<bool>,
+    /// The input's name, for positions.
+    source: Arc<str>,
+    /// Where each row came from (row `rowid - 1`).
+    origins: Origins,
+    /// The first row that broke NOT NULL or STRICT: its rowid and SQLite's refusal.
+    broken: Option<(i64, Error)>,
+    /// The first row a UNIQUE index refuses: its rowid and the index (its position).
+    repeated: Option<(i64, usize)>,
+}
+
+impl ExactInPlace {
+    /// The first row SQLite's insert path would refuse, if any: its refusal.
+    fn refusal(&mut self) -> Option<Error> {
+        let repeat = self
+            .repeated
+            .filter(|&(rowid, _)| self.broken.as_ref().is_none_or(|(first, _)| rowid < *first));
+        let Some((rowid, ix)) = repeat else {
+            return self.broken.take().map(|(_, e)| e);
+        };
+        let index = &self.table.indexes[ix];
+        let message = format!(
+            "UNIQUE constraint failed: {}",
+            index
+                .columns
+                .iter()
+                .map(|c| format!("{}.{c}", self.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        // SQLITE_CONSTRAINT_PRIMARYKEY for the key, SQLITE_CONSTRAINT_UNIQUE otherwise.
+        let code = if self.primary[ix] {
+            1555
+        } else {
+            crate::error::UNIQUE
+        };
+        Some(Error::constraint(
+            Some(code),
+            Some(self.origins.position(rowid)),
+            message,
+        ))
+    }
+}
+
+/// A table that exists, which a load in place adds rows to.
+struct Appending {
+    /// Its actual name and its columns.
+    name: String,
+    cols: Vec<(String, ColumnType)>,
+    edge: TableEdge,
+    /// For an empty table made beforehand with constraints: its definition, its indexes'
+    /// roots to fill (in its order), and which index is the PRIMARY KEY's.
+    exact: Option<(ExactTable, Vec<EmptyIndex>, Vec<bool>)>,
+}
+
+/// For each index of `table` (named `name` in `conn`'s database), whether it is the
+/// automatic index of its PRIMARY KEY (`PRAGMA index_list`'s origin `pk`).
+fn primary_indexes(
+    conn: &rusqlite::Connection,
+    name: &str,
+    table: &ExactTable,
+) -> Result<Vec<bool>> {
+    let ctx = |e| Error::sqlite(format!("reading the indexes of {}", quote_ident(name)), e);
+    let mut stmt = conn
+        .prepare("SELECT name FROM pragma_index_list(?1) WHERE origin = 'pk'")
+        .map_err(ctx)?;
+    let pk: Vec<String> = stmt
+        .query_map([name], |r| r.get(0))
+        .map_err(ctx)?
+        .collect::<rusqlite::Result<_>>()
+        .map_err(ctx)?;
+    Ok(table
+        .indexes
+        .iter()
+        .map(|ix| pk.iter().any(|p| p == &ix.name))
+        .collect())
 }
 
 /// An existing table's definition, which a side file repeats word for word so that
@@ -138,6 +234,9 @@ struct Building {
     spill_dir: PathBuf,
     /// Its indexes, built after its rows.
     indexes: Vec<IndexSpec>,
+    /// For an existing table's empty indexes filled in place: their roots, one for each
+    /// of `indexes` (empty otherwise: each index is a new one).
+    fill: Vec<EmptyIndex>,
 }
 
 impl<'p> PageSink<'p> {
@@ -173,6 +272,7 @@ impl<'p> PageSink<'p> {
             in_place: None,
             if_exists: crate::table::IfExists::Append,
             appended_after: None,
+            exact: None,
         }
     }
 
@@ -231,18 +331,31 @@ impl<'p> PageSink<'p> {
             .table
             .take()
             .expect("the table is set aside between calls");
-        b.db.attach(table)
-            .finish()
-            .map_err(|e| from_btree(e, Some(&path)))?;
         let given = self.given.as_ref().map(|g| g.indexes.as_slice());
         for (name, _) in given.unwrap_or_default() {
             self.names.claim(name);
         }
         let indexes = std::mem::take(&mut b.indexes);
-        let (by_sqlite, duplicates) =
-            write_indexes(&mut b, &indexes, given, &mut self.names, self.progress)?;
-        self.by_sqlite.extend(by_sqlite);
-        self.duplicate_keys |= duplicates;
+        let written = b
+            .db
+            .attach(table)
+            .finish()
+            .map_err(|e| from_btree(e, Some(&path)))
+            .and_then(|_| write_indexes(&mut b, &indexes, given, &mut self.names, self.progress));
+        let written = match written {
+            Ok(w) => w,
+            Err(e) => {
+                // Kept for the end (its output holds descriptors of a file changed in
+                // place, which close only once it is consistent again).
+                self.building = Some(b);
+                return Err(e);
+            }
+        };
+        self.by_sqlite.extend(written.by_sqlite);
+        self.duplicate_keys |= written.duplicates;
+        if let (Some(x), Some(repeat)) = (self.exact.as_mut(), written.first_repeat) {
+            x.repeated = Some(repeat);
+        }
         // The table's text, with the columns it gained (the page writer stored the same).
         let grown = b.rows.columns().filter(|c| c.len() != b.cols.len());
         self.create = Some(match grown {
@@ -333,6 +446,18 @@ impl BatchSink for PageSink<'_> {
         batch: &Batch,
         _bad: &mut dyn FnMut(usize, Error) -> Result<()>,
     ) -> Result<u64> {
+        if let Some(x) = self.exact.as_mut() {
+            // Written all the same: the load fails before its commit point if anything
+            // broke a rule (see `ExactInPlace`), with the first row SQLite would refuse.
+            let first = x.origins.len() as i64 + 1;
+            x.origins.push(batch);
+            if x.broken.is_none() {
+                if let Some(r) = x.rules.first_broken(batch) {
+                    let refused = row_rules::refusal(&x.table.create, &x.name, &x.source, batch, r);
+                    x.broken = Some((first + r as i64, refused));
+                }
+            }
+        }
         self.with_table(|rows, t| rows.write(t, batch))
     }
 
@@ -433,6 +558,7 @@ impl Sink for PageSink<'_> {
                 rows,
                 spill_dir,
                 indexes,
+                fill: vec![],
             },
             columns,
             sampled.types.to_vec(),
@@ -565,24 +691,53 @@ impl PageSink<'_> {
     }
 
     /// Begins the load in place into the existing database `db`: takes SQLite's
-    /// EXCLUSIVE lock, finds the table as the plan did (a name free in the file, or a
-    /// table without index or constraint whose columns the input has in order; else it
-    /// changed since the plan read it, and nothing is written), checks that the file can
-    /// be extended, journals the pages the change may write in place, and starts the
-    /// table's writer past the file's end: a new table, or rows after the table's last.
+    /// EXCLUSIVE lock, finds the table as the plan did (a name free in the file, a table
+    /// without index or constraint whose columns the input has in order, or an empty
+    /// table made beforehand with constraints SQLite need not evaluate; else it changed
+    /// since the plan read it, and nothing is written), checks that the file can be
+    /// extended, journals the pages the change may write in place, and starts the table's
+    /// writer past the file's end: a new table, or rows after the table's last.
     fn begin_in_place(&mut self, db: &Path, sampled: &SampledTable<'_>) -> Result<TableStart> {
         let (table, columns) = (sampled.table, sampled.columns);
-        let indexes = self.indexes.clone();
-        check_columns(table, columns, &indexes)?;
+        check_columns(table, columns, &self.indexes)?;
         let (mut writer, target) = self.open_in_place_for(db, sampled)?;
         let spill_dir = spill_dir_of(db);
-        let (name, cols, create, detached, rows) = match target {
-            Some((name, cols, edge)) => {
+        let (name, cols, create, detached, rows, indexes, fill) = match target {
+            Some(Appending {
+                name,
+                cols,
+                edge,
+                exact,
+            }) => {
                 let first = edge.max_rowid() + 1;
                 self.appended_after = Some(edge.max_rowid());
                 let detached = writer.append_to(edge).detach();
-                let rows = self.rows_for(&[], columns, None, &spill_dir, first);
-                (name, cols, String::new(), detached, rows)
+                let (indexes, fill) = match exact {
+                    Some((table, roots, primary)) => {
+                        let specs: Vec<IndexSpec> = table
+                            .indexes
+                            .iter()
+                            .map(|ix| IndexSpec::new(ix.columns.iter().cloned(), ix.unique))
+                            .collect();
+                        self.exact = Some(ExactInPlace {
+                            name: name.clone(),
+                            rules: RowRules {
+                                not_null: table.not_null.clone(),
+                                strict: table.strict.then(|| cols.iter().map(|c| c.1).collect()),
+                            },
+                            table,
+                            primary,
+                            source: sampled.name.into(),
+                            origins: Origins::new(sampled.name.into()),
+                            broken: None,
+                            repeated: None,
+                        });
+                        (specs, roots)
+                    }
+                    None => (vec![], vec![]),
+                };
+                let rows = self.rows_for(&indexes, columns, None, &spill_dir, first);
+                (name, cols, String::new(), detached, rows, indexes, fill)
             }
             None => {
                 crate::schema::check_new_table(table, columns.iter().map(String::as_str))?;
@@ -593,11 +748,20 @@ impl PageSink<'_> {
                     .collect();
                 let create = table::create_sql(table, &cols, &[]);
                 let detached = writer.table(table, &create).detach();
+                let indexes = self.indexes.clone();
                 let mut rows = self.rows_for(&indexes, columns, None, &spill_dir, 1);
                 if sampled.grows {
                     rows = rows.growing(table, cols.clone());
                 }
-                (table.to_string(), cols, create, detached, rows)
+                (
+                    table.to_string(),
+                    cols,
+                    create,
+                    detached,
+                    rows,
+                    indexes,
+                    vec![],
+                )
             }
         };
         let types: Vec<ColumnType> = cols.iter().map(|(_, t)| *t).collect();
@@ -612,6 +776,7 @@ impl PageSink<'_> {
                 rows,
                 spill_dir,
                 indexes,
+                fill,
             },
             columns,
             types,
@@ -620,16 +785,12 @@ impl PageSink<'_> {
     }
 
     /// [`PageSink::open_in_place`] for the one table of `sampled`: `None` when it is new,
-    /// else the table rows are added to (its name, columns and right edge).
-    #[allow(clippy::type_complexity)]
+    /// else the table rows are added to.
     fn open_in_place_for(
         &mut self,
         db: &Path,
         sampled: &SampledTable<'_>,
-    ) -> Result<(
-        DbWriter<SeqFile>,
-        Option<(String, Vec<(String, ColumnType)>, TableEdge)>,
-    )> {
+    ) -> Result<(DbWriter<SeqFile>, Option<Appending>)> {
         let mut target = None;
         let writer = self.open_in_place(db, Some((sampled, &mut target)))?;
         Ok((writer, target))
@@ -637,18 +798,14 @@ impl PageSink<'_> {
 
     /// Takes SQLite's EXCLUSIVE lock on the existing database `db`, finds the tables as
     /// the plan did (the one of `one`: a name free in the file, or a table rows are added
-    /// to, whose edge is put in its second half; without `one`, every table of the
-    /// shapes a name free there), else they changed since the plan read them and nothing
-    /// is written; checks that the file can be extended, journals the pages the change
-    /// may write in place, and returns the writer of pages past the file's end.
-    #[allow(clippy::type_complexity)]
+    /// to, put in its second half; without `one`, every table of the shapes a name free
+    /// there), else they changed since the plan read them and nothing is written; checks
+    /// that the file can be extended, journals the pages the change may write in place,
+    /// and returns the writer of pages past the file's end.
     fn open_in_place(
         &mut self,
         db: &Path,
-        one: Option<(
-            &SampledTable<'_>,
-            &mut Option<(String, Vec<(String, ColumnType)>, TableEdge)>,
-        )>,
+        one: Option<(&SampledTable<'_>, &mut Option<Appending>)>,
     ) -> Result<DbWriter<SeqFile>> {
         let opening = |e| Error::sqlite(format!("opening {}", db.display()), e);
         let conn = rusqlite::Connection::open(db).map_err(opening)?;
@@ -672,7 +829,16 @@ impl PageSink<'_> {
         let table = sampled.table;
         let changed = || crate::destination::changed_since_planned(table);
         let dest = crate::destination::destination(&conn, table, self.if_exists)?;
-        // The table's name, columns and root page when rows are added to it.
+        let root_of = |name: &str| -> Result<u32> {
+            conn.query_row(
+                "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .map_err(|e| Error::sqlite(format!("reading {}", quote_ident(name)), e))
+        };
+        // The table's name, columns and root page when rows are added to it, and for a
+        // table made beforehand its definition, index roots and which is the key's.
         let appending = match dest {
             Some(Destination::New) if names.claim(table) => None,
             Some(
@@ -685,38 +851,64 @@ impl PageSink<'_> {
                 && self.indexes.is_empty()
                 && side_file_takes(d, sampled.columns, sampled.grows, false) =>
             {
-                let root: u32 = conn
-                    .query_row(
-                        "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = ?1",
-                        [name],
-                        |r| r.get(0),
-                    )
-                    .map_err(|e| Error::sqlite(format!("reading {}", quote_ident(name)), e))?;
-                Some((name.clone(), columns.clone(), root))
+                Some((name.clone(), columns.clone(), root_of(name)?, None))
+            }
+            Some(
+                ref d @ Destination::Exact {
+                    ref name,
+                    ref columns,
+                    ref table,
+                },
+            ) if exact_in_place(table)
+                && self.indexes.is_empty()
+                && side_file_takes(d, sampled.columns, sampled.grows, false) =>
+            {
+                let primary = primary_indexes(&conn, name, table)?;
+                let roots = table
+                    .indexes
+                    .iter()
+                    .map(|ix| root_of(&ix.name))
+                    .collect::<Result<Vec<u32>>>()?;
+                Some((
+                    name.clone(),
+                    columns.clone(),
+                    root_of(name)?,
+                    Some((table.clone(), roots, primary)),
+                ))
             }
             _ => return Err(changed()),
         };
         self.names = names;
-        let (writer, edge) = self.journal_in_place(
+        let (writer, found) = self.journal_in_place(
             db,
             conn,
-            appending.as_ref().map(|(n, _, root)| (n.as_str(), *root)),
+            appending.as_ref().map(|(n, _, root, exact)| {
+                let index_roots = exact.as_ref().map_or(&[][..], |e| e.1.as_slice());
+                (n.as_str(), *root, index_roots)
+            }),
         )?;
         *target = appending
-            .zip(edge)
-            .map(|((name, cols, _), edge)| (name, cols, edge));
+            .zip(found)
+            .map(|((name, cols, _, exact), (edge, fill))| Appending {
+                name,
+                cols,
+                edge,
+                exact: exact.map(|(table, _, primary)| (table, fill, primary)),
+            });
         Ok(writer)
     }
 
     /// The file part of [`PageSink::open_in_place`], `conn` holding the lock: the file
-    /// read and checked, the right edge of `append`'s table (name, root page) read, the
-    /// journal written, and the writer started past the end.
+    /// read and checked, the right edge of `append`'s table (name, root page) and the
+    /// existing empty indexes to fill (their root pages) read, the journal written, and
+    /// the writer started past the end.
+    #[allow(clippy::type_complexity)]
     fn journal_in_place(
         &mut self,
         db: &Path,
         conn: rusqlite::Connection,
-        append: Option<(&str, u32)>,
-    ) -> Result<(DbWriter<SeqFile>, Option<TableEdge>)> {
+        append: Option<(&str, u32, &[u32])>,
+    ) -> Result<(DbWriter<SeqFile>, Option<(TableEdge, Vec<EmptyIndex>)>)> {
         let changed = || {
             crate::destination::changed_since_planned(append.map_or_else(
                 || self.shapes.first().map_or("", |s| s.table.as_str()),
@@ -734,8 +926,15 @@ impl PageSink<'_> {
             e => from_btree(e, Some(db)),
         };
         let mut base = Existing::read(files.db()).map_err(not_extensible)?;
-        let edge = match append {
-            Some((_, root)) => Some(base.table_edge(files.db(), root).map_err(not_extensible)?),
+        let found = match append {
+            Some((_, root, index_roots)) => {
+                let edge = base.table_edge(files.db(), root).map_err(not_extensible)?;
+                let fill = index_roots
+                    .iter()
+                    .map(|&r| base.empty_index(files.db(), r).map_err(not_extensible))
+                    .collect::<Result<Vec<_>>>()?;
+                Some((edge, fill))
+            }
             None => None,
         };
         let offset = u64::from(base.pages()) * u64::from(base.page_size());
@@ -751,7 +950,7 @@ impl PageSink<'_> {
         journal::begin(&mut ip.files, &ip.base, journal::nonce()).map_err(io)?;
         let out = SeqFile::extend(db, offset).map_err(io)?;
         self.writing = Some(db.to_path_buf());
-        Ok((DbWriter::extend(out, base), edge))
+        Ok((DbWriter::extend(out, base), found))
     }
 
     /// Links the finished table into the database extended in place and commits: the
@@ -765,6 +964,10 @@ impl PageSink<'_> {
             .map_err(|e| from_btree(e, Some(&path)))?;
         let ip = self.in_place.as_mut().expect("checked by the caller");
         ip.out = Some(out);
+        if let Some(refused) = self.exact.as_mut().and_then(ExactInPlace::refusal) {
+            // Rolled back when the sink drops, its descriptors still open.
+            return Err(refused);
+        }
         if !self.by_sqlite.is_empty() {
             // Never so here (index entries spill to disk): SQLite's statements could not
             // be part of the change.
@@ -806,6 +1009,13 @@ impl PageSink<'_> {
         summary.engine = Some(EngineUsed::Direct);
         summary.verified = self.verify;
         summary.notes.push(match self.appended_after {
+            Some(_) if self.exact.is_some() => format!(
+                "written in place: the rows in new pages past the file's end, the table made \
+                 beforehand and its {} index(es) filled from their root pages; {} page(s) and \
+                 the header changed under a rollback journal",
+                self.exact.as_ref().map_or(0, |x| x.table.indexes.len()),
+                changed.len()
+            ),
             Some(after) => format!(
                 "written in place: the rows in new pages past the file's end after rowid \
                  {after}, {} page(s) of the table's right edge and the header changed under a \
@@ -854,24 +1064,50 @@ impl PageSink<'_> {
     }
 }
 
+/// What [`write_indexes`] did beyond the pages.
+#[derive(Default)]
+struct IndexesWritten {
+    /// The CREATE INDEX of those whose entries were given up, for SQLite to build on the
+    /// finished file.
+    by_sqlite: Vec<String>,
+    /// Whether a UNIQUE index of a given schema met a key twice.
+    duplicates: bool,
+    /// Filling existing indexes: the smallest rowid whose key an earlier row has under
+    /// a UNIQUE index, and that index's position.
+    first_repeat: Option<(i64, usize)>,
+}
+
 /// Writes the indexes of table `b` whose entries were gathered, named as `given` says
-/// where it is set, else by `names`; returns the CREATE INDEX of those whose entries were given up, for
-/// SQLite to build on the finished file, and whether a UNIQUE index of `given` met a
-/// key twice (without `given`, that is an error).
+/// where it is set, else by `names`, or each into its existing root where `b.fill` has
+/// them (see [`IndexesWritten`]). A UNIQUE index that meets a key twice is an error
+/// unless `given` is set or the indexes are filled (then it is reported).
 fn write_indexes(
     b: &mut Building,
     indexes: &[IndexSpec],
     given: Option<&[(String, Option<String>)]>,
     names: &mut Names,
     progress: &Progress,
-) -> Result<(Vec<String>, bool)> {
+) -> Result<IndexesWritten> {
     progress.set_stage(Stage::Indexing);
     let gathered = std::mem::take(&mut b.rows.indexes);
     let (w, table_name, spill_dir) = (&mut b.db, &b.name, &b.spill_dir);
     let mut by_sqlite = vec![];
     let mut duplicates = false;
+    let mut first_repeat: Option<(i64, usize)> = None;
+    let filling = !b.fill.is_empty();
+    let mut repeat_at = |rowid: Option<i64>, i: usize| {
+        if let Some(r) = rowid {
+            if first_repeat.is_none_or(|(f, _)| r < f) {
+                first_repeat = Some((r, i));
+            }
+        }
+    };
     for (i, (ix, mut entries)) in indexes.iter().zip(gathered).enumerate() {
         progress.check()?;
+        if let Some(root) = b.fill.get(i) {
+            w.fill_index(root.clone())
+                .map_err(|e| Error::internal(format!("writing the index: {e}")))?;
+        }
         let (name, sql) = match given.and_then(|g| g.get(i)) {
             Some((name, sql)) => (name.clone(), sql.clone().unwrap_or_default()),
             None => {
@@ -880,7 +1116,7 @@ fn write_indexes(
                 (name, sql)
             }
         };
-        let tolerate = given.is_some();
+        let tolerate = given.is_some() || filling;
         let unique_error = || {
             Error::constraint(
                 Some(crate::error::UNIQUE),
@@ -904,7 +1140,7 @@ fn write_indexes(
                     // A long merge stays cancellable.
                     progress.check()?;
                 }
-                if ix.unique && !duplicates {
+                if ix.unique && (filling || !duplicates) {
                     if last
                         .as_deref()
                         .is_some_and(|l| liteload_btree::index::same_key(l, rec, keys))
@@ -913,6 +1149,9 @@ fn write_indexes(
                             return Err(unique_error());
                         }
                         duplicates = true;
+                        if filling {
+                            repeat_at(entries::entry_rowid(rec, keys), i);
+                        }
                     }
                     last = Some(rec.to_vec());
                 }
@@ -942,6 +1181,9 @@ fn write_indexes(
                 return Err(unique_error());
             }
             duplicates = true;
+            if filling {
+                repeat_at(sorted.first_repeat(ix.columns.len()), i);
+            }
         }
         match &sorted {
             SortedEntries::IntPairs(pairs) => w.index_int_pairs(&name, table_name, &sql, pairs),
@@ -949,7 +1191,11 @@ fn write_indexes(
         }
         .map_err(|e| Error::internal(format!("writing the index: {e}")))?;
     }
-    Ok((by_sqlite, duplicates))
+    Ok(IndexesWritten {
+        by_sqlite,
+        duplicates,
+        first_repeat,
+    })
 }
 
 /// What turns batches into a table's rows for the page writer: row `i` of the load gets
