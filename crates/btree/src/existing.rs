@@ -12,7 +12,8 @@
 //! to a rollback journal first (see [`crate::journal`]).
 //!
 //! What the file must be (anything else is refused, before a byte is written): SQLite 3
-//! with a rollback journal (write and read versions 1: not WAL), no reserved bytes per
+//! with a rollback journal (write and read versions 1: not WAL; or WAL, versions 2, when
+//! the caller has checkpointed it under an exclusive lock), no reserved bytes per
 //! page, the standard payload fractions, a size SQLite trusts (version-valid-for equal to
 //! the change counter) that matches the file's length, schema format 4 (or 0 with an
 //! empty schema, which the extension makes 4), UTF-8 text (or 0, likewise: made 1), and
@@ -85,6 +86,21 @@ impl Existing {
     /// (positioned anywhere), checking that the page writer can extend it (see the module
     /// notes). The caller holds a lock that keeps other writers out until it is done.
     pub fn read<R: Read + Seek>(file: &mut R) -> Result<Existing, Error> {
+        Existing::read_with(file, false)
+    }
+
+    /// [`Existing::read`] of a database that may be in WAL mode, which the extension
+    /// leaves in the mode it finds (page 1's file format versions are kept, and go to the
+    /// journal as they are, so that a rollback restores them). The caller holds SQLite's
+    /// EXCLUSIVE lock on the database file, which no other connection has open (in WAL
+    /// mode every connection holds a SHARED lock while it has the file open), and has
+    /// checkpointed the WAL into the database file and emptied it: the file then holds
+    /// every page, and nothing reads the WAL until the change is committed or undone.
+    pub fn read_checkpointed<R: Read + Seek>(file: &mut R) -> Result<Existing, Error> {
+        Existing::read_with(file, true)
+    }
+
+    fn read_with<R: Read + Seek>(file: &mut R, wal: bool) -> Result<Existing, Error> {
         let len = file.seek(SeekFrom::End(0))?;
         let mut head = [0u8; DB_HEADER];
         if len < DB_HEADER as u64 {
@@ -101,10 +117,10 @@ impl Existing {
         if !(512..=65536).contains(&page_size) || !page_size.is_power_of_two() {
             return Err(refuse("its header has no valid page size"));
         }
-        if head[18] == 2 || head[19] == 2 {
+        if (head[18] == 2 || head[19] == 2) && !wal {
             return Err(refuse("it is in WAL mode"));
         }
-        if head[18] != 1 || head[19] != 1 {
+        if !matches!((head[18], head[19]), (1, 1) | (2, 2)) {
             return Err(refuse(
                 "its file format versions are not SQLite 3's rollback mode",
             ));

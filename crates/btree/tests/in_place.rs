@@ -113,6 +113,20 @@ fn dump(path: &Path) -> Vec<String> {
     out
 }
 
+/// The new table (and its index) added to the database at `path` by SQLite's own
+/// CREATE and INSERT, for reference.
+fn sqlite_adds_table(path: &Path, rows: &[(i64, String, Vec<u8>)]) {
+    let c = Connection::open(path).unwrap();
+    c.execute_batch(&format!("{NEW_SQL}; {NEW_INDEX};"))
+        .unwrap();
+    let mut ins = c
+        .prepare("INSERT INTO \"new one\"(rowid, k, t, b) VALUES (?1, ?2, ?3, ?4)")
+        .unwrap();
+    for (k, t, b) in rows {
+        ins.execute(rusqlite::params![k, k * 3, t, b]).unwrap();
+    }
+}
+
 /// Extends the database at `path` through the real files, holding SQLite's EXCLUSIVE
 /// lock on a connection throughout; returns that connection, its transaction ended.
 fn extend_on_disk(path: &Path, rows: &[(i64, String, Vec<u8>)]) -> Connection {
@@ -160,17 +174,7 @@ fn sqlite_reads_the_old_tables_as_they_were_and_the_new_one_as_written() {
                     .unwrap_or_else(|e| panic!("page {page_size}, {tables} tables, {n} rows: {e}"));
                 assert_eq!(seen as usize, n);
                 drop(conn);
-                {
-                    let c = Connection::open(&theirs).unwrap();
-                    c.execute_batch(&format!("{NEW_SQL}; {NEW_INDEX};"))
-                        .unwrap();
-                    let mut ins = c
-                        .prepare("INSERT INTO \"new one\"(rowid, k, t, b) VALUES (?1, ?2, ?3, ?4)")
-                        .unwrap();
-                    for (k, t, b) in &rows {
-                        ins.execute(rusqlite::params![k, k * 3, t, b]).unwrap();
-                    }
-                }
+                sqlite_adds_table(&theirs, &rows);
                 let case = format!("page {page_size}, {tables} tables, {n} rows");
                 assert_eq!(dump(&ours), dump(&theirs), "{case}");
                 assert!(!d.path().join("ours.db-journal").exists(), "{case}");
@@ -398,7 +402,8 @@ fn after_crash(old: &[u8], ops: &[Op], loss: Loss) -> (Vec<u8>, Option<Vec<u8>>)
 /// Runs a whole change against the log; returns the operations and the new file.
 fn logged_change(old: &[u8], rows: &[(i64, String, Vec<u8>)]) -> (Vec<Op>, Vec<u8>) {
     let log = Log::default();
-    let base = Existing::read(&mut Cursor::new(old.to_vec())).unwrap();
+    // A file in WAL mode is read as its checkpointed self (the tests' are).
+    let base = Existing::read_checkpointed(&mut Cursor::new(old.to_vec())).unwrap();
     let mut files = log.clone();
     journal::begin(&mut files, &base, 0x5eed_1234).unwrap();
     let page_size = base.page_size();
@@ -924,4 +929,120 @@ fn only_an_empty_index_root_is_filled() {
         assert!(base.empty_index(&mut f, root).is_err(), "root {root}");
     }
     assert!(base.empty_index(&mut f, unique).is_ok());
+}
+
+/// [`base`] in WAL mode: the header's file format versions are 2, and the WAL was
+/// checkpointed and removed when the last connection closed.
+fn wal_base(path: &Path, page_size: u32, tables: usize) {
+    base(path, page_size, tables);
+    let c = Connection::open(path).unwrap();
+    let mode: String = c
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn a_crash_while_extending_a_wal_file_leaves_the_old_file_or_the_new_one_in_wal_mode() {
+    let d = tempfile::tempdir().unwrap();
+    for (tables, n) in [(0usize, 3usize), (12, 40)] {
+        let basep = d.path().join(format!("wal{tables}.db"));
+        wal_base(&basep, 512, tables);
+        let old = std::fs::read(&basep).unwrap();
+        assert_eq!(old[18..20], [2, 2]);
+        assert!(Existing::read(&mut Cursor::new(old.clone())).is_err());
+        let (ops, new) = logged_change(&old, &new_rows(n));
+        assert_eq!(new[18..20], [2, 2], "the new file stays in WAL mode");
+        crash_after_every_op(
+            d.path(),
+            &old,
+            &ops,
+            &format!("WAL, {tables} tables, {n} rows"),
+        );
+    }
+}
+
+/// A file in WAL mode extended through the real files as a load does it: one connection
+/// in EXCLUSIVE locking mode (no shared memory; its first read takes SQLite's EXCLUSIVE
+/// lock, which no other connection then gets), the WAL checkpointed and emptied, the
+/// change journaled and committed, that connection closed without a checkpoint. SQLite
+/// then reads the new table as its own INSERT writes it, and the file is still in WAL
+/// mode.
+#[test]
+fn a_file_in_wal_mode_is_extended_under_an_exclusive_lock_and_stays_in_wal_mode() {
+    for n in [0usize, 5, 3000] {
+        let d = tempfile::tempdir().unwrap();
+        let (ours, theirs) = (d.path().join("ours.db"), d.path().join("sqlite.db"));
+        // Rows left in the WAL (copied while a connection has them there, as after a
+        // crash), which the checkpoint moves into the file first.
+        let src = d.path().join("src.db");
+        wal_base(&src, 4096, 3);
+        {
+            let c = Connection::open(&src).unwrap();
+            c.execute_batch(
+                "PRAGMA wal_autocheckpoint=0; INSERT INTO \"old 1\"(a, b) VALUES (99, 'in the wal');",
+            )
+            .unwrap();
+            for p in [&ours, &theirs] {
+                std::fs::copy(&src, p).unwrap();
+                let mut wal = p.clone().into_os_string();
+                wal.push("-wal");
+                std::fs::copy(d.path().join("src.db-wal"), &wal).unwrap();
+            }
+        }
+        let rows = new_rows(n);
+        let conn = Connection::open(&ours).unwrap();
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )
+        .unwrap();
+        conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE; PRAGMA synchronous=FULL;")
+            .unwrap();
+        conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
+            .unwrap();
+        let (busy, log): (i64, i64) = conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((busy, log), (0, 0));
+        conn.execute_batch("BEGIN EXCLUSIVE; SELECT count(*) FROM sqlite_schema;")
+            .unwrap();
+        // Another connection is kept out meanwhile.
+        let other = Connection::open(&ours).unwrap();
+        assert!(other
+            .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r
+                .get::<_, i64>(0))
+            .is_err());
+        drop(other);
+        let mut files = DiskFiles::open(&ours).unwrap();
+        assert!(Existing::read(files.db()).is_err(), "read refuses WAL");
+        let base = Existing::read_checkpointed(files.db()).unwrap();
+        journal::begin(&mut files, &base, journal::nonce()).unwrap();
+        let page_size = base.page_size();
+        let offset = u64::from(base.pages()) * u64::from(page_size);
+        let mut db = DbWriter::extend(SeqFile::extend(&ours, offset).unwrap(), base);
+        add_table(&mut db, &rows);
+        let (out, changed) = db.finish_in_place().unwrap();
+        journal::commit(&mut files, page_size, &changed).unwrap();
+        drop((out, files));
+        conn.execute_batch("COMMIT").unwrap();
+        drop(conn);
+        sqlite_adds_table(&theirs, &rows);
+        let case = format!("WAL, {n} rows");
+        assert_eq!(dump(&ours), dump(&theirs), "{case}");
+        let c = Connection::open(&ours).unwrap();
+        let mode: String = c
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal", "{case}");
+        c.execute_batch("INSERT INTO \"new one\"(k) VALUES (-1); CREATE TABLE after(x);")
+            .unwrap();
+        let ok: String = c
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ok, "ok", "{case}");
+        assert!(!d.path().join("ours.db-journal").exists(), "{case}");
+    }
 }

@@ -180,10 +180,11 @@ fn kill_during_a_new_table_in_place_leaves_it_absent_or_complete() -> R {
     kills_during_a_new_table(false)
 }
 
-/// The same in WAL mode (the page writer's side file, then SQLite's transfer); the next
-/// run removes the side file a kill left.
+/// The same in WAL mode, which no other connection has open: in place too (the WAL
+/// checkpointed under the load's lock); after every kill the file is in WAL mode, as it
+/// was.
 #[test]
-fn kill_during_an_append_of_a_new_table_leaves_it_absent_or_complete() -> R {
+fn kill_during_a_new_table_in_place_in_wal_mode_leaves_it_absent_or_complete() -> R {
     kills_during_a_new_table(true)
 }
 
@@ -215,6 +216,13 @@ fn kills_during_a_new_table(wal: bool) -> R {
         let c = Connection::open(&db)?;
         let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
         assert_eq!(ok, "ok", "integrity_check after kill -9 (delay {delay:?})");
+        if wal {
+            let mode: String = c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+            assert_eq!(
+                mode, "wal",
+                "the journal mode after kill -9 (delay {delay:?})"
+            );
+        }
         let seed: i64 = c.query_row("SELECT sum(k) FROM seed", [], |r| r.get(0))?;
         assert_eq!(seed, 6, "the table already there changed");
         let has_big: i64 = c.query_row(
@@ -237,11 +245,103 @@ fn kills_during_a_new_table(wal: bool) -> R {
         saw_absent > 0,
         "no kill landed during an append; the test proved nothing"
     );
-    if !wal {
-        assert_eq!(saw_side, 0, "a new table in place made a side file");
-        assert!(!d.path().join("a.db-journal").exists());
-        return Ok(());
+    assert_eq!(saw_side, 0, "a new table in place made a side file");
+    assert!(!d.path().join("a.db-journal").exists());
+    Ok(())
+}
+
+/// kill -9 during a load into an empty STRICT table made beforehand with a UNIQUE and a
+/// plain index (filled in place: the rows past the file's end, each index into its own
+/// root page): the table is empty or complete, its indexes agreeing with it.
+#[test]
+fn kill_during_a_load_into_a_made_table_in_place_leaves_it_empty_or_complete() -> R {
+    let d = tempfile::tempdir()?;
+    let after = write_input(&d.path().join("big.csv"))?;
+    let t0 = Instant::now();
+    assert!(spawn(d.path(), &["full.db", "big.csv"])?.wait()?.success());
+    let full = t0.elapsed();
+    let mut saw_empty = 0;
+    for delay in delays(full * 3, 6) {
+        let db = d.path().join("a.db");
+        for f in ["a.db", "a.db-wal", "a.db-shm", "a.db-journal"] {
+            let _ = std::fs::remove_file(d.path().join(f));
+        }
+        Connection::open(&db)?.execute_batch(
+            "CREATE TABLE big (id INT NOT NULL UNIQUE, n INT NOT NULL, s TEXT NOT NULL) STRICT;
+             CREATE INDEX big_s ON big (s);",
+        )?;
+        let mut child = spawn(d.path(), &["a.db", "big.csv", "--table", "big"])?;
+        std::thread::sleep(delay);
+        child.kill()?;
+        child.wait()?;
+        // integrity_check (in `contents`) also checks each index against the table.
+        let got = contents(&db)?;
+        assert!(
+            got == (0, 0, 0) || got == after,
+            "a killed load left {got:?}, neither empty nor {after:?}"
+        );
+        if got == (0, 0, 0) {
+            saw_empty += 1;
+        }
     }
+    assert!(
+        saw_empty > 0,
+        "no kill landed during the load; the test proved nothing"
+    );
+    Ok(())
+}
+
+/// kill -9 during a load that replaces a table (the page writer's side file, then
+/// SQLite's transfer, in one transaction with the DROP): the table is as it was or
+/// complete, and the next run removes the side file a kill left.
+#[test]
+fn kill_during_a_replace_through_a_side_file_leaves_the_table_before_or_after() -> R {
+    let d = tempfile::tempdir()?;
+    let after = write_input(&d.path().join("big.csv"))?;
+    std::fs::write(d.path().join("seed.csv"), "id,n,s\n-1,5,abc\n")?;
+    let before = (1, 5, 3);
+    let t0 = Instant::now();
+    assert!(spawn(d.path(), &["full.db", "big.csv"])?.wait()?.success());
+    let full = t0.elapsed();
+    let (mut saw_before, mut saw_side) = (0, 0);
+    for delay in delays(full * 2, 6) {
+        let db = d.path().join("a.db");
+        for f in ["a.db", "a.db-wal", "a.db-shm", "a.db-journal"] {
+            let _ = std::fs::remove_file(d.path().join(f));
+        }
+        assert!(spawn(d.path(), &["a.db", "seed.csv", "--table", "big"])?
+            .wait()?
+            .success());
+        let mut child = spawn(
+            d.path(),
+            &[
+                "a.db",
+                "big.csv",
+                "--table",
+                "big",
+                "--if-exists",
+                "replace",
+            ],
+        )?;
+        std::thread::sleep(delay);
+        child.kill()?;
+        child.wait()?;
+        if d.path().join("a.db.liteload-append").exists() {
+            saw_side += 1;
+        }
+        let got = contents(&db)?;
+        assert!(
+            got == before || got == after,
+            "a killed replace left {got:?}, neither {before:?} nor {after:?}"
+        );
+        if got == before {
+            saw_before += 1;
+        }
+    }
+    assert!(
+        saw_before > 0,
+        "no kill landed during the load; the test proved nothing"
+    );
     // A side file left by a kill (the last one, or one planted as a kill leaves it) is
     // removed by the next append.
     eprintln!("kills that left a side file: {saw_side}");

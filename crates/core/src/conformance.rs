@@ -13,11 +13,15 @@
 //!   mode) that holds a table, in place past its end;
 //! - `in_place`: a new table of an existing file (rollback journal mode), written past
 //!   its end by the page writer, the schema changed in place under a rollback journal;
-//! - `side_file`: a new table of an existing file in WAL mode (which the page writer
-//!   does not extend in place), through a side file and SQLite's transfer;
+//! - `in_place_wal`: the same into a file in WAL mode that no other connection has open
+//!   (the WAL checkpointed under the lock; the file stays in WAL mode);
+//! - `side_file`: a new table of an existing file in WAL mode that another connection
+//!   has open (which keeps the page writer out of the file), through a side file and
+//!   SQLite's transfer;
 //! - `in_place_append`: rows added after the last of a table (without index) of an
 //!   existing file in rollback mode that holds rows, in place past the file's end;
-//! - `side_file_append`: rows added to a table of an existing file in WAL mode that
+//! - `side_file_append`: rows added to a table of an existing file in WAL mode (another
+//!   connection holding it open) that
 //!   holds rows;
 //! - `merge`: an upsert into an existing table with an INTEGER PRIMARY KEY, half the
 //!   input's keys taken, against SQLite's `INSERT … ON CONFLICT DO UPDATE`;
@@ -545,6 +549,7 @@ enum SinkUnderTest {
     PageTables,
     PageTablesInPlace,
     InPlace,
+    InPlaceWal,
     InPlaceAppend,
     SideFile,
     SideFileAppend,
@@ -666,6 +671,14 @@ impl Reference {
 }
 
 /// Plans `case` into `db` as the load would, for `writer`'s inputs.
+/// A connection that has read the database at `db`, so holds it open (in WAL mode, its
+/// SHARED lock) while it lives.
+fn reader(db: &Path) -> R<Connection> {
+    let c = Connection::open(db)?;
+    c.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
+    Ok(c)
+}
+
 fn planned<'i>(db: &Path, inputs: &'i [Input], opts: &ImportOptions) -> R<ImportPlan<'i>> {
     Ok(plan::plan(
         Dest::File(db),
@@ -761,10 +774,13 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
             }
             Ok(())
         }
-        SinkUnderTest::InPlace => {
-            Connection::open(&db)?.execute_batch(
-                "CREATE TABLE other(x); INSERT INTO other VALUES (1); CREATE INDEX t_x ON other(x)",
-            )?;
+        SinkUnderTest::InPlace | SinkUnderTest::InPlaceWal => {
+            let wal = writer == SinkUnderTest::InPlaceWal;
+            let mode = if wal { "WAL" } else { "DELETE" };
+            Connection::open(&db)?.execute_batch(&format!(
+                "PRAGMA journal_mode={mode}; CREATE TABLE other(x); INSERT INTO other VALUES (1); \
+                 CREATE INDEX t_x ON other(x)"
+            ))?;
             let inputs = [case.input("t")];
             let mut opts = options();
             // An index asked for whose natural name ("t_…") may be taken by the file's.
@@ -785,12 +801,17 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
                 |r| r.get(0),
             )?;
             assert_eq!(indexes, 1, "the index asked for");
+            let mode: String =
+                Connection::open(&db)?.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+            assert_eq!(mode, "wal", "balanced leaves the file in WAL mode");
             compare(&db, &["t"], &case, &[], false)
         }
         SinkUnderTest::SideFile => {
             Connection::open(&db)?.execute_batch(
                 "PRAGMA journal_mode=WAL; CREATE TABLE other(x); INSERT INTO other VALUES (1)",
             )?;
+            // Another connection has the file open: the page writer keeps out of it.
+            let _reader = reader(&db)?;
             let inputs = [case.input("t")];
             let opts = options();
             let mut plan = planned(&db, &inputs, &opts)?;
@@ -841,7 +862,8 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
             {
                 let conn = Connection::open(&db)?;
                 if !in_place {
-                    // WAL mode keeps the page writer from the file itself: the side file.
+                    // WAL mode, and below another connection that holds the file open,
+                    // keep the page writer from the file itself: the side file.
                     conn.execute_batch("PRAGMA journal_mode=WAL")?;
                 }
                 conn.execute_batch(&create)?;
@@ -857,6 +879,7 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
                 opts.on_conflict = OnConflict::Update;
                 opts.key = vec![KEY.into()];
             }
+            let _reader = if in_place { None } else { Some(reader(&db)?) };
             let mut plan = planned(&db, &inputs, &opts)?;
             let rules = plan.rules.clone();
             if case.format == Format::Ndjson {
@@ -995,6 +1018,7 @@ suite! {
     page_tables: SinkUnderTest::PageTables;
     page_tables_in_place: SinkUnderTest::PageTablesInPlace;
     in_place: SinkUnderTest::InPlace;
+    in_place_wal: SinkUnderTest::InPlaceWal;
     in_place_append: SinkUnderTest::InPlaceAppend;
     side_file: SinkUnderTest::SideFile;
     side_file_append: SinkUnderTest::SideFileAppend;

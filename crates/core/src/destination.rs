@@ -40,6 +40,8 @@ pub(crate) enum Destination {
         name: String,
         columns: Vec<(String, ColumnType)>,
         indexes: Vec<Vec<String>>,
+        /// The indexes' names, in the order of `indexes`.
+        index_names: Vec<String>,
     },
     /// An empty table made beforehand with constraints the page writer does not
     /// check (NOT NULL, CHECK, DEFAULT, collations, UNIQUE and PRIMARY KEY indexes,
@@ -136,10 +138,12 @@ pub(crate) fn destination(
     if !indexes.is_empty() && !is_empty(conn, &name)? {
         return Ok(None);
     }
+    let (index_names, indexes) = indexes.into_iter().unzip();
     Ok(Some(Destination::Plain {
         name,
         columns,
         indexes,
+        index_names,
     }))
 }
 
@@ -442,13 +446,16 @@ fn plain_columns(
     Ok(Some(typed))
 }
 
-/// The key columns of each index on table `name`, when every one is an index the page
+/// An index's name and key columns.
+type NamedKey = (String, Vec<String>);
+
+/// The name and key columns of each index on table `name`, when every one is an index the page
 /// writer writes and SQLite's transfer takes as the same (insert.c,
 /// `xferCompatibleIndex`): made by CREATE INDEX, on table columns in ascending order
 /// with the BINARY collation, not partial, and not UNIQUE (into a table with such an
 /// index SQLite's path turns a duplicate into a bad record, where the page writer would
 /// fail the load). `None` otherwise.
-fn plain_indexes(conn: &Connection, name: &str) -> Result<Option<Vec<Vec<String>>>> {
+fn plain_indexes(conn: &Connection, name: &str) -> Result<Option<Vec<NamedKey>>> {
     let ctx = |e| Error::sqlite(format!("reading the indexes of {}", quote_ident(name)), e);
     let mut list = conn
         .prepare("SELECT name, \"unique\", origin, partial FROM pragma_index_list(?1)")
@@ -474,7 +481,7 @@ fn plain_indexes(conn: &Connection, name: &str) -> Result<Option<Vec<Vec<String>
         let Some(key) = plain_key(&mut keys, &index).map_err(ctx)? else {
             return Ok(None);
         };
-        indexes.push(key);
+        indexes.push((index, key));
     }
     Ok(Some(indexes))
 }

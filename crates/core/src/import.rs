@@ -346,21 +346,41 @@ mod tests {
         Ok(out)
     }
 
-    /// On both roads into an existing table: in place (a file in rollback mode) and
-    /// through a side file (WAL mode, which keeps the page writer out of the file).
+    /// On both roads into an existing table: in place (a file in rollback mode, or in
+    /// WAL mode that no other connection has open) and through a side file (WAL mode,
+    /// with a reader holding the file open while the load is planned).
     #[test]
     fn a_side_files_table_changed_after_the_plan_fails_with_nothing_written() -> R {
         let dir = tempfile::tempdir()?;
         let in_place = |r: EngineRoute| matches!(r, EngineRoute::InPlace(_));
         let side = |r: EngineRoute| matches!(r, EngineRoute::SideFile(_));
-        for (mode, road) in [("DELETE", in_place as fn(_) -> _), ("WAL", side)] {
+        for (mode, road, held) in [
+            ("DELETE", in_place as fn(_) -> _, false),
+            ("WAL", in_place, false),
+            ("WAL", side, true),
+        ] {
             let table = |name: &str| -> R<std::path::PathBuf> {
-                let db = dir.path().join(format!("{name}-{mode}.db"));
+                let db = dir.path().join(format!("{name}-{mode}-{held}.db"));
                 Connection::open(&db)?.execute_batch(&format!(
                     "PRAGMA journal_mode={mode}; CREATE TABLE t(a INTEGER, b TEXT); \
                      INSERT INTO t VALUES (1, 'x')"
                 ))?;
                 Ok(db)
+            };
+            let changed_after_plan = |db: &Path,
+                                      csv: &str,
+                                      opts: &ImportOptions,
+                                      road: fn(EngineRoute) -> bool,
+                                      change: &str|
+             -> R {
+                // A reader that has the file open (in WAL mode, its SHARED lock).
+                let reader = Connection::open(db)?;
+                reader.query_row("SELECT count(*) FROM t", [], |_| Ok(()))?;
+                if !held {
+                    drop(reader);
+                    return changed_after_plan(db, csv, opts, road, change);
+                }
+                changed_after_plan(db, csv, opts, road, change)
             };
             // A column added: the input no longer has the table's columns.
             changed_after_plan(

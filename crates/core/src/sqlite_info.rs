@@ -65,6 +65,44 @@ pub fn configure(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Whether the database file at `path` says it is in WAL mode (its header's file format
+/// versions are 2).
+pub(crate) fn header_in_wal_mode(path: &std::path::Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut head = [0u8; 20];
+    std::fs::File::open(path)?.read_exact(&mut head)?;
+    Ok(head[18] == 2 && head[19] == 2)
+}
+
+/// Opens the database at `path` (in WAL mode) as a connection that must be its only
+/// one: SQLite's EXCLUSIVE locking mode, set before anything is read, so that it uses no
+/// shared memory and its first read takes the EXCLUSIVE lock on the database file and
+/// keeps it until it closes (refused while another connection has the file open: in WAL
+/// mode each holds a SHARED lock on it while open); and no checkpoint when it closes,
+/// which would also remove the WAL file, even one another process opened after this
+/// process's locks were dropped (closing any descriptor of the file drops them). Its
+/// page cache trusts the lock: what is written to the file past this connection is not
+/// seen by it, so a caller that does so closes it and reads through another.
+pub(crate) fn open_exclusive(path: &std::path::Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+    conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE")?;
+    configure(&conn)?;
+    Ok(conn)
+}
+
+/// Whether no other connection has the database at `path` open, for a file in WAL
+/// mode: a connection of [`open_exclusive`] gets its lock at once. Nothing is written
+/// (the WAL is read, not checkpointed).
+pub(crate) fn alone_in_wal(path: &std::path::Path) -> bool {
+    let probe = || -> rusqlite::Result<()> {
+        let conn = open_exclusive(path)?;
+        conn.busy_timeout(std::time::Duration::ZERO)?;
+        conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
+    };
+    probe().is_ok()
+}
+
 /// SQLite's version and `PRAGMA compile_options`, read from the linked library.
 pub fn build_info() -> rusqlite::Result<(String, Vec<String>)> {
     let c = Connection::open_in_memory()?;

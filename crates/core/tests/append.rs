@@ -128,14 +128,16 @@ const DECLARED: [&str; 9] = [
     "CLOB",
 ];
 
-/// An existing database; with `declared`, it holds table `t` written by hand with those
-/// declared types (indexes from `DECLARED`) and an index on its first column.
-fn existing(path: &Path, declared: Option<&[usize]>) -> rusqlite::Result<()> {
+/// An existing database, in WAL mode or (`rollback`) rollback-journal mode, where loads
+/// go in place; with `declared`, it holds table `t` written by hand with those declared
+/// types (indexes from `DECLARED`) and an index on its first column.
+fn existing(path: &Path, declared: Option<&[usize]>, rollback: bool) -> rusqlite::Result<()> {
     let c = rusqlite::Connection::open(path)?;
-    c.execute_batch(
-        "PRAGMA journal_mode=WAL; CREATE TABLE other (x, y TEXT);
-         INSERT INTO other VALUES (1, 'one'), (NULL, 'é'), (2.5, NULL);",
-    )?;
+    let mode = if rollback { "DELETE" } else { "WAL" };
+    c.execute_batch(&format!(
+        "PRAGMA journal_mode={mode}; CREATE TABLE other (x, y TEXT);
+         INSERT INTO other VALUES (1, 'one'), (NULL, 'é'), (2.5, NULL);"
+    ))?;
     if let Some(types) = declared {
         let cols: Vec<String> = types
             .iter()
@@ -150,7 +152,13 @@ fn existing(path: &Path, declared: Option<&[usize]>) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn load(db: &Path, csv: &Path, engine: Engine, index: bool) -> Result<EngineUsed, liteload::Error> {
+/// Loads `csv` into `t` of `db`: the writer, and whether it wrote in place.
+fn load(
+    db: &Path,
+    csv: &Path,
+    engine: Engine,
+    index: bool,
+) -> Result<(EngineUsed, bool), liteload::Error> {
     let mut opts = ImportOptions::default();
     opts.table = Some("t".into());
     opts.engine = engine;
@@ -163,7 +171,8 @@ fn load(db: &Path, csv: &Path, engine: Engine, index: bool) -> Result<EngineUsed
         &opts,
         &Progress::default(),
     )?;
-    Ok(s.engine.expect("a load names its writer"))
+    let in_place = s.notes.iter().any(|n| n.starts_with("written in place"));
+    Ok((s.engine.expect("a load names its writer"), in_place))
 }
 
 proptest! {
@@ -171,7 +180,9 @@ proptest! {
 
     /// A new table (with and without an index), or an empty one written by hand with
     /// declared types of each affinity and an index, then a second load into it (with an
-    /// index, now that it has rows, on SQLite's path), against SQLite's path.
+    /// index, now that it has rows, on SQLite's path), against SQLite's path; into a
+    /// file in rollback mode or in WAL mode (in place), or in WAL mode while another
+    /// connection has it open (the side file).
     #[test]
     fn appends_equal_sqlites_insert_path(
         // The second file's columns are of the table's kinds, or each of another kind.
@@ -182,7 +193,9 @@ proptest! {
             }),
         index in any::<bool>(),
         declared in prop::option::of(prop::collection::vec(0..DECLARED.len(), 6)),
+        mode in 0u8..3,
     ) {
+        let (rollback, held) = (mode == 0, mode == 2);
         let d = tempfile::tempdir().unwrap();
         let p = d.path();
         let width = first.first().or(second.first()).map_or(0, Vec::len);
@@ -190,8 +203,14 @@ proptest! {
         std::fs::write(p.join("a.csv"), csv(&first, width)).unwrap();
         std::fs::write(p.join("b.csv"), csv(&second, width)).unwrap();
         let declared = declared.as_ref().map(|d| &d[..width]);
-        existing(&p.join("s.db"), declared).unwrap();
-        existing(&p.join("d.db"), declared).unwrap();
+        existing(&p.join("s.db"), declared, rollback).unwrap();
+        existing(&p.join("d.db"), declared, rollback).unwrap();
+        // Another connection that has the file open (its SHARED lock, in WAL mode).
+        let _reader = held.then(|| {
+            let c = rusqlite::Connection::open(p.join("d.db")).unwrap();
+            c.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(())).unwrap();
+            c
+        });
         for f in ["a.csv", "b.csv"] {
             let want = load(&p.join("s.db"), &p.join(f), Engine::Sqlite, index);
             let got = load(&p.join("d.db"), &p.join(f), Engine::Auto, index);
@@ -201,9 +220,11 @@ proptest! {
                 _ => prop_assert!(false, "{f}: SQLite's path {want:?}, the default {got:?}"),
             }
             if f == "a.csv" {
-                if let Ok(w) = got {
-                    // A new table, or the empty hand-written one: through the side file.
+                if let Ok((w, in_place)) = got {
+                    // A new table, or the empty hand-written one (its index filled from
+                    // its root in place): through the page writer.
                     prop_assert_eq!(w, EngineUsed::Direct);
+                    prop_assert_eq!(in_place, !(held || index && declared.is_some()));
                 }
             }
         }
@@ -228,7 +249,7 @@ fn the_next_append_restores_wal_mode_after_a_killed_one() -> Result<(), Box<dyn 
     std::fs::write(d.path().join("bad.csv"), "c0,c1\n1,a\n2,b,extra\n")?;
     for (input, succeeds) in [("ok.csv", true), ("bad.csv", false)] {
         let db = d.path().join(format!("{input}.db"));
-        existing(&db, None)?;
+        existing(&db, None, false)?;
         // What a killed append leaves: rollback-journal mode.
         rusqlite::Connection::open(&db)?.execute_batch("PRAGMA journal_mode=DELETE")?;
         assert_eq!(mode(&db)?, "delete");

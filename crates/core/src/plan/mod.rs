@@ -270,7 +270,7 @@ pub(crate) fn plan<'i>(
         load.source = Some(sampled.src);
         load.sampled = true;
     }
-    let engine = choose_engine(dest, &loads, false, opts)?;
+    let engine = choose_engine_saying(dest, &loads, false, opts, &mut notes)?;
     let rules = WriteRules::of(opts);
     decide_first_table(dest, engine, &loads, &rules)?;
     Ok(ImportPlan {
@@ -451,6 +451,18 @@ fn choose_engine(
     several: bool,
     opts: &ImportOptions,
 ) -> Result<EngineRoute> {
+    choose_engine_saying(dest, loads, several, opts, &mut vec![])
+}
+
+/// [`choose_engine`], with a note in `notes` where the road taken is not the fastest
+/// one and the reason is the file's or the table's.
+fn choose_engine_saying(
+    dest: Dest<'_>,
+    loads: &[Load<'_>],
+    several: bool,
+    opts: &ImportOptions,
+    notes: &mut Vec<String>,
+) -> Result<EngineRoute> {
     let db = match dest {
         Dest::Connection | Dest::Cluster => return Ok(EngineRoute::Sqlite),
         Dest::File(_) if opts.parse_only => return Ok(EngineRoute::Null),
@@ -498,7 +510,11 @@ fn choose_engine(
             },
         ),
         Engine::Auto => Ok(match side_file(db, &loads[0], opts) {
-            Ok(Some(durability)) => side_or_in_place(db, &loads[0], opts, durability),
+            Ok(Some(durability)) => {
+                let (road, why) = side_or_in_place(db, &loads[0], opts, durability);
+                notes.extend(why);
+                road
+            }
             // SQLite's path reports what keeps the side file out, if anything.
             Ok(None) | Err(_) => EngineRoute::Sqlite,
         }),
@@ -510,7 +526,11 @@ fn choose_engine(
             }
             if db.exists() && opts.durability != Some(Durability::AtomicNew) {
                 return match side_file(db, &loads[0], opts)? {
-                    Some(durability) => Ok(side_or_in_place(db, &loads[0], opts, durability)),
+                    Some(durability) => {
+                        let (road, why) = side_or_in_place(db, &loads[0], opts, durability);
+                        notes.extend(why);
+                        Ok(road)
+                    }
                     None => Err(side_file_refusal(db)),
                 };
             }
@@ -575,57 +595,67 @@ fn page_writer_refusal(loads: &[Load<'_>], opts: &ImportOptions) -> Option<&'sta
 }
 
 /// The road of a load the side file takes: in place ([`EngineRoute::InPlace`]) when
-/// the page writer can extend the file and the table is a name free there, a table
-/// without index (none asked for either) that the side file would take, or an empty
-/// table made beforehand without CHECK constraint that it would take, bad records not
-/// set aside (read now, without a lock: the writer reads both again under its lock);
-/// else the side file.
+/// the page writer can extend the file (see [`extensible`]) and the table is a name free
+/// there, a table (without index, or empty with indexes) that the side file would take
+/// with none asked for, or an empty table made beforehand without CHECK constraint that
+/// it would take, bad records not set aside (read now, without a lock: the writer reads
+/// both again under its lock); else the side file, with a note that says why.
 fn side_or_in_place(
     db: &Path,
     load: &Load<'_>,
     opts: &ImportOptions,
     durability: Durability,
-) -> EngineRoute {
-    let takes = || -> Result<bool> {
+) -> (EngineRoute, Option<String>) {
+    // Why the table cannot be written in place (`None`: it can).
+    let declined = || -> Result<Option<&'static str>> {
         let conn = read_only(db)?;
         let mut names = crate::names::Names::of(&conn)?;
         let grows = load.read.format.may_add_columns();
+        let takes = |d: &Destination| {
+            destination::side_file_takes(d, &load.columns, grows, !opts.types.is_empty())
+        };
         Ok(
             match destination::destination(&conn, &load.table, opts.if_exists)? {
-                Some(Destination::New) => names.claim(&load.table),
-                Some(d @ Destination::Plain { .. }) => {
-                    matches!(&d, Destination::Plain { indexes, .. } if indexes.is_empty())
-                        && opts.indexes.is_empty()
-                        && destination::side_file_takes(
-                            &d,
-                            &load.columns,
-                            grows,
-                            !opts.types.is_empty(),
-                        )
+                Some(Destination::New) if names.claim(&load.table) => None,
+                Some(Destination::Replace { .. }) => Some("the table is replaced"),
+                Some(d @ (Destination::Plain { .. } | Destination::Exact { .. }))
+                    if !opts.indexes.is_empty() && takes(&d) =>
+                {
+                    Some("indexes are asked for a table that exists")
                 }
+                // With indexes only while empty (made beforehand): they are filled.
+                Some(d @ Destination::Plain { .. }) if takes(&d) => None,
                 // A table made beforehand: its rows are checked as they are written, and
                 // a row that breaks a rule fails the load (pages written in place cannot
                 // set it aside, as the side file's check can when bad records are kept).
-                Some(d @ Destination::Exact { .. }) => {
-                    matches!(&d, Destination::Exact { table, .. } if destination::exact_in_place(table))
-                        && opts.indexes.is_empty()
-                        && opts.rejects.is_none()
-                        && opts.max_errors.is_none()
-                        && destination::side_file_takes(
-                            &d,
-                            &load.columns,
-                            grows,
-                            !opts.types.is_empty(),
-                        )
-                }
-                _ => false,
+                Some(d @ Destination::Exact { .. }) if takes(&d) => match &d {
+                    Destination::Exact { table, .. } if !destination::exact_in_place(table) => {
+                        Some("the table has a CHECK constraint, which only SQLite evaluates")
+                    }
+                    _ if opts.rejects.is_some() || opts.max_errors.is_some() => Some(
+                        "bad records are set aside, which rows written in place cannot be \
+                         into a table with constraints",
+                    ),
+                    _ => None,
+                },
+                _ => Some("the table is not one the page writer adds to in place"),
             },
         )
     };
-    if extensible(db) && takes().unwrap_or(false) {
-        EngineRoute::InPlace(durability)
-    } else {
-        EngineRoute::SideFile(durability)
+    let why = match extensible(db) {
+        Err(why) => Some(why),
+        Ok(()) => match declined() {
+            Ok(None) => None,
+            Ok(Some(why)) => Some(why.to_string()),
+            Err(e) => Some(e.to_string()),
+        },
+    };
+    match why {
+        None => (EngineRoute::InPlace(durability), None),
+        Some(why) => (
+            EngineRoute::SideFile(durability),
+            Some(format!("not written in place ({why}): through a side file")),
+        ),
     }
 }
 
@@ -651,16 +681,25 @@ fn several_in_place(db: &Path, loads: &[Load<'_>], opts: &ImportOptions) -> Opti
         Some(Durability::AtomicNew) => return None,
         Some(d) => d,
     };
-    extensible(db).then_some(durability)
+    extensible(db).is_ok().then_some(durability)
 }
 
 /// Whether the page writer can extend the existing database `db` in place (read
-/// without a lock: the writer reads it again under its lock).
-fn extensible(db: &Path) -> bool {
+/// without a lock: the writer reads it again under its lock), or why not: its header
+/// (see `liteload_btree::Existing`), or, for a file in WAL mode, another connection that
+/// has it open (the load must be its only connection, see
+/// `sqlite_info::open_exclusive`).
+fn extensible(db: &Path) -> std::result::Result<(), String> {
     std::fs::File::open(db)
         .map_err(liteload_btree::Error::Io)
-        .and_then(|mut f| liteload_btree::Existing::read(&mut f))
-        .is_ok()
+        .and_then(|mut f| liteload_btree::Existing::read_checkpointed(&mut f))
+        .map_err(|e| e.to_string())?;
+    match crate::sqlite_info::header_in_wal_mode(db) {
+        Ok(false) => Ok(()),
+        Ok(true) if crate::sqlite_info::alone_in_wal(db) => Ok(()),
+        Ok(true) => Err("another connection has the file open, in WAL mode".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// The profile of an append through a side file to the existing database `db`, or

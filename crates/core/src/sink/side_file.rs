@@ -126,6 +126,7 @@ impl Sink for SideFileSink<'_> {
                 name,
                 columns,
                 indexes,
+                ..
             } => Some((name, columns, indexes)),
             Destination::Exact {
                 name,

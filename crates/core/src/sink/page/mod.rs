@@ -22,7 +22,7 @@ use liteload_btree::{
 use super::row_rules::{self, Origins, RowRules};
 use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::{Batch, Value};
-use crate::destination::{exact_in_place, side_file_takes, Destination, ExactTable};
+use crate::destination::{exact_in_place, side_file_takes, Destination, ExactIndex, ExactTable};
 use crate::durability::{self, Durability};
 use crate::error::{Error, Hint, Result};
 use crate::names::Names;
@@ -62,6 +62,13 @@ pub(crate) enum PageOut {
 struct InPlace {
     /// In a `BEGIN EXCLUSIVE` transaction until the end.
     conn: rusqlite::Connection,
+    /// Whether `conn` is in SQLite's EXCLUSIVE locking mode (opened so for a file in WAL
+    /// mode): its page cache does not see the change, so the file is read through
+    /// another connection once it is committed.
+    exclusive: bool,
+    /// Whether the file is in WAL mode (checkpointed and emptied under the lock), which
+    /// it stays in.
+    wal: bool,
     files: DiskFiles,
     base: Existing,
     /// Whether a journal may exist that this sink must play back if it stops early.
@@ -119,8 +126,8 @@ pub(crate) struct PageSink<'p> {
     exact: Option<ExactInPlace>,
 }
 
-/// An empty table made beforehand with constraints (NOT NULL, STRICT, UNIQUE and
-/// PRIMARY KEY indexes; not CHECK, which only SQLite evaluates), filled in place: its
+/// An empty table made beforehand with indexes or constraints (NOT NULL, STRICT, UNIQUE
+/// and PRIMARY KEY indexes; not CHECK, which only SQLite evaluates), filled in place: its
 /// rows after its (empty) edge, each of its indexes into its own root page. NOT NULL and
 /// STRICT are checked record by record, UNIQUE keys as the indexes are built; a row that
 /// breaks one fails the load before the commit point, with the reason SQLite's insert
@@ -174,6 +181,14 @@ impl ExactInPlace {
             message,
         ))
     }
+}
+
+/// The connection holding SQLite's EXCLUSIVE lock on a file extended in place, and what
+/// it found (see [`InPlace`]).
+struct Locked {
+    conn: rusqlite::Connection,
+    wal: bool,
+    exclusive: bool,
 }
 
 /// A table that exists, which a load in place adds rows to.
@@ -276,8 +291,10 @@ impl<'p> PageSink<'p> {
         }
     }
 
-    /// A page writer that adds a new table to the existing database `db` in place, or
-    /// rows after the last of a table there without index or constraint, as `rules` ask
+    /// A page writer that adds a new table to the existing database `db` in place, rows
+    /// after the last of a table there without index or constraint, or the rows of an
+    /// empty table made beforehand with indexes or constraints (see `ExactInPlace`), as
+    /// `rules` ask
     /// (indexes, index memory, verification; the file keeps its page size).
     pub(crate) fn in_place(
         db: &Path,
@@ -808,15 +825,66 @@ impl PageSink<'_> {
         one: Option<(&SampledTable<'_>, &mut Option<Appending>)>,
     ) -> Result<DbWriter<SeqFile>> {
         let opening = |e| Error::sqlite(format!("opening {}", db.display()), e);
-        let conn = rusqlite::Connection::open(db).map_err(opening)?;
-        crate::sqlite_info::configure(&conn).map_err(opening)?;
+        let locking = |e| Error::sqlite(format!("locking {}", db.display()), e);
+        // A file in WAL mode: this connection must be its only one (see
+        // `sqlite_info::open_exclusive`), whose first read takes the EXCLUSIVE lock;
+        // then everything in the WAL goes into the file, and the WAL is emptied.
+        let exclusive = crate::sqlite_info::header_in_wal_mode(db)
+            .map_err(|e| Error::io(Some(db.to_path_buf()), e))?;
+        let conn = if exclusive {
+            crate::sqlite_info::open_exclusive(db)
+        } else {
+            rusqlite::Connection::open(db)
+                .and_then(|c| crate::sqlite_info::configure(&c).map(|_| c))
+        }
+        .map_err(opening)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(opening)?;
+        let journal_mode = |conn: &rusqlite::Connection| -> Result<bool> {
+            conn.query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
+                .map(|m| m.eq_ignore_ascii_case("wal"))
+                .map_err(locking)
+        };
+        if exclusive {
+            conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))
+                .map_err(locking)?;
+            if journal_mode(&conn)? {
+                conn.execute_batch("PRAGMA synchronous=FULL")
+                    .map_err(locking)?;
+                let (busy, left): (i64, i64) = conn
+                    .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })
+                    .map_err(locking)?;
+                if busy != 0 || left != 0 {
+                    return Err(Error::internal(format!(
+                        "{}: the WAL was not emptied under the exclusive lock",
+                        db.display()
+                    )));
+                }
+            }
+        }
         // The lock, and a read: a hot journal left by a crash is played back now, and
         // the file is read below only as SQLite has it.
         conn.execute_batch("BEGIN EXCLUSIVE; SELECT count(*) FROM sqlite_schema;")
-            .map_err(|e| Error::sqlite(format!("locking {}", db.display()), e))?;
-        let mut names = Names::of(&conn)?;
+            .map_err(locking)?;
+        let wal = journal_mode(&conn)?;
+        if wal && !exclusive {
+            // Put in WAL mode by another connection after its header was read: this
+            // connection's lock does not keep that one's readers out.
+            return Err(Error::schema(format!(
+                "{} was put in WAL mode after the load was planned; nothing was written: run \
+                 the load again",
+                db.display()
+            )));
+        }
+        let locked = Locked {
+            conn,
+            wal,
+            exclusive,
+        };
+        let conn = &locked.conn;
+        let mut names = Names::of(conn)?;
         let Some((sampled, target)) = one else {
             for s in &self.shapes {
                 if !names.claim(&s.table) {
@@ -824,11 +892,11 @@ impl PageSink<'_> {
                 }
             }
             self.names = names;
-            return self.journal_in_place(db, conn, None).map(|(w, _)| w);
+            return self.journal_in_place(db, locked, None).map(|(w, _)| w);
         };
         let table = sampled.table;
         let changed = || crate::destination::changed_since_planned(table);
-        let dest = crate::destination::destination(&conn, table, self.if_exists)?;
+        let dest = crate::destination::destination(conn, table, self.if_exists)?;
         let root_of = |name: &str| -> Result<u32> {
             conn.query_row(
                 "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
@@ -846,12 +914,39 @@ impl PageSink<'_> {
                     ref name,
                     ref columns,
                     ref indexes,
+                    ref index_names,
                 },
-            ) if indexes.is_empty()
-                && self.indexes.is_empty()
+            ) if self.indexes.is_empty()
                 && side_file_takes(d, sampled.columns, sampled.grows, false) =>
             {
-                Some((name.clone(), columns.clone(), root_of(name)?, None))
+                // With indexes (then it is empty, made beforehand): each is filled from
+                // its root, as a table made with constraints is, with no rule to check.
+                let fill = if indexes.is_empty() {
+                    None
+                } else {
+                    let table = ExactTable {
+                        create: String::new(),
+                        indexes: index_names
+                            .iter()
+                            .zip(indexes)
+                            .map(|(n, cols)| ExactIndex {
+                                name: n.clone(),
+                                sql: None,
+                                columns: cols.clone(),
+                                unique: false,
+                            })
+                            .collect(),
+                        not_null: vec![false; columns.len()],
+                        strict: false,
+                        checks: false,
+                    };
+                    let roots = index_names
+                        .iter()
+                        .map(|n| root_of(n))
+                        .collect::<Result<Vec<u32>>>()?;
+                    Some((table, roots, vec![false; indexes.len()]))
+                };
+                Some((name.clone(), columns.clone(), root_of(name)?, fill))
             }
             Some(
                 ref d @ Destination::Exact {
@@ -863,7 +958,7 @@ impl PageSink<'_> {
                 && self.indexes.is_empty()
                 && side_file_takes(d, sampled.columns, sampled.grows, false) =>
             {
-                let primary = primary_indexes(&conn, name, table)?;
+                let primary = primary_indexes(conn, name, table)?;
                 let roots = table
                     .indexes
                     .iter()
@@ -881,7 +976,7 @@ impl PageSink<'_> {
         self.names = names;
         let (writer, found) = self.journal_in_place(
             db,
-            conn,
+            locked,
             appending.as_ref().map(|(n, _, root, exact)| {
                 let index_roots = exact.as_ref().map_or(&[][..], |e| e.1.as_slice());
                 (n.as_str(), *root, index_roots)
@@ -906,7 +1001,7 @@ impl PageSink<'_> {
     fn journal_in_place(
         &mut self,
         db: &Path,
-        conn: rusqlite::Connection,
+        locked: Locked,
         append: Option<(&str, u32, &[u32])>,
     ) -> Result<(DbWriter<SeqFile>, Option<(TableEdge, Vec<EmptyIndex>)>)> {
         let changed = || {
@@ -925,7 +1020,13 @@ impl PageSink<'_> {
             liteload_btree::Error::NotExtensible(_) => changed(),
             e => from_btree(e, Some(db)),
         };
-        let mut base = Existing::read(files.db()).map_err(not_extensible)?;
+        let mut base = if locked.wal {
+            // Checkpointed and emptied under the lock (see `open_in_place`).
+            Existing::read_checkpointed(files.db())
+        } else {
+            Existing::read(files.db())
+        }
+        .map_err(not_extensible)?;
         let found = match append {
             Some((_, root, index_roots)) => {
                 let edge = base.table_edge(files.db(), root).map_err(not_extensible)?;
@@ -940,7 +1041,9 @@ impl PageSink<'_> {
         let offset = u64::from(base.pages()) * u64::from(base.page_size());
         self.page_size = base.page_size();
         self.in_place = Some(InPlace {
-            conn,
+            conn: locked.conn,
+            exclusive: locked.exclusive,
+            wal: locked.wal,
             files,
             base: base.clone(),
             journaled: true,
@@ -985,11 +1088,35 @@ impl PageSink<'_> {
         self.writing = None;
         // Committed: the descriptors close, then the lock is released (see `InPlace`).
         let InPlace {
-            conn, files, out, ..
+            conn,
+            files,
+            out,
+            exclusive,
+            wal,
+            ..
         } = ip;
         drop((files, out));
         conn.execute_batch("COMMIT")
             .map_err(|e| Error::sqlite("ending the lock", e))?;
+        let conn = if exclusive {
+            // Its cache predates the change: read through a new connection.
+            drop(conn);
+            let opening = |e| Error::sqlite(format!("opening {}", path.display()), e);
+            let c = rusqlite::Connection::open(&path).map_err(opening)?;
+            crate::sqlite_info::configure(&c).map_err(opening)?;
+            c.busy_timeout(std::time::Duration::from_secs(5))
+                .map_err(opening)?;
+            c
+        } else {
+            conn
+        };
+        if wal {
+            self.notes.push(
+                "the file is in WAL mode and no other connection had it open: its WAL was \
+                 checkpointed under the load's lock, and the file stays in WAL mode"
+                    .into(),
+            );
+        }
         crate::names::check_schema(&conn)?;
         if self.verify {
             let ok: String = conn
