@@ -81,6 +81,37 @@ def test_a_table_made_beforehand_keeps_its_rules(tmp_path):
     assert table(db2) == [("c", 3, "", "x")]  # nulls="typed": an empty TEXT field is ''
 
 
+def test_a_table_made_beforehand_without_check_is_filled_in_place(tmp_path):
+    """Into an empty STRICT table with NOT NULL and a text primary key (no CHECK): the
+    rows are written in place, stored as sqlite3's executemany stores them; a repeated
+    key fails the load with SQLite's reason and the refused row's line, the table left
+    empty."""
+    ddl = "CREATE TABLE t (id TEXT NOT NULL PRIMARY KEY, n INTEGER NOT NULL, s TEXT) STRICT"
+    src = tmp_path / "in.csv"
+    src.write_text('id,n,s\nb,2,""\na,1,\nc,-3,é\n', encoding="utf-8")
+    db, ref = tmp_path / "made.db", tmp_path / "ref.db"
+    for path in (db, ref):
+        with closing(sqlite3.connect(path)) as c:
+            c.execute(ddl)
+    got = liteload.import_file(db, src, table="t", if_exists="append", nulls="unquoted")
+    assert got.rows == 3 and got.engine == "direct", got
+    assert any(n.startswith("written in place") for n in got.notes), got.notes
+    with closing(sqlite3.connect(ref)) as c:
+        c.executemany("INSERT INTO t VALUES (?, ?, ?)", [("b", 2, ""), ("a", 1, None), ("c", -3, "é")])
+        c.commit()
+    assert table(db) == table(ref)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,n,s\nc,3,x\nd,1,y\nc,4,z\n", encoding="utf-8")
+    db2 = tmp_path / "made2.db"
+    with closing(sqlite3.connect(db2)) as c:
+        c.execute(ddl)
+    with pytest.raises(liteload.ConstraintError, match="UNIQUE constraint failed: t.id") as e:
+        liteload.import_file(db2, bad, table="t", if_exists="append")
+    assert (e.value.line, e.value.record) == (4, 3)
+    assert table(db2) == []
+    assert not (tmp_path / "made2.db-journal").exists()
+
+
 def test_replace_keeps_the_children_sqlite3_keeps(tmp_path):
     """A load changes no table it was not asked to load: replacing parent rows leaves
     rows that refer to them with ON DELETE CASCADE, as Python's sqlite3 (foreign keys
