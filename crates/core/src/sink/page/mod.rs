@@ -294,8 +294,7 @@ impl<'p> PageSink<'p> {
     /// A page writer that adds a new table to the existing database `db` in place, rows
     /// after the last of a table there without index or constraint, or the rows of an
     /// empty table made beforehand with indexes or constraints (see `ExactInPlace`), as
-    /// `rules` ask
-    /// (indexes, index memory, verification; the file keeps its page size).
+    /// `rules` ask (indexes, index memory, verification; the file keeps its page size).
     pub(crate) fn in_place(
         db: &Path,
         durability: Durability,
