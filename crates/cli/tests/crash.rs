@@ -357,6 +357,18 @@ fn kill_during_a_replace_through_a_side_file_leaves_the_table_before_or_after() 
 /// table before the load or after it, never in between, and at the end the table after.
 #[test]
 fn a_reader_during_an_append_in_place_sees_the_table_before_or_after() -> R {
+    readers_during_an_append(false)
+}
+
+/// The same in WAL mode: the reader's connection, opened again and again, may also keep
+/// the load from the file (the side file then), or wait for its lock; either way it sees
+/// the table before or after, and the file stays in WAL mode.
+#[test]
+fn a_reader_during_an_append_in_wal_mode_sees_the_table_before_or_after() -> R {
+    readers_during_an_append(true)
+}
+
+fn readers_during_an_append(wal: bool) -> R {
     let d = tempfile::tempdir()?;
     let (n, sum, len) = write_input(&d.path().join("big.csv"))?;
     std::fs::write(d.path().join("seed.csv"), "id,n,s\n-1,5,abc\n")?;
@@ -366,6 +378,9 @@ fn a_reader_during_an_append_in_place_sees_the_table_before_or_after() -> R {
     assert!(spawn(d.path(), &["a.db", "seed.csv", "--table", "big"])?
         .wait()?
         .success());
+    if wal {
+        Connection::open(&db)?.execute_batch("PRAGMA journal_mode=WAL")?;
+    }
     let mut child = spawn(d.path(), &["a.db", "big.csv", "--table", "big"])?;
     let (mut reads, mut saw_after) = (0, false);
     loop {
@@ -394,5 +409,10 @@ fn a_reader_during_an_append_in_place_sees_the_table_before_or_after() -> R {
         "the reader never saw the rows after {reads} reads"
     );
     assert_eq!(contents(&db)?, after);
+    if wal {
+        let mode: String =
+            Connection::open(&db)?.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+        assert_eq!(mode, "wal");
+    }
     Ok(())
 }
