@@ -110,6 +110,20 @@ pub struct RowOrigin {
     pub record: u64,
 }
 
+impl RowOrigin {
+    /// Where the row is in input `path`: its line and record, column 1 (a refusal is
+    /// about the whole row).
+    pub fn position(self, path: &std::sync::Arc<str>) -> crate::error::Position {
+        crate::error::Position {
+            path: path.clone(),
+            line: self.line,
+            column: 1,
+            record: self.record,
+            byte: 0,
+        }
+    }
+}
+
 impl Batch {
     /// An empty batch of rows `ncols` wide.
     pub fn new(ncols: usize) -> Batch {

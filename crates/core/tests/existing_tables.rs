@@ -98,13 +98,9 @@ fn load(shape: &Shape, text: &str, engine: Engine, nulls: Nulls) -> (Outcome, Op
     load_with(shape, text, engine, nulls, None)
 }
 
-fn load_with(
-    shape: &Shape,
-    text: &str,
-    engine: Engine,
-    nulls: Nulls,
-    index_memory: Option<usize>,
-) -> (Outcome, Option<EngineUsed>) {
+/// A new database holding `shape`'s empty table, in a directory of its own, and `text`
+/// written as the input beside it.
+fn made(shape: &Shape, text: &str) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
     Connection::open(&db)
@@ -113,18 +109,36 @@ fn load_with(
         .unwrap();
     let src = dir.path().join("in.csv");
     std::fs::write(&src, text).unwrap();
-    let rejects = dir.path().join("rejects.jsonl");
+    (dir, db, src)
+}
+
+/// The options of a load into table `t`, appended to, with `engine` and `nulls` (and
+/// `index_memory` bytes of index entries before they spill, when given).
+fn options(engine: Engine, nulls: Nulls, index_memory: Option<usize>) -> ImportOptions {
     let mut o = ImportOptions::default();
     o.table = Some("t".into());
     o.if_exists = liteload::IfExists::Append;
     o.engine = engine;
     o.read.nulls = nulls;
-    o.max_errors = Some(1_000);
-    o.rejects = Some(rejects.clone());
     o.sniff = false;
     if let Some(bytes) = index_memory {
         o.index_memory = bytes;
     }
+    o
+}
+
+fn load_with(
+    shape: &Shape,
+    text: &str,
+    engine: Engine,
+    nulls: Nulls,
+    index_memory: Option<usize>,
+) -> (Outcome, Option<EngineUsed>) {
+    let (dir, db, src) = made(shape, text);
+    let rejects = dir.path().join("rejects.jsonl");
+    let mut o = options(engine, nulls, index_memory);
+    o.max_errors = Some(1_000);
+    o.rejects = Some(rejects.clone());
     let s = import(&db, &[Input::Path(src)], &o, &Progress::default())
         .unwrap_or_else(|e| panic!("{e}\n{text}"));
     let c = Connection::open(&db).unwrap();
@@ -174,23 +188,8 @@ fn load_fail_fast_with(
     nulls: Nulls,
     index_memory: Option<usize>,
 ) -> FailFast {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("t.db");
-    Connection::open(&db)
-        .unwrap()
-        .execute_batch(shape.ddl)
-        .unwrap();
-    let src = dir.path().join("in.csv");
-    std::fs::write(&src, text).unwrap();
-    let mut o = ImportOptions::default();
-    o.table = Some("t".into());
-    o.if_exists = liteload::IfExists::Append;
-    o.engine = engine;
-    o.read.nulls = nulls;
-    o.sniff = false;
-    if let Some(bytes) = index_memory {
-        o.index_memory = bytes;
-    }
+    let (_dir, db, src) = made(shape, text);
+    let o = options(engine, nulls, index_memory);
     let result = import(&db, &[Input::Path(src)], &o, &Progress::default());
     let c = Connection::open(&db).unwrap();
     support::assert_intact(&c);

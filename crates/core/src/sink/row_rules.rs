@@ -126,14 +126,7 @@ pub(crate) fn refusal(
                 quote_ident(table)
             ))),
             Err(e) => {
-                let o = batch.origin(row);
-                let pos = Position {
-                    path: source.clone(),
-                    line: o.line,
-                    column: 1,
-                    record: o.record,
-                    byte: 0,
-                };
+                let pos = batch.origin(row).position(source);
                 Ok(Error::refused_row(Some(pos), &e))
             }
         }
@@ -184,13 +177,6 @@ impl Origins {
 
     /// Where row `rowid` (counted from 1, in the order taken) came from.
     pub(crate) fn position(&self, rowid: i64) -> Position {
-        let origin = self.rows[(rowid - 1) as usize];
-        Position {
-            path: self.source.clone(),
-            line: origin.line,
-            column: 1,
-            record: origin.record,
-            byte: 0,
-        }
+        self.rows[(rowid - 1) as usize].position(&self.source)
     }
 }

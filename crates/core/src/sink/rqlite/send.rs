@@ -14,7 +14,7 @@ use super::client::{constraint_code_of, CallError, Client};
 use super::encode::{self};
 use super::progress::{range_recorded, LoadKey};
 use crate::batch::RowOrigin;
-use crate::error::{Error, Position, Result};
+use crate::error::{Error, Result};
 
 /// One request: its body, the rows it holds, and what each statement is.
 pub(crate) struct Request {
@@ -213,14 +213,7 @@ fn locate(
         Err(CallError::Statement { index, message, .. })
             if (before.len()..before.len() + singles.len()).contains(&index) =>
         {
-            let o = singles[index - before.len()].0;
-            let pos = Position {
-                path: source.clone(),
-                line: o.line,
-                column: 1,
-                record: o.record,
-                byte: 0,
-            };
+            let pos = singles[index - before.len()].0.position(source);
             Error::constraint(
                 constraint_code_of(&message, &key.primary_key),
                 Some(pos),

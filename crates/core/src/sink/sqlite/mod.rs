@@ -19,7 +19,7 @@ use rusqlite::{Connection, ErrorCode};
 
 use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::Batch;
-use crate::error::{Error, Position, Result};
+use crate::error::{Error, Result};
 use crate::options::OnConflict;
 use crate::plan::table as table_plan;
 use crate::plan::TableShape;
@@ -103,15 +103,7 @@ impl<'c> Inserter<'c> {
     }
 
     fn row_error(&self, batch: &Batch, row: usize, e: rusqlite::Error) -> Error {
-        let o = batch.origin(row);
-        let pos = Position {
-            path: self.source.clone(),
-            line: o.line,
-            column: 1,
-            record: o.record,
-            byte: 0,
-        };
-        Error::refused_row(Some(pos), &e)
+        Error::refused_row(Some(batch.origin(row).position(&self.source)), &e)
     }
 
     /// Inserts rows `rows` one at a time, sending refused ones to `bad`.
