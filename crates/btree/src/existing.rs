@@ -26,6 +26,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 
 use crate::interior::{interior_page, INTERIOR_TABLE, MAX_INTERIOR_CELL};
 use crate::leaves::{Leaf, LEAF_TABLE};
+use crate::old_index::IndexRoot;
 use crate::payload::local_payload;
 use crate::varint;
 use crate::Error;
@@ -50,8 +51,11 @@ pub struct Existing {
     pub(crate) schema_path: Vec<(u32, Vec<u8>)>,
     /// The largest rowid of the schema table (0 when it has no row).
     pub(crate) schema_rowid: i64,
-    /// The right-most paths of tables that rows are added to ([`Existing::table_edge`]).
+    /// The right-most paths of tables that rows are added to ([`Existing::table_edge`]),
+    /// and the roots of indexes filled ([`Existing::index_root`]).
     pub(crate) edges: Vec<(u32, Vec<u8>)>,
+    /// The freelist's first trunk page (0: none) and its size in pages, from the header.
+    pub(crate) freelist: (u32, u32),
 }
 
 /// The right edge of an existing table that rows are added to: its right-most path, root
@@ -63,15 +67,6 @@ pub struct TableEdge {
     pub(crate) max_rowid: i64,
     /// Whether the table has no row (its root is an empty leaf).
     pub(crate) empty: bool,
-}
-
-/// An existing index that has no entry, whose root page (an empty index leaf, checked by
-/// [`Existing::empty_index`]) an index written by the page writer takes over
-/// ([`crate::DbWriter::fill_index`]): the index keeps its root page number and its schema
-/// row.
-#[derive(Clone, Debug)]
-pub struct EmptyIndex {
-    pub(crate) root: u32,
 }
 
 impl TableEdge {
@@ -184,6 +179,7 @@ impl Existing {
             schema_path,
             schema_rowid,
             edges: vec![],
+            freelist: (be(32), be(36)),
         })
     }
 
@@ -251,22 +247,51 @@ impl Existing {
         &mut self,
         file: &mut R,
         root: u32,
-    ) -> Result<EmptyIndex, Error> {
+    ) -> Result<IndexRoot, Error> {
+        let index = self.index_root(file, root)?;
+        if !index.empty {
+            return Err(refuse(&format!(
+                "its page {root} is not the root of an empty index"
+            )));
+        }
+        Ok(index)
+    }
+
+    /// Reads the root page `root` of an index of the same file (read by
+    /// [`Existing::read`], under the same lock), with or without entries, and journals
+    /// it with the schema's ([`Existing::originals`]): an index written by
+    /// [`crate::DbWriter::fill_index`] takes it over, changing it in place, and must hold
+    /// the index's entries ([`IndexRoot::entries`]) merged with the new ones. Refused: a
+    /// root outside the file, page 1, and any page that is not an index b-tree page.
+    pub fn index_root<R: Read + Seek>(
+        &mut self,
+        file: &mut R,
+        root: u32,
+    ) -> Result<IndexRoot, Error> {
         if root < 2 || root > self.pages {
             return Err(refuse("the index's root page is outside the file"));
         }
         let mut page = vec![0u8; self.page_size];
         read_at(file, u64::from(root - 1) * self.page_size as u64, &mut page)?;
         let cells = u16::from_be_bytes([page[3], page[4]]);
-        if page[0] != crate::index::LEAF_INDEX || cells != 0 {
-            return Err(refuse(&format!(
-                "its page {root} is not the root of an empty index"
-            )));
-        }
+        let empty = match page[0] {
+            crate::index::LEAF_INDEX => cells == 0,
+            crate::index::INTERIOR_INDEX => false,
+            _ => {
+                return Err(refuse(&format!(
+                    "its page {root} is not the root of an index"
+                )))
+            }
+        };
         if !self.edges.iter().any(|e| e.0 == root) {
             self.edges.push((root, page));
         }
-        Ok(EmptyIndex { root })
+        Ok(IndexRoot {
+            root,
+            empty,
+            page_size: self.page_size,
+            file_pages: self.pages,
+        })
     }
 
     /// The page size in bytes.

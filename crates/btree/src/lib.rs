@@ -92,14 +92,16 @@ pub mod index;
 mod interior;
 pub mod journal;
 mod leaves;
+mod old_index;
 mod payload;
 pub mod record;
 pub mod seqfile;
 pub mod varint;
 mod writer;
 
-pub use existing::{EmptyIndex, Existing, TableEdge};
+pub use existing::{Existing, TableEdge};
 pub use leaves::Leaves;
+pub use old_index::{FreedPages, IndexRoot, OldEntries};
 pub use payload::local_payload;
 pub use record::{Record, RecordBuilder, Records, Value};
 pub use seqfile::SeqFile;

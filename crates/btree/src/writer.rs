@@ -9,10 +9,11 @@
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use crate::existing::{EmptyIndex, Existing, TableEdge};
+use crate::existing::{Existing, TableEdge};
 use crate::index;
 use crate::interior::{interior_page, MAX_INTERIOR_CELL};
 use crate::leaves::{content_start, Leaf, Leaves, LEAF_TABLE};
+use crate::old_index::{FreedPages, IndexRoot};
 use crate::payload::local_payload;
 use crate::record::{self, Record, RecordBuilder, Value};
 use crate::seqfile::SeqFile;
@@ -50,6 +51,9 @@ pub struct DbWriter<W: Write + Seek> {
     /// in `pages`, and its bytes, not yet in the output). It goes out when the next page
     /// comes; the last one is the index's root, which goes to the existing root instead.
     held: Option<(u32, Vec<u8>)>,
+    /// Pages of existing indexes that nothing points at any more ([`DbWriter::free`]),
+    /// for the freelist.
+    freed: Vec<u32>,
 }
 
 /// A page written in place by an extension: its number and new contents.
@@ -93,6 +97,7 @@ impl<W: Write + Seek> DbWriter<W> {
             edges_changed: vec![],
             fill: None,
             held: None,
+            freed: vec![],
         };
         // Page 1 is reserved now and written by `finish`.
         w.write_page(&vec![0; page_size as usize])?;
@@ -113,6 +118,7 @@ impl<W: Write + Seek> DbWriter<W> {
             edges_changed: vec![],
             fill: None,
             held: None,
+            freed: vec![],
         }
     }
 
@@ -322,19 +328,51 @@ impl<W: Write + Seek> DbWriter<W> {
 
     /// Makes the next index written (by [`DbWriter::index`],
     /// [`DbWriter::index_int_pairs`] or [`DbWriter::index_builder`]) the contents of the
-    /// existing empty index `index` (of the file this writer extends, read by
-    /// [`Existing::empty_index`]): its root goes into that index's root page, changed in
-    /// place (returned by [`DbWriter::finish_in_place`]), and it adds nothing to the
-    /// schema (the name and text it is given are not used); that call returns the
-    /// existing root. Its entries must be the index's: the key columns of its definition,
-    /// in its order and collation, then the rowid.
-    pub fn fill_index(&mut self, index: EmptyIndex) -> Result<(), Error> {
+    /// existing index `index` (of the file this writer extends, read by
+    /// [`Existing::empty_index`] or [`Existing::index_root`]): its root goes into that
+    /// index's root page, changed in place (returned by [`DbWriter::finish_in_place`]),
+    /// and it adds nothing to the schema (the name and text it is given are not used);
+    /// that call returns the existing root. Its entries must be the index's: the key
+    /// columns of its definition, in its order and collation, then the rowid; an index
+    /// that has entries keeps them all (read by [`IndexRoot::entries`] and merged in),
+    /// and its old pages then go to [`DbWriter::free`].
+    pub fn fill_index(&mut self, index: IndexRoot) -> Result<(), Error> {
         if self.base.is_none() || self.fill.is_some() {
             return Err(Error::NotExtensible(
                 "an index is filled by a writer that extends a file, one at a time".into(),
             ));
         }
         self.fill = Some(index.root);
+        Ok(())
+    }
+
+    /// Puts `freed` (the pages of an existing index other than its root, read to its end
+    /// by [`crate::OldEntries`] and merged into the index written into its root by
+    /// [`DbWriter::fill_index`]) on the file's freelist: [`DbWriter::finish_in_place`]
+    /// writes new freelist trunk pages past the file's end listing them, ahead of the
+    /// freelist the file had. Refused: a writer of a new file, a page outside the file
+    /// as it was, or one freed already.
+    pub fn free(&mut self, freed: FreedPages) -> Result<(), Error> {
+        let Some(base) = &self.base else {
+            return Err(Error::NotExtensible(
+                "pages are freed by a writer that extends a file".into(),
+            ));
+        };
+        if freed.pages.iter().any(|&p| p < 2 || p > base.pages)
+            || freed
+                .pages
+                .iter()
+                .any(|p| self.freed.binary_search(p).is_ok())
+            || base
+                .originals()
+                .any(|(p, _)| freed.pages.binary_search(&p).is_ok())
+        {
+            return Err(Error::NotExtensible(
+                "pages freed that are outside the file, freed already or changed in place".into(),
+            ));
+        }
+        self.freed.extend(freed.pages);
+        self.freed.sort_unstable();
         Ok(())
     }
 
@@ -696,6 +734,7 @@ impl<W: Write + Seek> DbWriter<W> {
                 self.write_page(page)
             })?;
         changed.append(&mut self.edges_changed);
+        let (trunk, free_count) = self.write_freelist(base.freelist)?;
         // Page 1 first (its header changes even when its b-tree does not).
         match changed.iter().position(|c| c.0 == 1) {
             Some(at) => {
@@ -708,6 +747,8 @@ impl<W: Write + Seek> DbWriter<W> {
         let h = &mut changed[0].1[..DB_HEADER];
         h[24..28].copy_from_slice(&counter.to_be_bytes());
         h[28..32].copy_from_slice(&self.pages.to_be_bytes());
+        h[32..36].copy_from_slice(&trunk.to_be_bytes());
+        h[36..40].copy_from_slice(&free_count.to_be_bytes());
         if schema_changes {
             h[40..44].copy_from_slice(&base.schema_cookie.wrapping_add(1).to_be_bytes());
         }
@@ -718,6 +759,33 @@ impl<W: Write + Seek> DbWriter<W> {
         let mut out = self.out;
         out.flush()?;
         Ok((out, changed))
+    }
+}
+
+impl<W: Write + Seek> DbWriter<W> {
+    /// Writes freelist trunk pages past the end for the pages freed ([`DbWriter::free`]),
+    /// chained ahead of the file's freelist `old` (first trunk, size); returns the new
+    /// first trunk and size, `old` when nothing was freed. Each trunk holds its next
+    /// trunk (4 bytes), its leaf count (4) and the leaves' numbers: at most
+    /// `usable / 4 - 8` of them, the limit SQLite itself keeps to for older readers.
+    fn write_freelist(&mut self, old: (u32, u32)) -> Result<(u32, u32), Error> {
+        let freed = std::mem::take(&mut self.freed);
+        if freed.is_empty() {
+            return Ok(old);
+        }
+        let per_trunk = self.page_size / 4 - 8;
+        let (mut next, mut count) = old;
+        for leaves in freed.chunks(per_trunk) {
+            let mut page = vec![0u8; self.page_size];
+            page[..4].copy_from_slice(&next.to_be_bytes());
+            page[4..8].copy_from_slice(&(leaves.len() as u32).to_be_bytes());
+            for (i, leaf) in leaves.iter().enumerate() {
+                page[8 + 4 * i..12 + 4 * i].copy_from_slice(&leaf.to_be_bytes());
+            }
+            next = self.write_page(&page)?;
+            count += leaves.len() as u32 + 1;
+        }
+        Ok((next, count))
     }
 }
 

@@ -730,7 +730,7 @@ fn fill_made<R: io::Read + Seek>(
     base: &mut Existing,
     file: &mut R,
     roots: [u32; 3],
-) -> (liteload_btree::TableEdge, [liteload_btree::EmptyIndex; 2]) {
+) -> (liteload_btree::TableEdge, [liteload_btree::IndexRoot; 2]) {
     let edge = base.table_edge(file, roots[0]).unwrap();
     let unique = base.empty_index(file, roots[1]).unwrap();
     let by_k = base.empty_index(file, roots[2]).unwrap();
@@ -742,7 +742,7 @@ fn fill_made<R: io::Read + Seek>(
 fn write_made<W: Write + Seek>(
     db: &mut DbWriter<W>,
     edge: liteload_btree::TableEdge,
-    [unique, by_k]: [liteload_btree::EmptyIndex; 2],
+    [unique, by_k]: [liteload_btree::IndexRoot; 2],
     roots: [u32; 3],
     rows: &[(i64, String, Vec<u8>)],
 ) {
@@ -1045,4 +1045,242 @@ fn a_file_in_wal_mode_is_extended_under_an_exclusive_lock_and_stays_in_wal_mode(
         assert_eq!(ok, "ok", "{case}");
         assert!(!d.path().join("ours.db-journal").exists(), "{case}");
     }
+}
+
+/// [`with_grow`] with two indexes on "grow" (an integer one, and one over text and blobs
+/// whose long entries overflow) and a freelist left by a dropped table.
+fn with_indexed(path: &Path, page_size: u32, rows: usize) {
+    with_grow(path, page_size, 2, rows);
+    Connection::open(path)
+        .unwrap()
+        .execute_batch(
+            "CREATE INDEX grow_k ON grow(k); CREATE INDEX grow_tb ON grow(t, b);
+             CREATE TABLE junk(x); INSERT INTO junk VALUES (zeroblob(20000)), (zeroblob(3000));
+             DROP TABLE junk;",
+        )
+        .unwrap();
+}
+
+/// The root pages of "grow" and its two indexes.
+fn indexed_roots(conn: &Connection) -> [u32; 3] {
+    [
+        root_of(conn, "grow"),
+        root_of(conn, "grow_k"),
+        root_of(conn, "grow_tb"),
+    ]
+}
+
+/// Appends `rows` to "grow" through `db` (its edge and index roots read from `file`, as
+/// `base`), then writes each index into its own root: its old entries (read from `file`)
+/// merged with the new rows' ones, its old pages freed.
+fn merge_indexed<R: io::Read + Seek, W: Write + Seek>(
+    db: &mut DbWriter<W>,
+    file: &mut R,
+    edge: liteload_btree::TableEdge,
+    indexes: [liteload_btree::IndexRoot; 2],
+    rows: &[(i64, String, Vec<u8>)],
+) {
+    let first = edge.max_rowid() + 1;
+    append_rows(db, edge, rows);
+    let entry = |values: &[Value<'_>]| {
+        let mut e = vec![];
+        liteload_btree::record::encode(values, &mut e);
+        e
+    };
+    let keys: [Vec<Vec<u8>>; 2] = [
+        rows.iter()
+            .enumerate()
+            .map(|(i, (k, _, _))| entry(&[Value::Integer(k * 3), Value::Integer(first + i as i64)]))
+            .collect(),
+        rows.iter()
+            .enumerate()
+            .map(|(i, (_, t, b))| {
+                entry(&[
+                    Value::Text(t.as_bytes()),
+                    Value::Blob(b),
+                    Value::Integer(first + i as i64),
+                ])
+            })
+            .collect(),
+    ];
+    for (root, mut new) in indexes.into_iter().zip(keys) {
+        new.sort_by(|a, b| liteload_btree::index::compare(a, b));
+        let mut old = root.entries(&mut *file);
+        db.fill_index(root.clone()).unwrap();
+        let mut builder = db.index_builder("ignored", "grow", "");
+        let mut new = new.into_iter().peekable();
+        loop {
+            let next_old = old.next_entry().unwrap().map(<[u8]>::to_vec);
+            while let Some(n) = new.next_if(|n| {
+                next_old
+                    .as_deref()
+                    .is_none_or(|o| liteload_btree::index::compare(n, o).is_lt())
+            }) {
+                builder.push(&n).unwrap();
+            }
+            match next_old {
+                Some(o) => builder.push(&o).unwrap(),
+                None => break,
+            }
+        }
+        builder.finish().unwrap();
+        let freed = old.finish().unwrap();
+        db.free(freed).unwrap();
+    }
+}
+
+#[test]
+fn rows_appended_to_an_indexed_table_with_its_indexes_merged_read_as_sqlites_insert_stores_them() {
+    for page_size in [512u32, 4096] {
+        for had in [0usize, 1, 40, 3000] {
+            for n in [0usize, 1, 7, 2500] {
+                let d = tempfile::tempdir().unwrap();
+                let (ours, theirs) = (d.path().join("ours.db"), d.path().join("sqlite.db"));
+                with_indexed(&ours, page_size, had);
+                with_indexed(&theirs, page_size, had);
+                let rows = new_rows(n);
+                let conn = Connection::open(&ours).unwrap();
+                conn.execute_batch("BEGIN EXCLUSIVE; SELECT count(*) FROM sqlite_schema;")
+                    .unwrap();
+                let [table, k, tb] = indexed_roots(&conn);
+                let q = |c: &Connection, sql: &str| -> i64 {
+                    c.query_row(sql, [], |r| r.get(0)).unwrap()
+                };
+                let (version, free_before) = (
+                    q(&conn, "PRAGMA schema_version"),
+                    q(&conn, "PRAGMA freelist_count"),
+                );
+                assert!(free_before > 0);
+                let mut files = DiskFiles::open(&ours).unwrap();
+                let mut base = Existing::read(files.db()).unwrap();
+                let edge = base.table_edge(files.db(), table).unwrap();
+                let indexes = [
+                    base.index_root(files.db(), k).unwrap(),
+                    base.index_root(files.db(), tb).unwrap(),
+                ];
+                journal::begin(&mut files, &base, journal::nonce()).unwrap();
+                let offset = u64::from(base.pages()) * u64::from(page_size);
+                let mut db = DbWriter::extend(SeqFile::extend(&ours, offset).unwrap(), base);
+                merge_indexed(&mut db, files.db(), edge, indexes, &rows);
+                let (out, changed) = db.finish_in_place().unwrap();
+                journal::commit(&mut files, page_size, &changed).unwrap();
+                conn.execute_batch("COMMIT").unwrap();
+                drop((out, files, conn));
+                insert_rows(&theirs, &rows);
+                let case = format!("page {page_size}, {had} rows had, {n} appended");
+                assert_eq!(dump(&ours), dump(&theirs), "{case}");
+                let c = Connection::open(&ours).unwrap();
+                assert_eq!(q(&c, "PRAGMA schema_version"), version, "{case}");
+                // The old indexes' pages other than their roots are free (the first row's
+                // 9000-byte blob overflows its entry over text and blobs).
+                let free = q(&c, "PRAGMA freelist_count");
+                assert!(free >= free_before, "{case}");
+                assert_eq!(free > free_before, had > 0, "{case}: {free} free pages");
+                assert_eq!(
+                    q(&c, "PRAGMA page_count") as u64 * u64::from(page_size),
+                    std::fs::metadata(&ours).unwrap().len(),
+                    "{case}"
+                );
+                // Each index answers as SQLite's own does, entry for entry.
+                let theirs_c = Connection::open(&theirs).unwrap();
+                for sql in [
+                    "SELECT group_concat(k || ':' || rowid) FROM grow INDEXED BY grow_k",
+                    "SELECT group_concat(hex(t) || hex(b) || rowid) FROM grow INDEXED BY grow_tb \
+                     WHERE t > ''",
+                ] {
+                    let get = |c: &Connection| -> Option<String> {
+                        c.query_row(sql, [], |r| r.get(0)).unwrap()
+                    };
+                    assert_eq!(get(&c), get(&theirs_c), "{case}: {sql}");
+                }
+                // SQLite goes on writing the file as its own, taking the freed pages.
+                c.execute_batch(
+                    "INSERT INTO grow(k, t, b) SELECT k + 1, t || 'x', b FROM grow;
+                     DELETE FROM grow WHERE rowid % 5 = 1;",
+                )
+                .unwrap();
+                let ok: String = c
+                    .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+                    .unwrap();
+                assert_eq!(ok, "ok", "{case}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_crash_during_an_index_merge_leaves_the_old_file_or_the_new_one() {
+    let d = tempfile::tempdir().unwrap();
+    for (had, n) in [(3usize, 2usize), (60, 25), (300, 3)] {
+        let basep = d.path().join(format!("indexed{had}.db"));
+        with_indexed(&basep, 512, had);
+        let old = std::fs::read(&basep).unwrap();
+        let [table, k, tb] = indexed_roots(&Connection::open(&basep).unwrap());
+        let rows = new_rows(n);
+        let log = Log::default();
+        let mut cursor = Cursor::new(old.clone());
+        let mut base = Existing::read(&mut cursor).unwrap();
+        let edge = base.table_edge(&mut cursor, table).unwrap();
+        let indexes = [
+            base.index_root(&mut cursor, k).unwrap(),
+            base.index_root(&mut cursor, tb).unwrap(),
+        ];
+        let mut files = log.clone();
+        journal::begin(&mut files, &base, 0x5eed_5555).unwrap();
+        let page_size = base.page_size();
+        let offset = u64::from(base.pages()) * u64::from(page_size);
+        let mut db = DbWriter::extend(LogWriter(log.clone(), offset), base);
+        merge_indexed(&mut db, &mut cursor, edge, indexes, &rows);
+        let (_, changed) = db.finish_in_place().unwrap();
+        journal::commit(&mut files, page_size, &changed).unwrap();
+        let ops = log.0.borrow().clone();
+        crash_after_every_op(
+            d.path(),
+            &old,
+            &ops,
+            &format!("merge, {had} rows had, {n} appended"),
+        );
+    }
+}
+
+#[test]
+fn an_index_that_is_not_what_sqlite_writes_is_refused_before_it_is_used() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("db.db");
+    with_indexed(&p, 512, 300);
+    let c = Connection::open(&p).unwrap();
+    let [table, k, _] = indexed_roots(&c);
+    drop(c);
+    let good = std::fs::read(&p).unwrap();
+    // Not an index root at all.
+    let mut base = Existing::read(&mut Cursor::new(good.clone())).unwrap();
+    for root in [table, 1, 0, base.pages() + 1] {
+        assert!(
+            base.index_root(&mut Cursor::new(good.clone()), root)
+                .is_err(),
+            "root {root}"
+        );
+    }
+    // An index whose root names itself as a child: a cycle, found before any entry of
+    // it is used twice.
+    let page_size = 512usize;
+    let mut bad = good.clone();
+    let at = (k as usize - 1) * page_size;
+    assert_eq!(bad[at], 0x02, "the index spans pages");
+    bad[at + 8..at + 12].copy_from_slice(&k.to_be_bytes());
+    let root = base.index_root(&mut Cursor::new(bad.clone()), k).unwrap();
+    let mut entries = root.entries(Cursor::new(bad));
+    let e = loop {
+        match entries.next_entry() {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("a cycle read to its end"),
+            Err(e) => break e,
+        }
+    };
+    assert!(e.to_string().contains("twice"), "{e}");
+    // Its pages are freed only once every entry is read.
+    let root = base.index_root(&mut Cursor::new(good.clone()), k).unwrap();
+    let mut entries = root.entries(Cursor::new(good.clone()));
+    entries.next_entry().unwrap();
+    assert!(entries.finish().is_err());
 }
