@@ -20,6 +20,8 @@
 //!   SQLite's transfer;
 //! - `in_place_append`: rows added after the last of a table (without index) of an
 //!   existing file in rollback mode that holds rows, in place past the file's end;
+//! - `in_place_merged`: the same into such a table with an index on each column: each
+//!   index's old entries merged with the new ones into new pages, its old pages freed;
 //! - `side_file_append`: rows added to a table of an existing file in WAL mode (another
 //!   connection holding it open) that
 //!   holds rows;
@@ -551,6 +553,7 @@ enum SinkUnderTest {
     InPlace,
     InPlaceWal,
     InPlaceAppend,
+    InPlaceMerged,
     SideFile,
     SideFileAppend,
     Merge,
@@ -822,9 +825,13 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
             drop(sink);
             compare(&db, &["t"], &case, &[], false)
         }
-        SinkUnderTest::SideFileAppend | SinkUnderTest::InPlaceAppend | SinkUnderTest::Merge => {
+        SinkUnderTest::SideFileAppend
+        | SinkUnderTest::InPlaceAppend
+        | SinkUnderTest::InPlaceMerged
+        | SinkUnderTest::Merge => {
             let merge = writer == SinkUnderTest::Merge;
-            let in_place = writer == SinkUnderTest::InPlaceAppend;
+            let indexed = writer == SinkUnderTest::InPlaceMerged;
+            let in_place = writer == SinkUnderTest::InPlaceAppend || indexed;
             // A BLOB column keeps the side file and the merge out (the plan's rule: they
             // take columns of INTEGER, REAL and TEXT affinity), so their case leaves
             // blobs out.
@@ -873,6 +880,15 @@ fn run(writer: SinkUnderTest, case: Case) -> R {
                         &format!("INSERT INTO t VALUES ({holes})"),
                         rusqlite::params_from_iter(row),
                     )?;
+                }
+                if indexed {
+                    // Made after the rows, as a schema's migration adds one.
+                    for (i, (col, _)) in cols.iter().enumerate() {
+                        conn.execute_batch(&format!(
+                            "CREATE INDEX \"t by {i}\" ON t ({})",
+                            quote_ident(col)
+                        ))?;
+                    }
                 }
             }
             if merge {
@@ -1020,6 +1036,7 @@ suite! {
     in_place: SinkUnderTest::InPlace;
     in_place_wal: SinkUnderTest::InPlaceWal;
     in_place_append: SinkUnderTest::InPlaceAppend;
+    in_place_merged: SinkUnderTest::InPlaceMerged;
     side_file: SinkUnderTest::SideFile;
     side_file_append: SinkUnderTest::SideFileAppend;
     merge: SinkUnderTest::Merge;

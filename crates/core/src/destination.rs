@@ -34,14 +34,17 @@ pub(crate) enum Destination {
     /// A table (its actual name) to drop in the load's transaction and create anew.
     Replace { name: String },
     /// A table that reads as liteload creates them, without trigger: its actual name,
-    /// columns and their types, and its indexes (key columns; only while it is empty,
-    /// since SQLite copies index entries only into an empty table).
+    /// columns and their types, and its indexes (key columns).
     Plain {
         name: String,
         columns: Vec<(String, ColumnType)>,
         indexes: Vec<Vec<String>>,
         /// The indexes' names, in the order of `indexes`.
         index_names: Vec<String>,
+        /// Whether it has indexes and rows: then only the page writer in place takes it,
+        /// merging each index's entries with the new ones (SQLite's transfer, which the
+        /// side file ends with, copies index entries only into an empty table).
+        merged: bool,
     },
     /// An empty table made beforehand with constraints the page writer does not
     /// check (NOT NULL, CHECK, DEFAULT, collations, UNIQUE and PRIMARY KEY indexes,
@@ -135,20 +138,20 @@ pub(crate) fn destination(
         return exact_table(conn, &name, &columns);
     };
     let columns = plain;
-    if !indexes.is_empty() && !is_empty(conn, &name)? {
-        return Ok(None);
-    }
+    let merged = !indexes.is_empty() && !is_empty(conn, &name)?;
     let (index_names, indexes) = indexes.into_iter().unzip();
     Ok(Some(Destination::Plain {
         name,
         columns,
         indexes,
         index_names,
+        merged,
     }))
 }
 
 /// Whether a side file takes an input of `columns` (in the order its batches carry
-/// them) into `dest`: a new or replaced table always; an existing one when the input has
+/// them) into `dest`: a new or replaced table always; an existing one (not one whose
+/// indexes only a merge in place takes, see [`Destination::Plain`]) when the input has
 /// the table's columns in the table's order, no column may appear after the sample
 /// (`grows`: JSON and XML may name one later, which such a table does not have), and no
 /// column type is given (`types_given`: the table's types are the ones used). The plan
@@ -156,6 +159,20 @@ pub(crate) fn destination(
 /// inside its transaction and holds it to the same rule ([`changed_since_planned`] when
 /// it no longer holds).
 pub(crate) fn side_file_takes(
+    dest: &Destination,
+    columns: &[String],
+    grows: bool,
+    types_given: bool,
+) -> bool {
+    match dest {
+        Destination::Plain { merged: true, .. } => false,
+        d => in_place_takes(d, columns, grows, types_given),
+    }
+}
+
+/// [`side_file_takes`] for the page writer in place, which also takes a table with rows
+/// and indexes (merging them).
+pub(crate) fn in_place_takes(
     dest: &Destination,
     columns: &[String],
     grows: bool,

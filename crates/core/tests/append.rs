@@ -180,9 +180,11 @@ proptest! {
 
     /// A new table (with and without an index), or an empty one written by hand with
     /// declared types of each affinity and an index, then a second load into it (with an
-    /// index, now that it has rows, on SQLite's path), against SQLite's path; into a
-    /// file in rollback mode or in WAL mode (in place), or in WAL mode while another
-    /// connection has it open (the side file).
+    /// index asked for, now that it has rows, on SQLite's path; with an index it has and
+    /// none asked for, in place, the index's entries merged), against SQLite's path; into
+    /// a file in rollback mode or in WAL mode (in place), or in WAL mode while another
+    /// connection has it open (the side file). `later` adds an index over two columns
+    /// between the loads.
     #[test]
     fn appends_equal_sqlites_insert_path(
         // The second file's columns are of the table's kinds, or each of another kind.
@@ -194,6 +196,7 @@ proptest! {
         index in any::<bool>(),
         declared in prop::option::of(prop::collection::vec(0..DECLARED.len(), 6)),
         mode in 0u8..3,
+        later in any::<bool>(),
     ) {
         let (rollback, held) = (mode == 0, mode == 2);
         let d = tempfile::tempdir().unwrap();
@@ -225,6 +228,21 @@ proptest! {
                     // its root in place): through the page writer.
                     prop_assert_eq!(w, EngineUsed::Direct);
                     prop_assert_eq!(in_place, !(held || index && declared.is_some()));
+                }
+                if later && width > 1 {
+                    for db in ["s.db", "d.db"] {
+                        rusqlite::Connection::open(p.join(db))
+                            .unwrap()
+                            .execute_batch("CREATE INDEX t_later ON t (c1, c0)")
+                            .unwrap();
+                    }
+                }
+            } else if let Ok((w, in_place)) = got {
+                // Rows added to liteload's table with an index made since and none asked
+                // for: in place, that index merged (the file alone in WAL mode or not).
+                if later && width > 1 && !index && !held && declared.is_none() {
+                    prop_assert_eq!(w, EngineUsed::Direct);
+                    prop_assert!(in_place);
                 }
             }
         }
@@ -262,5 +280,154 @@ fn the_next_append_restores_wal_mode_after_a_killed_one() -> Result<(), Box<dyn 
         );
         assert_eq!(dump(&db)?.0, "ok");
     }
+    Ok(())
+}
+
+/// Each index's entries in its own order, read through it (`INDEXED BY`).
+fn index_orders(db: &Path) -> rusqlite::Result<Vec<String>> {
+    let c = rusqlite::Connection::open(db)?;
+    let mut out = vec![];
+    for (index, shown, order) in [
+        ("t_text", "quote(c2)", "c2"),
+        ("t_pair", "quote(c1) || ',' || quote(c0)", "c1, c0"),
+    ] {
+        out.push(c.query_row(
+            &format!(
+                "SELECT group_concat(e, ' ') FROM (SELECT {shown} || ':' || rowid AS e \
+                 FROM t INDEXED BY {index} ORDER BY {order}, rowid)"
+            ),
+            [],
+            |r| r.get(0),
+        )?);
+    }
+    Ok(out)
+}
+
+/// A table made by hand with rows (some deleted, so its rowids have gaps) and two
+/// indexes (text; a real then an integer), then hostile rows added by the default engine
+/// (in place, each index's old entries merged with the new) and by SQLite's insert path:
+/// the same rows, the same index entries in the same order, `integrity_check` ok, the
+/// old indexes' pages on the freelist; in rollback mode and in WAL mode.
+#[test]
+fn rows_added_to_an_indexed_table_merge_its_indexes_as_sqlites_insert_path_stores_them(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let d = tempfile::tempdir()?;
+    let mut input = String::from("c0,c1,c2\n");
+    for i in 0..4000i64 {
+        let text = match i % 6 {
+            0 => format!("\"é\u{1}{i}, \"\"q\"\"\""),
+            1 => "ü".repeat(700 + (i % 900) as usize),
+            2 => String::new(),
+            3 => format!("{}", i % 17),
+            4 => "\"line\nbreak\"".into(),
+            _ => format!("t{}", i % 50),
+        };
+        let real = if i % 11 == 0 {
+            "abc".into()
+        } else {
+            format!("{}.25", i % 300 - 150)
+        };
+        let int = if i % 13 == 0 {
+            i64::MIN.to_string()
+        } else {
+            (i * 7919 % 1000).to_string()
+        };
+        input.push_str(&format!("{int},{real},{text}\n"));
+    }
+    std::fs::write(d.path().join("more.csv"), &input)?;
+    for journal in ["DELETE", "WAL"] {
+        let (ours, theirs) = (
+            d.path().join(format!("ours-{journal}.db")),
+            d.path().join(format!("theirs-{journal}.db")),
+        );
+        for db in [&ours, &theirs] {
+            let c = rusqlite::Connection::open(db)?;
+            c.execute_batch(&format!(
+                "PRAGMA journal_mode={journal};
+                 CREATE TABLE t (c0 INTEGER, c1 REAL, c2 TEXT);
+                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)
+                 INSERT INTO t SELECT i % 97, i * 0.5, CASE WHEN i % 9 = 0 THEN NULL
+                   WHEN i % 5 = 0 THEN printf('%.*c', 2000, 'x') ELSE 'v' || i END FROM n;
+                 DELETE FROM t WHERE rowid % 7 = 2;
+                 CREATE INDEX t_text ON t (c2); CREATE INDEX t_pair ON t (c1, c0);"
+            ))?;
+        }
+        let free_before: i64 =
+            rusqlite::Connection::open(&ours)?
+                .query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
+        let csv = d.path().join("more.csv");
+        let (w, in_place) = load(&ours, &csv, Engine::Auto, false)?;
+        assert_eq!((w, in_place), (EngineUsed::Direct, true), "{journal}");
+        load(&theirs, &csv, Engine::Sqlite, false)?;
+        let want = dump(&theirs)?;
+        assert_eq!(want.0, "ok");
+        assert_eq!(dump(&ours)?, want, "{journal}");
+        assert_eq!(index_orders(&ours)?, index_orders(&theirs)?, "{journal}");
+        let c = rusqlite::Connection::open(&ours)?;
+        let free: i64 = c.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
+        assert!(
+            free > free_before,
+            "{journal}: the old indexes' pages are free"
+        );
+        let mode = |c: &rusqlite::Connection| -> rusqlite::Result<String> {
+            c.query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        };
+        assert_eq!(mode(&c)?, mode(&rusqlite::Connection::open(&theirs)?)?);
+    }
+    Ok(())
+}
+
+/// The merge's rule: a few rows added to a big indexed table take SQLite's insert path
+/// (rewriting every old entry would cost more than inserting the new ones), and the
+/// summary says why; the direct engine merges whatever the sizes. Both leave what
+/// SQLite's path leaves.
+#[test]
+fn a_few_rows_added_to_a_big_indexed_table_take_sqlites_path_unless_the_merge_is_forced(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let d = tempfile::tempdir()?;
+    let csv = d.path().join("few.csv");
+    std::fs::write(&csv, "c0,c1\n1,one\n2,two\n3,three\n")?;
+    let mut dumps = vec![];
+    for (name, engine) in [
+        ("auto", Engine::Auto),
+        ("direct", Engine::Direct),
+        ("sqlite", Engine::Sqlite),
+    ] {
+        let db = d.path().join(format!("{name}.db"));
+        rusqlite::Connection::open(&db)?.execute_batch(
+            "CREATE TABLE t (c0 INTEGER, c1 TEXT);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000)
+             INSERT INTO t SELECT i, 'v' || (i % 1000) FROM n;
+             CREATE INDEX t_c1 ON t (c1);",
+        )?;
+        let mut opts = ImportOptions::default();
+        opts.table = Some("t".into());
+        opts.engine = engine;
+        let s = import(
+            &db,
+            &[Input::Path(csv.clone())],
+            &opts,
+            &Progress::default(),
+        )?;
+        let in_place = s.notes.iter().any(|n| n.starts_with("written in place"));
+        match engine {
+            Engine::Auto => {
+                assert!(!in_place, "{:?}", s.notes);
+                assert!(
+                    s.notes.iter().any(|n| n.contains(
+                        "not written in place (its indexes would be rewritten for 200000 rows"
+                    )),
+                    "{:?}",
+                    s.notes
+                );
+            }
+            Engine::Direct => assert!(in_place, "{:?}", s.notes),
+            _ => {}
+        }
+        dumps.push(dump(&db)?);
+    }
+    assert_eq!(dumps[0].0, "ok");
+    assert_eq!(dumps[0], dumps[2]);
+    assert_eq!(dumps[1], dumps[2]);
     Ok(())
 }

@@ -458,6 +458,43 @@ impl Input {
         }
     }
 
+    /// About how many lines the input holds, for a plan that weighs roads by rows: the
+    /// lines of its first 256 KiB scaled to its size. `None` when that cannot be known
+    /// without reading it all: standard input, a reader, a compressed file, or no line
+    /// end in the part read.
+    pub fn estimated_lines(&self) -> Option<u64> {
+        const SAMPLE: usize = 256 * 1024;
+        let (size, head) = match self {
+            Input::Path(p) => {
+                let size = self.size()?;
+                let mut head = Vec::with_capacity(SAMPLE);
+                File::open(p)
+                    .ok()?
+                    .take(SAMPLE as u64)
+                    .read_to_end(&mut head)
+                    .ok()?;
+                (size, head)
+            }
+            Input::Bytes { bytes, .. } => (
+                bytes.len() as u64,
+                bytes[..bytes.len().min(SAMPLE)].to_vec(),
+            ),
+            Input::Stdin | Input::Reader(_) => return None,
+        };
+        if self.is_gzip() || Compression::of(&head).is_some() {
+            return None;
+        }
+        let lines = head.iter().filter(|&&b| b == b'\n').count() as u64;
+        if lines == 0 {
+            return None;
+        }
+        Some(if head.len() as u64 >= size {
+            lines
+        } else {
+            (size as u128 * lines as u128 / head.len() as u128) as u64
+        })
+    }
+
     /// The size in bytes, when it is a regular file (for progress).
     pub fn size(&self) -> Option<u64> {
         match self {

@@ -15,14 +15,16 @@ use std::sync::Arc;
 
 use liteload_btree::journal::{self, DiskFiles};
 use liteload_btree::{
-    DbWriter, DetachedTable, EmptyIndex, Existing, RecordBuilder, SeqFile, TableEdge, TableWriter,
+    DbWriter, DetachedTable, Existing, IndexRoot, RecordBuilder, SeqFile, TableEdge, TableWriter,
     Value as Cell,
 };
 
 use super::row_rules::{self, Origins, RowRules};
 use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::{Batch, Value};
-use crate::destination::{exact_in_place, side_file_takes, Destination, ExactIndex, ExactTable};
+use crate::destination::{
+    exact_in_place, in_place_takes, side_file_takes, Destination, ExactIndex, ExactTable,
+};
 use crate::durability::{self, Durability};
 use crate::error::{Error, Hint, Result};
 use crate::names::Names;
@@ -121,6 +123,9 @@ pub(crate) struct PageSink<'p> {
     if_exists: crate::table::IfExists,
     /// For rows appended in place to a table that exists: its largest rowid before.
     appended_after: Option<i64>,
+    /// How many of the indexes of the table appended to in place had entries, merged
+    /// with the new ones.
+    merged: usize,
     /// For a table made beforehand with constraints, filled in place: its rules and
     /// what the rows did to them.
     exact: Option<ExactInPlace>,
@@ -199,7 +204,7 @@ struct Appending {
     edge: TableEdge,
     /// For an empty table made beforehand with constraints: its definition, its indexes'
     /// roots to fill (in its order), and which index is the PRIMARY KEY's.
-    exact: Option<(ExactTable, Vec<EmptyIndex>, Vec<bool>)>,
+    exact: Option<(ExactTable, Vec<IndexRoot>, Vec<bool>)>,
 }
 
 /// For each index of `table` (named `name` in `conn`'s database), whether it is the
@@ -251,7 +256,7 @@ struct Building {
     indexes: Vec<IndexSpec>,
     /// For an existing table's empty indexes filled in place: their roots, one for each
     /// of `indexes` (empty otherwise: each index is a new one).
-    fill: Vec<EmptyIndex>,
+    fill: Vec<IndexRoot>,
 }
 
 impl<'p> PageSink<'p> {
@@ -287,6 +292,7 @@ impl<'p> PageSink<'p> {
             in_place: None,
             if_exists: crate::table::IfExists::Append,
             appended_after: None,
+            merged: 0,
             exact: None,
         }
     }
@@ -352,12 +358,21 @@ impl<'p> PageSink<'p> {
             self.names.claim(name);
         }
         let indexes = std::mem::take(&mut b.indexes);
-        let written = b
-            .db
-            .attach(table)
-            .finish()
-            .map_err(|e| from_btree(e, Some(&path)))
-            .and_then(|_| write_indexes(&mut b, &indexes, given, &mut self.names, self.progress));
+        let written =
+            b.db.attach(table)
+                .finish()
+                .map_err(|e| from_btree(e, Some(&path)))
+                .and_then(|_| {
+                    let file = self.in_place.as_mut().map(|ip| &*ip.files.db());
+                    write_indexes(
+                        &mut b,
+                        &indexes,
+                        given,
+                        &mut self.names,
+                        self.progress,
+                        file,
+                    )
+                });
         let written = match written {
             Ok(w) => w,
             Err(e) => {
@@ -748,6 +763,7 @@ impl PageSink<'_> {
                             broken: None,
                             repeated: None,
                         });
+                        self.merged = roots.iter().filter(|r| !r.is_empty()).count();
                         (specs, roots)
                     }
                     None => (vec![], vec![]),
@@ -914,12 +930,14 @@ impl PageSink<'_> {
                     ref columns,
                     ref indexes,
                     ref index_names,
+                    merged,
                 },
             ) if self.indexes.is_empty()
-                && side_file_takes(d, sampled.columns, sampled.grows, false) =>
+                && in_place_takes(d, sampled.columns, sampled.grows, false) =>
             {
-                // With indexes (then it is empty, made beforehand): each is filled from
-                // its root, as a table made with constraints is, with no rule to check.
+                // With indexes: each is written into its root, as a table made with
+                // constraints is, with no rule to check; its entries are the new rows'
+                // alone when it is empty, else merged with the ones it has.
                 let fill = if indexes.is_empty() {
                     None
                 } else {
@@ -945,7 +963,7 @@ impl PageSink<'_> {
                         .collect::<Result<Vec<u32>>>()?;
                     Some((table, roots, vec![false; indexes.len()]))
                 };
-                Some((name.clone(), columns.clone(), root_of(name)?, fill))
+                Some((name.clone(), columns.clone(), root_of(name)?, fill, merged))
             }
             Some(
                 ref d @ Destination::Exact {
@@ -968,6 +986,7 @@ impl PageSink<'_> {
                     columns.clone(),
                     root_of(name)?,
                     Some((table.clone(), roots, primary)),
+                    false,
                 ))
             }
             _ => return Err(changed()),
@@ -976,14 +995,14 @@ impl PageSink<'_> {
         let (writer, found) = self.journal_in_place(
             db,
             locked,
-            appending.as_ref().map(|(n, _, root, exact)| {
+            appending.as_ref().map(|(n, _, root, exact, merged)| {
                 let index_roots = exact.as_ref().map_or(&[][..], |e| e.1.as_slice());
-                (n.as_str(), *root, index_roots)
+                (n.as_str(), *root, index_roots, *merged)
             }),
         )?;
         *target = appending
             .zip(found)
-            .map(|((name, cols, _, exact), (edge, fill))| Appending {
+            .map(|((name, cols, _, exact, _), (edge, fill))| Appending {
                 name,
                 cols,
                 edge,
@@ -994,15 +1013,16 @@ impl PageSink<'_> {
 
     /// The file part of [`PageSink::open_in_place`], `conn` holding the lock: the file
     /// read and checked, the right edge of `append`'s table (name, root page) and the
-    /// existing empty indexes to fill (their root pages) read, the journal written, and
-    /// the writer started past the end.
+    /// roots of the existing indexes to fill read (empty ones, or with `merged` ones
+    /// whose entries are merged with the new), the journal written, and the writer
+    /// started past the end.
     #[allow(clippy::type_complexity)]
     fn journal_in_place(
         &mut self,
         db: &Path,
         locked: Locked,
-        append: Option<(&str, u32, &[u32])>,
-    ) -> Result<(DbWriter<SeqFile>, Option<(TableEdge, Vec<EmptyIndex>)>)> {
+        append: Option<(&str, u32, &[u32], bool)>,
+    ) -> Result<(DbWriter<SeqFile>, Option<(TableEdge, Vec<IndexRoot>)>)> {
         let changed = || {
             crate::destination::changed_since_planned(append.map_or_else(
                 || self.shapes.first().map_or("", |s| s.table.as_str()),
@@ -1027,11 +1047,18 @@ impl PageSink<'_> {
         }
         .map_err(not_extensible)?;
         let found = match append {
-            Some((_, root, index_roots)) => {
+            Some((_, root, index_roots, merged)) => {
                 let edge = base.table_edge(files.db(), root).map_err(not_extensible)?;
                 let fill = index_roots
                     .iter()
-                    .map(|&r| base.empty_index(files.db(), r).map_err(not_extensible))
+                    .map(|&r| {
+                        if merged {
+                            base.index_root(files.db(), r)
+                        } else {
+                            base.empty_index(files.db(), r)
+                        }
+                        .map_err(not_extensible)
+                    })
                     .collect::<Result<Vec<_>>>()?;
                 Some((edge, fill))
             }
@@ -1135,6 +1162,14 @@ impl PageSink<'_> {
         summary.engine = Some(EngineUsed::Direct);
         summary.verified = self.verify;
         summary.notes.push(match self.appended_after {
+            Some(after) if self.merged > 0 => format!(
+                "written in place: the rows in new pages past the file's end after rowid \
+                 {after}, the table's {} index(es) merged with the new entries into new \
+                 pages from their root pages (their old pages freed); {} page(s) and the \
+                 header changed under a rollback journal",
+                self.merged,
+                changed.len()
+            ),
             Some(_) if self.exact.is_some() => format!(
                 "written in place: the rows in new pages past the file's end, the table made \
                  beforehand and its {} index(es) filled from their root pages; {} page(s) and \
@@ -1205,14 +1240,17 @@ struct IndexesWritten {
 
 /// Writes the indexes of table `b` whose entries were gathered, named as `given` says
 /// where it is set, else by `names`, or each into its existing root where `b.fill` has
-/// them (see [`IndexesWritten`]). A UNIQUE index that meets a key twice is an error
-/// unless `given` is set or the indexes are filled (then it is reported).
+/// them (see [`IndexesWritten`]; an existing index with entries gets them merged with
+/// the new ones, read from `file`, the file extended in place). A UNIQUE index that meets
+/// a key twice is an error unless `given` is set or the indexes are filled (then it is
+/// reported).
 fn write_indexes(
     b: &mut Building,
     indexes: &[IndexSpec],
     given: Option<&[(String, Option<String>)]>,
     names: &mut Names,
     progress: &Progress,
+    file: Option<&std::fs::File>,
 ) -> Result<IndexesWritten> {
     progress.set_stage(Stage::Indexing);
     let gathered = std::mem::take(&mut b.rows.indexes);
@@ -1242,6 +1280,15 @@ fn write_indexes(
                 (name, sql)
             }
         };
+        if let Some(root) = b.fill.get(i).filter(|r| !r.is_empty()) {
+            let file = file.ok_or_else(|| Error::internal("an index merged without its file"))?;
+            if ix.unique {
+                // A repeated key across the old entries and the new is not looked for.
+                return Err(Error::internal("a UNIQUE index merged in place"));
+            }
+            merge_index(w, root, file, &mut entries, spill_dir, progress)?;
+            continue;
+        }
         let tolerate = given.is_some() || filling;
         let unique_error = || {
             Error::constraint(
@@ -1322,6 +1369,92 @@ fn write_indexes(
         duplicates,
         first_repeat,
     })
+}
+
+/// Writes the existing index whose root is `root` (filling it: [`DbWriter::fill_index`]
+/// was called) as its entries, read from `file` in order, merged with the new rows'
+/// `entries` (every rowid of which is larger than the old ones', so no two are equal),
+/// and gives its old pages to the freelist. An old index that is not what SQLite writes
+/// fails the load, which is then rolled back.
+fn merge_index(
+    w: &mut DbWriter<SeqFile>,
+    root: &IndexRoot,
+    file: &std::fs::File,
+    entries: &mut IndexEntries,
+    spill_dir: &Path,
+    progress: &Progress,
+) -> Result<()> {
+    let writing = |e| Error::internal(format!("writing the index: {e}"));
+    let reading = |e: liteload_btree::Error| match e {
+        liteload_btree::Error::Io(io) => Error::io(None, io),
+        e => Error::schema(format!("reading an index of the table to merge it: {e}")),
+    };
+    let mut old = root.entries(file);
+    let mut builder = w.index_builder("", "", "");
+    // The next old entry, copied out of the reader (`None` at its end).
+    let mut next: Option<Vec<u8>> = old.next_entry().map_err(reading)?.map(<[u8]>::to_vec);
+    let mut merged = 0u64;
+    let mut push = |rec: &[u8]| -> Result<()> {
+        while let Some(o) = next.as_mut() {
+            if liteload_btree::index::compare(o, rec).is_gt() {
+                break;
+            }
+            builder.push(o).map_err(writing)?;
+            match old.next_entry().map_err(reading)? {
+                Some(e) => {
+                    o.clear();
+                    o.extend_from_slice(e);
+                }
+                None => next = None,
+            }
+            merged += 1;
+            if merged.is_multiple_of(1 << 20) {
+                // A long merge stays cancellable.
+                progress.check()?;
+            }
+        }
+        builder.push(rec).map_err(writing)
+    };
+    if entries.spilled() {
+        entries.merge(spill_dir, &mut push)?;
+    } else {
+        match entries.sorted() {
+            Some(SortedEntries::IntPairs(pairs)) => {
+                let mut rec = vec![];
+                for (key, rowid) in pairs {
+                    rec.clear();
+                    liteload_btree::record::encode(
+                        &[
+                            liteload_btree::Value::Integer(key),
+                            liteload_btree::Value::Integer(rowid),
+                        ],
+                        &mut rec,
+                    );
+                    push(&rec)?;
+                }
+            }
+            Some(SortedEntries::Records(records)) => {
+                for rec in records {
+                    push(rec)?;
+                }
+            }
+            None => {
+                return Err(Error::internal(
+                    "a merged index's entries were given up (they spill to disk)",
+                ))
+            }
+        }
+    }
+    // The old entries after the new ones' last (`push`, which borrowed them, is done).
+    if let Some(o) = next {
+        builder.push(&o).map_err(writing)?;
+        while let Some(e) = old.next_entry().map_err(reading)? {
+            builder.push(e).map_err(writing)?;
+        }
+    }
+    builder.finish().map_err(writing)?;
+    let freed = old.finish().map_err(reading)?;
+    w.free(freed).map_err(writing)
 }
 
 /// What turns batches into a table's rows for the page writer: row `i` of the load gets
