@@ -9,12 +9,18 @@ sqlite3 CLI's .import, interleaved; the same rows into a new file by liteload ("
 file": the floor an append is measured against); and into that table made beforehand,
 empty, with an index on Stop ("premade, index"). With `--scenario append`, the base is
 the same transit rows already loaded as a table (in rollback mode), and each tool adds
-the rows again to that table (liteload: in place, after its last rowid). Each run starts from a fresh copy of the database
+the rows again to that table (liteload: in place, after its last rowid). With `--scenario
+indexed`, the base is `--base-rows` transit rows (another seed) as a table with indexes on
+Stop and on (Route_ID, Time), and each tool adds `--rows` rows to it (liteload: in place,
+each index's old entries merged with the new into new pages, when its rule says the merge
+pays; `liteload --engine direct` forces the merge; `integrity_check` runs on each tool's
+first run only, `quick_check` on the others, as the first takes minutes there). Each run starts from a fresh copy of the database
 (copied and synced before the clock starts). Every run is verified: integrity_check, the
 new table's row count and sum(Stop), and the old table's row count.
 
     python3 bench/append.py [--runs 5] [--rows 10000000] [--base-rows 50000000]
-                            [--base-journal delete|wal] [--scenario new-table|append]
+                            [--base-journal delete|wal]
+                            [--scenario new-table|append|indexed]
                             [--workdir DIR]
                             [--only TOOL ...] [--json results.jsonl]
 
@@ -48,17 +54,18 @@ def tools(src, db, new_db, appending=False):
         "liteload --durability durable": [LITELOAD, "import", "-q", "--durability", "durable", db, src, "--table", "transit"],
         "liteload --durability unsafe": [LITELOAD, "import", "-q", "--durability", "unsafe", db, src, "--table", "transit"],
         "liteload --engine sqlite": [LITELOAD, "import", "-q", "--engine", "sqlite", db, src, "--table", "transit"],
+        "liteload --engine direct": [LITELOAD, "import", "-q", "--engine", "direct", db, src, "--table", "transit"],
         # Into a table that exists, .import reads the header as a row unless skipped.
         "sqlite3 .import": ["sqlite3", db, "-cmd", ".mode tabs",
                             f".import {'--skip 1 ' if appending else ''}{src} transit"],
     }
 
 
-def verify(db, rows, stop_sum, base_rows):
+def verify(db, rows, stop_sum, base_rows, check="integrity_check"):
     """base_rows None: a new file, or a file whose only table is transit."""
     try:
         c = sqlite3.connect(db)
-        ok = c.execute("PRAGMA integrity_check").fetchone()[0]
+        ok = c.execute(f"PRAGMA {check}").fetchone()[0]
         n, s = c.execute("SELECT count(*), sum(Stop) FROM transit").fetchone()
         old = None if base_rows is None else c.execute("SELECT count(*) FROM user").fetchone()[0]
         mode = c.execute("PRAGMA journal_mode").fetchone()[0]
@@ -78,7 +85,7 @@ def main():
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--base-rows", type=int, default=50_000_000)
     ap.add_argument("--base-journal", choices=["delete", "wal"], default="delete")
-    ap.add_argument("--scenario", choices=["new-table", "append"], default="new-table")
+    ap.add_argument("--scenario", choices=["new-table", "append", "indexed"], default="new-table")
     ap.add_argument("--workdir", default=os.environ.get("TMPDIR", "/tmp") + "/liteload-bench")
     ap.add_argument("--only", nargs="*", help="run only these tools")
     ap.add_argument("--json", help="append one JSON line per run to this file")
@@ -98,8 +105,29 @@ def main():
         k = header.index("Stop")
         for line in f:
             stop_sum += int(line.split("\t")[k])
-    appending = a.scenario == "append"
-    if appending:
+    appending = a.scenario in ("append", "indexed")
+    base_sum = stop_sum
+    if a.scenario == "indexed":
+        base_src = os.path.join(a.workdir, f"transit_base_{a.base_rows}.tsv")
+        if not os.path.exists(base_src):
+            print(f"generating {base_src} …", flush=True)
+            subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_transit.py"), str(a.base_rows),
+                            base_src, "--seed", "7"], check=True)
+        base_sum = 0
+        with open(base_src) as f:
+            next(f)
+            for line in f:
+                base_sum += int(line.split("\t")[k])
+        base = os.path.join(a.workdir, f"base_indexed_{a.base_rows}_{a.base_journal}.db")
+        if not os.path.exists(base):
+            print(f"generating {base} …", flush=True)
+            subprocess.run([LITELOAD, "import", "-q", base, base_src, "--table", "transit"], check=True)
+            c = sqlite3.connect(base)
+            c.executescript("CREATE INDEX transit_stop ON transit (Stop); "
+                            "CREATE INDEX transit_route_time ON transit (Route_ID, Time);")
+            c.execute(f"PRAGMA journal_mode={a.base_journal.upper()}")
+            c.close()
+    elif appending:
         base = os.path.join(a.workdir, f"base_transit_{a.rows}_{a.base_journal}.db")
         if not os.path.exists(base):
             print(f"generating {base} …", flush=True)
@@ -108,9 +136,9 @@ def main():
             c.execute(f"PRAGMA journal_mode={a.base_journal.upper()}")
             c.close()
         a.base_rows = a.rows
-    else:
+    if not appending:
         base = os.path.join(a.workdir, f"base_{a.base_rows}_{a.base_journal}.db")
-    if not appending and not os.path.exists(base):
+    if not appending and not os.path.exists(base):  # new-table
         print(f"generating {base} …", flush=True)
         subprocess.run([LITELOAD, "generate", "-q", "--rows", str(a.base_rows), base], check=True)
         c = sqlite3.connect(base)
@@ -146,7 +174,11 @@ def main():
                 ok, detail = False, f"exit {code}: {err.strip()[:200]}"
             else:
                 if appending and not new_file:
-                    ok, detail = verify(db, 2 * a.rows, 2 * stop_sum, None)
+                    # integrity_check of a 10M-row table with two indexes takes minutes:
+                    # in full on each tool's first run, quick_check (no index lookups)
+                    # after.
+                    check = "integrity_check" if r == 0 or a.scenario != "indexed" else "quick_check"
+                    ok, detail = verify(db, a.base_rows + a.rows, base_sum + stop_sum, None, check)
                 else:
                     ok, detail = verify(new_db if new_file else db, a.rows, stop_sum,
                                         None if new_file else a.base_rows)

@@ -291,6 +291,61 @@ fn kill_during_a_load_into_a_made_table_in_place_leaves_it_empty_or_complete() -
     Ok(())
 }
 
+/// kill -9 during rows added to a table that has rows and indexes (in place: the rows
+/// after its last, each index's old entries merged with the new into new pages, the old
+/// pages freed): the table and its indexes as they were or complete.
+#[test]
+fn kill_during_an_index_merge_in_place_leaves_the_table_before_or_after() -> R {
+    let d = tempfile::tempdir()?;
+    let (n, sum, len) = write_input(&d.path().join("big.csv"))?;
+    let base = d.path().join("base.db");
+    assert!(spawn(d.path(), &["base.db", "big.csv", "--table", "big"])?
+        .wait()?
+        .success());
+    Connection::open(&base)?.execute_batch(
+        "PRAGMA journal_mode=DELETE; CREATE INDEX big_s ON big (s); CREATE INDEX big_n ON big (n);",
+    )?;
+    let (before, after) = ((n, sum, len), (2 * n, 2 * sum, 2 * len));
+    // Once whole: the road is the merge in place, and the time it takes.
+    std::fs::copy(&base, d.path().join("full.db"))?;
+    let t0 = Instant::now();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("liteload"))
+        .current_dir(d.path())
+        .args(["import", "full.db", "big.csv", "--table", "big"])
+        .output()?;
+    let full = t0.elapsed();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("index(es) merged"), "{said}");
+    assert_eq!(contents(&d.path().join("full.db"))?, after);
+    let mut saw_before = 0;
+    for delay in delays(full, 4) {
+        let db = d.path().join("a.db");
+        for f in ["a.db-wal", "a.db-shm", "a.db-journal"] {
+            let _ = std::fs::remove_file(d.path().join(f));
+        }
+        std::fs::copy(&base, &db)?;
+        let mut child = spawn(d.path(), &["a.db", "big.csv", "--table", "big"])?;
+        std::thread::sleep(delay);
+        child.kill()?;
+        child.wait()?;
+        // integrity_check (in `contents`) also checks each index against the table.
+        let got = contents(&db)?;
+        assert!(
+            got == before || got == after,
+            "a killed merge left {got:?}, neither {before:?} nor {after:?}"
+        );
+        if got == before {
+            saw_before += 1;
+        }
+    }
+    assert!(
+        saw_before > 0,
+        "no kill landed during the merge; the test proved nothing"
+    );
+    Ok(())
+}
+
 /// kill -9 during a load that replaces a table (the page writer's side file, then
 /// SQLite's transfer, in one transaction with the DROP): the table is as it was or
 /// complete, and the next run removes the side file a kill left.

@@ -213,11 +213,13 @@ fn what_the_page_writer_cannot_do_is_refused_and_leaves_no_file() -> R {
     for f in ["two.db", "pk.db", "pk.db.liteload-tmp"] {
         assert!(!d.path().join(f).exists(), "{f} was left behind");
     }
-    // An existing table the transfer cannot take (it has an index) is refused, and the
-    // file kept as it was, byte for byte.
-    import(d.path(), &["kept.db", "a.csv", "-q", "--index", "x"])
+    // An existing table the page writer cannot take (an index in descending order) is
+    // refused, and the file kept as it was, byte for byte.
+    import(d.path(), &["kept.db", "a.csv", "-q"])
         .assert()
         .success();
+    rusqlite::Connection::open(d.path().join("kept.db"))?
+        .execute_batch("PRAGMA journal_mode=DELETE; CREATE INDEX a_x ON a (x DESC);")?;
     let before = std::fs::read(d.path().join("kept.db"))?;
     import(
         d.path(),
@@ -475,12 +477,13 @@ fn appends_through_a_side_file_equal_sqlites_path() -> R {
     Ok(())
 }
 
-/// Where SQLite would not copy records (an existing table with rows and an index, an
-/// index the page writer does not write, a trigger, or columns in another order), the
-/// default engine takes SQLite's path with the same result, and `--engine direct`
-/// refuses, leaving the file as it was. An empty table with a UNIQUE index or a CHECK
-/// constraint takes the side file with the table's own definition (checked before the
-/// copy), with the same result as SQLite's path.
+/// Where the page writer cannot go (an index it does not write, a trigger, or columns
+/// in another order), the default engine takes SQLite's path with the same result, and
+/// `--engine direct` refuses, leaving the file as it was. An existing table with rows
+/// and a plain index takes the page writer in place (its index merged), with the same
+/// result. An empty table with a UNIQUE index or a CHECK constraint takes the side file
+/// with the table's own definition (checked before the copy), with the same result as
+/// SQLite's path.
 #[test]
 fn appends_the_transfer_cannot_take_go_to_sqlite() -> R {
     let d = tempfile::tempdir()?;
@@ -488,8 +491,44 @@ fn appends_the_transfer_cannot_take_go_to_sqlite() -> R {
     std::fs::write(p.join("t.csv"), "a,b\n1,x\n2,y\n")?;
     std::fs::write(p.join("swapped.csv"), "b,a\nz,3\n")?;
     existing_db(&p.join("base.db"))?;
+    let setup =
+        "CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (a); INSERT INTO t VALUES (0, 's');";
+    rusqlite::Connection::open(p.join("base.db"))?
+        .execute_batch(&format!("DROP TABLE IF EXISTS t; {setup}"))?;
+    let s = import_into_copy(
+        p,
+        "base.db",
+        "s.db",
+        &["t.csv", "--table", "t", "--engine", "sqlite"],
+    )?;
+    assert!(!s.contains("direct page writer"), "{s}");
+    for engine in ["auto", "direct"] {
+        // No other connection holds the file (one would keep the page writer out of a
+        // file in WAL mode: then SQLite's path, or a refusal).
+        std::fs::copy(p.join("base.db"), p.join("a.db"))?;
+        let out = import(p, &["a.db", "t.csv", "--table", "t", "--engine", engine]).output()?;
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && said.contains("index(es) merged"),
+            "{engine}: {said}"
+        );
+        assert_eq!(
+            dump_all(&p.join("a.db"))?,
+            dump_all(&p.join("s.db"))?,
+            "{engine}"
+        );
+    }
+    // Another connection holding the file (in WAL mode) keeps the page writer out, and a
+    // table with rows and indexes has no side file: SQLite's path, and the summary says
+    // why.
+    let held = import_into_copy(p, "base.db", "h.db", &["t.csv", "--table", "t"])?;
+    assert!(
+        held.contains("not written in place (another connection has the file open")
+            && held.contains("through SQLite's insert path"),
+        "{held}"
+    );
+    assert_eq!(dump_all(&p.join("h.db"))?, dump_all(&p.join("s.db"))?);
     for (setup, input) in [
-        ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (a); INSERT INTO t VALUES (0, 's');", "t.csv"),
         ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (a DESC);", "t.csv"),
         ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (b COLLATE NOCASE);", "t.csv"),
         ("CREATE TABLE t (a INTEGER, b TEXT); CREATE INDEX ti ON t (a) WHERE a > 0;", "t.csv"),

@@ -376,13 +376,17 @@ pub struct ImportArgs {
     pub rows_per_statement: usize,
     /// How rows are written: `sqlite` (SQLite's insert path, any target), `direct` (the
     /// page writer: one input, or Parquet/Arrow files of one schema, into a new file, or
-    /// into an existing one through a side file that SQLite copies in without decoding
-    /// it: a new table, one without constraint or trigger (and without rows if it has
-    /// indexes), or an empty one made with NOT NULL, CHECK, UNIQUE, PRIMARY KEY or
-    /// STRICT (checked before the copy; a row that breaks them is a bad record), whose
-    /// columns the input has in order; NDJSON/JSON only into a new table), or `auto`: `direct` for one CSV, TSV, NDJSON or JSON input (or
-    /// Parquet/Arrow inputs of one schema) where it applies and no --pk or --alter, else
-    /// `sqlite`.
+    /// into an existing one in place, past its end under a rollback journal SQLite plays
+    /// back after a crash: a new table, rows after the last of a table without
+    /// constraint or trigger (its indexes merged with the new entries), or an empty
+    /// table made with NOT NULL, UNIQUE, PRIMARY KEY or STRICT (checked as it is
+    /// written); through a side file SQLite copies in where it cannot go in place (a file
+    /// in WAL mode another connection has open, a table replaced, a CHECK constraint);
+    /// the input's columns in the table's order; NDJSON/JSON only into a new table), or
+    /// `auto`: `direct` for one CSV, TSV, NDJSON or JSON input (or Parquet/Arrow inputs
+    /// of one schema) where it applies and pays (a few rows added to a big indexed table
+    /// go through `sqlite`), no --pk or --alter, else `sqlite`. The summary says which
+    /// road a load took and why.
     #[arg(long, value_enum, default_value_t = super::generate::Engine::Auto, help_heading = "Durability and speed")]
     pub engine: super::generate::Engine,
     /// With the page writer (--engine direct, or auto where it picks it): SQLite runs
