@@ -16,6 +16,9 @@ and per column: NULLs, storage classes, total length and sum, equal across tools
                    database, INSERT INTO s.block SELECT * FROM read_csv(…,
                    allow_quoted_nulls = false, the 29 column types given)
 
+With --check the table also has a CHECK constraint that every row passes (`length(id) >
+0 AND length(last_edited_by_id) > 0`), which only SQLite evaluates.
+
 `sqlite3 .import` is not a peer here: it stores both kinds of empty cell as '', which
 every STRICT INTEGER column refuses. Python's csv module (3.11) cannot tell a quoted
 empty cell from an unquoted one, so a plain-Python loop does not get the rule right
@@ -162,8 +165,11 @@ def main():
     ap.add_argument("--workdir", default="/tmp/madetable")
     ap.add_argument("--before", help="an older liteload binary, timed as liteload-before")
     ap.add_argument("--tools", default="liteload,liteload-before,duckdb")
+    ap.add_argument("--check", action="store_true",
+                    help="the table has a CHECK constraint too (every row passes it)")
     ap.add_argument("--json")
     a = ap.parse_args()
+    ddl = DDL[:-len("\n) STRICT")] + ",\n  CHECK (length(id) > 0 AND length(last_edited_by_id) > 0)\n) STRICT" if a.check else DDL
     os.makedirs(a.workdir, exist_ok=True)
     src = os.path.join(a.workdir, f"block{a.rows}.csv")
     if not os.path.exists(src):
@@ -187,12 +193,13 @@ def main():
 
     def prepare(db):
         with sqlite3.connect(db) as c:
-            c.execute(DDL)
+            c.execute(ddl)
         c.close()
 
     results, _ = checked_rounds(tools, names, a.runs, db, checksum, prepare=prepare,
                                 good=lambda got: got[1][0] == a.rows)
-    print(f"\n{a.rows:,} rows ({size / 1e6:,.0f} MB of CSV) into the made STRICT table; {os.cpu_count()} cores; "
+    print(f"\n{a.rows:,} rows ({size / 1e6:,.0f} MB of CSV) into the made STRICT table"
+          f"{' with a CHECK constraint' if a.check else ''}; {os.cpu_count()} cores; "
           f"medians of {a.runs}")
     out = print_medians(results, a.rows, {"rows": a.rows, "csv_bytes": size})
     write_jsonl(a.json, out)

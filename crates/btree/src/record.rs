@@ -179,6 +179,11 @@ impl<'a> Record<'a> {
     pub fn column(self, i: usize) -> Option<Value<'a>> {
         Fields::new(self.0).nth(i).map(Value::from)
     }
+
+    /// Every field in order, as [`Record::column`] reads each.
+    pub fn values(self) -> impl Iterator<Item = Value<'a>> + 'a {
+        Fields::new(self.0).map(Value::from)
+    }
 }
 
 /// Encoded records one after another, each made by a [`RecordBuilder`]: a batch of rows

@@ -192,14 +192,6 @@ pub(crate) fn in_place_takes(
     }
 }
 
-/// Whether an empty table made beforehand ([`Destination::Exact`]) can be filled in
-/// place by the page writer: not when it may hold a CHECK constraint, which only SQLite
-/// evaluates, and SQLite cannot read the file under the writer's lock before the commit
-/// point.
-pub(crate) fn exact_in_place(table: &ExactTable) -> bool {
-    !table.checks
-}
-
 /// The error of a writer that finds, inside its transaction, that table `table` is no
 /// longer what the plan read without a lock (another connection changed it in between):
 /// nothing was written, and a new plan reads it as it is now.

@@ -379,9 +379,10 @@ pub struct ImportArgs {
     /// into an existing one in place, past its end under a rollback journal SQLite plays
     /// back after a crash: a new table, rows after the last of a table without
     /// constraint or trigger (its indexes merged with the new entries), or an empty
-    /// table made with NOT NULL, UNIQUE, PRIMARY KEY or STRICT (checked as it is
+    /// table made with NOT NULL, CHECK, UNIQUE, PRIMARY KEY or STRICT (checked as it is
     /// written); through a side file SQLite copies in where it cannot go in place (a file
-    /// in WAL mode another connection has open, a table replaced, a CHECK constraint);
+    /// in WAL mode another connection has open, a table replaced, bad records set aside
+    /// from a table made with constraints);
     /// the input's columns in the table's order; NDJSON/JSON only into a new table), or
     /// `auto`: `direct` for one CSV, TSV, NDJSON or JSON input (or Parquet/Arrow inputs
     /// of one schema) where it applies and pays (a few rows added to a big indexed table

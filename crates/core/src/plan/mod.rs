@@ -612,8 +612,8 @@ fn page_writer_refusal(loads: &[Load<'_>], opts: &ImportOptions) -> Option<&'sta
 /// The road of a load the side file takes: in place ([`EngineRoute::InPlace`]) when
 /// the page writer can extend the file (see [`extensible`]) and the table is a name free
 /// there, a table (without index, or empty with indexes) that the side file would take
-/// with none asked for, or an empty table made beforehand without CHECK constraint that
-/// it would take, bad records not set aside (read now, without a lock: the writer reads
+/// with none asked for, or an empty table made beforehand that it would take, bad
+/// records not set aside (read now, without a lock: the writer reads
 /// both again under its lock); else the side file, with a note that says why.
 fn side_or_in_place(
     db: &Path,
@@ -643,16 +643,12 @@ fn side_or_in_place(
                 // A table made beforehand: its rows are checked as they are written, and
                 // a row that breaks a rule fails the load (pages written in place cannot
                 // set it aside, as the side file's check can when bad records are kept).
-                Some(d @ Destination::Exact { .. }) if takes(&d) => match &d {
-                    Destination::Exact { table, .. } if !destination::exact_in_place(table) => {
-                        Some("the table has a CHECK constraint, which only SQLite evaluates")
-                    }
-                    _ if opts.rejects.is_some() || opts.max_errors.is_some() => Some(
+                Some(d @ Destination::Exact { .. }) if takes(&d) => {
+                    (opts.rejects.is_some() || opts.max_errors.is_some()).then_some(
                         "bad records are set aside, which rows written in place cannot be \
                          into a table with constraints",
-                    ),
-                    _ => None,
-                },
+                    )
+                }
                 _ => Some("the table is not one the page writer adds to in place"),
             },
         )

@@ -1,8 +1,9 @@
 //! The rules of a table made beforehand that the page writer checks record by record
 //! ([`RowRules`]): NULL in a NOT NULL column, and for a STRICT table a storage class its
-//! column does not take. CHECK constraints are SQLite's to evaluate, and UNIQUE ones are
-//! checked as their indexes are built. Rows refused only once all are written are found
-//! by their [`Origins`].
+//! column does not take. CHECK constraints are SQLite's to evaluate ([`Checks`]: each row
+//! put to an empty copy of the table in memory), and UNIQUE ones are checked as their
+//! indexes are built. Rows refused only once all are written are found by their
+//! [`Origins`].
 
 use std::sync::Arc;
 
@@ -132,6 +133,125 @@ pub(crate) fn refusal(
         }
     };
     refused().unwrap_or_else(|e| e)
+}
+
+/// A table's rules as SQLite itself holds them, CHECK constraints among them: each row
+/// of a batch inserted into an empty copy of the table in memory (made by its own CREATE
+/// TABLE), in a transaction rolled back after the batch, so that memory stays one
+/// batch's. The first row the copy refuses is the first SQLite's insert path would refuse
+/// for a rule of the row itself (NOT NULL, STRICT, CHECK); a key repeated from an earlier
+/// batch is the indexes' to find (within a batch the copy's own UNIQUE indexes find it).
+pub(crate) struct Checks {
+    conn: rusqlite::Connection,
+    insert: String,
+    columns: usize,
+}
+
+impl Checks {
+    /// The copy of the table `create` makes (named `table`, of `columns` columns).
+    pub(crate) fn new(create: &str, table: &str, columns: usize) -> Result<Checks> {
+        let ctx = |e| Error::sqlite("preparing the check of a table's rules", e);
+        let conn = rusqlite::Connection::open_in_memory().map_err(ctx)?;
+        conn.execute_batch(create).map_err(ctx)?;
+        let insert = format!(
+            "INSERT INTO {} VALUES ({})",
+            quote_ident(table),
+            vec!["?"; columns].join(", ")
+        );
+        conn.prepare_cached(&insert).map_err(ctx)?;
+        Ok(Checks {
+            conn,
+            insert,
+            columns,
+        })
+    }
+
+    /// The first row of `batch` (read from `source`) the table's copy refuses, with
+    /// SQLite's refusal (its position the row's).
+    pub(crate) fn first_refused(
+        &mut self,
+        batch: &Batch,
+        source: &Arc<str>,
+    ) -> Result<Option<(usize, Error)>> {
+        use rusqlite::types::ValueRef;
+        let ctx = |e| Error::sqlite("checking a table's rules", e);
+        let tx = self.conn.transaction().map_err(ctx)?;
+        let found = {
+            let mut insert = tx.prepare_cached(&self.insert).map_err(ctx)?;
+            let columns = self.columns;
+            // Row `row`, its values bound to `insert`: the copy's refusal, if any.
+            let takes = |insert: &mut rusqlite::CachedStatement<'_>, row: usize| {
+                insert.raw_execute().err().map(|e| {
+                    let pos = batch.origin(row).position(source);
+                    (row, Error::refused_row(Some(pos), &e))
+                })
+            };
+            let mut found = None;
+            match batch.records() {
+                Some(records) => {
+                    for (row, record) in records.iter().enumerate() {
+                        bind_all(
+                            &mut insert,
+                            columns,
+                            record.values().map(|v| match v {
+                                Cell::Null => ValueRef::Null,
+                                Cell::Integer(i) => ValueRef::Integer(i),
+                                Cell::Real(r) => ValueRef::Real(r),
+                                Cell::Text(t) => ValueRef::Text(t),
+                                Cell::Blob(b) => ValueRef::Blob(b),
+                            }),
+                        )
+                        .map_err(ctx)?;
+                        found = takes(&mut insert, row);
+                        if found.is_some() {
+                            break;
+                        }
+                    }
+                }
+                None => {
+                    for row in 0..batch.rows() {
+                        bind_all(
+                            &mut insert,
+                            columns,
+                            batch.row(row).map(|v| match v {
+                                Value::Null => ValueRef::Null,
+                                Value::Integer(i) => ValueRef::Integer(i),
+                                Value::Real(r) => ValueRef::Real(r),
+                                Value::Text(t) => ValueRef::Text(t.as_bytes()),
+                                Value::Blob(b) => ValueRef::Blob(b),
+                            }),
+                        )
+                        .map_err(ctx)?;
+                        found = takes(&mut insert, row);
+                        if found.is_some() {
+                            break;
+                        }
+                    }
+                }
+            }
+            found
+        };
+        tx.rollback().map_err(ctx)?;
+        Ok(found)
+    }
+}
+
+/// Binds `values` to the first parameters of `insert`, NULL to the rest of its
+/// `columns` (a row that holds fewer, as SQLite reads a short record).
+fn bind_all<'v>(
+    insert: &mut rusqlite::CachedStatement<'_>,
+    columns: usize,
+    values: impl Iterator<Item = rusqlite::types::ValueRef<'v>>,
+) -> rusqlite::Result<()> {
+    let mut n = 0;
+    for v in values.take(columns) {
+        n += 1;
+        insert.raw_bind_parameter(n, rusqlite::types::ToSqlOutput::Borrowed(v))?;
+    }
+    for i in n + 1..=columns {
+        insert.raw_bind_parameter(i, rusqlite::types::Null)?;
+    }
+    Ok(())
 }
 
 /// Where each row of a side file came from (row `i` is rowid `i + 1`): the position of

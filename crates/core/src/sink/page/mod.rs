@@ -22,9 +22,7 @@ use liteload_btree::{
 use super::row_rules::{self, Origins, RowRules};
 use super::{BatchSink, SampledTable, Sink, TablePlan, TableStart};
 use crate::batch::{Batch, Value};
-use crate::destination::{
-    exact_in_place, in_place_takes, side_file_takes, Destination, ExactIndex, ExactTable,
-};
+use crate::destination::{in_place_takes, side_file_takes, Destination, ExactIndex, ExactTable};
 use crate::durability::{self, Durability};
 use crate::error::{Error, Hint, Result};
 use crate::names::Names;
@@ -131,10 +129,12 @@ pub(crate) struct PageSink<'p> {
     exact: Option<ExactInPlace>,
 }
 
-/// An empty table made beforehand with indexes or constraints (NOT NULL, STRICT, UNIQUE
-/// and PRIMARY KEY indexes; not CHECK, which only SQLite evaluates), filled in place: its
-/// rows after its (empty) edge, each of its indexes into its own root page. NOT NULL and
-/// STRICT are checked record by record, UNIQUE keys as the indexes are built; a row that
+/// An empty table made beforehand with indexes or constraints (NOT NULL, STRICT, CHECK,
+/// UNIQUE and PRIMARY KEY indexes), filled in place: its rows after its (empty) edge,
+/// each of its indexes into its own root page. NOT NULL and STRICT are checked record by
+/// record (with a CHECK constraint, every rule of the row by SQLite: each row put to a
+/// copy of the table in memory, see [`row_rules::Checks`]), UNIQUE keys as the indexes
+/// are built; a row that
 /// breaks one fails the load before the commit point, with the reason SQLite's insert
 /// path gives for the first row it would refuse (the plan takes this road only when bad
 /// records are not set aside, which pages once written cannot do).
@@ -153,6 +153,9 @@ struct ExactInPlace {
     broken: Option<(i64, Error)>,
     /// The first row a UNIQUE index refuses: its rowid and the index (its position).
     repeated: Option<(i64, usize)>,
+    /// For a table with CHECK constraints: each row put to a copy of it in memory
+    /// (which holds the table's other rules too).
+    checks: Option<row_rules::Checks>,
 }
 
 impl ExactInPlace {
@@ -483,7 +486,11 @@ impl BatchSink for PageSink<'_> {
             let first = x.origins.len() as i64 + 1;
             x.origins.push(batch);
             if x.broken.is_none() {
-                if let Some(r) = x.rules.first_broken(batch) {
+                if let Some(checks) = x.checks.as_mut() {
+                    if let Some((r, refused)) = checks.first_refused(batch, &x.source)? {
+                        x.broken = Some((first + r as i64, refused));
+                    }
+                } else if let Some(r) = x.rules.first_broken(batch) {
                     let refused = row_rules::refusal(&x.table.create, &x.name, &x.source, batch, r);
                     x.broken = Some((first + r as i64, refused));
                 }
@@ -750,7 +757,13 @@ impl PageSink<'_> {
                             .iter()
                             .map(|ix| IndexSpec::new(ix.columns.iter().cloned(), ix.unique))
                             .collect();
+                        let checks = if table.checks {
+                            Some(row_rules::Checks::new(&table.create, &name, cols.len())?)
+                        } else {
+                            None
+                        };
                         self.exact = Some(ExactInPlace {
+                            checks,
                             name: name.clone(),
                             rules: RowRules {
                                 not_null: table.not_null.clone(),
@@ -971,8 +984,7 @@ impl PageSink<'_> {
                     ref columns,
                     ref table,
                 },
-            ) if exact_in_place(table)
-                && self.indexes.is_empty()
+            ) if self.indexes.is_empty()
                 && side_file_takes(d, sampled.columns, sampled.grows, false) =>
             {
                 let primary = primary_indexes(conn, name, table)?;
