@@ -670,6 +670,17 @@ fn side_or_in_place(
     }
 }
 
+/// The profile of a load written into an existing file (in place, through a side file
+/// or merged): the one asked for, `balanced` by default; `None` for `atomic-new`, which
+/// writes a new file.
+fn in_file_profile(opts: &ImportOptions) -> Option<Durability> {
+    match opts.durability {
+        None => Some(Durability::Balanced),
+        Some(Durability::AtomicNew) => None,
+        Some(d) => Some(d),
+    }
+}
+
 /// The road of a load into a table with rows and indexes (see [`Destination::Plain`]),
 /// which only the page writer in place takes, merging each index's entries with the new
 /// ones: `None` when the load is not one (no such table, columns not the table's in
@@ -683,11 +694,7 @@ fn merge_in_place(
     opts: &ImportOptions,
     forced: bool,
 ) -> Option<std::result::Result<Durability, String>> {
-    let durability = match opts.durability {
-        None => Durability::Balanced,
-        Some(Durability::AtomicNew) => return None,
-        Some(d) => d,
-    };
+    let durability = in_file_profile(opts)?;
     if !opts.indexes.is_empty() {
         return None;
     }
@@ -748,7 +755,8 @@ fn merge_pays(db: &Path, table: &str, load: &Load<'_>) -> std::result::Result<()
         )),
         None if old <= MERGE_ALWAYS => Ok(()),
         None => Err(format!(
-            "its indexes would be rewritten for {old} rows, and the input's size is not known"
+            "its indexes would be rewritten for {old} rows, and how many the input adds \
+             cannot be told before reading it"
         )),
     }
 }
@@ -780,11 +788,7 @@ fn several_in_place(db: &Path, loads: &[Load<'_>], opts: &ImportOptions) -> Opti
     if !loads.iter().all(|l| names.claim(&l.table)) {
         return None;
     }
-    let durability = match opts.durability {
-        None => Durability::Balanced,
-        Some(Durability::AtomicNew) => return None,
-        Some(d) => d,
-    };
+    let durability = in_file_profile(opts)?;
     extensible(db).is_ok().then_some(durability)
 }
 
@@ -810,10 +814,8 @@ fn extensible(db: &Path) -> std::result::Result<(), String> {
 /// `None` when its table cannot take one (read now, without a lock: the side file's
 /// writer reads it again inside its transaction).
 fn side_file(db: &Path, load: &Load<'_>, opts: &ImportOptions) -> Result<Option<Durability>> {
-    let durability = match opts.durability {
-        None => Durability::Balanced,
-        Some(Durability::AtomicNew) => return Ok(None),
-        Some(d) => d,
+    let Some(durability) = in_file_profile(opts) else {
+        return Ok(None);
     };
     let grows = load.read.format.may_add_columns();
     Ok(destination::inspect(db, &load.table, opts.if_exists)?
@@ -830,10 +832,8 @@ fn side_file(db: &Path, load: &Load<'_>, opts: &ImportOptions) -> Result<Option<
 /// [`destination::merge_target`] takes (read now, without a lock: the merge reads it
 /// again inside its transaction and fails if it changed since).
 fn merge(db: &Path, loads: &[Load<'_>], opts: &ImportOptions) -> Result<Option<Durability>> {
-    let durability = match opts.durability {
-        None => Durability::Balanced,
-        Some(Durability::AtomicNew) => return Ok(None),
-        Some(d) => d,
+    let Some(durability) = in_file_profile(opts) else {
+        return Ok(None);
     };
     let [load] = loads else {
         return Ok(None);

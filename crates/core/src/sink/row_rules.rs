@@ -176,80 +176,64 @@ impl Checks {
         use rusqlite::types::ValueRef;
         let ctx = |e| Error::sqlite("checking a table's rules", e);
         let tx = self.conn.transaction().map_err(ctx)?;
-        let found = {
+        let refused = {
             let mut insert = tx.prepare_cached(&self.insert).map_err(ctx)?;
-            let columns = self.columns;
-            // Row `row`, its values bound to `insert`: the copy's refusal, if any.
-            let takes = |insert: &mut rusqlite::CachedStatement<'_>, row: usize| {
-                insert.raw_execute().err().map(|e| {
-                    let pos = batch.origin(row).position(source);
-                    (row, Error::refused_row(Some(pos), &e))
-                })
-            };
-            let mut found = None;
-            match batch.records() {
-                Some(records) => {
-                    for (row, record) in records.iter().enumerate() {
-                        bind_all(
-                            &mut insert,
-                            columns,
-                            record.values().map(|v| match v {
-                                Cell::Null => ValueRef::Null,
-                                Cell::Integer(i) => ValueRef::Integer(i),
-                                Cell::Real(r) => ValueRef::Real(r),
-                                Cell::Text(t) => ValueRef::Text(t),
-                                Cell::Blob(b) => ValueRef::Blob(b),
-                            }),
-                        )
-                        .map_err(ctx)?;
-                        found = takes(&mut insert, row);
-                        if found.is_some() {
-                            break;
-                        }
+            // One row's values at a time, the buffer kept: a batch holds records or values.
+            let mut values: Vec<ValueRef<'_>> = Vec::with_capacity(self.columns);
+            let mut records = batch.records().map(|r| r.iter());
+            let mut refused = None;
+            for row in 0..batch.rows() {
+                values.clear();
+                match records.as_mut() {
+                    Some(records) => {
+                        let record = records.next().ok_or_else(|| {
+                            Error::internal("a batch with fewer records than rows")
+                        })?;
+                        values.extend(record.values().map(|v| match v {
+                            Cell::Null => ValueRef::Null,
+                            Cell::Integer(i) => ValueRef::Integer(i),
+                            Cell::Real(r) => ValueRef::Real(r),
+                            Cell::Text(t) => ValueRef::Text(t),
+                            Cell::Blob(b) => ValueRef::Blob(b),
+                        }));
                     }
+                    None => values.extend(batch.row(row).map(|v| match v {
+                        Value::Null => ValueRef::Null,
+                        Value::Integer(i) => ValueRef::Integer(i),
+                        Value::Real(r) => ValueRef::Real(r),
+                        Value::Text(t) => ValueRef::Text(t.as_bytes()),
+                        Value::Blob(b) => ValueRef::Blob(b),
+                    })),
                 }
-                None => {
-                    for row in 0..batch.rows() {
-                        bind_all(
-                            &mut insert,
-                            columns,
-                            batch.row(row).map(|v| match v {
-                                Value::Null => ValueRef::Null,
-                                Value::Integer(i) => ValueRef::Integer(i),
-                                Value::Real(r) => ValueRef::Real(r),
-                                Value::Text(t) => ValueRef::Text(t.as_bytes()),
-                                Value::Blob(b) => ValueRef::Blob(b),
-                            }),
-                        )
-                        .map_err(ctx)?;
-                        found = takes(&mut insert, row);
-                        if found.is_some() {
-                            break;
-                        }
-                    }
+                bind_all(&mut insert, self.columns, &values).map_err(ctx)?;
+                if let Err(e) = insert.raw_execute() {
+                    refused = Some((row, e));
+                    break;
                 }
             }
-            found
+            refused
         };
         tx.rollback().map_err(ctx)?;
-        Ok(found)
+        Ok(refused.map(|(row, e)| {
+            let pos = batch.origin(row).position(source);
+            (row, Error::refused_row(Some(pos), &e))
+        }))
     }
 }
 
 /// Binds `values` to the first parameters of `insert`, NULL to the rest of its
 /// `columns` (a row that holds fewer, as SQLite reads a short record).
-fn bind_all<'v>(
+fn bind_all(
     insert: &mut rusqlite::CachedStatement<'_>,
     columns: usize,
-    values: impl Iterator<Item = rusqlite::types::ValueRef<'v>>,
+    values: &[rusqlite::types::ValueRef<'_>],
 ) -> rusqlite::Result<()> {
-    let mut n = 0;
-    for v in values.take(columns) {
-        n += 1;
-        insert.raw_bind_parameter(n, rusqlite::types::ToSqlOutput::Borrowed(v))?;
-    }
-    for i in n + 1..=columns {
-        insert.raw_bind_parameter(i, rusqlite::types::Null)?;
+    for i in 0..columns {
+        let v = values
+            .get(i)
+            .copied()
+            .unwrap_or(rusqlite::types::ValueRef::Null);
+        insert.raw_bind_parameter(i + 1, rusqlite::types::ToSqlOutput::Borrowed(v))?;
     }
     Ok(())
 }

@@ -49,6 +49,28 @@ pub enum SortedEntries<'a> {
 }
 
 impl SortedEntries<'_> {
+    /// Each entry, in order, as its record's bytes (a pair encoded as a record of two
+    /// integers).
+    pub fn each_record<E>(
+        &self,
+        mut each: impl FnMut(&[u8]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        match self {
+            SortedEntries::IntPairs(pairs) => {
+                let mut rec = vec![];
+                for &(k, r) in pairs {
+                    rec.clear();
+                    liteload_btree::record::encode(&[Cell::Integer(k), Cell::Integer(r)], &mut rec);
+                    each(&rec)?;
+                }
+                Ok(())
+            }
+            SortedEntries::Records(records) => records.iter().try_for_each(|rec| each(rec)),
+        }
+    }
+}
+
+impl SortedEntries<'_> {
     /// The smallest rowid of an entry whose key (of `keys` columns, none of them NULL)
     /// an entry of a smaller rowid has: the row SQLite's insert path, taking the rows in
     /// rowid order, refuses first under a UNIQUE index.
@@ -169,22 +191,7 @@ impl IndexEntries {
                 out.write_all(rec)
             };
             match self.sorted() {
-                Some(SortedEntries::IntPairs(pairs)) => {
-                    let mut rec = vec![];
-                    for (k, r) in pairs {
-                        rec.clear();
-                        liteload_btree::record::encode(
-                            &[Cell::Integer(k), Cell::Integer(r)],
-                            &mut rec,
-                        );
-                        put(&rec).map_err(io)?;
-                    }
-                }
-                Some(SortedEntries::Records(records)) => {
-                    for rec in records {
-                        put(rec).map_err(io)?;
-                    }
-                }
+                Some(sorted) => sorted.each_record(&mut put).map_err(io)?,
                 None => return Err(Error::internal("index entries given up cannot be spilled")),
             }
             out.flush().map_err(io)?;

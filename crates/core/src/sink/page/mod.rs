@@ -1431,25 +1431,7 @@ fn merge_index(
         entries.merge(spill_dir, &mut push)?;
     } else {
         match entries.sorted() {
-            Some(SortedEntries::IntPairs(pairs)) => {
-                let mut rec = vec![];
-                for (key, rowid) in pairs {
-                    rec.clear();
-                    liteload_btree::record::encode(
-                        &[
-                            liteload_btree::Value::Integer(key),
-                            liteload_btree::Value::Integer(rowid),
-                        ],
-                        &mut rec,
-                    );
-                    push(&rec)?;
-                }
-            }
-            Some(SortedEntries::Records(records)) => {
-                for rec in records {
-                    push(rec)?;
-                }
-            }
+            Some(sorted) => sorted.each_record(&mut push)?,
             None => {
                 return Err(Error::internal(
                     "a merged index's entries were given up (they spill to disk)",
