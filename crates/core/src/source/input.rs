@@ -464,7 +464,21 @@ impl Input {
     /// end in the part read.
     pub fn estimated_lines(&self) -> Option<u64> {
         const SAMPLE: usize = 256 * 1024;
-        let (size, head) = match self {
+        let from_head = |size: u64, head: &[u8]| {
+            if self.is_gzip() || Compression::of(head).is_some() {
+                return None;
+            }
+            let lines = head.iter().filter(|&&b| b == b'\n').count() as u64;
+            if lines == 0 {
+                return None;
+            }
+            Some(if head.len() as u64 >= size {
+                lines
+            } else {
+                (u128::from(size) * u128::from(lines) / head.len() as u128) as u64
+            })
+        };
+        match self {
             Input::Path(p) => {
                 let size = self.size()?;
                 let mut head = Vec::with_capacity(SAMPLE);
@@ -473,26 +487,13 @@ impl Input {
                     .take(SAMPLE as u64)
                     .read_to_end(&mut head)
                     .ok()?;
-                (size, head)
+                from_head(size, &head)
             }
-            Input::Bytes { bytes, .. } => (
-                bytes.len() as u64,
-                bytes[..bytes.len().min(SAMPLE)].to_vec(),
-            ),
-            Input::Stdin | Input::Reader(_) => return None,
-        };
-        if self.is_gzip() || Compression::of(&head).is_some() {
-            return None;
+            Input::Bytes { bytes, .. } => {
+                from_head(bytes.len() as u64, &bytes[..bytes.len().min(SAMPLE)])
+            }
+            Input::Stdin | Input::Reader(_) => None,
         }
-        let lines = head.iter().filter(|&&b| b == b'\n').count() as u64;
-        if lines == 0 {
-            return None;
-        }
-        Some(if head.len() as u64 >= size {
-            lines
-        } else {
-            (size as u128 * lines as u128 / head.len() as u128) as u64
-        })
     }
 
     /// The size in bytes, when it is a regular file (for progress).
@@ -784,4 +785,38 @@ pub fn default_table_name(input: &Input) -> Option<String> {
     Path::new(&p)
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod estimate_tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_counted_or_scaled_and_unknown_where_they_cannot_be() {
+        let small = "a,b\n".to_string() + &"1,é\n".repeat(999);
+        assert_eq!(
+            Input::bytes("s.csv", small.into_bytes()).estimated_lines(),
+            Some(1000)
+        );
+        // Past the sample, scaled (the sample ends inside a line): every line 10 bytes.
+        let big = "123456789\n".repeat(100_000);
+        let est = Input::bytes("b.csv", big.into_bytes())
+            .estimated_lines()
+            .expect("an estimate");
+        assert!((99_900..=100_000).contains(&est), "{est}");
+        let d = tempfile::tempdir().expect("a temporary directory");
+        let p = d.path().join("f.csv");
+        std::fs::write(&p, "x\n".repeat(300_000)).expect("written");
+        assert_eq!(Input::Path(p).estimated_lines(), Some(300_000));
+        // No line end, gzip, standard input: unknown.
+        assert_eq!(
+            Input::bytes("one.csv", b"abc".to_vec()).estimated_lines(),
+            None
+        );
+        assert_eq!(
+            Input::bytes("z.csv.gz", vec![0x1f, 0x8b, b'\n']).estimated_lines(),
+            None
+        );
+        assert_eq!(Input::Stdin.estimated_lines(), None);
+    }
 }
