@@ -399,20 +399,27 @@ fn after_crash(old: &[u8], ops: &[Op], loss: Loss) -> (Vec<u8>, Option<Vec<u8>>)
     (db, journal)
 }
 
-/// Runs a whole change against the log; returns the operations and the new file.
-fn logged_change(old: &[u8], rows: &[(i64, String, Vec<u8>)]) -> (Vec<Op>, Vec<u8>) {
+/// Journals, writes through `write` and commits a change of `base` against a log of
+/// the disk's operations; returns them.
+fn logged_ops(base: Existing, nonce: u32, write: impl FnOnce(&mut DbWriter<LogWriter>)) -> Vec<Op> {
     let log = Log::default();
-    // A file in WAL mode is read as its checkpointed self (the tests' are).
-    let base = Existing::read_checkpointed(&mut Cursor::new(old.to_vec())).unwrap();
     let mut files = log.clone();
-    journal::begin(&mut files, &base, 0x5eed_1234).unwrap();
+    journal::begin(&mut files, &base, nonce).unwrap();
     let page_size = base.page_size();
     let offset = u64::from(base.pages()) * u64::from(page_size);
     let mut db = DbWriter::extend(LogWriter(log.clone(), offset), base);
-    add_table(&mut db, rows);
+    write(&mut db);
     let (_, changed) = db.finish_in_place().unwrap();
     journal::commit(&mut files, page_size, &changed).unwrap();
     let ops = log.0.borrow().clone();
+    ops
+}
+
+/// Runs a whole change against the log; returns the operations and the new file.
+fn logged_change(old: &[u8], rows: &[(i64, String, Vec<u8>)]) -> (Vec<Op>, Vec<u8>) {
+    // A file in WAL mode is read as its checkpointed self (the tests' are).
+    let base = Existing::read_checkpointed(&mut Cursor::new(old.to_vec())).unwrap();
+    let ops = logged_ops(base, 0x5eed_1234, |db| add_table(db, rows));
     let (new, journal) = after_crash(old, &ops, Loss::Dropped);
     assert!(journal.is_none());
     (ops, new)
@@ -664,19 +671,10 @@ fn a_crash_during_an_append_leaves_the_old_file_or_the_new_one() {
         let old = std::fs::read(&basep).unwrap();
         let root = root_of(&Connection::open(&basep).unwrap(), "grow");
         let rows = new_rows(n);
-        let log = Log::default();
         let mut cursor = Cursor::new(old.clone());
         let mut base = Existing::read(&mut cursor).unwrap();
         let edge = base.table_edge(&mut cursor, root).unwrap();
-        let mut files = log.clone();
-        journal::begin(&mut files, &base, 0x5eed_4321).unwrap();
-        let page_size = base.page_size();
-        let offset = u64::from(base.pages()) * u64::from(page_size);
-        let mut db = DbWriter::extend(LogWriter(log.clone(), offset), base);
-        append_rows(&mut db, edge, &rows);
-        let (_, changed) = db.finish_in_place().unwrap();
-        journal::commit(&mut files, page_size, &changed).unwrap();
-        let ops = log.0.borrow().clone();
+        let ops = logged_ops(base, 0x5eed_4321, |db| append_rows(db, edge, &rows));
         crash_after_every_op(
             d.path(),
             &old,
@@ -888,19 +886,12 @@ fn a_crash_while_filling_a_made_table_leaves_the_old_file_or_the_new_one() {
         let old = std::fs::read(&basep).unwrap();
         let roots = made_roots(&Connection::open(&basep).unwrap());
         let rows = made_rows(n);
-        let log = Log::default();
         let mut cursor = Cursor::new(old.clone());
         let mut base = Existing::read(&mut cursor).unwrap();
         let (edge, indexes) = fill_made(&mut base, &mut cursor, roots);
-        let mut files = log.clone();
-        journal::begin(&mut files, &base, 0x5eed_9876).unwrap();
-        let page_size = base.page_size();
-        let offset = u64::from(base.pages()) * u64::from(page_size);
-        let mut db = DbWriter::extend(LogWriter(log.clone(), offset), base);
-        write_made(&mut db, edge, indexes, roots, &rows);
-        let (_, changed) = db.finish_in_place().unwrap();
-        journal::commit(&mut files, page_size, &changed).unwrap();
-        let ops = log.0.borrow().clone();
+        let ops = logged_ops(base, 0x5eed_9876, |db| {
+            write_made(db, edge, indexes, roots, &rows)
+        });
         crash_after_every_op(
             d.path(),
             &old,
@@ -1217,7 +1208,6 @@ fn a_crash_during_an_index_merge_leaves_the_old_file_or_the_new_one() {
         let old = std::fs::read(&basep).unwrap();
         let [table, k, tb] = indexed_roots(&Connection::open(&basep).unwrap());
         let rows = new_rows(n);
-        let log = Log::default();
         let mut cursor = Cursor::new(old.clone());
         let mut base = Existing::read(&mut cursor).unwrap();
         let edge = base.table_edge(&mut cursor, table).unwrap();
@@ -1225,15 +1215,9 @@ fn a_crash_during_an_index_merge_leaves_the_old_file_or_the_new_one() {
             base.index_root(&mut cursor, k).unwrap(),
             base.index_root(&mut cursor, tb).unwrap(),
         ];
-        let mut files = log.clone();
-        journal::begin(&mut files, &base, 0x5eed_5555).unwrap();
-        let page_size = base.page_size();
-        let offset = u64::from(base.pages()) * u64::from(page_size);
-        let mut db = DbWriter::extend(LogWriter(log.clone(), offset), base);
-        merge_indexed(&mut db, &mut cursor, edge, indexes, &rows);
-        let (_, changed) = db.finish_in_place().unwrap();
-        journal::commit(&mut files, page_size, &changed).unwrap();
-        let ops = log.0.borrow().clone();
+        let ops = logged_ops(base, 0x5eed_5555, |db| {
+            merge_indexed(db, &mut cursor, edge, indexes, &rows)
+        });
         crash_after_every_op(
             d.path(),
             &old,
