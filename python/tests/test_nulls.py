@@ -52,8 +52,9 @@ def test_on_conflict_and_key_for_import_file_and_write(tmp_path):
 
 def test_a_table_made_beforehand_keeps_its_rules(tmp_path):
     """Into an empty STRICT table with NOT NULL, CHECK and a text primary key: the rows
-    go through the side file with the table's own definition, stored as sqlite3's
-    executemany stores them; a row that breaks a rule is a bad record with its line."""
+    are written in place (each also put to a copy of the table in memory for SQLite to
+    check), stored as sqlite3's executemany stores them; with bad records set aside (the
+    side file), a row that breaks a rule is a bad record with its line."""
     ddl = ("CREATE TABLE t (id TEXT NOT NULL PRIMARY KEY, n INTEGER NOT NULL CHECK (n >= 0),"
            " j TEXT, s TEXT) STRICT")
     src = tmp_path / "in.csv"
@@ -64,6 +65,7 @@ def test_a_table_made_beforehand_keeps_its_rules(tmp_path):
             c.execute(ddl)
     got = liteload.import_file(db, src, table="t", if_exists="append", nulls="unquoted")
     assert got.rows == 2 and got.engine == "direct", got
+    assert any(n.startswith("written in place") for n in got.notes), got.notes
     with closing(sqlite3.connect(ref)) as c:
         c.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", [("b", 2, '{"k": [1]}', ""), ("a", 1, None, "é")])
         c.commit()
@@ -139,3 +141,32 @@ def test_replace_keeps_the_children_sqlite3_keeps(tmp_path):
         assert a.execute("SELECT count(*) FROM c").fetchone() == (2,)
     with pytest.raises(liteload.SchemaError, match=r"the key \(v\) is neither"):
         liteload.import_file(db, src, table="p", if_exists="append", on_conflict="update", key="v")
+
+
+def test_rows_added_to_an_indexed_table_merge_its_index_in_place(tmp_path):
+    """Into a table that has rows and an index: the rows go in place and the index is
+    merged with the new entries (its old pages freed), stored as sqlite3's executemany
+    stores them, the index's order the same, the file intact."""
+    setup = ("CREATE TABLE t (k INTEGER, s TEXT); CREATE INDEX t_s ON t (s);"
+             "INSERT INTO t VALUES (1, 'b'), (2, NULL), (3, 'é' || char(0) || 'z');"
+             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)"
+             " INSERT INTO t SELECT i, printf('%05d old', i) FROM n;")
+    rows = [(i * 7 % 11, "😀" * (i % 5) + "x" * (3000 if i % 13 == 0 else i % 4)) for i in range(400)]
+    src = tmp_path / "more.csv"
+    src.write_text("k,s\n" + "".join(f"{k},{s}\n" for k, s in rows), encoding="utf-8")
+    db, ref = tmp_path / "ours.db", tmp_path / "ref.db"
+    for path in (db, ref):
+        with closing(sqlite3.connect(path)) as c:
+            c.executescript(setup)
+    got = liteload.import_file(db, src, table="t", if_exists="append")
+    assert got.rows == len(rows), got
+    assert any("index(es) merged" in n for n in got.notes), got.notes
+    with closing(sqlite3.connect(ref)) as c:
+        c.executemany("INSERT INTO t VALUES (?, ?)", rows)
+        c.commit()
+    every = "SELECT rowid, k, s FROM t ORDER BY rowid"
+    order = "SELECT rowid, s FROM t INDEXED BY t_s ORDER BY s, rowid"
+    with closing(checked(db)) as ours, closing(checked(ref)) as theirs:
+        assert ours.execute(every).fetchall() == theirs.execute(every).fetchall()
+        assert ours.execute(order).fetchall() == theirs.execute(order).fetchall()
+        assert ours.execute("PRAGMA freelist_count").fetchone()[0] > 0
