@@ -20,16 +20,18 @@ RQLITED = os.environ.get("LITELOAD_RQLITED")
 pytestmark = pytest.mark.skipif(not RQLITED, reason="rqlited is not built (LITELOAD_RQLITED)")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports():
+    """Two free ports, both sockets held until both are known, so the two differ."""
+    with socket.socket() as a, socket.socket() as b:
+        a.bind(("127.0.0.1", 0))
+        b.bind(("127.0.0.1", 0))
+        return a.getsockname()[1], b.getsockname()[1]
 
 
 @pytest.fixture
 def node(tmp_path):
     """One rqlited node on loopback, ready; its HTTP port."""
-    http, raft = free_port(), free_port()
+    http, raft = free_ports()
     with open(tmp_path / "rqlited.log", "w") as log:
         proc = subprocess.Popen(
             [RQLITED, "-node-id", "n0", "-http-addr", f"127.0.0.1:{http}", "-raft-addr", f"127.0.0.1:{raft}", str(tmp_path / "data")],

@@ -43,12 +43,12 @@ fn rqlited() -> PathBuf {
 /// Clusters start one at a time (ports are picked free, then bound by rqlited).
 static PORTS: Mutex<()> = Mutex::new(());
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+fn free_listener() -> TcpListener {
+    TcpListener::bind("127.0.0.1:0").unwrap()
+}
+
+fn port(l: &TcpListener) -> u16 {
+    l.local_addr().unwrap().port()
 }
 
 struct Node {
@@ -130,10 +130,14 @@ impl Cluster {
     /// Starts one more node, which joins the first.
     fn add_node(&mut self, bin: &Path) {
         let i = self.nodes.len();
+        // Both listeners are held until both ports are known, so the two differ.
+        let (a, b) = (free_listener(), free_listener());
+        let (http, raft) = (port(&a), port(&b));
+        drop((a, b));
         self.nodes.push(Node {
             id: format!("n{i}"),
-            http: free_port(),
-            raft: free_port(),
+            http,
+            raft,
             dir: self._tmp.path().join(format!("n{i}")),
             child: None,
         });

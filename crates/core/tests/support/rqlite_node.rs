@@ -36,8 +36,8 @@ fn rqlited() -> PathBuf {
 /// Nodes start one at a time (ports are picked free, then bound by rqlited).
 static PORTS: Mutex<()> = Mutex::new(());
 
-fn free_port() -> R<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+fn free_listener() -> R<TcpListener> {
+    Ok(TcpListener::bind("127.0.0.1:0")?)
 }
 
 pub struct Node {
@@ -48,11 +48,33 @@ pub struct Node {
 
 impl Node {
     /// Starts a node whose data lives in `dir`, and waits until it leads.
+    ///
+    /// Ports are picked free and then bound by rqlited, so another socket (a client's
+    /// outgoing connection in a test running beside this one) can take one between the
+    /// two: a node that exits before it is ready is started again on fresh ports, and the
+    /// error names rqlited's last words.
     pub fn start(dir: &Path) -> R<Node> {
+        let mut last = String::new();
+        for attempt in 0..5 {
+            match Node::start_once(dir, attempt)? {
+                Ok(node) => return Ok(node),
+                Err(why) => last = why,
+            }
+        }
+        Err(format!("rqlited did not start in five tries; last: {last}").into())
+    }
+
+    /// One try: `Ok(Err(why))` when the node exited or was not ready in time.
+    fn start_once(dir: &Path, attempt: u32) -> R<std::result::Result<Node, String>> {
         let bin = rqlited();
         let _g = PORTS.lock().unwrap_or_else(|p| p.into_inner());
-        let (http, raft) = (free_port()?, free_port()?);
-        let log = std::fs::File::create(dir.join("rqlited.log"))?;
+        // Both listeners are held until both ports are known, so the two differ.
+        let (a, b) = (free_listener()?, free_listener()?);
+        let (http, raft) = (a.local_addr()?.port(), b.local_addr()?.port());
+        drop((a, b));
+        let data = dir.join(format!("data{attempt}"));
+        let log_path = dir.join(format!("rqlited{attempt}.log"));
+        let log = std::fs::File::create(&log_path)?;
         let child = Command::new(bin)
             .arg("-node-id")
             .arg("n0")
@@ -60,7 +82,7 @@ impl Node {
             .arg(format!("127.0.0.1:{http}"))
             .arg("-raft-addr")
             .arg(format!("127.0.0.1:{raft}"))
-            .arg(dir.join("data"))
+            .arg(&data)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()?;
@@ -69,8 +91,14 @@ impl Node {
             .timeout_global(Some(Duration::from_secs(30)))
             .build()
             .into();
-        let node = Node { http, child, agent };
+        let mut node = Node { http, child, agent };
         let start = Instant::now();
+        let tail = |why: &str| {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            let from = lines.len().saturating_sub(5);
+            format!("{why}: {}", lines[from..].join(" | "))
+        };
         loop {
             let ready = node
                 .agent
@@ -78,10 +106,14 @@ impl Node {
                 .call()
                 .is_ok_and(|r| r.status() == 200);
             if ready {
-                return Ok(node);
+                return Ok(Ok(node));
+            }
+            if let Some(status) = node.child.try_wait()? {
+                return Ok(Err(tail(&format!("rqlited exited ({status})"))));
             }
             if start.elapsed() > Duration::from_secs(60) {
-                return Err("rqlited was not ready in 60 s".into());
+                // Dropping the node stops it.
+                return Ok(Err(tail("rqlited was not ready in 60 s")));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
