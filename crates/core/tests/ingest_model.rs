@@ -333,12 +333,32 @@ fn check_constrained(
             ing.push(obj, String::new(), None).map_err(|e| fail(&e))?;
         }
         ing.commit().map_err(|e| fail(&e))?;
+        let sql_value = |v: &Value| match v {
+            Value::Null => Sql::Null,
+            Value::String(s) => Sql::Text(s.clone()),
+            n => Sql::Integer(n.as_i64().expect("integers only")),
+        };
+        // A value of the UNIQUE column that moves inside the window (claimed by one key
+        // while another key of the window held it before): whether the claim comes
+        // before or after the release is the writer's order (updates of keys that are
+        // there may go before new keys), which the docs leave open; such a case is left,
+        // as the refusal below is.
         for (key, fields) in &merged {
-            let sql_value = |v: &Value| match v {
-                Value::Null => Sql::Null,
-                Value::String(s) => Sql::Text(s.clone()),
-                n => Sql::Integer(n.as_i64().expect("integers only")),
-            };
+            if let Some(v @ Value::String(_)) = fields.get(&3) {
+                let holder: Option<String> = reference
+                    .query_row("SELECT id FROM t WHERE f3 = ?1", [sql_value(v)], |r| {
+                        r.get(0)
+                    })
+                    .ok();
+                if holder
+                    .as_ref()
+                    .is_some_and(|h| h != key && merged.contains_key(h))
+                {
+                    return Ok(());
+                }
+            }
+        }
+        for (key, fields) in &merged {
             let there: bool = reference
                 .query_row("SELECT count(*) FROM t WHERE id = ?1", [key], |r| r.get(0))
                 .map_err(|e| fail(&e))?;
