@@ -433,6 +433,7 @@ def import_file(
     dates: Union[None, str, Sequence[str]] = None,
     select: Optional[Sequence[str]] = None,
     record: Optional[str] = None,
+    flatten: Union[bool, str] = False,
     temporal: Literal["iso", "epoch"] = "iso",
     decimals: Literal["text", "real"] = "text",
     if_exists: IfExists = "fail",
@@ -501,7 +502,13 @@ def import_file(
     ``record`` (the record elements' path from the root, such as ``"posts/row"``;
     default: the root and the first element name that repeats under it, or under the
     one element a root holds, as in ``"rss/channel/item"``); each record
-    is a row, its attributes and text-only children its columns.
+    is a row, its attributes and text-only children its columns. JSON: ``record``
+    (the keys from the top-level object to the array of records, ``"data.items"``, or
+    a JSON Pointer, ``"/data/items"``; default: a top-level array, or the one member of
+    a top-level object holding an array of objects). JSON, NDJSON, Parquet, Arrow:
+    ``flatten`` (True: the members of nested objects, or the fields of structs, become
+    columns, ``owner_address_city``; a str: the separator instead of ``"_"``; arrays
+    stay JSON text).
 
     Table: ``table``, ``if_exists`` (``"fail"``, the default as in pandas ``to_sql``: a
     table that exists already is refused; ``"append"``; ``"replace"``),

@@ -184,7 +184,7 @@ impl<'py> Keywords<'py> {
         }
     }
 
-    fn wrong_type(&self, name: &str, what: &str, value: &Bound<'py, PyAny>) -> PyErr {
+    pub fn wrong_type(&self, name: &str, what: &str, value: &Bound<'py, PyAny>) -> PyErr {
         let type_name = value
             .get_type()
             .name()

@@ -282,7 +282,13 @@ fn sniff<'py>(py: Python<'py>, source: &Bound<'py, PyAny>) -> PyResult<Bound<'py
     }
     let d = sniffed.as_ref().map(|s| &s.dialect);
     out.set_item("encoding", d.map_or(ro.encoding, |d| d.encoding).name())?;
-    out.set_item("record", ro.record.clone())?;
+    // JSON: the path the head shows (the reader finds it itself).
+    out.set_item(
+        "record",
+        ro.record
+            .clone()
+            .or_else(|| d.and_then(|d| d.record.clone())),
+    )?;
     out.set_item("bom", d.is_some_and(|d| d.bom))?;
     out.set_item(
         "compression",

@@ -149,6 +149,19 @@ pub fn import(kw: &mut Keywords<'_>) -> PyResult<ImportOptions> {
     let select = kw.names("select")?;
     o.read.select = (!select.is_empty()).then_some(select);
     o.read.record = kw.option("record", "a str")?;
+    o.read.flatten = {
+        let v = kw.any("flatten")?;
+        if let Ok(sep) = v.extract::<String>() {
+            Some(sep)
+        } else {
+            match v.extract::<bool>() {
+                Ok(on) => on.then(|| "_".to_string()),
+                Err(_) => {
+                    return Err(kw.wrong_type("flatten", "a bool or a str (the separator)", &v))
+                }
+            }
+        }
+    };
     o.read.temporal = kw
         .choice(
             "temporal",

@@ -88,3 +88,4 @@ def test_indexes_whose_natural_names_collide_get_names_of_their_own(tmp_path):
     assert c.execute("SELECT count(*) FROM t").fetchone() == (3,)
     with pytest.raises(sqlite3.IntegrityError):
         c.execute("INSERT INTO t VALUES (9, 1, 1)")
+

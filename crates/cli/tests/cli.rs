@@ -1122,6 +1122,162 @@ fn xml_by_name_content_and_record_path() -> R {
     Ok(())
 }
 
+/// JSON records under a key: found with a note, or named by `--record` (dotted or a
+/// JSON Pointer), shown by `sniff`; stdin's pretty-printed object is JSON by its first
+/// bytes; a document broken after its records, or holding two arrays of objects, loads
+/// nothing; `--record` with CSV is refused.
+#[test]
+fn json_records_at_a_path() -> R {
+    let d = TempDir::new()?;
+    let doc = "{\n  \"Version\": \"5.5\",\n  \"List\": [\n    {\"id\": 1, \"name\": \"Zoë\"},\n    {\"id\": 2, \"name\": \"😀\", \"tags\": [1]}\n  ],\n  \"count\": 2\n}\n";
+    std::fs::write(d.path().join("export.json"), doc)?;
+    liteload()
+        .current_dir(d.path())
+        .args(["sniff", "export.json"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "records: the objects of the array at List",
+        ));
+    import(d.path(), &["o.db", "export.json"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "note: export.json: the records are the objects of the array at List",
+        ));
+    let want = vec![
+        vec![i(1), t("Zoë"), Value::Null],
+        vec![i(2), t("😀"), t("[1]")],
+    ];
+    let db = d.path().join("o.db");
+    assert_eq!(rows(&db, "SELECT id, name, tags FROM export")?, want);
+    // Named, dotted or as a JSON Pointer; piped, the object is told from its first bytes.
+    let nested = format!("{{\"data\": {{\"a.b\": {doc}}}}}");
+    for (i, path) in ["data.a.b.List", "/data/a.b/List"].iter().enumerate() {
+        std::fs::write(d.path().join("nested.json"), &nested)?;
+        import(
+            d.path(),
+            &[
+                "o.db",
+                "nested.json",
+                "--table",
+                &format!("n{i}"),
+                "--record",
+                path,
+            ],
+        )
+        .assert()
+        .code(if i == 0 { 1 } else { 0 });
+    }
+    assert_eq!(rows(&db, "SELECT id, name, tags FROM n1")?, want);
+    import(d.path(), &["o.db", "-", "--table", "piped"])
+        .write_stdin(doc)
+        .assert()
+        .success();
+    assert_eq!(rows(&db, "SELECT id, name, tags FROM piped")?, want);
+    // Broken after the records, or ambiguous: nothing is loaded.
+    let before = std::fs::read(&db)?;
+    std::fs::write(
+        d.path().join("broken.json"),
+        doc.replace("\"count\": 2", "\"count\": tru"),
+    )?;
+    import(d.path(), &["o.db", "broken.json"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("broken.json:7:12: "));
+    std::fs::write(
+        d.path().join("two.json"),
+        doc.replace("\"count\": 2", "\"More\": [{\"id\": 3}]"),
+    )?;
+    import(d.path(), &["o.db", "two.json"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "two.json:7:11: record 3: the member \"More\" holds an array of objects too, after the records at List",
+        ));
+    assert_eq!(std::fs::read(&db)?, before);
+    std::fs::write(d.path().join("t.csv"), "a\n1\n")?;
+    import(d.path(), &["o.db", "t.csv", "--record", "List"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "a record path applies to XML and JSON documents",
+        ));
+    Ok(())
+}
+
+/// `--flatten`: nested objects' members as columns, a collision named `_2` with a note;
+/// the separator a flag; refused for CSV.
+#[test]
+fn flatten_nested_objects_into_columns() -> R {
+    let d = TempDir::new()?;
+    std::fs::write(
+        d.path().join("n.ndjson"),
+        "{\"id\": 1, \"owner\": {\"name\": \"Zoë\", \"address\": {\"city\": \"Köln\"}}, \"owner_name\": \"dup\", \"tags\": [1]}\n{\"id\": 2, \"owner\": null, \"x\": {}}\n",
+    )?;
+    import(d.path(), &["o.db", "n.ndjson", "--flatten"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "key \"owner_name\" is stored in column \"owner_name_2\"",
+        ));
+    let db = d.path().join("o.db");
+    assert_eq!(
+        decl(&db, "n")?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect::<Vec<_>>(),
+        [
+            "id",
+            "owner_name",
+            "owner_address_city",
+            "owner_name_2",
+            "tags",
+            "owner"
+        ]
+    );
+    assert_eq!(
+        rows(&db, "SELECT * FROM n")?,
+        vec![
+            vec![i(1), t("Zoë"), t("Köln"), t("dup"), t("[1]"), Value::Null],
+            vec![
+                i(2),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null
+            ],
+        ]
+    );
+    import(
+        d.path(),
+        &[
+            "o.db",
+            "n.ndjson",
+            "--table",
+            "dots",
+            "--flatten",
+            "--flatten-separator",
+            ".",
+        ],
+    )
+    .assert()
+    .success();
+    assert_eq!(
+        rows(&db, "SELECT \"owner.address.city\" FROM dots WHERE id = 1")?,
+        vec![vec![t("Köln")]]
+    );
+    std::fs::write(d.path().join("t.csv"), "a\n1\n")?;
+    import(d.path(), &["o.db", "t.csv", "--flatten"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "flattening nested objects applies to JSON, NDJSON, Parquet and Arrow",
+        ));
+    Ok(())
+}
+
 /// `--nulls`: typed (the default), all (`--empty-null`), unquoted (PostgreSQL's CSV
 /// rule); the last for delimited text only, and not with `--empty-null`.
 #[test]

@@ -126,10 +126,12 @@ pub struct ImportArgs {
 
     // ---- format
     /// Input format: csv, tsv, ndjson (one JSON object per line), json (one array of
-    /// objects), xml (an element per row, see --record), parquet, or arrow (an Arrow IPC
-    /// file or stream). Default: from each file's extension (.csv, .tsv, .ndjson/.jsonl,
-    /// .json, .xml, .parquet/.pq; .arrow, .feather, .ipc, .arrows), else from its first
-    /// bytes (`[` JSON, `{` NDJSON, `<` XML, else delimited text).
+    /// objects, or an object holding one, see --record), xml (an element per row, see
+    /// --record), parquet, or arrow (an Arrow IPC file or stream). Default: from each
+    /// file's extension (.csv, .tsv, .ndjson/.jsonl, .json, .xml, .parquet/.pq; .arrow,
+    /// .feather, .ipc, .arrows), else from its first bytes (`[` JSON, `{` NDJSON unless
+    /// its first line is no whole object and the object holds an array of objects, `<`
+    /// XML, else delimited text).
     #[arg(long, value_name = "FMT", help_heading = "Format")]
     pub format: Option<Format>,
     /// Same as --format csv.
@@ -204,9 +206,29 @@ pub struct ImportArgs {
     /// elements its columns (by local name), a child with children, attributes or
     /// repeats a JSON text column, its own text the column `text`. Default: the root
     /// and the first element name that repeats under it, or under the one element a root
-    /// holds (rss/channel/item); `liteload sniff` shows it.
+    /// holds (rss/channel/item). JSON: the keys from the top-level object to the array of
+    /// records, `.`-separated (List, data.items), or a JSON Pointer (/data/items, `~1`
+    /// for a `/` in a key); default: a top-level array, or the one member of a top-level
+    /// object that holds an array of objects (a second one is an error), with a note.
+    /// The rest of the document is read and checked. `liteload sniff` shows either.
     #[arg(long, value_name = "PATH", help_heading = "Format")]
     pub record: Option<String>,
+    /// JSON, NDJSON: the members of nested objects become columns of their own, named by
+    /// their keys' path joined by --flatten-separator (owner_address_city); arrays stay
+    /// JSON text, an empty object gives no column. Parquet, Arrow: the fields of struct
+    /// columns, at every depth, NULL where a struct above is. A name that collides with
+    /// another column's gets `_2`, with a note.
+    #[arg(long, help_heading = "Format")]
+    pub flatten: bool,
+    /// What joins the keys of a flattened column's name.
+    #[arg(
+        long,
+        value_name = "SEP",
+        default_value = "_",
+        requires = "flatten",
+        help_heading = "Format"
+    )]
+    pub flatten_separator: String,
     /// Skip this many lines at the start of each file, before the header.
     #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Format")]
     pub skip: u64,
@@ -541,6 +563,7 @@ pub(crate) fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
         });
         built.select = a.select.clone();
         built.record = a.record.clone();
+        built.flatten = a.flatten.then(|| a.flatten_separator.clone());
         built.temporal = match a.temporal {
             TemporalArg::Iso => Temporal::Iso8601,
             TemporalArg::Epoch => Temporal::Epoch,

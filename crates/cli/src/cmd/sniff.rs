@@ -6,8 +6,8 @@ use liteload::source::sniff::shown;
 use liteload::{read_plan, Format, ImportOptions, Input};
 
 /// Show how `liteload import` with no format flags would read each file: compression,
-/// encoding, format, delimiter, quote and header (XML: the record path), told from the
-/// name and the first 64 KiB.
+/// encoding, format, delimiter, quote and header (XML, and JSON in an object: the record
+/// path), told from the name and the first 64 KiB.
 /// Nothing is loaded.
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
@@ -50,7 +50,8 @@ pub fn run(a: SniffArgs) -> Result<()> {
             "quote": if delimited { ro.quote.map(|q| char::from(q).to_string()) } else { None },
             "header": delimited.then_some(ro.header),
             "encoding": d.map_or(ro.encoding, |d| d.encoding).name(),
-            "record": ro.record,
+            // JSON: the path the head shows (the reader finds it itself).
+            "record": ro.record.clone().or_else(|| d.and_then(|d| d.record.clone())),
             "bom": d.is_some_and(|d| d.bom),
             "compression": d.and_then(|d| d.compression).map(|c| c.name()),
             "sniffed": sniffed.as_ref().map(|s| s.described.clone()),
@@ -113,6 +114,11 @@ pub fn run(a: SniffArgs) -> Result<()> {
                     "{:<width$}  note: the sample shows no repeated element under the root: name the records with --record",
                     ""
                 ),
+            }
+        }
+        if ro.format == Format::Json {
+            if let Some(r) = ro.record.as_ref().or(d.and_then(|d| d.record.as_ref())) {
+                println!("{:<width$}  records: the objects of the array at {r}", "");
             }
         }
         if d.is_some_and(|d| delimited && !d.delimiter_found) {

@@ -1108,15 +1108,18 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
         .or(opts.format)
         .or_else(|| input.logical_path().and_then(|p| Format::from_path(&p)));
     // XML is sniffed for its record path and encoding, as delimited text for its dialect.
-    let delimited =
-        |f: Option<Format>| f.is_none_or(|f| matches!(f, Format::Csv | Format::Tsv | Format::Xml));
+    // JSON, for the path of the records in a top-level object (the reader finds it
+    // itself: sniffing only reports it).
+    let delimited = |f: Option<Format>| {
+        f.is_none_or(|f| matches!(f, Format::Csv | Format::Tsv | Format::Xml | Format::Json))
+    };
     let open_question = named.is_none()
         || (named == Some(Format::Csv)
             && opts.delimiter.is_none()
             && opts.quoting == Quoting::Default)
         // Whether tab-separated fields are quoted is told from them, as for CSV.
         || (named == Some(Format::Tsv) && opts.quoting == Quoting::Default)
-        || (named == Some(Format::Xml) && opts.read.record.is_none())
+        || (matches!(named, Some(Format::Xml | Format::Json)) && opts.read.record.is_none())
         || (opts.sniff_header && opts.read.header && opts.read.columns.is_none())
         || opts.guess_encoding;
     let mut dialect = if opts.sniff && fixed.is_none() && delimited(named) && open_question {
@@ -1136,6 +1139,8 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
     };
     let format = match (named, &dialect) {
         (Some(f), _) => f,
+        // A record path names an array in one JSON document, never lines.
+        (None, Some(d)) if d.format == Format::Ndjson && opts.read.record.is_some() => Format::Json,
         (None, Some(d)) => d.format,
         (None, None) if input.logical_path().is_none() => Format::Csv,
         (None, None) => {
@@ -1198,9 +1203,10 @@ fn resolve(input: &Input, opts: &ImportOptions) -> Result<(ReadOptions, Option<(
             d.quote = ro.quote;
             d.header = ro.header;
         }
-        if format == Format::Xml {
+        if format == Format::Xml || (format == Format::Json && ro.record.is_some()) {
             d.record = ro.record.clone();
-        } else {
+        }
+        if format != Format::Xml {
             d.encoding = ro.encoding;
         }
     }
@@ -1276,6 +1282,23 @@ pub(crate) fn cause_hint(e: Error, inputs: &[Input], opts: &ImportOptions) -> Er
 
 /// The read options of `input` read as `format`, before sniffing.
 fn options_for_format(input: &Input, format: Format, opts: &ImportOptions) -> Result<ReadOptions> {
+    if opts.read.flatten.is_some()
+        && !matches!(
+            format,
+            Format::Json | Format::Ndjson | Format::Parquet | Format::Arrow
+        )
+    {
+        return Err(Error::usage(format!(
+            "{}: flattening nested objects applies to JSON, NDJSON, Parquet and Arrow, not to {format:?}",
+            input.display_name()
+        )));
+    }
+    if opts.read.record.is_some() && !matches!(format, Format::Xml | Format::Json) {
+        return Err(Error::usage(format!(
+            "{}: a record path applies to XML and JSON documents, not to {format:?}",
+            input.display_name()
+        )));
+    }
     if format == Format::Json && opts.read.skip_lines > 0 {
         return Err(Error::usage(format!(
             "{}: skipping lines applies to CSV, TSV and NDJSON, not to a JSON array",

@@ -162,12 +162,19 @@ impl ArrowSource {
         let name: Arc<str> = input.display_name().into();
         let (schema, units) = open_units(input, self.opts.format, &name, &self.bytes_read)?;
         let roots = select(&schema, self.opts.select.as_deref(), &name)?;
-        let fields = roots.iter().map(|&r| schema.fields()[r].clone()).collect();
-        let columns =
-            Columns::new(fields, self.opts.temporal, self.opts.decimals).map_err(|(c, why)| {
-                let f = &schema.fields()[roots[c]];
-                Error::input(at(&name, 0), Some((c, f.name().clone())), why)
-            })?;
+        let fields: Vec<_> = roots.iter().map(|&r| schema.fields()[r].clone()).collect();
+        let (temporal, decimals) = (self.opts.temporal, self.opts.decimals);
+        let columns = match &self.opts.flatten {
+            Some(sep) => Columns::flattened(fields, sep, temporal, decimals),
+            None => Columns::new(fields, temporal, decimals),
+        };
+        let columns = columns.map_err(|(c, why)| {
+            let column = match &self.opts.flatten {
+                Some(_) => c.to_string(),
+                None => schema.fields()[roots[c]].name().clone(),
+            };
+            Error::input(at(&name, 0), Some((c, column)), why)
+        })?;
         if let Some(first) = &self.columns {
             same_columns(first, &columns, &self.first_name, &name)?;
         }
@@ -554,7 +561,16 @@ impl Lane {
         done: u64,
         record: &mut liteload_btree::RecordBuilder,
     ) -> bool {
-        let arrays = columnar::project(rb, &self.take);
+        let arrays = match self.columns.arrays(columnar::project(rb, &self.take)) {
+            Ok(a) => a,
+            Err(e) => {
+                return self.fail(Error::input(
+                    at(&self.name, done + 1),
+                    None,
+                    format!("a record batch does not have the schema's structs: {e}"),
+                ))
+            }
+        };
         for (i, (a, f)) in arrays.iter().zip(self.columns.fields()).enumerate() {
             if a.data_type() != f.data_type() {
                 return self.fail(Error::input(

@@ -17,7 +17,17 @@ pub(crate) struct KeyColumns {
     folded: HashMap<String, usize>,
     /// Notes on keys stored under another name, for the summary.
     pub notes: Vec<String>,
+    /// The separator of a flattened key's column name (see [`PART`]); `None`: records
+    /// are not flattened.
+    pub flatten: Option<String>,
 }
+
+/// Joins the keys of a flattened member's path (`owner`, `address`, `city`) into the
+/// one key a reader looks its column up by. A NUL, which no key with a column holds
+/// (SQLite's SQL text ends at one), so two paths never share a key, whatever their
+/// names; their column names are the keys joined by the separator, which may collide,
+/// and then take the allocator's `_2`.
+pub(crate) const PART: char = '\0';
 
 impl KeyColumns {
     /// The column of `key`, if it has one.
@@ -71,9 +81,27 @@ impl KeyColumns {
         i
     }
 
+    /// Columns for records whose nested objects are flattened, named by their paths'
+    /// keys joined by `separator`.
+    pub fn flattening(separator: Option<String>) -> Self {
+        KeyColumns {
+            flatten: separator,
+            ..KeyColumns::default()
+        }
+    }
+
     /// A column for a key not seen before.
     pub fn add(&mut self, key: &str) -> usize {
         let i = self.columns.len();
+        if let (Some(sep), true) = (&self.flatten, key.contains(PART)) {
+            let parts: Vec<&str> = key.split(PART).collect();
+            let mut wanted = parts.join(sep);
+            if wanted.trim().is_empty() {
+                wanted = format!("c{}", i + 1);
+            }
+            let what = format!("the member at {:?}", parts.join(" > "));
+            return self.add_named(key, &wanted, None, &what);
+        }
         let base = if key.trim().is_empty() {
             format!("c{}", i + 1)
         } else {

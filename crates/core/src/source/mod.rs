@@ -196,7 +196,19 @@ pub struct ReadOptions {
     /// (`posts/row`), each step an element's qualified or local name. `None`: the root
     /// and the first element name that repeats directly under it, or under the one
     /// element a root holds, and so on down (`rss/channel/item`).
+    ///
+    /// JSON: the keys from the top-level object to the array of records, `.`-separated
+    /// (`data.items`), or a JSON Pointer (`/data/items`; `~1` is a `/` in a key, `~0` a
+    /// `~`). `None`: a top-level array, or the one member of a top-level object whose
+    /// value is an array starting with an object (a second such member is an error;
+    /// with none, the one member holding an empty array). The rest of the document is
+    /// read and checked as JSON. Other formats refuse a record path.
     pub record: Option<String>,
+    /// JSON and NDJSON: the members of nested objects become columns of their own, named
+    /// by their paths' keys joined by this separator (`owner_address_city`); arrays stay
+    /// JSON text. Parquet and Arrow: the fields of struct columns, at every depth, NULL
+    /// where a struct above is. `None`: a nested object or struct is one JSON text column.
+    pub flatten: Option<String>,
 }
 
 impl Default for ReadOptions {
@@ -221,6 +233,7 @@ impl Default for ReadOptions {
             decimals: columnar::Decimals::Text,
             locale: locale::Locale::default(),
             record: None,
+            flatten: None,
         }
     }
 }
@@ -337,6 +350,12 @@ pub fn open_source(
         )?));
     }
     let name: Arc<str> = input.display_name().into();
+    let wanted = match (&opts.record, opts.format) {
+        (Some(path), Format::Json) => {
+            Some(json::record_path::parse(path).map_err(|m| Error::usage(format!("{name}: {m}")))?)
+        }
+        _ => None,
+    };
     // A large, plain UTF-8 file is read in parts on several threads.
     let parts = match input {
         Input::Path(path)
@@ -378,7 +397,9 @@ pub fn open_source(
             let reader = input::open(input, opts.encoding, bytes_read, cancel)?;
             let stream = match layout {
                 json::Layout::Lines => json::ObjectStream::lines(reader, opts.max_record_bytes),
-                json::Layout::Array => json::ObjectStream::array(reader, opts.max_record_bytes),
+                json::Layout::Array => {
+                    json::ObjectStream::array(reader, opts.max_record_bytes, wanted)
+                }
             };
             return Ok(Box::new(
                 json::JsonSource::new(stream, name, opts.clone()).with_chunks(Box::new(chunks)),
@@ -396,7 +417,7 @@ pub fn open_source(
             opts.clone(),
         )),
         Format::Json => Box::new(json::JsonSource::new(
-            json::ObjectStream::array(reader, opts.max_record_bytes),
+            json::ObjectStream::array(reader, opts.max_record_bytes, wanted),
             name,
             opts.clone(),
         )),

@@ -79,7 +79,9 @@ pub struct Dialect {
     #[serde(serialize_with = "opt_byte_text")]
     pub also_fits: Option<u8>,
     /// XML: the record path the sample implies (see [`super::ReadOptions::record`]),
-    /// `None` when it shows none.
+    /// `None` when it shows none. JSON: the path of the array of objects a top-level
+    /// object holds, as the head shows it (the reader finds it again, and checks that
+    /// no later member holds one too).
     pub record: Option<String>,
 }
 
@@ -148,7 +150,10 @@ impl Dialect {
                 parts.push(if self.header { "header" } else { "no header" }.into());
             }
             Format::Ndjson => parts.push("newline-delimited JSON".into()),
-            Format::Json => parts.push("a JSON array".into()),
+            Format::Json => parts.push(match &self.record {
+                Some(r) => format!("JSON, records at {r}"),
+                None => "a JSON array".into(),
+            }),
             Format::Parquet => parts.push("Parquet".into()),
             Format::Arrow => parts.push("Arrow".into()),
             Format::Xml => parts.push(match &self.record {
@@ -710,6 +715,10 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
             .flatten()
             .map(|p| p.join("/"));
     }
+    if format == Format::Json {
+        record = super::json::record_path::sniffed(text.as_bytes())
+            .map(|p| super::json::record_path::shown(&p));
+    }
     Ok(Some(Dialect {
         compression,
         encoding,
@@ -727,11 +736,23 @@ pub(crate) fn sniff_input(input: &super::Input, given: Given) -> Result<Option<D
     }))
 }
 
-/// The format of `text` by its first non-blank character.
+/// The format of `text` by its first non-blank character. Text that starts with `{` is
+/// newline-delimited JSON, unless its first line is no whole JSON value and the object
+/// it starts holds an array of objects in the head (a document whose records are at a
+/// path, see [`super::ReadOptions::record`]).
 pub fn format_of(text: &str) -> Format {
-    match text.trim_start().as_bytes().first() {
+    let text = text.trim_start();
+    match text.as_bytes().first() {
         Some(b'[') => Format::Json,
-        Some(b'{') => Format::Ndjson,
+        Some(b'{') => {
+            let first_line = text.split('\n').next().unwrap_or_default();
+            let one_value = serde_json::from_str::<serde::de::IgnoredAny>(first_line).is_ok();
+            if !one_value && super::json::record_path::sniffed(text.as_bytes()).is_some() {
+                Format::Json
+            } else {
+                Format::Ndjson
+            }
+        }
         Some(b'<') => Format::Xml,
         _ => Format::Csv,
     }
@@ -838,6 +859,15 @@ mod tests {
     fn formats_and_compressions_by_their_first_bytes() {
         assert_eq!(format_of("  [{\"a\":1}]"), Format::Json);
         assert_eq!(format_of("{\"a\":1}\n"), Format::Ndjson);
+        assert_eq!(
+            format_of("{\"a\":[{\"b\":1}]}\n{\"a\":[]}\n"),
+            Format::Ndjson
+        );
+        assert_eq!(
+            format_of("{\n \"v\": 1,\n \"List\": [\n  {\"a\": 1"),
+            Format::Json
+        );
+        assert_eq!(format_of("{\n \"v\": 1\n}\n"), Format::Ndjson);
         assert_eq!(format_of("a,b\n"), Format::Csv);
         assert_eq!(format_of("\n<?xml version=\"1.0\"?><a/>"), Format::Xml);
         let parquet = crate::Input::bytes("x.data", &b"PAR1\0\0"[..]);

@@ -87,6 +87,16 @@ impl Kind {
 pub struct Columns {
     fields: Vec<FieldRef>,
     kinds: Vec<Kind>,
+    /// With flattening, where each column's values are (see [`Columns::flattened`]).
+    leaves: Option<Vec<Leaf>>,
+}
+
+/// Where a flattened column's values are: the selected array it is in, and the child
+/// indexes down through its structs (empty: that array itself).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Leaf {
+    root: usize,
+    path: Vec<usize>,
 }
 
 impl Columns {
@@ -109,7 +119,90 @@ impl Columns {
                 }
             }
         }
-        Ok(Columns { fields, kinds })
+        Ok(Columns {
+            fields,
+            kinds,
+            leaves: None,
+        })
+    }
+
+    /// The plan for `fields` with every struct field replaced by its fields, at every
+    /// depth, each named by the path of names joined by `separator` (`owner_address_city`)
+    /// and nullable (NULL where a struct above it is); a struct without fields stays one
+    /// column. Errors as [`Columns::new`]'s, with the flattened column's index.
+    pub fn flattened(
+        fields: Vec<FieldRef>,
+        separator: &str,
+        temporal: Temporal,
+        decimals: Decimals,
+    ) -> Result<Columns, (usize, String)> {
+        fn walk(
+            f: &FieldRef,
+            name: String,
+            at: (usize, &mut Vec<usize>),
+            separator: &str,
+            out: &mut Vec<(FieldRef, Leaf)>,
+        ) {
+            let (root, path) = at;
+            match f.data_type() {
+                DataType::Struct(children) if !children.is_empty() => {
+                    for (k, c) in children.iter().enumerate() {
+                        path.push(k);
+                        let child = format!("{name}{separator}{}", c.name());
+                        walk(c, child, (root, &mut *path), separator, out);
+                        path.pop();
+                    }
+                }
+                _ => {
+                    let field = arrow_schema::Field::new(name, f.data_type().clone(), true)
+                        .with_metadata(f.metadata().clone());
+                    let leaf = Leaf {
+                        root,
+                        path: path.clone(),
+                    };
+                    out.push((Arc::new(field), leaf));
+                }
+            }
+        }
+        let mut out = vec![];
+        for (root, f) in fields.iter().enumerate() {
+            walk(
+                f,
+                f.name().clone(),
+                (root, &mut vec![]),
+                separator,
+                &mut out,
+            );
+        }
+        let (flat, leaves): (Vec<FieldRef>, Vec<Leaf>) = out.into_iter().unzip();
+        let mut columns = Columns::new(flat, temporal, decimals)?;
+        columns.leaves = Some(leaves);
+        Ok(columns)
+    }
+
+    /// The arrays of this plan's columns, from `selected` (the arrays of the fields it
+    /// was made from, in order): those arrays, or with flattening the fields of their
+    /// structs, NULL where a struct above is.
+    pub fn arrays(&self, selected: Vec<ArrayRef>) -> Result<Vec<ArrayRef>, ArrowError> {
+        let Some(leaves) = &self.leaves else {
+            return Ok(selected);
+        };
+        leaves
+            .iter()
+            .map(|leaf| {
+                let mut a = selected[leaf.root].clone();
+                for &k in &leaf.path {
+                    let s = a.as_struct_opt().ok_or_else(|| {
+                        ArrowError::SchemaError(format!(
+                            "expected a struct, found {}",
+                            a.data_type()
+                        ))
+                    })?;
+                    a = with_nulls_of(s.column(k).clone(), s.nulls())?;
+                }
+                Ok(a)
+            })
+            .collect()
     }
 
     /// The fields, in table order.
@@ -607,6 +700,20 @@ fn json_of(v: Val<'_>) -> serde_json::Value {
         Val::Blob(b) => format!("({} bytes of blob)", b.len()).into(),
         Val::TooBig(n) => n.into(),
     }
+}
+
+/// `child` (a struct's field) NULL also where its struct is: `parent`'s nulls.
+fn with_nulls_of(
+    child: ArrayRef,
+    parent: Option<&arrow_buffer::NullBuffer>,
+) -> Result<ArrayRef, ArrowError> {
+    // A Null array is NULL throughout already, and holds no validity of its own.
+    let Some(parent) = parent.filter(|_| child.data_type() != &DataType::Null) else {
+        return Ok(child);
+    };
+    let nulls = arrow_buffer::NullBuffer::union(Some(parent), child.nulls());
+    let data = child.to_data().into_builder().nulls(nulls).build()?;
+    Ok(arrow_array::make_array(data))
 }
 
 /// The rows of `rb` in a record batch's columns taken at `take`.

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::objects::needs_its_text;
 use crate::source::convert::{push_scalar, Scalar, Values};
-use crate::source::keys::KeyColumns;
+use crate::source::keys::{KeyColumns, PART};
 use crate::types::ColumnType;
 
 /// The fast path of an NDJSON line (see [`fast_row`]): one value of an object.
@@ -46,67 +46,70 @@ impl FastValue<'_> {
     }
 }
 
+/// Reads a [`FastValue`].
+struct ValueVisitor;
+
 impl<'de> Deserialize<'de> for FastValue<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = FastValue<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
-                Ok(FastValue::Null)
-            }
-            fn visit_none<E>(self) -> std::result::Result<Self::Value, E> {
-                Ok(FastValue::Null)
-            }
-            fn visit_bool<E>(self, b: bool) -> std::result::Result<Self::Value, E> {
-                Ok(FastValue::Bool(b))
-            }
-            fn visit_i64<E>(self, i: i64) -> std::result::Result<Self::Value, E> {
-                Ok(FastValue::Integer(i))
-            }
-            fn visit_u64<E>(self, u: u64) -> std::result::Result<Self::Value, E> {
-                Ok(match i64::try_from(u) {
-                    Ok(i) => FastValue::Integer(i),
-                    Err(_) => FastValue::Unsigned(u),
-                })
-            }
-            fn visit_f64<E>(self, r: f64) -> std::result::Result<Self::Value, E> {
-                // As `maybe_rounded` judges a real.
-                Ok(if needs_its_text(r) {
-                    FastValue::Rounded
-                } else {
-                    FastValue::Real(r)
-                })
-            }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> std::result::Result<Self::Value, E> {
-                Ok(FastValue::Text(std::borrow::Cow::Borrowed(s)))
-            }
-            fn visit_str<E>(self, s: &str) -> std::result::Result<Self::Value, E> {
-                Ok(FastValue::Text(std::borrow::Cow::Owned(s.to_string())))
-            }
-            fn visit_string<E>(self, s: String) -> std::result::Result<Self::Value, E> {
-                Ok(FastValue::Text(std::borrow::Cow::Owned(s)))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                seq: A,
-            ) -> std::result::Result<Self::Value, A::Error> {
-                let mut n = NestedText::default();
-                n.sequence(seq)?;
-                Ok(n.finish())
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> std::result::Result<Self::Value, A::Error> {
-                let mut n = NestedText::default();
-                n.object(map)?;
-                Ok(n.finish())
-            }
-        }
-        d.deserialize_any(V)
+        d.deserialize_any(ValueVisitor)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ValueVisitor {
+    type Value = FastValue<'de>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok(FastValue::Null)
+    }
+    fn visit_none<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok(FastValue::Null)
+    }
+    fn visit_bool<E>(self, b: bool) -> std::result::Result<Self::Value, E> {
+        Ok(FastValue::Bool(b))
+    }
+    fn visit_i64<E>(self, i: i64) -> std::result::Result<Self::Value, E> {
+        Ok(FastValue::Integer(i))
+    }
+    fn visit_u64<E>(self, u: u64) -> std::result::Result<Self::Value, E> {
+        Ok(match i64::try_from(u) {
+            Ok(i) => FastValue::Integer(i),
+            Err(_) => FastValue::Unsigned(u),
+        })
+    }
+    fn visit_f64<E>(self, r: f64) -> std::result::Result<Self::Value, E> {
+        // As `maybe_rounded` judges a real.
+        Ok(if needs_its_text(r) {
+            FastValue::Rounded
+        } else {
+            FastValue::Real(r)
+        })
+    }
+    fn visit_borrowed_str<E>(self, s: &'de str) -> std::result::Result<Self::Value, E> {
+        Ok(FastValue::Text(std::borrow::Cow::Borrowed(s)))
+    }
+    fn visit_str<E>(self, s: &str) -> std::result::Result<Self::Value, E> {
+        Ok(FastValue::Text(std::borrow::Cow::Owned(s.to_string())))
+    }
+    fn visit_string<E>(self, s: String) -> std::result::Result<Self::Value, E> {
+        Ok(FastValue::Text(std::borrow::Cow::Owned(s)))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        seq: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        let mut n = NestedText::default();
+        n.sequence(seq)?;
+        Ok(n.finish())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        map: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        let mut n = NestedText::default();
+        n.object(map)?;
+        Ok(n.finish())
     }
 }
 
@@ -338,8 +341,122 @@ impl<'a> FastRow<'a> {
     }
 }
 
+/// With flattening: a member's value, at its path's column, or for an object its members
+/// in turn under the path (see [`super::flatten`]). Anything the slow path would read
+/// otherwise clears `ok`: a key without a column, a NUL in a nested key, a repeated key
+/// at any level (the slow path keeps the last value of a key whole, an object's too), a
+/// rounded real.
+struct Member<'k, 's, 'p, 'a> {
+    keys: &'k KeyColumns,
+    row: &'s mut FastRow<'a>,
+    path: &'p mut String,
+    ok: &'p mut bool,
+}
+
+impl<'a> Member<'_, '_, '_, 'a> {
+    fn store(self, v: FastValue<'a>) {
+        match self.keys.get(self.path) {
+            Some(c) if *self.ok && !matches!(v, FastValue::Rounded) => match self.row.at[c] {
+                0 => {
+                    self.row.values.push((c, v));
+                    self.row.at[c] = self.row.values.len() as u32;
+                }
+                _ => *self.ok = false,
+            },
+            _ => *self.ok = false,
+        }
+    }
+
+    /// Reads an object's members under the path; `nested`: below the record itself.
+    fn members<A: serde::de::MapAccess<'a>>(
+        self,
+        mut map: A,
+        nested: bool,
+    ) -> std::result::Result<(), A::Error> {
+        let mut seen: Vec<std::borrow::Cow<'a, str>> = vec![];
+        while let Some(FastKey(k)) = map.next_key()? {
+            if (nested && k.contains(PART)) || seen.contains(&k) {
+                *self.ok = false;
+            }
+            let len = self.path.len();
+            if nested {
+                self.path.push(PART);
+            }
+            self.path.push_str(&k);
+            seen.push(k);
+            map.next_value_seed(Member {
+                keys: self.keys,
+                row: &mut *self.row,
+                path: &mut *self.path,
+                ok: &mut *self.ok,
+            })?;
+            self.path.truncate(len);
+        }
+        Ok(())
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Member<'_, '_, '_, 'de> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Member<'_, '_, '_, 'de> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> std::result::Result<(), E> {
+        self.store(ValueVisitor.visit_unit()?);
+        Ok(())
+    }
+    fn visit_none<E: serde::de::Error>(self) -> std::result::Result<(), E> {
+        self.store(ValueVisitor.visit_none()?);
+        Ok(())
+    }
+    fn visit_bool<E: serde::de::Error>(self, b: bool) -> std::result::Result<(), E> {
+        self.store(ValueVisitor.visit_bool(b)?);
+        Ok(())
+    }
+    fn visit_i64<E: serde::de::Error>(self, i: i64) -> std::result::Result<(), E> {
+        self.store(ValueVisitor.visit_i64(i)?);
+        Ok(())
+    }
+    fn visit_u64<E: serde::de::Error>(self, u: u64) -> std::result::Result<(), E> {
+        self.store(ValueVisitor.visit_u64(u)?);
+        Ok(())
+    }
+    fn visit_f64<E: serde::de::Error>(self, r: f64) -> std::result::Result<(), E> {
+        self.store(ValueVisitor.visit_f64(r)?);
+        Ok(())
+    }
+    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> std::result::Result<(), E> {
+        self.store(ValueVisitor.visit_borrowed_str(v)?);
+        Ok(())
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<(), E> {
+        self.store(ValueVisitor.visit_str(v)?);
+        Ok(())
+    }
+    fn visit_string<E: serde::de::Error>(self, v: String) -> std::result::Result<(), E> {
+        self.store(ValueVisitor.visit_string(v)?);
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> std::result::Result<(), A::Error> {
+        self.store(ValueVisitor.visit_seq(seq)?);
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> std::result::Result<(), A::Error> {
+        self.members(map, true)
+    }
+}
+
 /// Reads one NDJSON line (trimmed) as an object whose keys all have columns, into
-/// `row` (a repeated key's last value wins, as in [`parse_lossless`]). `false`, with
+/// `row` (a repeated key's last value wins, as in [`parse_lossless`]; with flattening
+/// (see [`KeyColumns::flatten`]), the members of nested objects under their paths, and
+/// a repeated key is the slow path's). `false`, with
 /// `row` in any state, when the line needs the slow path: it is no object or no valid
 /// JSON, it has a key without a column, or a number whose digits only the slow path
 /// keeps. On `true` the values are exactly what [`parse_lossless`] would give.
@@ -358,6 +475,17 @@ pub(super) fn fast_row<'a>(text: &'a [u8], keys: &KeyColumns, row: &mut FastRow<
             mut map: A,
         ) -> std::result::Result<bool, A::Error> {
             let mut ok = true;
+            if self.keys.flatten.is_some() {
+                let mut path = String::new();
+                Member {
+                    keys: self.keys,
+                    row: self.row,
+                    path: &mut path,
+                    ok: &mut ok,
+                }
+                .members(map, false)?;
+                return Ok(ok);
+            }
             while let Some(FastKey(k)) = map.next_key()? {
                 match self.keys.get(&k) {
                     Some(c) if ok => {

@@ -10,7 +10,10 @@
 
 mod chunks;
 mod fast;
+mod fatal;
+mod flatten;
 mod objects;
+pub mod record_path;
 mod scan;
 
 pub(crate) use chunks::{Chunks, Layout};
@@ -77,6 +80,14 @@ impl SampledText {
     }
 }
 
+/// `o` with its nested objects' members brought up (see [`flatten`]).
+fn flat_obj(o: Obj) -> Obj {
+    Obj {
+        map: flatten::flatten(o.map),
+        ..o
+    }
+}
+
 /// What [`Parts::next`] hands out.
 pub(super) enum Handed {
     /// The next chunk's rows, numbered; the line and column of the first mismatch are in
@@ -100,6 +111,10 @@ pub(super) trait Parts: Send {
     fn encode(&mut self);
     /// Whether the parts are being handed out (the head is no longer read).
     fn started(&self) -> bool;
+    /// Says where the records' array was found (see [`record_path`]), so that the part
+    /// that ends the input is read with the rest of the document around it; before the
+    /// first [`next`](Self::next).
+    fn wrapped(&mut self, wrapping: Option<record_path::Wrapping>);
     /// Makes `keys` and `types` the columns the threads read against from their next part.
     fn publish(&self, keys: &KeyColumns, types: &[ColumnType]);
     /// The next part, after the head ended at `head` (line, column, byte) with `records`
@@ -147,8 +162,8 @@ impl JsonSource {
         JsonSource {
             stream,
             name,
+            keys: KeyColumns::flattening(opts.flatten.clone()),
             opts,
-            keys: KeyColumns::default(),
             types: vec![],
             sampled: VecDeque::new(),
             pending: None,
@@ -200,6 +215,11 @@ impl JsonSource {
             return Ok(true);
         };
         let chunks = self.chunks.as_mut().expect("reading chunks");
+        if !started {
+            if let ObjectStream::Array(a) = &self.stream {
+                chunks.wrapped(a.wrapping().cloned());
+            }
+        }
         match chunks.next(head, self.records)? {
             Handed::Batch {
                 batch: mut got,
@@ -252,8 +272,9 @@ impl JsonSource {
         {
             {
                 self.records += 1;
+                let flat = self.keys.flatten.is_some();
                 match item {
-                    Item::Obj(o) => match o.map.keys().find(|k| k.contains('\0')) {
+                    Item::Obj(o) => match flatten::nul_key(&o.map, flat) {
                         // SQLite's SQL text ends at a NUL: no column can have this name.
                         Some(k) => Sampled::Bad(
                             self.records,
@@ -268,6 +289,7 @@ impl JsonSource {
                                 raw: Value::Object(o.map),
                             },
                         ),
+                        None if flat => Sampled::Obj(self.records, flat_obj(o)),
                         None => Sampled::Obj(self.records, o),
                     },
                     Item::Bad(b) => Sampled::Bad(self.records, b),
@@ -299,7 +321,13 @@ impl JsonSource {
             if !fast_row(&held.text, &self.keys, &mut row) {
                 *slots = row.recycle();
                 let text = self.held.take().expect("just held");
-                return Ok(Next::Record(Sampled::Obj(no, text.reparsed()?)));
+                let obj = text.reparsed()?;
+                let obj = if self.keys.flatten.is_some() {
+                    flat_obj(obj)
+                } else {
+                    obj
+                };
+                return Ok(Next::Record(Sampled::Obj(no, obj)));
             }
             (held.line, held.column, no)
         } else {
@@ -440,6 +468,14 @@ impl Source for JsonSource {
             };
             self.sampled.push_back(item);
         }
+        if let ObjectStream::Array(a) = &self.stream {
+            if let Some(w) = a.wrapping().filter(|w| w.chosen) {
+                self.keys.notes.push(format!(
+                    "the records are the objects of the array at {} (the one member of the top-level object holding objects)",
+                    record_path::shown(&w.steps)
+                ));
+            }
+        }
         if self.keys.columns.is_empty() {
             // Nothing names a column: the first bad record is the error, at its place.
             let first_bad = self.sampled.iter().find_map(|s| match s {
@@ -531,6 +567,9 @@ impl Source for JsonSource {
                 };
                 match item {
                     Sampled::Obj(no, o) => (no, o),
+                    Sampled::Text(no, t) if self.keys.flatten.is_some() => {
+                        (no, flat_obj(t.reparsed()?))
+                    }
                     Sampled::Text(no, t) => (no, t.reparsed()?),
                     Sampled::Bad(no, b) => {
                         bad(BadRecord {

@@ -8,6 +8,9 @@ use std::io::{self, BufRead, Read};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::fatal::json_message;
+pub use super::fatal::Fatal;
+use super::record_path::{self, Cursor, Wrapping};
 use crate::error::{Error, Hint, Position};
 
 /// One object read, with where it started.
@@ -47,30 +50,6 @@ impl BadObj {
     }
 }
 
-/// A syntax or I/O error a stream cannot continue after, at its line and column.
-#[derive(Debug)]
-pub struct Fatal {
-    /// The line.
-    pub line: u64,
-    /// The byte column.
-    pub column: u64,
-    /// What is wrong.
-    pub message: String,
-    /// The setting that would help, if one would.
-    pub hint: Option<Hint>,
-}
-
-impl Fatal {
-    pub(super) fn new(line: u64, column: u64, message: impl Into<String>) -> Self {
-        Fatal {
-            line,
-            column,
-            message: message.into(),
-            hint: None,
-        }
-    }
-}
-
 /// What a JSON stream yields: an object, or a bad value it can go on after.
 #[derive(Debug)]
 pub enum Item {
@@ -96,7 +75,15 @@ impl ObjectStream {
 
     /// The elements of one top-level array; an element longer than `max_element` bytes
     /// stops the read with an error at its place (it cannot be skipped without reading it).
-    pub fn array(r: Box<dyn BufRead + Send>, max_element: usize) -> Self {
+    ///
+    /// With `wanted`, the array at that record path of a top-level object (see
+    /// [`record_path`]); without, a top-level array or the array of objects a
+    /// top-level object holds.
+    pub fn array(
+        r: Box<dyn BufRead + Send>,
+        max_element: usize,
+        wanted: Option<Vec<String>>,
+    ) -> Self {
         ObjectStream::Array(ArrayObjects {
             r: Tracked {
                 inner: r,
@@ -113,18 +100,22 @@ impl ObjectStream {
             first: true,
             done: false,
             segment: false,
+            wanted,
+            wrapping: None,
         })
     }
 
     /// The elements of a part of a top-level array that starts just after an element,
     /// at line `line`, byte column `column` and decoded byte `byte` of the input. With
     /// `segment`, `r` ends just after an element too, and its end ends the stream
-    /// there; without, `r` runs to the end of the input (the array's `]` included).
-    pub fn array_part(
+    /// there; without, `r` runs to the end of the input (the array's `]` included, and
+    /// the rest of the objects of `wrapping` around it).
+    pub(super) fn array_part(
         r: Box<dyn BufRead + Send>,
         max_element: usize,
         (line, column, byte): (u64, u64, u64),
         segment: bool,
+        wrapping: Option<Wrapping>,
     ) -> Self {
         ObjectStream::Array(ArrayObjects {
             r: Tracked {
@@ -142,6 +133,8 @@ impl ObjectStream {
             first: false,
             done: false,
             segment,
+            wanted: None,
+            wrapping,
         })
     }
 
@@ -224,15 +217,6 @@ pub(super) fn maybe_rounded(v: &Value) -> bool {
 /// `[-0]` stays `[-0]`; `-0.0` stays a real).
 pub(super) fn needs_its_text(f: f64) -> bool {
     (f.abs() >= 9.2e18 && f.fract() == 0.0) || (f == 0.0 && f.is_sign_negative())
-}
-
-/// serde_json's message without its " at line L column C" tail (we give our own position).
-fn json_message(e: &serde_json::Error) -> String {
-    let s = e.to_string();
-    match s.rfind(" at line ") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
 }
 
 fn kind_of(v: &Value) -> &'static str {
@@ -515,6 +499,21 @@ impl<R: BufRead> Tracked<R> {
     }
 }
 
+impl<R: BufRead> Cursor for Tracked<R> {
+    fn peek(&mut self) -> io::Result<Option<u8>> {
+        Tracked::peek(self)
+    }
+    fn bump(&mut self) {
+        Tracked::bump(self)
+    }
+    fn skip_ws(&mut self) -> io::Result<Option<u8>> {
+        Tracked::skip_ws(self)
+    }
+    fn at(&self) -> (u64, u64, u64) {
+        (self.line, self.col, self.byte)
+    }
+}
+
 impl<R: BufRead> Read for Tracked<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.budget == 0 {
@@ -551,9 +550,20 @@ pub struct ArrayObjects {
     /// The input is a part of the array that ends just after an element (see
     /// [`ObjectStream::array_part`]).
     segment: bool,
+    /// The record path given (see [`record_path`]); `None`: a top-level array, or the
+    /// array the top-level object holds.
+    wanted: Option<Vec<String>>,
+    /// Where the array was found, once its `[` is read: `None` at the top level.
+    wrapping: Option<Wrapping>,
 }
 
 impl ArrayObjects {
+    /// Where the records' array was found: `None` before its `[` is read, or when it
+    /// is the top-level value.
+    pub(super) fn wrapping(&self) -> Option<&Wrapping> {
+        self.wrapping.as_ref()
+    }
+
     /// Where the next element's `,` (or the array's `]`) is looked for: line, byte
     /// column and decoded byte. `None` before the `[` is read, or after the `]`.
     pub fn position(&self) -> Option<(u64, u64, u64)> {
@@ -579,19 +589,31 @@ impl ArrayObjects {
         if !self.started {
             self.started = true;
             match self.r.skip_ws().map_err(|e| io_err(&self.r, e))? {
-                Some(b'[') => self.r.bump(),
+                Some(b'[') if self.wanted.is_none() => self.r.bump(),
+                Some(b'{') => {
+                    let (w, entered) = record_path::enter(&mut self.r, self.wanted.as_deref())?;
+                    self.wrapping = Some(w);
+                    if !entered {
+                        self.done = true;
+                        return Ok(None);
+                    }
+                }
                 Some(b) => {
+                    let message = match &self.wanted {
+                        Some(steps) => format!(
+                            "expected an object holding the records at {}, found {:?}",
+                            record_path::shown(steps),
+                            b as char
+                        ),
+                        None => format!(
+                            "expected a JSON array of objects ('['), found {:?}",
+                            b as char
+                        ),
+                    };
                     return Err(Fatal {
-                        hint: Some(Hint::JsonLines),
-                        ..Fatal::new(
-                            self.r.line,
-                            self.r.col,
-                            format!(
-                                "expected a JSON array of objects ('['), found {:?}",
-                                b as char
-                            ),
-                        )
-                    })
+                        hint: self.wanted.is_none().then_some(Hint::JsonLines),
+                        ..Fatal::new(self.r.line, self.r.col, message)
+                    });
                 }
                 None => {
                     self.done = true;
@@ -603,6 +625,10 @@ impl ArrayObjects {
         if b == Some(b']') {
             self.r.bump();
             self.done = true;
+            if let Some(w) = &self.wrapping {
+                record_path::leave(&mut self.r, w)?;
+                return Ok(None);
+            }
             return match self.r.skip_ws().map_err(|e| io_err(&self.r, e))? {
                 None => Ok(None),
                 Some(_) => Err(Fatal::new(
@@ -927,7 +953,7 @@ mod tests {
 
     fn read_all(input: &[u8], capacity: usize, max_element: usize, by_serde: bool) -> Read {
         let r = std::io::BufReader::with_capacity(capacity, std::io::Cursor::new(input.to_vec()));
-        let ObjectStream::Array(mut a) = ObjectStream::array(Box::new(r), max_element) else {
+        let ObjectStream::Array(mut a) = ObjectStream::array(Box::new(r), max_element, None) else {
             unreachable!("an array stream")
         };
         a.by_serde = by_serde;

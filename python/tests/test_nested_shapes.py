@@ -1,0 +1,151 @@
+"""JSON as people have it, through import_file: records under keys, and nested objects
+flattened into columns, each compared with what Python's json reads, mapped by the
+documented rules in a reference written here."""
+import json
+import random
+
+import pytest
+
+import liteload
+from conftest import checked
+
+
+def test_json_records_at_a_path_equal_what_json_reads(tmp_path):
+    """JSON records under keys: what Python's json finds at the path, row for row."""
+    recs = [{"id": i, "name": f"n{i} é 😀", "v": i / 7, "o": {"x": [i]}} for i in range(200)]
+    doc = {"Version": "5.5", "data": {"a.b": {"items": recs}, "more": [1, 2]}, "z": None}
+    src = tmp_path / "export.json"
+    src.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
+    for i, path in enumerate(["/data/a.b/items"]):
+        s = liteload.import_file(tmp_path / "j.db", src, table=f"t{i}", record=path)
+        assert s.as_dict()["rows"] == 200
+        got = checked(tmp_path / "j.db").execute(f"SELECT id, name, v, o FROM t{i} ORDER BY rowid").fetchall()
+        want = [(r["id"], r["name"], r["v"], json.dumps(r["o"], separators=(",", ":"))) for r in json.load(open(src))["data"]["a.b"]["items"]]
+        assert got == want
+    with pytest.raises(liteload.BadInput, match=r"has no member \"a\""):
+        liteload.import_file(tmp_path / "j.db", src, table="bad", record="data.a.b.items")
+    # Without a path: the top-level object's one member holding objects.
+    src.write_text(json.dumps({"v": 1, "List": recs[:3]}), encoding="utf-8")
+    assert liteload.import_file(tmp_path / "j.db", src, table="auto").as_dict()["rows"] == 3
+    assert liteload.sniff(src)["record"] == "List"
+
+
+def reference_flatten(records, sep):
+    """Columns (names by the documented rule) and rows of ``records`` flattened."""
+    paths, rows = [], []
+    for rec in records:
+        out = {}
+
+        def walk(prefix, obj):
+            for k, v in obj.items():
+                p = prefix + (k,)
+                if isinstance(v, dict):
+                    walk(p, v)
+                else:
+                    out[p] = v
+
+        walk((), rec)
+        for p in out:
+            if p not in paths:
+                paths.append(p)
+        rows.append(out)
+    names, taken = [], set()
+    for i, p in enumerate(paths):
+        wanted = sep.join(p) if p[0] or len(p) > 1 else ""
+        if not wanted.strip():
+            wanted = f"c{i + 1}"
+        name, k = wanted, 2
+        while name.lower() in taken:
+            name, k = f"{wanted}_{k}", k + 1
+        taken.add(name.lower())
+        names.append(name)
+
+    def cell(v):
+        if isinstance(v, list):
+            return json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+        if isinstance(v, bool):
+            return int(v)
+        return v
+
+    return names, [tuple(cell(r.get(p)) for p in paths) for r in rows]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("sep", ["_", "."])
+def test_flattened_records_equal_the_reference(tmp_path, seed, sep):
+    rnd = random.Random(seed)
+    keys = ["a", "b", "a_b", "A", "é", "😀 x", "", "owner", "name"]
+
+    def tree(depth):
+        """A shape: each key a leaf kind or a nested shape."""
+        return {k: (tree(depth + 1) if depth < 3 and rnd.random() < 0.35 else rnd.choice(["int", "str", "bool", "list"]))
+                for k in rnd.sample(keys, rnd.randint(1, 4))}
+
+    def value(kind):
+        if rnd.random() < 0.15:
+            return None
+        return {"int": lambda: rnd.randint(-10**12, 10**12), "str": lambda: rnd.choice(["x", "Zoë", "😀", "", "a,b\n\"q\""]),
+                "bool": lambda: rnd.random() < 0.5, "list": lambda: [1, {"k": "é"}, None]}[kind]()
+
+    def record(shape):
+        out = {}
+        for k, v in shape.items():
+            if rnd.random() < 0.2:
+                continue
+            if isinstance(v, dict):
+                r = rnd.random()
+                out[k] = None if r < 0.1 else {} if r < 0.2 else record(v)
+            else:
+                out[k] = value(v)
+        return out
+
+    shape = tree(0)
+    records = [record(shape) for _ in range(300)]
+    src = tmp_path / "r.ndjson"
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    names, want = reference_flatten(records, sep)
+    if not names:
+        return
+    liteload.import_file(tmp_path / "f.db", src, table="t", flatten=sep if sep != "_" else True)
+    conn = checked(tmp_path / "f.db")
+    got_names = [r[1] for r in conn.execute('PRAGMA table_info("t")')]
+    assert got_names == names
+    assert conn.execute('SELECT * FROM "t" ORDER BY rowid').fetchall() == want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_flattened_structs_equal_pyarrows_flatten(tmp_path, seed):
+    """Parquet struct columns flattened: every cell equals pyarrow's own Table.flatten()
+    applied until no struct is left (its NULL where a struct above is NULL), names joined
+    by ".", as --flatten-separator . names them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rnd = random.Random(seed)
+    n = 500
+
+    def maybe(v):
+        return None if rnd.random() < 0.15 else v
+
+    inner = pa.struct([("city", pa.string()), ("zip", pa.int64()), ("geo", pa.struct([("lat", pa.float64())]))])
+    owner_t = pa.struct([("name", pa.string()), ("address", inner), ("tags", pa.list_(pa.int32()))])
+    owners = [maybe({"name": maybe(rnd.choice(["Zoë", "😀", "", "x"])),
+                     "address": maybe({"city": maybe("Köln"), "zip": maybe(rnd.randint(-2**40, 2**40)),
+                                       "geo": maybe({"lat": maybe(rnd.random())})}),
+                     "tags": maybe([rnd.randint(0, 9)])}) for _ in range(n)]
+    t = pa.table({"id": list(range(n)), "owner": pa.array(owners, type=owner_t),
+                  "owner.name": [f"top {i}" for i in range(n)]})
+    pq.write_table(t, tmp_path / "s.parquet", row_group_size=97)
+    flat = t
+    while any(pa.types.is_struct(c.type) for c in flat.columns):
+        flat = flat.flatten()
+    liteload.import_file(tmp_path / "p.db", tmp_path / "s.parquet", table="t", flatten=".")
+    conn = checked(tmp_path / "p.db")
+    names = [r[1] for r in conn.execute('PRAGMA table_info("t")')]
+    # The top-level "owner.name" collides with the struct's field: it gets "_2".
+    assert names == ["id", "owner.name", "owner.address.city", "owner.address.zip", "owner.address.geo.lat",
+                     "owner.tags", "owner.name_2"]
+    # (By column: two of pyarrow's columns share a name.)
+    want = [tuple(json.dumps(v, separators=(",", ":")) if isinstance(v, list) else v for v in r)
+            for r in zip(*[c.to_pylist() for c in flat.columns])]
+    assert conn.execute('SELECT * FROM "t" ORDER BY rowid').fetchall() == want
