@@ -505,8 +505,9 @@ def import_file(
     is a row, its attributes and text-only children its columns. JSON: ``record``
     (the keys from the top-level object to the array of records, ``"data.items"``, or
     a JSON Pointer, ``"/data/items"``; default: a top-level array, or the one member of
-    a top-level object holding an array of objects). JSON, NDJSON, Parquet, Arrow:
-    ``flatten`` (True: the members of nested objects, or the fields of structs, become
+    a top-level object holding an array of objects). JSON, NDJSON, XML, Parquet,
+    Arrow: ``flatten`` (True: the members of nested objects, the attributes and
+    children of nested elements, or the fields of structs, become
     columns, ``owner_address_city``; a str: the separator instead of ``"_"``; arrays
     stay JSON text).
 

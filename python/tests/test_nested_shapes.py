@@ -149,3 +149,94 @@ def test_flattened_structs_equal_pyarrows_flatten(tmp_path, seed):
     want = [tuple(json.dumps(v, separators=(",", ":")) if isinstance(v, list) else v for v in r)
             for r in zip(*[c.to_pylist() for c in flat.columns])]
     assert conn.execute('SELECT * FROM "t" ORDER BY rowid').fetchall() == want
+
+
+def reference_xml_flatten(root, sep):
+    """The columns and rows of each record element under ``root`` flattened by the
+    documented rules, read by ElementTree: attributes and text-only children named once
+    are text; a child with attributes or children is flattened in turn; a name that
+    repeats is one JSON array; an element's own text (trimmed) is ``text``."""
+    import xml.etree.ElementTree as ET
+
+    def as_json(el):
+        if not el.attrib and len(el) == 0:
+            return el.text or ""
+        m = {f"@{k}": v for k, v in el.attrib.items()}
+        groups = {}
+        for c in el:
+            groups.setdefault(c.tag, []).append(c)
+        for tag, g in groups.items():
+            m[tag] = as_json(g[0]) if len(g) == 1 else [as_json(c) for c in g]
+        t = (el.text or "").strip(" \t\r\n")
+        if t:
+            m["#text"] = t
+        return m
+
+    def fields(el, path, out, top):
+        for k, v in el.attrib.items():
+            out[path + (k if top else "@" + k,)] = v
+        groups = {}
+        for c in el:
+            groups.setdefault(c.tag, []).append(c)
+        for tag, g in groups.items():
+            p = path + (tag,)
+            if len(g) > 1:
+                out[p] = json.dumps([as_json(c) for c in g], ensure_ascii=False, separators=(",", ":"))
+            elif not g[0].attrib and len(g[0]) == 0:
+                out[p] = g[0].text or ""
+            else:
+                fields(g[0], p, out, False)
+        t = (el.text or "").strip(" \t\r\n")
+        if t:
+            out[path + ("#text",)] = t
+        return out
+
+    rows = [fields(el, (), {}, True) for el in root]
+    paths = []
+    for r in rows:
+        for p in r:
+            if p not in paths:
+                paths.append(p)
+    names, taken = [], set()
+    for p in paths:
+        wanted = sep.join("text" if s == "#text" else s.lstrip("@") for s in p)
+        name, k = wanted, 2
+        while name.lower() in taken:
+            name, k = f"{wanted}_{k}", k + 1
+        taken.add(name.lower())
+        names.append(name)
+    return names, [tuple(r.get(p) for p in paths) for r in rows]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_flattened_xml_equals_the_reference(tmp_path, seed):
+    """Random records with nested children, attributes at every level, repeats, own text
+    and names that collide once joined: the columns and every cell equal ElementTree's
+    reading mapped by the rules (all values text here, so no typing is involved)."""
+    import xml.etree.ElementTree as ET
+    from xml.sax.saxutils import escape, quoteattr
+
+    rnd = random.Random(seed)
+    names = ["a", "b", "a_b", "name", "city", "é"]
+
+    def element(tag, depth):
+        attrs = "".join(f" {k}={quoteattr(rnd.choice(['x', 'Zoë', '😀 & <', 'v']))}"
+                        for k in rnd.sample(["id", "a", "kind"], rnd.randint(0, 2)))
+        if depth >= 3 or rnd.random() < 0.4:
+            return f"<{tag}{attrs}>{escape(rnd.choice(['t', 'Köln', 'x y', 'w']))}</{tag}>"
+        kids = [rnd.choice(names) for _ in range(rnd.randint(1, 3))]
+        own = escape(rnd.choice(["", "", " note "]))
+        return f"<{tag}{attrs}>{own}" + "".join(element(k, depth + 1) for k in kids) + f"</{tag}>"
+
+    recs = []
+    for i in range(200):
+        kids = "".join(element(k, 1) for k in rnd.sample(names, rnd.randint(1, 4)))
+        recs.append(f'<r n="w{i}">{kids}</r>')
+    doc = "<root>" + "\n".join(recs) + "</root>"
+    src = tmp_path / "d.xml"
+    src.write_text(doc, encoding="utf-8")
+    want_names, want = reference_xml_flatten(ET.fromstring(doc), "_")
+    liteload.import_file(tmp_path / "x.db", src, table="t", flatten=True, types={n: "text" for n in want_names})
+    conn = checked(tmp_path / "x.db")
+    assert [r[1] for r in conn.execute('PRAGMA table_info("t")')] == want_names
+    assert conn.execute('SELECT * FROM "t" ORDER BY rowid').fetchall() == want

@@ -1268,12 +1268,61 @@ fn flatten_nested_objects_into_columns() -> R {
         rows(&db, "SELECT \"owner.address.city\" FROM dots WHERE id = 1")?,
         vec![vec![t("Köln")]]
     );
+    // XML: a child with attributes or children taken apart; repeats stay JSON.
+    std::fs::write(
+        d.path().join("o.xml"),
+        "<orders>\n<order id=\"1\"><customer vip=\"yes\"><name>Zoë</name><address><city>Köln</city></address>note</customer><item sku=\"a\"/><item sku=\"b\"/></order>\n<order id=\"2\"><customer><name>B</name></customer><customer_name>dup</customer_name></order>\n</orders>\n",
+    )?;
+    import(d.path(), &["o.db", "o.xml", "--flatten"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "element <customer_name> is stored in column \"customer_name_2\"",
+        ));
+    assert_eq!(
+        rows(&db, "SELECT * FROM o")?,
+        vec![
+            vec![
+                i(1),
+                t("yes"),
+                t("Zoë"),
+                t("Köln"),
+                t("note"),
+                t("[{\"@sku\":\"a\"},{\"@sku\":\"b\"}]"),
+                Value::Null
+            ],
+            vec![
+                i(2),
+                Value::Null,
+                t("B"),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                t("dup")
+            ],
+        ]
+    );
+    assert_eq!(
+        decl(&db, "o")?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect::<Vec<_>>(),
+        [
+            "id",
+            "customer_vip",
+            "customer_name",
+            "customer_address_city",
+            "customer_text",
+            "item",
+            "customer_name_2"
+        ]
+    );
     std::fs::write(d.path().join("t.csv"), "a\n1\n")?;
     import(d.path(), &["o.db", "t.csv", "--flatten"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "flattening nested objects applies to JSON, NDJSON, Parquet and Arrow",
+            "flattening nested objects applies to JSON, NDJSON, XML, Parquet and Arrow",
         ));
     Ok(())
 }

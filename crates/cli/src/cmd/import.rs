@@ -215,7 +215,10 @@ pub struct ImportArgs {
     pub record: Option<String>,
     /// JSON, NDJSON: the members of nested objects become columns of their own, named by
     /// their keys' path joined by --flatten-separator (owner_address_city); arrays stay
-    /// JSON text, an empty object gives no column. Parquet, Arrow: the fields of struct
+    /// JSON text, an empty object gives no column. XML: a child with attributes or
+    /// children (named once) gives a column for each of them, at every depth
+    /// (customer_address_city, customer_vip for an attribute, customer_text for its own
+    /// text); repeated children stay one JSON column. Parquet, Arrow: the fields of struct
     /// columns, at every depth, NULL where a struct above is. A name that collides with
     /// another column's gets `_2`, with a note.
     #[arg(long, help_heading = "Format")]

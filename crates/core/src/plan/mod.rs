@@ -1285,11 +1285,11 @@ fn options_for_format(input: &Input, format: Format, opts: &ImportOptions) -> Re
     if opts.read.flatten.is_some()
         && !matches!(
             format,
-            Format::Json | Format::Ndjson | Format::Parquet | Format::Arrow
+            Format::Json | Format::Ndjson | Format::Xml | Format::Parquet | Format::Arrow
         )
     {
         return Err(Error::usage(format!(
-            "{}: flattening nested objects applies to JSON, NDJSON, Parquet and Arrow, not to {format:?}",
+            "{}: flattening nested objects applies to JSON, NDJSON, XML, Parquet and Arrow, not to {format:?}",
             input.display_name()
         )));
     }

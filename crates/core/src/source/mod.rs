@@ -206,8 +206,10 @@ pub struct ReadOptions {
     pub record: Option<String>,
     /// JSON and NDJSON: the members of nested objects become columns of their own, named
     /// by their paths' keys joined by this separator (`owner_address_city`); arrays stay
-    /// JSON text. Parquet and Arrow: the fields of struct columns, at every depth, NULL
-    /// where a struct above is. `None`: a nested object or struct is one JSON text column.
+    /// JSON text. XML: a child with attributes or children, named once in its record,
+    /// gives a field for each of them, at every depth. Parquet and Arrow: the fields of
+    /// struct columns, at every depth, NULL where a struct above is. `None`: a nested
+    /// object, element or struct is one JSON text column.
     pub flatten: Option<String>,
 }
 

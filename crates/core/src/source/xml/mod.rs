@@ -31,7 +31,7 @@ use crate::batch::{Batch, RowOrigin};
 use crate::error::{Error, Position, Result};
 use crate::types::{classify, ColumnType, Lexeme, TypeGuess};
 use prolog::{Entities, Refs};
-use record::{Rows, ATTRIBUTE, CHILD};
+use record::{Rows, ATTRIBUTE, CHILD, OWN_TEXT};
 use split::{SplitError, Splitter};
 
 pub(crate) use prolog::encoding_of;
@@ -171,7 +171,7 @@ impl XmlSource {
             row: 0,
             field: 0,
             done: false,
-            keys: KeyColumns::default(),
+            keys: KeyColumns::flattening(opts.flatten.clone()),
             types: vec![],
             records: 0,
             mismatches: Mismatches::default(),
@@ -229,6 +229,23 @@ impl XmlSource {
     /// Adds a column for `key` (a field's stored key).
     fn add_key(keys: &mut KeyColumns, key: &str) -> usize {
         let (kind, qname) = key.split_at(1);
+        if let (Some(sep), true) = (&keys.flatten, qname.contains(record::FLAT)) {
+            // A flattened field: its steps' local names (an attribute's without `@`, the
+            // own text `text`) joined by the separator.
+            let steps: Vec<&str> = qname.split(record::FLAT).collect();
+            let wanted: Vec<&str> = steps
+                .iter()
+                .map(|s| match *s {
+                    OWN_TEXT => "text",
+                    s => {
+                        let s = s.strip_prefix('@').unwrap_or(s);
+                        s.rsplit(':').next().unwrap_or(s)
+                    }
+                })
+                .collect();
+            let what = format!("<{}>", steps.join("> > <"));
+            return keys.add_named(key, &wanted.join(sep), None, &what);
+        }
         let what = match kind.as_bytes()[0] {
             ATTRIBUTE => format!("attribute {qname:?}"),
             CHILD => format!("element <{qname}>"),
@@ -352,6 +369,7 @@ fn start_threads(
     )>(threads * 2);
     let (rows_tx, rows_rx) = bounded::<Parsed>(threads * 2);
     let max = opts.max_record_bytes;
+    let flatten = opts.flatten.is_some();
     let at = {
         let name = name.clone();
         move |line, column, byte| Position {
@@ -410,7 +428,8 @@ fn start_threads(
         std::thread::spawn(move || {
             while let Ok((seq, job)) = rx.recv() {
                 let failed = job.is_err();
-                let out = job.and_then(|(chunk, ents)| parse_chunk(&chunk, &ents, &name, max));
+                let out =
+                    job.and_then(|(chunk, ents)| parse_chunk(&chunk, &ents, &name, max, flatten));
                 let failed = failed || out.is_err();
                 if tx.send((seq, out)).is_err() || failed {
                     return;
@@ -440,8 +459,15 @@ fn located(
 }
 
 /// Parses every record of `chunk`.
-fn parse_chunk(chunk: &split::Chunk, ents: &Entities, name: &Arc<str>, max: usize) -> Result<Rows> {
+fn parse_chunk(
+    chunk: &split::Chunk,
+    ents: &Entities,
+    name: &Arc<str>,
+    max: usize,
+    flatten: bool,
+) -> Result<Rows> {
     let mut rows = Rows::with_capacity(chunk.bytes.len(), chunk.records.len());
+    rows.flatten = flatten;
     let fail = |rec: &split::RecordAt, offset: usize, message: String| {
         let bytes = &chunk.bytes[rec.start..rec.end];
         let (line, column, message) = located(bytes, *rec, offset, message);

@@ -49,7 +49,15 @@ pub(crate) struct Rows {
     pub rows: Vec<RowEnd>,
     /// Reused while parsing: a tag's attribute names.
     names: Vec<(usize, usize)>,
+    /// Whether a child with attributes or children (named once) gives a field for each
+    /// of them instead of one JSON value, at every depth (see [`FLAT`]).
+    pub flatten: bool,
 }
+
+/// Between the steps of a flattened field's key (after [`CHILD`]: `owner`, then `@id`
+/// for an attribute, `name` for a child, `#text` for the element's own text): a NUL,
+/// which no XML name holds (the same byte as the JSON reader's [`PART`](crate::source::keys::PART)).
+pub(crate) const FLAT: char = crate::source::keys::PART;
 
 impl Rows {
     pub(crate) fn str(&self, (a, b): (usize, usize)) -> &str {
@@ -63,6 +71,7 @@ impl Rows {
             fields: Vec::with_capacity(records * 8),
             rows: Vec::with_capacity(records),
             names: vec![],
+            flatten: false,
         }
     }
 
@@ -560,6 +569,7 @@ fn parse_into(
         for (name, group) in grouped(&children) {
             match group.as_slice() {
                 [one] if one.simple() => out.push_field(CHILD, name, &one.text, false),
+                [one] if out.flatten => push_flat(out, name, one),
                 [one] => out.push_field(CHILD, name, &one.json().to_string(), true),
                 many => {
                     let v = Value::Array(many.iter().map(|n| n.json()).collect());
@@ -573,6 +583,31 @@ fn parse_into(
         }
     }
     Ok(())
+}
+
+/// The fields of `node`, a child at `path` with attributes or children, flattened: an
+/// attribute or a text-only child named once is a text field, a child with attributes or
+/// children of its own is flattened in turn, a name that repeats is one JSON value (an
+/// array), the element's own text (trimmed) the step `#text`.
+fn push_flat(out: &mut Rows, path: &str, node: &Node) {
+    for (k, v) in &node.attrs {
+        out.push_field(CHILD, &format!("{path}{FLAT}@{k}"), v, false);
+    }
+    for (name, group) in grouped(&node.children) {
+        let p = format!("{path}{FLAT}{name}");
+        match group.as_slice() {
+            [one] if one.simple() => out.push_field(CHILD, &p, &one.text, false),
+            [one] => push_flat(out, &p, one),
+            many => {
+                let v = Value::Array(many.iter().map(|n| n.json()).collect());
+                out.push_field(CHILD, &p, &v.to_string(), true);
+            }
+        }
+    }
+    let t = trim_xml(&node.text);
+    if !t.is_empty() {
+        out.push_field(CHILD, &format!("{path}{FLAT}{OWN_TEXT}"), t, false);
+    }
 }
 
 fn finish_row(out: &mut Rows, start_text: usize, line: u64, max_bytes: usize) -> Result<(), Fault> {
