@@ -1193,7 +1193,7 @@ fn json_records_at_a_path() -> R {
         .assert()
         .code(1)
         .stderr(predicate::str::contains(
-            "two.json:7:11: record 3: the member \"More\" holds an array of objects too, after the records at List",
+            "two.json:7:11: the member \"More\" holds an array of objects too, after the records at List",
         ));
     assert_eq!(std::fs::read(&db)?, before);
     std::fs::write(d.path().join("t.csv"), "a\n1\n")?;

@@ -275,7 +275,7 @@ fn errors_name_settings_not_flags() -> R {
         ("r.csv", b"a,b\n1\n", None, true, "r.csv:2:1: record 1: expected 2 fields, found 1 (set ReadOptions::ragged to Pad or Truncate to accept such rows)"),
         ("u.csv", b"a\n\xE9\n", None, true, "u.csv:2:1: record 1, field 1 \"a\": expected UTF-8 text, found the byte 0xE9 (name the input's encoding in ReadOptions::encoding, e.g. Latin1)"),
         ("n.csv", b"a\nx\0\n", None, true, "n.csv:2:2: record 1, field 1 \"a\": expected text, found a NUL byte (is this a binary file or UTF-16? see ReadOptions::encoding)"),
-        ("o.json", b"{\"a\":1}\n", None, true, "o.json:1:1: record 1: expected a JSON array of objects, or an object with a member that holds one; this object has none (name the record path of a deeper one) (for one object per line use Format::Ndjson)"),
+        ("o.json", b"{\"a\":1}\n", None, true, "o.json:1:1: expected a JSON array of objects, or an object with a member that holds one; this object has none (name the record path of a deeper one) (for one object per line use Format::Ndjson)"),
         ("noext", b"a\n1\n", None, false, "noext: cannot tell the format from the file name; name it in ImportOptions::format"),
         ("e.csv", b"name;price\nfoo;1,5\n", None, false, "e.csv:2:7: record 1: expected 1 fields, found 2 (the input looks ';'-separated: set ImportOptions::delimiter to it)"),
     ];

@@ -13,6 +13,9 @@ pub struct Fatal {
     pub message: String,
     /// The setting that would help, if one would.
     pub hint: Option<Hint>,
+    /// The error is in the document around the records (before their array or after
+    /// it), so it has no record number.
+    pub outside: bool,
 }
 
 impl Fatal {
@@ -22,6 +25,15 @@ impl Fatal {
             column,
             message: message.into(),
             hint: None,
+            outside: false,
+        }
+    }
+
+    /// The error, as one in the document around the records.
+    pub(super) fn outside(self) -> Self {
+        Fatal {
+            outside: true,
+            ..self
         }
     }
 }

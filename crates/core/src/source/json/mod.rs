@@ -261,7 +261,8 @@ impl JsonSource {
             path: self.name.clone(),
             line: f.line,
             column: f.column,
-            record: self.records + 1,
+            // (0: none, for an error in the document around the records.)
+            record: if f.outside { 0 } else { self.records + 1 },
             byte: 0,
         };
         Error::input(pos, None, f.message).with_hint(f.hint)

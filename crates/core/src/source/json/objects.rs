@@ -591,7 +591,8 @@ impl ArrayObjects {
             match self.r.skip_ws().map_err(|e| io_err(&self.r, e))? {
                 Some(b'[') if self.wanted.is_none() => self.r.bump(),
                 Some(b'{') => {
-                    let (w, entered) = record_path::enter(&mut self.r, self.wanted.as_deref())?;
+                    let (w, entered) = record_path::enter(&mut self.r, self.wanted.as_deref())
+                        .map_err(Fatal::outside)?;
                     self.wrapping = Some(w);
                     if !entered {
                         self.done = true;
@@ -612,6 +613,7 @@ impl ArrayObjects {
                     };
                     return Err(Fatal {
                         hint: self.wanted.is_none().then_some(Hint::JsonLines),
+                        outside: self.wanted.is_some(),
                         ..Fatal::new(self.r.line, self.r.col, message)
                     });
                 }
@@ -626,7 +628,7 @@ impl ArrayObjects {
             self.r.bump();
             self.done = true;
             if let Some(w) = &self.wrapping {
-                record_path::leave(&mut self.r, w)?;
+                record_path::leave(&mut self.r, w).map_err(Fatal::outside)?;
                 return Ok(None);
             }
             return match self.r.skip_ws().map_err(|e| io_err(&self.r, e))? {
