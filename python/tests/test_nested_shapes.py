@@ -30,6 +30,19 @@ def test_json_records_at_a_path_equal_what_json_reads(tmp_path):
     assert liteload.sniff(src)["record"] == "List"
 
 
+def allocated(wanted):
+    """Column names for ``wanted`` by the documented rule: a name SQLite would take for
+    an earlier one (ASCII case ignored) gets ``_2``, ``_3``, …"""
+    names, taken = [], set()
+    for w in wanted:
+        name, k = w, 2
+        while name.lower() in taken:
+            name, k = f"{w}_{k}", k + 1
+        taken.add(name.lower())
+        names.append(name)
+    return names
+
+
 def reference_flatten(records, sep):
     """Columns (names by the documented rule) and rows of ``records`` flattened."""
     paths, rows = [], []
@@ -49,16 +62,7 @@ def reference_flatten(records, sep):
             if p not in paths:
                 paths.append(p)
         rows.append(out)
-    names, taken = [], set()
-    for i, p in enumerate(paths):
-        wanted = sep.join(p) if p[0] or len(p) > 1 else ""
-        if not wanted.strip():
-            wanted = f"c{i + 1}"
-        name, k = wanted, 2
-        while name.lower() in taken:
-            name, k = f"{wanted}_{k}", k + 1
-        taken.add(name.lower())
-        names.append(name)
+    names = allocated([sep.join(p).strip() and sep.join(p) or f"c{i + 1}" for i, p in enumerate(paths)])
 
     def cell(v):
         if isinstance(v, list):
@@ -197,14 +201,7 @@ def reference_xml_flatten(root, sep):
         for p in r:
             if p not in paths:
                 paths.append(p)
-    names, taken = [], set()
-    for p in paths:
-        wanted = sep.join("text" if s == "#text" else s.lstrip("@") for s in p)
-        name, k = wanted, 2
-        while name.lower() in taken:
-            name, k = f"{wanted}_{k}", k + 1
-        taken.add(name.lower())
-        names.append(name)
+    names = allocated([sep.join("text" if s == "#text" else s.lstrip("@") for s in p) for p in paths])
     return names, [tuple(r.get(p) for p in paths) for r in rows]
 
 

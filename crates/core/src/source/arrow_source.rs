@@ -169,11 +169,8 @@ impl ArrowSource {
             None => Columns::new(fields, temporal, decimals),
         };
         let columns = columns.map_err(|(c, why)| {
-            let column = match &self.opts.flatten {
-                Some(_) => c.to_string(),
-                None => schema.fields()[roots[c]].name().clone(),
-            };
-            Error::input(at(&name, 0), Some((c, column)), why)
+            let f = &schema.fields()[roots[c]];
+            Error::input(at(&name, 0), Some((c, f.name().clone())), why)
         })?;
         if let Some(first) = &self.columns {
             same_columns(first, &columns, &self.first_name, &name)?;

@@ -129,7 +129,8 @@ impl Columns {
     /// The plan for `fields` with every struct field replaced by its fields, at every
     /// depth, each named by the path of names joined by `separator` (`owner_address_city`)
     /// and nullable (NULL where a struct above it is); a struct without fields stays one
-    /// column. Errors as [`Columns::new`]'s, with the flattened column's index.
+    /// column. Errors as [`Columns::new`]'s, with the index of the field of `fields`
+    /// that holds the refused one.
     pub fn flattened(
         fields: Vec<FieldRef>,
         separator: &str,
@@ -175,7 +176,9 @@ impl Columns {
             );
         }
         let (flat, leaves): (Vec<FieldRef>, Vec<Leaf>) = out.into_iter().unzip();
-        let mut columns = Columns::new(flat, temporal, decimals)?;
+        // A field with no counterpart is named, and placed at the column it is in.
+        let mut columns = Columns::new(flat.clone(), temporal, decimals)
+            .map_err(|(i, why)| (leaves[i].root, format!("field {:?}: {why}", flat[i].name())))?;
         columns.leaves = Some(leaves);
         Ok(columns)
     }

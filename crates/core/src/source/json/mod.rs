@@ -66,25 +66,18 @@ struct SampledText {
 }
 
 impl SampledText {
-    /// The object again, for the slow path.
-    fn reparsed(self) -> Result<Obj> {
+    /// The object again, for the slow path (flattened with `flatten`, as
+    /// [`JsonSource::classify`] flattens a record read the first time).
+    fn reparsed(self, flatten: bool) -> Result<Obj> {
         match parse_lossless(&self.text) {
             Ok(Value::Object(map)) => Ok(Obj {
-                map,
+                map: if flatten { flatten::flatten(map) } else { map },
                 line: self.line,
                 column: self.column,
                 byte: self.byte,
             }),
             _ => Err(Error::internal("a sampled JSON object no longer parses")),
         }
-    }
-}
-
-/// `o` with its nested objects' members brought up (see [`flatten`]).
-fn flat_obj(o: Obj) -> Obj {
-    Obj {
-        map: flatten::flatten(o.map),
-        ..o
     }
 }
 
@@ -290,7 +283,13 @@ impl JsonSource {
                                 raw: Value::Object(o.map),
                             },
                         ),
-                        None if flat => Sampled::Obj(self.records, flat_obj(o)),
+                        None if flat => Sampled::Obj(
+                            self.records,
+                            Obj {
+                                map: flatten::flatten(o.map),
+                                ..o
+                            },
+                        ),
                         None => Sampled::Obj(self.records, o),
                     },
                     Item::Bad(b) => Sampled::Bad(self.records, b),
@@ -322,12 +321,7 @@ impl JsonSource {
             if !fast_row(&held.text, &self.keys, &mut row) {
                 *slots = row.recycle();
                 let text = self.held.take().expect("just held");
-                let obj = text.reparsed()?;
-                let obj = if self.keys.flatten.is_some() {
-                    flat_obj(obj)
-                } else {
-                    obj
-                };
+                let obj = text.reparsed(self.keys.flatten.is_some())?;
                 return Ok(Next::Record(Sampled::Obj(no, obj)));
             }
             (held.line, held.column, no)
@@ -568,10 +562,7 @@ impl Source for JsonSource {
                 };
                 match item {
                     Sampled::Obj(no, o) => (no, o),
-                    Sampled::Text(no, t) if self.keys.flatten.is_some() => {
-                        (no, flat_obj(t.reparsed()?))
-                    }
-                    Sampled::Text(no, t) => (no, t.reparsed()?),
+                    Sampled::Text(no, t) => (no, t.reparsed(self.keys.flatten.is_some())?),
                     Sampled::Bad(no, b) => {
                         bad(BadRecord {
                             error: b.error(self.pos(b.line, b.column, no, b.byte)),
