@@ -231,6 +231,7 @@ impl Chunks {
         }
         let (path, base, size, layout) =
             (self.path.clone(), self.base, self.chunk_bytes, self.layout);
+        let wrapped = self.wrapping.is_some();
         let count = total.clone();
         let planner = std::thread::Builder::new()
             .name("liteload-json-plan".into())
@@ -265,7 +266,7 @@ impl Chunks {
                             }
                         }
                     }
-                    Layout::Array => plan_array(&path, base, head, len, size, &mut send),
+                    Layout::Array => plan_array(&path, base, head, len, size, wrapped, &mut send),
                 }
                 count.store(j, Ordering::Release);
             })
@@ -435,6 +436,10 @@ fn planned(
 /// or array, an I/O error) makes the rest one chunk for the sequential reader, which
 /// reports it exactly.
 ///
+/// When the array is `wrapped` in a document, the last chunk, which holds the rest of
+/// the document after the array, always goes to the sequential reader: only it checks
+/// that the document closes (the planner sees whitespace after `]`, not a missing `}`).
+///
 /// Bytes are taken 64 at a time ([`scan`]).
 fn plan_array(
     path: &std::path::Path,
@@ -442,6 +447,7 @@ fn plan_array(
     head: (u64, u64, u64),
     len: u64,
     size: u64,
+    wrapped: bool,
     send: &mut dyn FnMut(Planned) -> bool,
 ) {
     let (mut line, column, first) = head;
@@ -600,8 +606,15 @@ fn plan_array(
             }
         },
     }
-    // The array must have ended, with nothing after it.
-    let last = planned(start, len, elements, true, sequential || depth != 0);
+    // The array must have ended, with nothing after it (or only the rest of the
+    // document around it, which the sequential reader checks).
+    let last = planned(
+        start,
+        len,
+        elements,
+        true,
+        sequential || depth != 0 || wrapped,
+    );
     send(last);
 }
 
@@ -1300,7 +1313,7 @@ mod tests {
         ) {
             let text: String = parts.concat();
             prop_assert_eq!(
-                plan_with(plan_array, &text, size),
+                plan_with(|p, b, h, l, s, send| plan_array(p, b, h, l, s, false, send), &text, size),
                 plan_with(plan_array_bytewise, &text, size)
             );
         }
@@ -1323,7 +1336,7 @@ mod tests {
             true
         };
         // The head read `[{}`.
-        plan_array(&path, 0, (1, 4, 3), text.len() as u64, 1, &mut send);
+        plan_array(&path, 0, (1, 4, 3), text.len() as u64, 1, false, &mut send);
         let texts: Vec<Vec<&str>> = got
             .iter()
             .map(|p| {
