@@ -434,6 +434,7 @@ def import_file(
     select: Optional[Sequence[str]] = None,
     record: Optional[str] = None,
     flatten: Union[bool, str] = False,
+    sheet: Optional[str] = None,
     temporal: Literal["iso", "epoch"] = "iso",
     decimals: Literal["text", "real"] = "text",
     if_exists: IfExists = "fail",
@@ -509,7 +510,10 @@ def import_file(
     Arrow: ``flatten`` (True: the members of nested objects, the attributes and
     children of nested elements, or the fields of structs, become
     columns, ``owner_address_city``; a str: the separator instead of ``"_"``; arrays
-    stay JSON text).
+    stay JSON text). Spreadsheets (``.xlsx``, ``.xlsm``, ``.xlsb``, ``.xls``, ``.ods``):
+    ``sheet`` (one worksheet, by name; default: every worksheet holding a value, each
+    into a table named after it); numbers are INTEGER or REAL as in CSV, booleans 1/0,
+    dates and times ISO 8601 text, error cells NULL with a note.
 
     Table: ``table``, ``if_exists`` (``"fail"``, the default as in pandas ``to_sql``: a
     table that exists already is refused; ``"append"``; ``"replace"``),

@@ -149,6 +149,7 @@ pub fn import(kw: &mut Keywords<'_>) -> PyResult<ImportOptions> {
     let select = kw.names("select")?;
     o.read.select = (!select.is_empty()).then_some(select);
     o.read.record = kw.option("record", "a str")?;
+    o.read.sheet = kw.option("sheet", "a str")?;
     o.read.flatten = {
         let v = kw.any("flatten")?;
         if let Ok(sep) = v.extract::<String>() {

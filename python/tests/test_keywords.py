@@ -52,7 +52,7 @@ BAD_VALUES = [
     ({"temporal": "unix"}, "temporal"),
     ({"decimals": "float"}, "decimals"),
     ({"encoding": "ebcdic"}, "encoding"),
-    ({"format": "xls"}, "format"),
+    ({"format": "dbf"}, "format"),
     ({"max_errors": -1}, "max_errors"),
     ({"skip": -2}, "skip"),
     ({"sample": 0}, "sample"),

@@ -256,6 +256,7 @@ pub(crate) fn load(
                 &mut summary,
             )?,
         };
+        summary.notes.extend(src.notes());
         summary.rows += rows;
         if let [input @ Input::Path(_)] = load.inputs {
             summary.files.push(crate::summary::LoadedFile {

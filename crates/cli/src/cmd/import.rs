@@ -127,9 +127,10 @@ pub struct ImportArgs {
     // ---- format
     /// Input format: csv, tsv, ndjson (one JSON object per line), json (one array of
     /// objects, or an object holding one, see --record), xml (an element per row, see
-    /// --record), parquet, or arrow (an Arrow IPC file or stream). Default: from each
-    /// file's extension (.csv, .tsv, .ndjson/.jsonl, .json, .xml, .parquet/.pq; .arrow,
-    /// .feather, .ipc, .arrows), else from its first bytes (`[` JSON, `{` NDJSON unless
+    /// --record), parquet, arrow (an Arrow IPC file or stream), or xlsx (a spreadsheet:
+    /// .xlsx, .xlsm, .xlsb, .xls or .ods, see --sheet). Default: from each file's
+    /// extension (.csv, .tsv, .ndjson/.jsonl, .json, .xml, .parquet/.pq; .arrow, .feather,
+    /// .ipc, .arrows; .xlsx, .xlsm, .xlsb, .xls, .ods), else from its first bytes (`[` JSON, `{` NDJSON unless
     /// its first line is no whole object and the object holds an array of objects, `<`
     /// XML, else delimited text).
     #[arg(long, value_name = "FMT", help_heading = "Format")]
@@ -232,6 +233,15 @@ pub struct ImportArgs {
         help_heading = "Format"
     )]
     pub flatten_separator: String,
+    /// Spreadsheets: load this worksheet only (into the table --table names, else one
+    /// named after the sheet). Default: every worksheet that holds a value, each into a
+    /// table named after it. A sheet's columns run from its leftmost to its rightmost
+    /// column with a value in the header and the sampled rows; rows with no value are
+    /// skipped. Numbers are INTEGER or REAL as in CSV, booleans 1/0, dates and times ISO
+    /// 8601 text (either date system), error cells (#N/A) NULL with a note, formulas
+    /// their cached values; a merged range's value is in its top-left cell.
+    #[arg(long, value_name = "NAME", help_heading = "Format")]
+    pub sheet: Option<String>,
     /// Skip this many lines at the start of each file, before the header.
     #[arg(long, value_name = "N", default_value_t = 0, help_heading = "Format")]
     pub skip: u64,
@@ -566,6 +576,7 @@ pub(crate) fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
         });
         built.select = a.select.clone();
         built.record = a.record.clone();
+        built.sheet = a.sheet.clone();
         built.flatten = a.flatten.then(|| a.flatten_separator.clone());
         built.temporal = match a.temporal {
             TemporalArg::Iso => Temporal::Iso8601,

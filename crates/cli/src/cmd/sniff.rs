@@ -31,6 +31,7 @@ fn format_name(f: Format) -> &'static str {
         Format::Parquet => "parquet",
         Format::Arrow => "arrow",
         Format::Xml => "xml",
+        Format::Spreadsheet => "spreadsheet",
         _ => "other",
     }
 }

@@ -239,6 +239,7 @@ pub(crate) fn plan<'i>(
     let formats: Vec<Format> = resolved.iter().map(|(ro, _)| ro.format).collect();
     let mut loads = vec![];
     let mut sniffed = vec![];
+    let mut sheet_notes = vec![];
     for (range, (read, dialect)) in groups(&formats).into_iter().zip(resolved) {
         let inputs = &inputs[range];
         let input = &inputs[0];
@@ -248,6 +249,10 @@ pub(crate) fn plan<'i>(
             changed,
             dialect: d,
         }));
+        if read.format == Format::Spreadsheet && read.sheet.is_none() {
+            sheet_loads(inputs, &read, opts, &mut loads, &mut sheet_notes)?;
+            continue;
+        }
         loads.push(Load {
             inputs,
             name: input.display_name(),
@@ -259,7 +264,7 @@ pub(crate) fn plan<'i>(
             sampled: false,
         });
     }
-    let (mut notes, mut locale_hints) = (vec![], vec![]);
+    let (mut notes, mut locale_hints) = (sheet_notes, vec![]);
     for (i, load) in loads.iter_mut().enumerate() {
         if i > 0 && load.rereadable() {
             continue;
@@ -911,6 +916,75 @@ fn groups(formats: &[Format]) -> Vec<std::ops::Range<usize>> {
     }
 }
 
+/// A load for each worksheet of the workbook `inputs[0]` that holds a value, in the
+/// workbook's order, into the table the options name or else one named after the
+/// sheet; a sheet with no value gets a note and no table.
+fn sheet_loads<'i>(
+    inputs: &'i [Input],
+    read: &ReadOptions,
+    opts: &ImportOptions,
+    loads: &mut Vec<Load<'i>>,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    let input = &inputs[0];
+    let display = input.display_name();
+    let Input::Path(path) = input else {
+        // The reader says why it cannot read it.
+        loads.push(Load {
+            inputs,
+            name: display,
+            read: read.clone(),
+            table: table_name(input, opts)?,
+            columns: vec![],
+            types: vec![],
+            source: None,
+            sampled: false,
+        });
+        return Ok(());
+    };
+    #[cfg(feature = "spreadsheet")]
+    let (with, without) = crate::source::sheet::worksheets(path, &display)?;
+    #[cfg(not(feature = "spreadsheet"))]
+    let (with, without): (Vec<String>, Vec<String>) = (vec![], vec![path.display().to_string()]);
+    if with.is_empty() {
+        return Err(Error::usage(format!(
+            "{display}: no worksheet holds a value ({} without)",
+            without.len()
+        )));
+    }
+    for sheet in &without {
+        notes.push(format!(
+            "{display}: sheet {sheet:?} holds no value: no table"
+        ));
+    }
+    for sheet in with {
+        let table = match &opts.table {
+            Some(t) => t.clone(),
+            None => sheet.clone(),
+        };
+        if let Some(problem) = crate::schema::table_name_problem(&table) {
+            return Err(Error::usage(format!(
+                "{display}: sheet {sheet:?}: {problem}; name another table"
+            ))
+            .with_hint(Hint::Table));
+        }
+        loads.push(Load {
+            inputs,
+            name: format!("{display}[{sheet}]"),
+            read: ReadOptions {
+                sheet: Some(sheet),
+                ..read.clone()
+            },
+            table,
+            columns: vec![],
+            types: vec![],
+            source: None,
+            sampled: false,
+        });
+    }
+    Ok(())
+}
+
 /// The table of `input`: the one the options name, else the file's stem.
 fn table_name(input: &Input, opts: &ImportOptions) -> Result<String> {
     let table = match (&opts.table, default_table_name(input)) {
@@ -1299,6 +1373,18 @@ fn options_for_format(input: &Input, format: Format, opts: &ImportOptions) -> Re
             input.display_name()
         )));
     }
+    if opts.read.sheet.is_some() && format != Format::Spreadsheet {
+        return Err(Error::usage(format!(
+            "{}: a sheet name applies to spreadsheets, not to {format:?}",
+            input.display_name()
+        )));
+    }
+    if format == Format::Spreadsheet && opts.read.skip_lines > 0 {
+        return Err(Error::usage(format!(
+            "{}: skipping lines applies to CSV, TSV and NDJSON, not to a spreadsheet (its empty rows are skipped)",
+            input.display_name()
+        )));
+    }
     if format == Format::Json && opts.read.skip_lines > 0 {
         return Err(Error::usage(format!(
             "{}: skipping lines applies to CSV, TSV and NDJSON, not to a JSON array",
@@ -1315,6 +1401,12 @@ fn options_for_format(input: &Input, format: Format, opts: &ImportOptions) -> Re
     }
     let mut ro = opts.read.clone();
     ro.format = format;
+    // A workbook's header is told from its first rows, as delimited text's is.
+    ro.header_sniffed = format == Format::Spreadsheet
+        && opts.sniff
+        && opts.sniff_header
+        && ro.header
+        && ro.columns.is_none();
     ro.delimiter = opts
         .delimiter
         .unwrap_or(if format == Format::Tsv { b'\t' } else { b',' });

@@ -21,6 +21,8 @@ pub mod parallel;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
 mod serialized;
+#[cfg(feature = "spreadsheet")]
+pub(crate) mod sheet;
 pub mod sniff;
 pub mod tabular;
 pub(crate) mod transcode;
@@ -54,6 +56,9 @@ pub enum Format {
     Arrow,
     /// XML: each element at a record path is a row (see [`ReadOptions::record`]).
     Xml,
+    /// A spreadsheet workbook (`.xlsx`, `.xlsm`, `.xlsb`, `.xls`, `.ods`): each worksheet
+    /// a table (see [`ReadOptions::sheet`]).
+    Spreadsheet,
 }
 
 impl Format {
@@ -71,7 +76,7 @@ impl Format {
 
     /// The format a file name implies (`.csv`, `.tsv`/`.tab`, `.ndjson`/`.jsonl`, `.json`,
     /// each optionally followed by `.gz`; `.parquet`/`.pq`; `.arrow`, `.feather`, `.ipc`
-    /// and `.arrows`; `.xml`).
+    /// and `.arrows`; `.xml`; `.xlsx`, `.xlsm`, `.xlsb`, `.xls`, `.ods`).
     pub fn from_path(p: &Path) -> Option<Format> {
         let ext = p.extension()?.to_string_lossy().to_ascii_lowercase();
         match ext.as_str() {
@@ -82,6 +87,7 @@ impl Format {
             "parquet" | "pq" => Some(Format::Parquet),
             "arrow" | "feather" | "ipc" | "arrows" => Some(Format::Arrow),
             "xml" => Some(Format::Xml),
+            "xlsx" | "xlsm" | "xlsb" | "xls" | "ods" => Some(Format::Spreadsheet),
             _ => None,
         }
     }
@@ -98,8 +104,9 @@ impl std::str::FromStr for Format {
             "parquet" | "pq" => Ok(Format::Parquet),
             "arrow" | "feather" | "ipc" | "arrows" => Ok(Format::Arrow),
             "xml" => Ok(Format::Xml),
+            "xlsx" | "xlsm" | "xlsb" | "xls" | "ods" | "spreadsheet" => Ok(Format::Spreadsheet),
             other => Err(format!(
-                "unknown format {other:?} (expected csv, tsv, ndjson, json, parquet, arrow or xml)"
+                "unknown format {other:?} (expected csv, tsv, ndjson, json, parquet, arrow, xml or xlsx)"
             )),
         }
     }
@@ -211,6 +218,13 @@ pub struct ReadOptions {
     /// struct columns, at every depth, NULL where a struct above is. `None`: a nested
     /// object, element or struct is one JSON text column.
     pub flatten: Option<String>,
+    /// Spreadsheets: the worksheet to read, by name. `None`: each worksheet holding a
+    /// value is a load of its own (its table named after it), and a source opened
+    /// directly reads the first.
+    pub sheet: Option<String>,
+    /// Spreadsheets: whether the first row with a value is told header or data by the
+    /// sample (as sniffing does for delimited text) instead of by `header`.
+    pub header_sniffed: bool,
 }
 
 impl Default for ReadOptions {
@@ -236,6 +250,8 @@ impl Default for ReadOptions {
             locale: locale::Locale::default(),
             record: None,
             flatten: None,
+            sheet: None,
+            header_sniffed: false,
         }
     }
 }
@@ -306,6 +322,12 @@ pub trait Source: Send {
     /// Values stored in a type other than their column's so far.
     fn mismatches(&self) -> &Mismatches;
 
+    /// Notes on how values were read (a spreadsheet's error cells loaded as NULL),
+    /// taken once, after the last `fill`.
+    fn notes(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// From now on, makes batches of encoded records (see [`ReadOptions::records`]) if
     /// this source can; returns whether it will.
     fn make_records(&mut self) -> bool {
@@ -342,6 +364,9 @@ pub fn open_source(
     }
     if input.fixed_format() == Some(Format::Arrow) || opts.format.is_typed() {
         return open_typed(vec![input.clone()], opts, progress);
+    }
+    if opts.format == Format::Spreadsheet {
+        return open_sheet(input, opts, progress);
     }
     if opts.format == Format::Xml {
         return Ok(Box::new(xml::XmlSource::open(
@@ -423,10 +448,42 @@ pub fn open_source(
             name,
             opts.clone(),
         )),
-        Format::Parquet | Format::Arrow | Format::Xml => {
-            unreachable!("typed formats and XML are opened above")
+        Format::Parquet | Format::Arrow | Format::Xml | Format::Spreadsheet => {
+            unreachable!("typed formats, XML and spreadsheets are opened above")
         }
     })
+}
+
+/// Opens a worksheet of the workbook `input` (see [`ReadOptions::sheet`]). A workbook is
+/// read from a file: its parts are found by seeking. A library built without its
+/// `spreadsheet` feature reads none: that is a usage error naming the feature.
+fn open_sheet(input: &Input, opts: &ReadOptions, progress: &Progress) -> Result<Box<dyn Source>> {
+    let name = input.display_name();
+    let Input::Path(path) = input else {
+        return Err(Error::usage(format!(
+            "{name}: a spreadsheet is read from a file (its parts are found by seeking)"
+        )));
+    };
+    if input.is_gzip() || input::file_compression(path).is_some() {
+        return Err(Error::usage(format!(
+            "{name}: a spreadsheet is read uncompressed (it is compressed inside already)"
+        )));
+    }
+    #[cfg(feature = "spreadsheet")]
+    return Ok(Box::new(sheet::SheetSource::open(
+        path,
+        &name,
+        opts,
+        progress.bytes_read.clone(),
+        progress.cancel_flag(),
+    )?));
+    #[cfg(not(feature = "spreadsheet"))]
+    {
+        let _ = (opts, progress);
+        Err(Error::usage(format!(
+            "{name}: spreadsheet input needs liteload built with its `spreadsheet` feature"
+        )))
+    }
 }
 
 /// Opens typed `inputs` (Parquet, Arrow; see [`Format::is_typed`]) of one schema as one

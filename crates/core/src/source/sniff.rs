@@ -102,6 +102,7 @@ fn format_name<S: serde::Serializer>(f: &Format, s: S) -> std::result::Result<S:
         Format::Parquet => "parquet",
         Format::Arrow => "arrow",
         Format::Xml => "xml",
+        Format::Spreadsheet => "spreadsheet",
     })
 }
 
@@ -160,8 +161,9 @@ impl Dialect {
                 Some(r) => format!("XML, records at {r}"),
                 None => "XML".into(),
             }),
+            Format::Spreadsheet => parts.push("a spreadsheet".into()),
         }
-        if self.format.is_typed() {
+        if self.format.is_typed() || self.format == Format::Spreadsheet {
             return parts.join(", ");
         }
         let enc = match self.encoding {
@@ -374,9 +376,9 @@ fn split(text: &str, delim: u8, quote: Option<u8>, whole: bool) -> (Vec<Record<'
     (out, malformed)
 }
 
-/// What a field's text looks like, for the header test.
+/// What a value looks like, for the header test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Empty,
     Number,
     Date,
@@ -437,29 +439,38 @@ fn kind(field: &str, quote: Option<u8>) -> Kind {
 
 /// Whether the first of `recs` (all of one width) is data rather than column names.
 fn first_is_data(recs: &[Record<'_>], quote: Option<u8>) -> bool {
-    let Some((first, rest)) = recs.split_first() else {
+    let kinds: Vec<Vec<Kind>> = recs
+        .iter()
+        .map(|r| r.iter().map(|(f, _)| kind(f, quote)).collect())
+        .collect();
+    first_row_is_data(&kinds)
+}
+
+/// Whether the first of `rows` (each value's [`Kind`]) is data rather than column
+/// names, by the rule in the module comment; a row shorter than another has nothing
+/// in the columns it lacks. Delimited text and spreadsheets share it.
+pub(crate) fn first_row_is_data(rows: &[Vec<Kind>]) -> bool {
+    let Some((first, rest)) = rows.split_first() else {
         return false;
     };
     if rest.is_empty() {
         // One record: data only when every field is a number or a date.
-        return first
-            .iter()
-            .all(|(f, _)| matches!(kind(f, quote), Kind::Number | Kind::Date));
+        return first.iter().all(|k| matches!(k, Kind::Number | Kind::Date));
     }
     let (mut data, mut names) = (0, 0);
-    for (col, (name, _)) in first.iter().enumerate() {
+    for (col, name) in first.iter().enumerate() {
         let mut kinds = rest
             .iter()
             .filter_map(|r| r.get(col))
-            .map(|(f, _)| kind(f, quote))
+            .copied()
             .filter(|k| *k != Kind::Empty);
         let Some(k) = kinds.next() else { continue };
         if k == Kind::Text || !kinds.all(|x| x == k) {
             continue;
         }
-        match kind(name, quote) {
+        match name {
             Kind::Empty => {}
-            f if f == k => data += 1,
+            f if *f == k => data += 1,
             _ => names += 1,
         }
     }

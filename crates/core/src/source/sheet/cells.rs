@@ -1,0 +1,437 @@
+//! One worksheet's cells, read on a thread of their own and handed over as rows: what
+//! calamine gives mapped to the values a table holds.
+//!
+//! The mapping (documented in `docs/import.md`):
+//! - a number is an integer when it is whole and exactly representable (below 2^53 in
+//!   magnitude), as the text `3` is in CSV; otherwise a real;
+//! - a boolean is 1 or 0;
+//! - a date is `YYYY-MM-DD`, a date-time `YYYY-MM-DD HH:MM:SS` (with `.mmm` when it has
+//!   milliseconds), a time of day (a serial number below 1) `HH:MM:SS`, and a duration
+//!   `H:MM:SS` (hours past 24 kept), whichever of Excel's date systems (1900 or 1904) the
+//!   workbook uses; OpenDocument's ISO 8601 values are kept, with a space for the `T`;
+//! - an error (`#N/A`, `#DIV/0!`, …) is NULL, counted for a note;
+//! - a formula is its cached value; a merged range has its value in its top-left cell
+//!   only, the others empty (what the file stores);
+//! - an empty cell is no value, and a row with no value is no row.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use calamine::{Data, DataRef, Reader, Sheets};
+use crossbeam_channel::{bounded, Receiver, Sender};
+
+/// A cell's value as loaded.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Value {
+    Integer(i64),
+    Real(f64),
+    Bool(bool),
+    Text(String),
+    /// A date, time or duration, written as the module comment says.
+    Date(String),
+    /// An error value (`#N/A`): loaded as NULL.
+    Error(String),
+}
+
+/// One row with at least one value: its number in the sheet (from 1) and its cells'
+/// columns (from 1), in column order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Row {
+    pub(crate) number: u64,
+    pub(crate) cells: Vec<(u32, Value)>,
+}
+
+/// What the reading thread sends: rows in sheet order, or why it stopped.
+pub(crate) type Sent = std::result::Result<Vec<Row>, String>;
+
+/// Rows per message: enough to make the channel's cost small.
+const ROWS_PER_SEND: usize = 512;
+
+/// The workbook at `path`, opened by its extension or, for another name, by its first
+/// bytes (a zip archive is tried as `.xlsx`, `.xlsb` then `.ods`; an OLE file as `.xls`).
+pub(crate) fn open(path: &Path) -> std::result::Result<Workbook, String> {
+    use calamine::{open_workbook, Ods, Xls, Xlsb, Xlsx};
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    if matches!(
+        ext.as_deref(),
+        Some("xls" | "xla" | "xlsx" | "xlsm" | "xlam" | "xlsb" | "ods")
+    ) {
+        return calamine::open_workbook_auto(path).map_err(|e| e.to_string());
+    }
+    let mut head = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .map_err(|e| e.to_string())?;
+    match head {
+        [b'P', b'K', 3, 4] => open_workbook::<Xlsx<_>, _>(path)
+            .map(Sheets::Xlsx)
+            .map_err(|e| e.to_string())
+            .or_else(|_| {
+                open_workbook::<Xlsb<_>, _>(path)
+                    .map(Sheets::Xlsb)
+                    .map_err(|e| e.to_string())
+            })
+            .or_else(|_| {
+                open_workbook::<Ods<_>, _>(path)
+                    .map(Sheets::Ods)
+                    .map_err(|e| e.to_string())
+            }),
+        [0xD0, 0xCF, 0x11, 0xE0] => open_workbook::<Xls<_>, _>(path)
+            .map(Sheets::Xls)
+            .map_err(|e| e.to_string()),
+        _ => Err("not a workbook (neither a zip archive nor an OLE file)".into()),
+    }
+}
+
+/// A workbook open for reading.
+pub(crate) type Workbook = Sheets<std::io::BufReader<std::fs::File>>;
+
+/// The names of the workbook's worksheets in its order, those with a value and those
+/// without (chart sheets and dialog sheets hold no cells and are left out; hidden
+/// worksheets are in). Only an `.xlsx` sheet is read just up to its first value.
+pub(crate) fn worksheets(path: &Path) -> std::result::Result<(Vec<String>, Vec<String>), String> {
+    let mut wb = open(path)?;
+    let names: Vec<String> = wb
+        .sheets_metadata()
+        .iter()
+        .filter(|s| matches!(s.typ, calamine::SheetType::WorkSheet))
+        .map(|s| s.name.clone())
+        .collect();
+    let (mut with, mut without) = (vec![], vec![]);
+    for name in names {
+        let any = match &mut wb {
+            Sheets::Xlsx(x) => {
+                let mut cells = x.worksheet_cells_reader(&name).map_err(|e| e.to_string())?;
+                loop {
+                    match cells.next_cell().map_err(|e| e.to_string())? {
+                        None => break false,
+                        Some(c) if *c.get_value() == DataRef::Empty => {}
+                        Some(_) => break true,
+                    }
+                }
+            }
+            wb => {
+                let range = wb.worksheet_range(&name).map_err(|e| e.to_string())?;
+                let any = range.used_cells().any(|(_, _, d)| *d != Data::Empty);
+                any
+            }
+        };
+        if any {
+            with.push(name);
+        } else {
+            without.push(name);
+        }
+    }
+    Ok((with, without))
+}
+
+/// Starts reading worksheet `sheet` of `path` on a thread: its rows arrive in order on
+/// the receiver, which closes after the last (or after an `Err`). `bytes_read` grows
+/// towards the file's size as the rows go by (as far as the sheet says how many it has);
+/// the thread stops at its next send once the receiver is dropped or `cancel` is set.
+pub(crate) fn start(
+    path: PathBuf,
+    sheet: String,
+    bytes_read: Arc<AtomicU64>,
+    cancel: Arc<AtomicBool>,
+) -> std::io::Result<Receiver<Sent>> {
+    let (tx, rx) = bounded::<Sent>(8);
+    std::thread::Builder::new()
+        .name("liteload-sheet".into())
+        .spawn(move || {
+            let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            let mut out = Out {
+                tx,
+                rows: vec![],
+                row: Row::default(),
+                bytes_read,
+                cancel,
+                len,
+                last_row: 0,
+                reported: 0,
+            };
+            if let Err(m) = read(&path, &sheet, &mut out) {
+                let _ = out.tx.send(Err(m));
+                return;
+            }
+            if out.flush_row() && out.send() {
+                out.report(len);
+            }
+        })?;
+    Ok(rx)
+}
+
+/// Where the thread's cells go: grouped into rows, sent in batches.
+struct Out {
+    tx: Sender<Sent>,
+    rows: Vec<Row>,
+    row: Row,
+    bytes_read: Arc<AtomicU64>,
+    cancel: Arc<AtomicBool>,
+    len: u64,
+    /// The sheet's last row as its dimensions declare it (0: not known).
+    last_row: u64,
+    /// Of the file's bytes, those added to `bytes_read` so far.
+    reported: u64,
+}
+
+impl Out {
+    /// Adds the cell at `(row, column)` (from 0, as calamine counts); `false`: stop.
+    fn cell(&mut self, (row, column): (u32, u32), v: Value) -> bool {
+        let number = u64::from(row) + 1;
+        if number != self.row.number && !self.flush_row() {
+            return false;
+        }
+        self.row.number = number;
+        self.row.cells.push((column + 1, v));
+        true
+    }
+
+    /// Ends the row being filled; `false`: stop.
+    fn flush_row(&mut self) -> bool {
+        if !self.row.cells.is_empty() {
+            let mut row = std::mem::take(&mut self.row);
+            // Cells come in column order in every format calamine reads, but a file
+            // may list them otherwise; the last of one column wins.
+            if !row.cells.is_sorted_by_key(|c| c.0) {
+                row.cells.sort_by_key(|c| c.0);
+            }
+            row.cells.dedup_by(|b, a| {
+                let same = a.0 == b.0;
+                if same {
+                    std::mem::swap(a, b);
+                }
+                same
+            });
+            self.rows.push(row);
+        }
+        self.rows.len() < ROWS_PER_SEND || self.send()
+    }
+
+    /// Counts the file's first `share` bytes as read (the shared counter only grows).
+    fn report(&mut self, share: u64) {
+        if share > self.reported {
+            self.bytes_read
+                .fetch_add(share - self.reported, Ordering::Relaxed);
+            self.reported = share;
+        }
+    }
+
+    fn send(&mut self) -> bool {
+        if self.cancel.load(Ordering::Relaxed) {
+            return false;
+        }
+        if self.rows.is_empty() {
+            return true;
+        }
+        if let (Some(last), true) = (self.rows.last(), self.last_row > 0) {
+            let share = (last.number.min(self.last_row) as f64 / self.last_row as f64
+                * self.len as f64) as u64;
+            // The file's whole size only at the end.
+            self.report(share.min(self.len.saturating_sub(1)));
+        }
+        self.tx.send(Ok(std::mem::take(&mut self.rows))).is_ok()
+    }
+}
+
+/// Reads the sheet into `out`. An `Err` is calamine's message.
+fn read(path: &Path, sheet: &str, out: &mut Out) -> std::result::Result<(), String> {
+    let mut wb = open(path)?;
+    if !wb.sheet_names().iter().any(|s| s == sheet) {
+        let names = wb.sheet_names();
+        return Err(format!(
+            "no sheet named {sheet:?} (the workbook has {})",
+            names
+                .iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    match &mut wb {
+        // The one format calamine streams: a sheet of any size in bounded memory.
+        Sheets::Xlsx(x) => {
+            let mut cells = x.worksheet_cells_reader(sheet).map_err(|e| e.to_string())?;
+            out.last_row = u64::from(cells.dimensions().end.0) + 1;
+            while let Some(cell) = cells.next_cell().map_err(|e| e.to_string())? {
+                let v = match cell.get_value() {
+                    DataRef::Empty => continue,
+                    DataRef::Int(i) => Value::Integer(*i),
+                    DataRef::Float(f) => number(*f),
+                    DataRef::String(s) => Value::Text(s.clone()),
+                    DataRef::SharedString(s) => Value::Text((*s).to_owned()),
+                    DataRef::Bool(b) => Value::Bool(*b),
+                    DataRef::DateTime(d) => date_time(d),
+                    DataRef::DateTimeIso(s) => Value::Date(iso_date(s)),
+                    DataRef::DurationIso(s) => Value::Date(iso_duration(s)),
+                    DataRef::Error(e) => Value::Error(e.to_string()),
+                };
+                if !out.cell(cell.get_position(), v) {
+                    return Ok(());
+                }
+            }
+        }
+        // The others are read whole by calamine (an .xls is at most 65,536 rows).
+        wb => {
+            let range = wb.worksheet_range(sheet).map_err(|e| e.to_string())?;
+            let Some((r0, c0)) = range.start() else {
+                return Ok(());
+            };
+            out.last_row = range.end().map_or(0, |e| u64::from(e.0) + 1);
+            for (r, c, d) in range.used_cells() {
+                let v = match d {
+                    Data::Empty => continue,
+                    Data::Int(i) => Value::Integer(*i),
+                    Data::Float(f) => number(*f),
+                    Data::String(s) => Value::Text(s.clone()),
+                    Data::Bool(b) => Value::Bool(*b),
+                    Data::DateTime(d) => date_time(d),
+                    Data::DateTimeIso(s) => Value::Date(iso_date(s)),
+                    Data::DurationIso(s) => Value::Date(iso_duration(s)),
+                    Data::Error(e) => Value::Error(e.to_string()),
+                };
+                if !out.cell((r0 + r as u32, c0 + c as u32), v) {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A number: an integer when whole and exact (CSV's rule for `3`), else a real.
+fn number(f: f64) -> Value {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    if f.fract() == 0.0 && f.abs() < EXACT && !(f == 0.0 && f.is_sign_negative()) {
+        Value::Integer(f as i64)
+    } else if f.is_finite() {
+        Value::Real(f)
+    } else {
+        Value::Error("#NUM!".into())
+    }
+}
+
+/// An Excel serial date-time (either date system) as ISO 8601 text.
+fn date_time(d: &calamine::ExcelDateTime) -> Value {
+    let serial = d.as_f64();
+    if !serial.is_finite() || serial < 0.0 {
+        return number(serial);
+    }
+    if d.is_duration() {
+        // Milliseconds, rounded as Excel shows them.
+        let ms = (serial * 86_400_000.0).round() as u64;
+        return Value::Date(clock(ms / 3_600_000, ms % 3_600_000));
+    }
+    let (y, mo, day, h, mi, s, milli) = d.to_ymd_hms_milli();
+    let time_ms =
+        ((u64::from(h) * 60 + u64::from(mi)) * 60 + u64::from(s)) * 1000 + u64::from(milli);
+    if serial < 1.0 {
+        // A time of day alone (the serial's whole part is the date: none).
+        return Value::Date(clock(u64::from(h), time_ms % 3_600_000));
+    }
+    if time_ms == 0 {
+        Value::Date(format!("{y:04}-{mo:02}-{day:02}"))
+    } else {
+        Value::Date(format!(
+            "{y:04}-{mo:02}-{day:02} {}",
+            clock(u64::from(h), time_ms % 3_600_000)
+        ))
+    }
+}
+
+/// `HH:MM:SS` (`.mmm` when there are milliseconds) from hours and the milliseconds
+/// within the hour.
+fn clock(hours: u64, ms: u64) -> String {
+    let (m, rest) = (ms / 60_000, ms % 60_000);
+    let (s, milli) = (rest / 1000, rest % 1000);
+    if milli == 0 {
+        format!("{hours:02}:{m:02}:{s:02}")
+    } else {
+        format!("{hours:02}:{m:02}:{s:02}.{milli:03}")
+    }
+}
+
+/// OpenDocument's date or date-time (`2024-01-02T10:00:00`) with a space for the `T`.
+fn iso_date(s: &str) -> String {
+    s.replacen('T', " ", 1)
+}
+
+/// OpenDocument's duration (`PT10H30M05S`, `PT1H2M3.5S`) as `HH:MM:SS`; another shape
+/// is kept as it is.
+fn iso_duration(s: &str) -> String {
+    let Some(rest) = s.strip_prefix("PT") else {
+        return s.to_owned();
+    };
+    let (mut h, mut m, mut sec) = (0u64, 0u64, 0f64);
+    let mut num = String::new();
+    for c in rest.chars() {
+        match c {
+            '0'..='9' | '.' => num.push(c),
+            'H' | 'M' | 'S' => {
+                let Ok(v) = num.parse::<f64>() else {
+                    return s.to_owned();
+                };
+                match c {
+                    'H' => h = v as u64,
+                    'M' => m = v as u64,
+                    _ => sec = v,
+                }
+                num.clear();
+            }
+            _ => return s.to_owned(),
+        }
+    }
+    if !num.is_empty() {
+        return s.to_owned();
+    }
+    let ms = (((h * 60 + m) * 60) as f64 * 1000.0 + (sec * 1000.0).round()) as u64;
+    clock(ms / 3_600_000, ms % 3_600_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use calamine::{ExcelDateTime, ExcelDateTimeType};
+
+    fn dt(v: f64, is_1904: bool) -> Value {
+        date_time(&ExcelDateTime::new(v, ExcelDateTimeType::DateTime, is_1904))
+    }
+
+    #[test]
+    fn dates_in_both_systems_times_and_durations() {
+        assert_eq!(dt(45943.0, false), Value::Date("2025-10-13".into()));
+        // The same day in the 1904 system is 1462 days fewer.
+        assert_eq!(dt(45943.0 - 1462.0, true), Value::Date("2025-10-13".into()));
+        assert_eq!(
+            dt(45943.5, false),
+            Value::Date("2025-10-13 12:00:00".into())
+        );
+        assert_eq!(
+            dt(45943.541, false),
+            Value::Date("2025-10-13 12:59:02.400".into())
+        );
+        assert_eq!(dt(0.75, false), Value::Date("18:00:00".into()));
+        let d = ExcelDateTime::new(1.5, ExcelDateTimeType::TimeDelta, false);
+        assert_eq!(date_time(&d), Value::Date("36:00:00".into()));
+        assert_eq!(iso_duration("PT10H30M05S"), "10:30:05");
+        assert_eq!(iso_duration("PT1H2M3.5S"), "01:02:03.500");
+        assert_eq!(iso_duration("P1D"), "P1D");
+        assert_eq!(iso_date("2024-01-02T10:00:00"), "2024-01-02 10:00:00");
+    }
+
+    #[test]
+    fn numbers_are_integers_when_whole_and_exact() {
+        assert_eq!(number(3.0), Value::Integer(3));
+        assert_eq!(number(-7.0), Value::Integer(-7));
+        assert_eq!(number(2.5), Value::Real(2.5));
+        assert_eq!(number(-0.0), Value::Real(-0.0));
+        assert_eq!(number(1e300), Value::Real(1e300));
+        assert_eq!(
+            number(9_007_199_254_740_992.0),
+            Value::Real(9_007_199_254_740_992.0)
+        );
+    }
+}
