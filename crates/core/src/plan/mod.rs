@@ -249,7 +249,7 @@ pub(crate) fn plan<'i>(
             changed,
             dialect: d,
         }));
-        if read.format == Format::Spreadsheet && read.sheet.is_none() {
+        if read.format == Format::Spreadsheet {
             sheet_loads(inputs, &read, opts, &mut loads, &mut sheet_notes)?;
             continue;
         }
@@ -917,8 +917,9 @@ fn groups(formats: &[Format]) -> Vec<std::ops::Range<usize>> {
 }
 
 /// A load for each worksheet of the workbook `inputs[0]` that holds a value, in the
-/// workbook's order, into the table the options name or else one named after the
-/// sheet; a sheet with no value gets a note and no table.
+/// workbook's order (or for the one `read.sheet` names), into the table the options
+/// name or else one named after the sheet; a sheet with no value gets a note and no
+/// table.
 fn sheet_loads<'i>(
     inputs: &'i [Input],
     read: &ReadOptions,
@@ -942,10 +943,11 @@ fn sheet_loads<'i>(
         });
         return Ok(());
     };
-    #[cfg(feature = "spreadsheet")]
-    let (with, without) = crate::source::sheet::worksheets(path, &display)?;
-    #[cfg(not(feature = "spreadsheet"))]
-    let (with, without): (Vec<String>, Vec<String>) = (vec![], vec![path.display().to_string()]);
+    let (with, without) = match &read.sheet {
+        // The reader says so if there is no such sheet.
+        Some(sheet) => (vec![sheet.clone()], vec![]),
+        None => crate::source::worksheets(path, &display)?,
+    };
     if with.is_empty() {
         return Err(Error::usage(format!(
             "{display}: no worksheet holds a value ({} without)",

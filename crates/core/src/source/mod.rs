@@ -454,6 +454,21 @@ pub fn open_source(
     })
 }
 
+/// The worksheets of the workbook at `path` (named `name` in messages) that hold a
+/// value, in the workbook's order, and those that hold none. A library built without
+/// its `spreadsheet` feature reads none: that is a usage error naming the feature.
+pub(crate) fn worksheets(path: &Path, name: &str) -> Result<(Vec<String>, Vec<String>)> {
+    #[cfg(feature = "spreadsheet")]
+    return sheet::worksheets(path, name);
+    #[cfg(not(feature = "spreadsheet"))]
+    {
+        let _ = path;
+        Err(Error::usage(format!(
+            "{name}: spreadsheet input needs liteload built with its `spreadsheet` feature"
+        )))
+    }
+}
+
 /// Opens a worksheet of the workbook `input` (see [`ReadOptions::sheet`]). A workbook is
 /// read from a file: its parts are found by seeking. A library built without its
 /// `spreadsheet` feature reads none: that is a usage error naming the feature.
