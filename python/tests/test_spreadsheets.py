@@ -192,6 +192,8 @@ def test_sheets_become_tables_and_one_can_be_named(tmp_path):
     s = liteload.import_file(tmp_path / "one.db", book, sheet="people", table="p").as_dict()
     assert s["tables"] == ["p"]
     assert checked(tmp_path / "one.db").execute("SELECT name FROM p ORDER BY rowid").fetchall() == [("Ada",), ("Alan",)]
+    s = liteload.import_file(tmp_path / "named.db", book, sheet="Orders 2024").as_dict()
+    assert (s["tables"], s["rows"]) == (["Orders 2024"], 1)
     with pytest.raises(liteload.BadInput, match=r"no sheet named \"nope\""):
         liteload.import_file(tmp_path / "none.db", book, sheet="nope")
     assert not (tmp_path / "none.db").exists()
