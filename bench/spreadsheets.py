@@ -15,7 +15,7 @@ total length or the dates' first ten characters, equal across tools):
              ATTACH the database, CREATE TABLE s.t AS SELECT * FROM read_xlsx(…)
 
     python bench/spreadsheets.py [--rows 1000000] [--runs 3] [--workdir /tmp/sheets]
-                                 [--tools …] [--json F]
+                                 [--shared-strings] [--tools …] [--json F]
 """
 import argparse
 import datetime
@@ -59,12 +59,15 @@ con.close()
 '''
 
 
-def make(path, rows):
+def make(path, rows, shared=False):
+    """The workbook: strings inline (xlsxwriter's constant_memory mode, which streams
+    rows) or, with `shared`, in a shared-strings table as Excel itself writes them (the
+    whole sheet is then held in memory while it is made)."""
     import xlsxwriter
     rng = random.Random(20261129)
     words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyzäöüé") for _ in range(rng.randint(3, 12)))
              for _ in range(2000)]
-    wb = xlsxwriter.Workbook(path, {"constant_memory": True})
+    wb = xlsxwriter.Workbook(path, {"constant_memory": not shared})
     ws = wb.add_worksheet("Data")
     date = wb.add_format({"num_format": "yyyy-mm-dd"})
     stamp = wb.add_format({"num_format": "yyyy-mm-dd hh:mm:ss"})
@@ -108,13 +111,15 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--workdir", default="/tmp/sheets")
     ap.add_argument("--tools", default="liteload,pandas,duckdb")
+    ap.add_argument("--shared-strings", action="store_true",
+                    help="strings in a shared-strings table (as Excel writes them), not inline")
     ap.add_argument("--json")
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
-    book = os.path.join(a.workdir, f"book{a.rows}.xlsx")
+    book = os.path.join(a.workdir, f"book{a.rows}{'-sst' if a.shared_strings else ''}.xlsx")
     if not os.path.exists(book):
         print(f"making the {a.rows:,}-row workbook ...", flush=True)
-        make(book + ".part", a.rows)
+        make(book + ".part", a.rows, a.shared_strings)
         os.rename(book + ".part", book)
     db = os.path.join(a.workdir, "run.db")
     peers = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "peers")
@@ -127,9 +132,10 @@ def main():
     results, _ = checked_rounds(tools, names, a.runs, db, checksum,
                                 good=lambda got: got[1][0] == a.rows)
     size = os.path.getsize(book)
-    print(f"\n{a.rows:,} rows x {len(HEADER)} columns ({size / 1e6:,.0f} MB of .xlsx); "
+    strings = "shared strings" if a.shared_strings else "inline strings"
+    print(f"\n{a.rows:,} rows x {len(HEADER)} columns ({size / 1e6:,.0f} MB of .xlsx, {strings}); "
           f"{os.cpu_count()} cores; medians of {a.runs}")
-    out = print_medians(results, a.rows, {"rows": a.rows, "xlsx_bytes": size})
+    out = print_medians(results, a.rows, {"rows": a.rows, "xlsx_bytes": size, "strings": strings})
     write_jsonl(a.json, out)
 
 
