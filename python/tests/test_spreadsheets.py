@@ -215,4 +215,5 @@ def test_a_value_outside_the_sampled_columns_is_a_bad_record(tmp_path):
     rejects = tmp_path / "rejects.jsonl"
     s = liteload.import_file(tmp_path / "w.db", book, sample=10, max_errors=5, rejects=rejects).as_dict()
     assert (s["rows"], s["rejects"]) == (29, 1)
+    assert checked(tmp_path / "w.db").execute("SELECT count(*), sum(a) FROM S").fetchone() == (29, 435)
     assert json.loads(rejects.read_text().splitlines()[0])["fields"] == {"E": "far"}

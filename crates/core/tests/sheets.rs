@@ -121,6 +121,8 @@ fn every_door_loads_the_same_rows() -> R {
     let s = import_into_connection(&tx, &input, &opts, &Progress::default())?;
     tx.commit()?;
     assert_eq!(s.rows, 300);
+    let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    assert_eq!(ok, "ok");
     assert_eq!(rows(&conn, "t")?, expected());
     Ok(())
 }

@@ -52,6 +52,7 @@ const ROWS_PER_SEND: usize = 512;
 /// bytes (a zip archive is tried as `.xlsx`, `.xlsb` then `.ods`; an OLE file as `.xls`).
 pub(crate) fn open(path: &Path) -> std::result::Result<Workbook, String> {
     use calamine::{open_workbook, Ods, Xls, Xlsb, Xlsx};
+    no_bomb(path, BOMB_FLOOR, BOMB_RATIO)?;
     let ext = path
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
@@ -84,6 +85,40 @@ pub(crate) fn open(path: &Path) -> std::result::Result<Workbook, String> {
             .map_err(|e| e.to_string()),
         _ => Err("not a workbook (neither a zip archive nor an OLE file)".into()),
     }
+}
+
+/// A part of a zip-based workbook may inflate past this many bytes only at a ratio to
+/// its compressed size that real workbooks have ([`BOMB_RATIO`]).
+const BOMB_FLOOR: u64 = 256 << 20;
+/// Real workbooks' XML inflates to about 5 times its compressed size (the 1M-row books
+/// of `bench/spreadsheets.py`: 4.3x and 5.0x), one text repeated on every row to a few
+/// hundred at most (each cell's reference differs); a zip bomb to about a thousand
+/// (deflate's limit).
+const BOMB_RATIO: u64 = 500;
+
+/// Refuses a zip archive with a part declared to inflate past `floor` bytes at more than
+/// `ratio` times its compressed size: calamine holds the shared strings, styles and any
+/// sheet it does not stream whole, and a streamed sheet's cell whole, so such a part
+/// would grow memory with the file's cleverness rather than its size. The zip reader
+/// holds every part to its declared size, so checking the declarations is enough. A file
+/// that is no zip archive passes (calamine tells what it is).
+fn no_bomb(path: &Path, floor: u64, ratio: u64) -> std::result::Result<(), String> {
+    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let Ok(mut zip) = zip::ZipArchive::new(std::io::BufReader::new(f)) else {
+        return Ok(());
+    };
+    for i in 0..zip.len() {
+        let part = zip.by_index_raw(i).map_err(|e| e.to_string())?;
+        let (inflated, compressed) = (part.size(), part.compressed_size().max(1));
+        if inflated > floor && inflated / compressed > ratio {
+            return Err(format!(
+                "part {:?} of the workbook inflates {compressed} bytes to {inflated} ({}x): refused as a zip bomb (real workbooks inflate less than {ratio}x)",
+                part.name().unwrap_or_else(|_| "?".into()),
+                inflated / compressed
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A workbook open for reading.
@@ -257,17 +292,9 @@ fn read(path: &Path, sheet: &str, out: &mut Out) -> std::result::Result<(), Stri
             let mut cells = x.worksheet_cells_reader(sheet).map_err(|e| e.to_string())?;
             out.last_row = u64::from(cells.dimensions().end.0) + 1;
             while let Some(cell) = cells.next_cell().map_err(|e| e.to_string())? {
-                let v = match cell.get_value() {
-                    DataRef::Empty => continue,
-                    DataRef::Int(i) => Value::Integer(*i),
-                    DataRef::Float(f) => number(*f),
-                    DataRef::String(s) => Value::Text(s.clone()),
-                    DataRef::SharedString(s) => Value::Text((*s).to_owned()),
-                    DataRef::Bool(b) => Value::Bool(*b),
-                    DataRef::DateTime(d) => date_time(d),
-                    DataRef::DateTimeIso(s) => Value::Date(iso_date(s)),
-                    DataRef::DurationIso(s) => Value::Date(iso_duration(s)),
-                    DataRef::Error(e) => Value::Error(e.to_string()),
+                // A shared string is copied here, once (the rows cross threads).
+                let Some(v) = value(Data::from(cell.get_value().clone())) else {
+                    continue;
                 };
                 if !out.cell(cell.get_position(), v) {
                     return Ok(());
@@ -282,17 +309,7 @@ fn read(path: &Path, sheet: &str, out: &mut Out) -> std::result::Result<(), Stri
             };
             out.last_row = range.end().map_or(0, |e| u64::from(e.0) + 1);
             for (r, c, d) in range.used_cells() {
-                let v = match d {
-                    Data::Empty => continue,
-                    Data::Int(i) => Value::Integer(*i),
-                    Data::Float(f) => number(*f),
-                    Data::String(s) => Value::Text(s.clone()),
-                    Data::Bool(b) => Value::Bool(*b),
-                    Data::DateTime(d) => date_time(d),
-                    Data::DateTimeIso(s) => Value::Date(iso_date(s)),
-                    Data::DurationIso(s) => Value::Date(iso_duration(s)),
-                    Data::Error(e) => Value::Error(e.to_string()),
-                };
+                let Some(v) = value(d.clone()) else { continue };
                 if !out.cell((r0 + r as u32, c0 + c as u32), v) {
                     return Ok(());
                 }
@@ -300,6 +317,21 @@ fn read(path: &Path, sheet: &str, out: &mut Out) -> std::result::Result<(), Stri
         }
     }
     Ok(())
+}
+
+/// A cell's value as loaded (the module comment); `None` for an empty cell.
+fn value(d: Data) -> Option<Value> {
+    Some(match d {
+        Data::Empty => return None,
+        Data::Int(i) => Value::Integer(i),
+        Data::Float(f) => number(f),
+        Data::String(s) => Value::Text(s),
+        Data::Bool(b) => Value::Bool(b),
+        Data::DateTime(d) => date_time(&d),
+        Data::DateTimeIso(s) => Value::Date(iso_date(&s)),
+        Data::DurationIso(s) => Value::Date(iso_duration(&s)),
+        Data::Error(e) => Value::Error(e.to_string()),
+    })
 }
 
 /// A number: an integer when whole and exact (CSV's rule for `3`), else a real.
@@ -395,6 +427,32 @@ fn iso_duration(s: &str) -> String {
 mod tests {
     use super::*;
     use calamine::{ExcelDateTime, ExcelDateTimeType};
+
+    /// A zip of one part: `n` spaces, deflated.
+    fn zip_of(path: &Path, name: &str, n: usize) {
+        use std::io::Write;
+        let mut w = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+        let o = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        w.start_file(name, o).unwrap();
+        w.write_all(&vec![b' '; n]).unwrap();
+        w.finish().unwrap();
+    }
+
+    #[test]
+    fn a_part_that_inflates_like_a_bomb_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let bomb = dir.path().join("bomb.xlsx");
+        zip_of(&bomb, "xl/sharedStrings.xml", 4 << 20);
+        let e = no_bomb(&bomb, 1 << 20, BOMB_RATIO).unwrap_err();
+        assert!(e.contains("part \"xl/sharedStrings.xml\""), "{e}");
+        assert!(e.contains("refused as a zip bomb"), "{e}");
+        // Under the floor, or not a zip archive: left to calamine.
+        assert_eq!(no_bomb(&bomb, 8 << 20, BOMB_RATIO), Ok(()));
+        let text = dir.path().join("fake.xlsx");
+        std::fs::write(&text, "id\n1\n").unwrap();
+        assert_eq!(no_bomb(&text, 0, 1), Ok(()));
+    }
 
     fn dt(v: f64, is_1904: bool) -> Value {
         date_time(&ExcelDateTime::new(v, ExcelDateTimeType::DateTime, is_1904))

@@ -31,7 +31,16 @@ use crate::types::{ColumnType, TypeGuess};
 /// The worksheets of the workbook at `path` that hold at least one value, in the
 /// workbook's order, and those that hold none.
 pub(crate) fn worksheets(path: &Path, name: &str) -> Result<(Vec<String>, Vec<String>)> {
-    cells::worksheets(path).map_err(|m| Error::usage(format!("{name}: {m}")))
+    cells::worksheets(path).map_err(|m| {
+        let pos = Position {
+            path: name.into(),
+            line: 0,
+            column: 0,
+            record: 0,
+            byte: 0,
+        };
+        Error::input(pos, None, m)
+    })
 }
 
 /// `A`, `B`, …, `Z`, `AA`, … for column `n` (from 1).
@@ -172,25 +181,20 @@ impl SheetSource {
                 }
                 Some((_, v)) => v,
             };
-            let s = match v {
-                Value::Integer(n) => Scalar::Integer(*n),
-                Value::Real(r) => Scalar::Real(*r),
-                Value::Bool(b) => Scalar::Bool(*b),
-                Value::Text(t) | Value::Date(t) => Scalar::Text(t),
-                Value::Error(e) => {
-                    self.errors.0 += 1;
-                    if self.errors.1.is_none() {
-                        self.errors.1 =
-                            Some(format!("{e} in {}{}", column_letters(column), row.number));
-                    }
-                    Scalar::Null
+            if let Value::Error(e) = v {
+                self.errors.0 += 1;
+                if self.errors.1.is_none() {
+                    self.errors.1 =
+                        Some(format!("{e} in {}{}", column_letters(column), row.number));
                 }
-            };
+            }
+            let s = scalar(v);
             if push_scalar(batch, s, ty, empty_null, &mut self.scratch) {
-                let (name, col) = (&self.name, &self.columns[i]);
-                let cell = format!("{}{}", column_letters(column), row.number);
-                self.mismatches
-                    .note(|| format!("{name}:{cell}: {s:?} in {ty} column {col:?}"));
+                let (name, col, n) = (&self.name, &self.columns[i], row.number);
+                self.mismatches.note(|| {
+                    let cell = column_letters(column);
+                    format!("{name}:{cell}{n}: {s:?} in {ty} column {col:?}")
+                });
             }
         }
         batch.finish_row(RowOrigin {
@@ -216,6 +220,18 @@ fn fields_json(row: &Row) -> serde_json::Value {
     serde_json::Value::Object(m)
 }
 
+/// A value as every typed input's values are stored ([`push_scalar`]): an error cell
+/// is NULL.
+fn scalar(v: &Value) -> Scalar<'_> {
+    match v {
+        Value::Integer(n) => Scalar::Integer(*n),
+        Value::Real(r) => Scalar::Real(*r),
+        Value::Bool(b) => Scalar::Bool(*b),
+        Value::Text(t) | Value::Date(t) => Scalar::Text(t),
+        Value::Error(_) => Scalar::Null,
+    }
+}
+
 /// What a value says for the header test.
 fn kind(v: &Value) -> Kind {
     match v {
@@ -232,7 +248,10 @@ fn kind(v: &Value) -> Kind {
 fn header_text(v: &Value) -> String {
     match v {
         Value::Integer(n) => n.to_string(),
-        Value::Real(r) => r.to_string(),
+        // As a real is written in a TEXT column (`1e300`, not 301 digits).
+        Value::Real(r) => {
+            serde_json::Number::from_f64(*r).map_or_else(String::new, |n| n.to_string())
+        }
         Value::Bool(b) => if *b { "TRUE" } else { "FALSE" }.to_owned(),
         Value::Text(t) | Value::Date(t) => t.clone(),
         Value::Error(_) => String::new(),
@@ -349,13 +368,7 @@ impl Source for SheetSource {
         for r in self.pending.iter().take(want) {
             for (c, v) in &r.cells {
                 if let Some(g) = c.checked_sub(lo).and_then(|k| guesses.get_mut(k as usize)) {
-                    g.add(match v {
-                        Value::Integer(n) => Scalar::Integer(*n).lexeme(),
-                        Value::Real(r) => Scalar::Real(*r).lexeme(),
-                        Value::Bool(b) => Scalar::Bool(*b).lexeme(),
-                        Value::Text(t) | Value::Date(t) => Scalar::Text(t).lexeme(),
-                        Value::Error(_) => Scalar::Null.lexeme(),
-                    });
+                    g.add(scalar(v).lexeme());
                 }
             }
         }
