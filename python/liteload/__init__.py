@@ -435,6 +435,8 @@ def import_file(
     record: Optional[str] = None,
     flatten: Union[bool, str] = False,
     sheet: Optional[str] = None,
+    nested: Literal["json", "tables"] = "json",
+    scalar_arrays: Literal["table", "json"] = "table",
     temporal: Literal["iso", "epoch"] = "iso",
     decimals: Literal["text", "real"] = "text",
     if_exists: IfExists = "fail",
@@ -510,7 +512,12 @@ def import_file(
     Arrow: ``flatten`` (True: the members of nested objects, the attributes and
     children of nested elements, or the fields of structs, become
     columns, ``owner_address_city``; a str: the separator instead of ``"_"``; arrays
-    stay JSON text). Spreadsheets (``.xlsx``, ``.xlsm``, ``.xlsb``, ``.xls``, ``.ods``):
+    stay JSON text). JSON, NDJSON: ``nested="tables"`` (every array in a record becomes
+    rows of a child table ``<table>_<key>``, in the same atomic load: each table gets
+    ``_id INTEGER PRIMARY KEY``, a child's rows ``_parent``, a FOREIGN KEY to the
+    parent's ``_id``, and ``_position`` from 0; an object element gives its members as
+    columns, another element the column ``value``), ``scalar_arrays="json"`` (an array
+    of scalars only stays JSON text). Spreadsheets (``.xlsx``, ``.xlsm``, ``.xlsb``, ``.xls``, ``.ods``):
     ``sheet`` (one worksheet, by name; default: every worksheet holding a value, each
     into a table named after it); numbers are INTEGER or REAL as in CSV, booleans 1/0,
     dates and times ISO 8601 text, error cells NULL with a note.

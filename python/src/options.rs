@@ -150,6 +150,16 @@ pub fn import(kw: &mut Keywords<'_>) -> PyResult<ImportOptions> {
     o.read.select = (!select.is_empty()).then_some(select);
     o.read.record = kw.option("record", "a str")?;
     o.read.sheet = kw.option("sheet", "a str")?;
+    let tables = kw.choice("nested", &[("json", false), ("tables", true)])?;
+    let scalars_json = kw.choice("scalar_arrays", &[("table", false), ("json", true)])?;
+    o.nested = match (tables.unwrap_or(false), scalars_json.unwrap_or(false)) {
+        (false, false) => liteload::Nested::Json,
+        (false, true) => {
+            return Err(kw.usage("scalar_arrays= applies with nested=\"tables\""));
+        }
+        (true, false) => liteload::Nested::Tables,
+        (true, true) => liteload::Nested::ObjectTables,
+    };
     o.read.flatten = {
         let v = kw.any("flatten")?;
         if let Ok(sep) = v.extract::<String>() {

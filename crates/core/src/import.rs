@@ -220,6 +220,12 @@ pub(crate) fn load(
         ..Summary::default()
     };
     let rejects = Mutex::new(Rejects::new(opts.rejects.as_deref(), opts.max_errors)?);
+    for bad in std::mem::take(&mut plan.rejected) {
+        rejects
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record(bad)?;
+    }
     for load in &mut plan.loads {
         let mut src = load.source(opts, progress, &mut summary)?;
         let sampled = SampledTable {
@@ -258,7 +264,11 @@ pub(crate) fn load(
         };
         summary.notes.extend(src.notes());
         summary.rows += rows;
-        if let [input @ Input::Path(_)] = load.inputs {
+        let listed = match (&load.listed, &*load.inputs) {
+            (Some(input), _) | (None, [input]) => Some(input),
+            _ => None,
+        };
+        if let Some(input @ Input::Path(_)) = listed {
             summary.files.push(crate::summary::LoadedFile {
                 input: input.display_name(),
                 table: plan.table.clone(),

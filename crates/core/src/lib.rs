@@ -65,7 +65,7 @@ pub use batch::{Batch, Cell, RowOrigin, TextSpan, Value};
 pub use durability::{Durability, FileSettings};
 pub use error::{Error, ErrorKind, Hint, Position, Result};
 pub use import::{import, import_into_connection};
-pub use options::{Engine, ImportOptions, OnConflict, Quoting, DEFAULT_ROWS_PER_STATEMENT};
+pub use options::{Engine, ImportOptions, Nested, OnConflict, Quoting, DEFAULT_ROWS_PER_STATEMENT};
 pub use plan::read_plan;
 pub use progress::{Progress, Stage};
 pub use schema::quote_ident;

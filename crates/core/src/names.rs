@@ -81,6 +81,19 @@ impl Names {
     }
 }
 
+impl Names {
+    /// As [`Names::allocate`], for a column: a column may start with `sqlite_`.
+    pub(crate) fn allocate_column(&mut self, wanted: &str) -> String {
+        if self.claim(wanted) {
+            return wanted.to_string();
+        }
+        (2u64..)
+            .map(|n| format!("{wanted}_{n}"))
+            .find(|n| self.claim(n))
+            .expect("some suffix is free")
+    }
+}
+
 /// The `CREATE INDEX` that gives `table` (in the database `conn` holds) the index `ix`
 /// asks for, under a name nothing in that database has; `None` when the table has such
 /// an index already (an append that asks again for the index it made).

@@ -169,6 +169,45 @@ pub struct ImportOptions {
     /// summary says it was a guess. Without it such input is an error that asks for
     /// the encoding.
     pub guess_encoding: bool,
+    /// JSON and NDJSON: what an array inside a record becomes (see [`Nested`]).
+    pub nested: Nested,
+}
+
+/// What an array inside a JSON record becomes.
+///
+/// With related tables, every table of the load gets an `_id INTEGER PRIMARY KEY`
+/// numbered from 1 in input order, and a child table (`<parent>_<key>`, the key's path
+/// joined by `_` when flattening) gets `_parent` (a FOREIGN KEY to its parent's `_id`,
+/// indexed) and `_position` (the element's place in its array, from 0). An element
+/// that is an object gives its members as columns (its own arrays recurse); any other
+/// element is the column `value` (an array in an array is then the child table
+/// `<child>_value`). An empty array gives no row. Every table is new: a table of the
+/// load that exists is replaced or refused as [`IfExists`] says, never appended to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Nested {
+    /// An array is one JSON text column, as any nested value.
+    #[default]
+    Json,
+    /// Every array becomes rows of a child table.
+    Tables,
+    /// An array holding an object or an array becomes rows of a child table; one of
+    /// scalars only (or an empty one) stays JSON text.
+    ObjectTables,
+}
+
+impl std::str::FromStr for Nested {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "json" => Ok(Nested::Json),
+            "tables" => Ok(Nested::Tables),
+            "object-tables" => Ok(Nested::ObjectTables),
+            other => Err(format!(
+                "unknown nested rule {other:?} (expected json, tables or object-tables)"
+            )),
+        }
+    }
 }
 
 /// Builder methods, one per common option, each returning the options: start from
@@ -315,6 +354,7 @@ impl Default for ImportOptions {
             verify: false,
             index_memory: 1 << 30,
             if_exists: IfExists::Append,
+            nested: Nested::Json,
             sniff: true,
             sniff_header: true,
             guess_encoding: false,

@@ -226,6 +226,25 @@ pub(crate) fn already_held(held: &[HeldIndex], ix: &IndexSpec) -> bool {
 /// `CREATE TABLE` for new columns with their types. A single INTEGER key column becomes
 /// `INTEGER PRIMARY KEY` (the rowid); other keys become a `PRIMARY KEY (…)` clause.
 pub fn create_sql(table: &str, columns: &[(String, ColumnType)], pk: &[String]) -> String {
+    create_sql_referencing(table, columns, pk, None)
+}
+
+/// A column that references the key of another table (a nested child's reference to
+/// its parent row), declared as a FOREIGN KEY.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ForeignKey {
+    pub(crate) column: String,
+    pub(crate) table: String,
+    pub(crate) key: String,
+}
+
+/// [`create_sql`], with `fk` declared as a table constraint.
+pub(crate) fn create_sql_referencing(
+    table: &str,
+    columns: &[(String, ColumnType)],
+    pk: &[String],
+    fk: Option<&ForeignKey>,
+) -> String {
     let single_int_pk = pk.len() == 1
         && columns
             .iter()
@@ -243,6 +262,14 @@ pub fn create_sql(table: &str, columns: &[(String, ColumnType)], pk: &[String]) 
     if !pk.is_empty() && !single_int_pk {
         let keys: Vec<String> = pk.iter().map(|k| quote_ident(k)).collect();
         parts.push(format!("PRIMARY KEY ({})", keys.join(", ")));
+    }
+    if let Some(fk) = fk {
+        parts.push(format!(
+            "FOREIGN KEY ({}) REFERENCES {} ({})",
+            quote_ident(&fk.column),
+            quote_ident(&fk.table),
+            quote_ident(&fk.key)
+        ));
     }
     create_table_sql(table, &parts)
 }

@@ -233,6 +233,33 @@ pub struct ImportArgs {
         help_heading = "Format"
     )]
     pub flatten_separator: String,
+    /// JSON, NDJSON: `tables` makes every array in a record rows of a child table,
+    /// named <table>_<key> (deeper arrays <table>_<key>_<key>), loaded in the same
+    /// atomic load: every table gets `_id INTEGER PRIMARY KEY` (1, 2, … in input
+    /// order), a child's rows `_parent` (its parent row's _id, a FOREIGN KEY, indexed)
+    /// and `_position` (the element's place, from 0). An object element gives its
+    /// members as columns; another element the column `value`. An empty array gives no
+    /// row. With --flatten, arrays inside nested objects are children too. `json`: an
+    /// array is JSON text, as every nested value.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "RULE",
+        default_value = "json",
+        help_heading = "Format"
+    )]
+    pub nested: NestedArg,
+    /// With --nested tables: `json` keeps an array of scalars only (or an empty one) as
+    /// JSON text in its parent's column; arrays holding objects or arrays are still
+    /// child tables.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "AS",
+        default_value = "table",
+        help_heading = "Format"
+    )]
+    pub scalar_arrays: ScalarArraysArg,
     /// Spreadsheets: load this worksheet only (into the table --table names, else one
     /// named after the sheet). Default: every worksheet that holds a value, each into a
     /// table named after it. A sheet's columns run from its leftmost to its rightmost
@@ -448,6 +475,18 @@ pub struct ImportArgs {
     pub rqlite: super::rqlite::RqliteArgs,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum NestedArg {
+    Json,
+    Tables,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScalarArraysArg {
+    Table,
+    Json,
+}
+
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum TemporalArg {
     Iso,
@@ -642,6 +681,16 @@ pub(crate) fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
         };
         built.verify = a.verify;
         built.index_memory = a.index_memory;
+        built.nested = match (a.nested, a.scalar_arrays) {
+            (NestedArg::Json, ScalarArraysArg::Table) => liteload::Nested::Json,
+            (NestedArg::Json, ScalarArraysArg::Json) => {
+                return Err(UsageError(
+                    "--scalar-arrays applies with --nested tables".into(),
+                ))
+            }
+            (NestedArg::Tables, ScalarArraysArg::Table) => liteload::Nested::Tables,
+            (NestedArg::Tables, ScalarArraysArg::Json) => liteload::Nested::ObjectTables,
+        };
         built.if_exists = match a.if_exists {
             IfExistsArg::Append => IfExists::Append,
             IfExistsArg::Fail => IfExists::Fail,

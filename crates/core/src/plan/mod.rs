@@ -14,14 +14,16 @@
 //! 16-24% of such a load (bench/README.md). A problem found then rolls the load back
 //! with everything else.
 
+mod nested;
 pub(crate) mod table;
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use crate::destination::{self, Destination};
 use crate::durability::Durability;
 use crate::error::{Error, Hint, Result};
-use crate::options::{Engine, ImportOptions, Quoting};
+use crate::options::{Engine, ImportOptions, Nested, Quoting};
 use crate::progress::Progress;
 use crate::schema::quote_ident;
 use crate::source::input::{default_table_name, Encoding};
@@ -97,6 +99,9 @@ pub(crate) struct TableShape {
     /// For a table of a spec that existed when planned: what the plan read of it, which
     /// the writer finds again inside its transaction or fails.
     pub(crate) continued: Option<Continued>,
+    /// A column referencing another table of the load (a nested child's parent), declared
+    /// when the load makes the table.
+    pub(crate) foreign_key: Option<crate::table::ForeignKey>,
 }
 
 /// A table whose rows a load of a spec continues (generate into a table it made
@@ -187,7 +192,10 @@ impl WriteRules {
 pub(crate) struct Load<'i> {
     /// One input, or typed inputs (Parquet, Arrow) of one schema; none for rows the
     /// program makes (generate's).
-    pub(crate) inputs: &'i [Input],
+    pub(crate) inputs: Cow<'i, [Input]>,
+    /// The input the summary lists the load under, when it is not `inputs` (a spool's
+    /// rows are the input's).
+    pub(crate) listed: Option<Input>,
     /// The name messages give the rows' source.
     pub(crate) name: String,
     /// How they are read (format, delimiter, quote, header, encoding, …).
@@ -220,6 +228,11 @@ pub(crate) struct ImportPlan<'i> {
     /// What the samples showed: notes, and values that look like another locale's.
     pub(crate) notes: Vec<String>,
     pub(crate) locale_hints: Vec<LocaleHint>,
+    /// Records the plan read and skipped (related tables split the input whole before
+    /// any load): the load's rejects take them first.
+    pub(crate) rejected: Vec<crate::source::BadRecord>,
+    /// The folder of the loads' spools, removed with the plan.
+    pub(crate) _spools: Option<tempfile::TempDir>,
 }
 
 /// Plans loading `inputs` into `dest` with `opts`: checks the options, reads what
@@ -235,6 +248,9 @@ pub(crate) fn plan<'i>(
     let mut resolved = Vec::with_capacity(inputs.len());
     for input in inputs {
         resolved.push(resolve(input, opts)?);
+    }
+    if opts.nested != Nested::Json {
+        return plan_nested(dest, inputs, resolved, opts, progress);
     }
     let formats: Vec<Format> = resolved.iter().map(|(ro, _)| ro.format).collect();
     let mut loads = vec![];
@@ -254,7 +270,8 @@ pub(crate) fn plan<'i>(
             continue;
         }
         loads.push(Load {
-            inputs,
+            inputs: Cow::Borrowed(inputs),
+            listed: None,
             name: input.display_name(),
             read,
             table: table_name(input, opts)?,
@@ -287,6 +304,84 @@ pub(crate) fn plan<'i>(
         sniffed,
         notes,
         locale_hints,
+        rejected: vec![],
+        _spools: None,
+    })
+}
+
+/// Plans a load of related tables (see [`nested`]): the one input split into a spool a
+/// table, each spool a load with its table's shape, sampled now.
+fn plan_nested<'i>(
+    dest: Dest<'_>,
+    inputs: &'i [Input],
+    resolved: Vec<(ReadOptions, Option<(Dialect, bool)>)>,
+    opts: &ImportOptions,
+    progress: &Progress,
+) -> Result<ImportPlan<'i>> {
+    let ([input], [(read, dialect)]) = (inputs, resolved.as_slice()) else {
+        return Err(Error::usage(
+            "related tables are made from one input at a time",
+        ));
+    };
+    if !opts.pk.is_empty() || opts.on_conflict != crate::OnConflict::Fail {
+        return Err(Error::usage(
+            "related tables are keyed by their own _id column: no primary key or conflict \
+             rule can be given",
+        ));
+    }
+    let sniffed = dialect
+        .iter()
+        .map(|(d, changed)| Sniffed {
+            input: input.display_name(),
+            described: d.describe(),
+            changed: *changed,
+            dialect: d.clone(),
+        })
+        .collect();
+    let table = table_name(input, opts)?;
+    let spooled = nested::spool(dest, input, read, &table, opts, progress)?;
+    if let Dest::File(db) = dest {
+        nested::refuse_existing(db, &spooled.tables, opts.if_exists)?;
+    }
+    progress
+        .bytes_total
+        .fetch_add(spooled.bytes, std::sync::atomic::Ordering::Relaxed);
+    let mut loads = nested::loads(&spooled, read, input);
+    // The types the options give are the records' table's.
+    let children = ImportOptions {
+        types: vec![],
+        ..opts.clone()
+    };
+    let (mut notes, mut locale_hints) = (spooled.notes, vec![]);
+    for (i, load) in loads.iter_mut().enumerate() {
+        let sampled = load.open(if i == 0 { opts } else { &children }, progress)?;
+        (load.columns, load.types) = (sampled.columns, sampled.types);
+        // A spool's notes are its table's: named as the load is, not by the spool.
+        let spool = load.inputs[0].display_name();
+        notes.extend(
+            sampled
+                .notes
+                .into_iter()
+                .map(|n| match n.strip_prefix(&spool) {
+                    Some(rest) => format!("{}{rest}", load.name),
+                    None => n,
+                }),
+        );
+        locale_hints.extend(sampled.locale_hints);
+        load.source = Some(sampled.src);
+        load.sampled = true;
+    }
+    let engine = choose_engine_saying(dest, &loads, true, opts, &mut notes)?;
+    Ok(ImportPlan {
+        loads,
+        engine,
+        rules: WriteRules::of(opts),
+        shapes: spooled.shapes,
+        sniffed,
+        notes,
+        locale_hints,
+        rejected: spooled.rejected,
+        _spools: Some(spooled.dir),
     })
 }
 
@@ -310,7 +405,8 @@ pub(crate) fn plan_tables<'i>(
     let mut loads = vec![];
     for (i, shape) in shapes.iter().enumerate() {
         let mut load = Load {
-            inputs: &inputs[i..i + 1],
+            inputs: Cow::Borrowed(&inputs[i..i + 1]),
+            listed: None,
             name: inputs[i].display_name(),
             read: read.clone(),
             table: shape.table.clone(),
@@ -335,6 +431,8 @@ pub(crate) fn plan_tables<'i>(
         sniffed: vec![],
         notes,
         locale_hints: vec![],
+        rejected: vec![],
+        _spools: None,
     })
 }
 
@@ -374,7 +472,8 @@ pub(crate) fn plan_source(
         first_rowid = continued.last_rowid + 1;
     }
     let load = Load {
-        inputs: &[],
+        inputs: Cow::Borrowed(&[]),
+        listed: None,
         name: name.to_string(),
         read: ReadOptions::default(),
         table: shape.table.clone(),
@@ -391,6 +490,8 @@ pub(crate) fn plan_source(
         sniffed: vec![],
         notes: vec![],
         locale_hints: vec![],
+        rejected: vec![],
+        _spools: None,
     })
 }
 
@@ -932,7 +1033,8 @@ fn sheet_loads<'i>(
     let Input::Path(path) = input else {
         // The reader says why it cannot read it.
         loads.push(Load {
-            inputs,
+            inputs: Cow::Borrowed(inputs),
+            listed: None,
             name: display,
             read: read.clone(),
             table: table_name(input, opts)?,
@@ -971,7 +1073,8 @@ fn sheet_loads<'i>(
             .with_hint(Hint::Table));
         }
         loads.push(Load {
-            inputs,
+            inputs: Cow::Borrowed(inputs),
+            listed: None,
             name: format!("{display}[{sheet}]"),
             read: ReadOptions {
                 sheet: Some(sheet),

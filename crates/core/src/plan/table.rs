@@ -104,7 +104,8 @@ pub(crate) fn decide(
             .zip(inferred.iter().copied())
             .collect();
         let mut statements = statements;
-        statements.push(table::create_sql(table, &cols, pk));
+        let fk = shape.and_then(|s| s.foreign_key.as_ref());
+        statements.push(table::create_sql_referencing(table, &cols, pk, fk));
         Ok(TableDecision {
             statements,
             creates: true,

@@ -325,6 +325,12 @@ fn import_rows(
             "parsing alone writes nothing: it needs no cluster",
         ));
     }
+    if opts.nested != crate::Nested::Json {
+        return Err(Error::usage(
+            "related tables are loaded into an empty cluster (booted with a file made \
+             whole) or a file; this cluster holds data",
+        ));
+    }
     let mut plan = plan::plan(Dest::Cluster, inputs, opts, progress)?;
     write_rows(client, &mut plan, None, opts, ropts, progress, start)
 }

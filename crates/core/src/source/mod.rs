@@ -13,7 +13,7 @@ pub(crate) mod delimited;
 pub mod head;
 pub mod input;
 pub(crate) mod json;
-mod keys;
+pub(crate) mod keys;
 pub mod locale;
 #[cfg(test)]
 mod outcome;
@@ -450,6 +450,41 @@ pub fn open_source(
         )),
         Format::Parquet | Format::Arrow | Format::Xml | Format::Spreadsheet => {
             unreachable!("typed formats, XML and spreadsheets are opened above")
+        }
+    })
+}
+
+/// The objects of the JSON or NDJSON `input` read with `opts`, in order, on the
+/// calling thread: for a reader that takes each record whole (nested arrays split into
+/// related tables). Bytes read count in `progress`, and a cancel stops the next read.
+pub(crate) fn open_objects(
+    input: &Input,
+    opts: &ReadOptions,
+    progress: &Progress,
+) -> Result<json::ObjectStream> {
+    let name = input.display_name();
+    let reader = input::open(
+        input,
+        opts.encoding,
+        progress.bytes_read.clone(),
+        Some(progress.cancel_flag()),
+    )?;
+    Ok(match opts.format {
+        Format::Ndjson => json::ObjectStream::lines(reader, opts.max_record_bytes),
+        Format::Json => {
+            let wanted = match &opts.record {
+                Some(path) => Some(
+                    json::record_path::parse(path)
+                        .map_err(|m| Error::usage(format!("{name}: {m}")))?,
+                ),
+                None => None,
+            };
+            json::ObjectStream::array(reader, opts.max_record_bytes, wanted)
+        }
+        other => {
+            return Err(Error::usage(format!(
+                "{name}: related tables are made from JSON and NDJSON, not {other:?}"
+            )))
         }
     })
 }

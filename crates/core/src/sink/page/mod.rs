@@ -571,19 +571,22 @@ impl Sink for PageSink<'_> {
             (None, None) => {
                 crate::schema::check_new_table(name, columns.iter().map(String::as_str))?;
                 let pk: Vec<String> = rowid.iter().map(|&i| columns[i].clone()).collect();
-                table::create_sql(name, &cols, &pk)
+                let fk = shape.as_ref().and_then(|s| s.foreign_key.as_ref());
+                table::create_sql_referencing(name, &cols, &pk, fk)
             }
         };
         let (mut db, grows) = match self.between.take() {
-            // The next table of a load of several, in the same file: its columns are fixed.
-            Some(db) => (db, false),
+            // The next table of a load of several, in the same file.
+            Some(db) => (db, sampled.grows),
             None => (self.create_file()?, sampled.grows),
         };
         let path = self.writing.clone().expect("a table begun has its file");
         let spill_dir = spill_dir_of(&path);
         let mut rows = self.rows_for(&indexes, columns, rowid, &spill_dir, 1);
         if grows {
-            rows = rows.growing(name, cols.clone());
+            let pk: Vec<String> = rowid.iter().map(|&i| columns[i].clone()).collect();
+            let fk = shape.as_ref().and_then(|s| s.foreign_key.clone());
+            rows = rows.growing(name, cols.clone(), pk, fk);
         }
         let table = db.table(name, &create).detach();
         Ok(self.building(
@@ -796,7 +799,7 @@ impl PageSink<'_> {
                 let indexes = self.indexes.clone();
                 let mut rows = self.rows_for(&indexes, columns, None, &spill_dir, 1);
                 if sampled.grows {
-                    rows = rows.growing(table, cols.clone());
+                    rows = rows.growing(table, cols.clone(), vec![], None);
                 }
                 (
                     table.to_string(),
@@ -1451,6 +1454,15 @@ fn merge_index(
     w.free(freed).map_err(writing)
 }
 
+/// A table that gains columns as its rows arrive: its `CREATE TABLE` is made again from
+/// these, its key and reference kept.
+struct Growth {
+    name: String,
+    columns: Vec<(String, ColumnType)>,
+    pk: Vec<String>,
+    fk: Option<crate::table::ForeignKey>,
+}
+
 /// What turns batches into a table's rows for the page writer: row `i` of the load gets
 /// rowid `first_rowid + i`, and its index entries are gathered as it goes.
 struct Rows {
@@ -1471,7 +1483,7 @@ struct Rows {
     record: RecordBuilder,
     /// For a table that may gain columns as the rows arrive (JSON keys first seen after
     /// the sample): its name and columns so far (see [`Rows::growing`]).
-    growth: Option<(String, Vec<(String, ColumnType)>)>,
+    growth: Option<Growth>,
 }
 
 impl Rows {
@@ -1502,15 +1514,26 @@ impl Rows {
     /// gain columns at its end (see [`BatchSink::add_columns`]): rows written before hold
     /// fewer columns, which SQLite reads as NULL, as after `ALTER TABLE ... ADD COLUMN`.
     /// The table's text is rewritten to name them all.
-    fn growing(mut self, name: &str, columns: Vec<(String, ColumnType)>) -> Self {
+    fn growing(
+        mut self,
+        name: &str,
+        columns: Vec<(String, ColumnType)>,
+        pk: Vec<String>,
+        fk: Option<crate::table::ForeignKey>,
+    ) -> Self {
         debug_assert_eq!(columns.len(), self.layout.len());
-        self.growth = Some((name.to_string(), columns));
+        self.growth = Some(Growth {
+            name: name.to_string(),
+            columns,
+            pk,
+            fk,
+        });
         self
     }
 
     /// The table's columns, those it gained included (`None` unless [`Rows::growing`]).
     fn columns(&self) -> Option<&[(String, ColumnType)]> {
-        self.growth.as_ref().map(|(_, c)| c.as_slice())
+        self.growth.as_ref().map(|g| g.columns.as_slice())
     }
 
     /// Also gathers the entries of these indexes (see [`Rows::into_indexes`]).
@@ -1641,7 +1664,13 @@ impl Rows {
         table: &mut TableWriter<'_, SeqFile>,
         columns: &[(String, ColumnType)],
     ) -> Result<()> {
-        let Some((name, cols)) = &mut self.growth else {
+        let Some(Growth {
+            name,
+            columns: cols,
+            pk,
+            fk,
+        }) = &mut self.growth
+        else {
             return Err(
                 Error::usage("the direct engine writes a fixed set of columns")
                     .with_hint(Hint::SqliteEngine),
@@ -1660,7 +1689,12 @@ impl Rows {
         // The batch columns stay in table order: the new ones come last in both.
         let first = self.layout.iter().flatten().count();
         self.layout.extend((first..first + columns.len()).map(Some));
-        table.set_sql(&crate::table::create_sql(name, cols, &[]));
+        table.set_sql(&crate::table::create_sql_referencing(
+            name,
+            cols,
+            pk,
+            fk.as_ref(),
+        ));
         Ok(())
     }
 }

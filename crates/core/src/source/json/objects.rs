@@ -140,13 +140,31 @@ impl ObjectStream {
 
     /// The next object, a skippable bad value, or `None` at the end. An `Err` is fatal:
     /// a syntax error the stream cannot continue after.
-    pub(super) fn next(&mut self) -> std::result::Result<Option<Item>, Fatal> {
+    pub(crate) fn next(&mut self) -> std::result::Result<Option<Item>, Fatal> {
         match self {
             ObjectStream::Lines(l) => l
                 .next_item()
                 .map_err(|(line, column, m)| Fatal::new(line, column, m)),
             ObjectStream::Array(a) => a.next(),
         }
+    }
+
+    /// As [`next`](Self::next), an object's members parsed by [`parse_lossless_deep`].
+    pub(crate) fn next_deep(&mut self) -> std::result::Result<Option<Item>, Fatal> {
+        Ok(match self {
+            ObjectStream::Lines(l) => match l
+                .next_line()
+                .map_err(|(line, column, m)| Fatal::new(line, column, m))?
+            {
+                None => None,
+                Some(Err(bad)) => Some(Item::Bad(bad)),
+                Some(Ok(raw)) => Some(line_item_by(&raw, parse_lossless_deep)),
+            },
+            ObjectStream::Array(a) => match a.next_raw()? {
+                None => None,
+                Some(el) => Some(el.item_by(parse_lossless_deep)?),
+            },
+        })
     }
 
     /// As [`next`](Self::next), with the text the value was read from when it was read
@@ -197,6 +215,48 @@ pub fn parse_lossless(text: &[u8]) -> serde_json::Result<Value> {
                 }
             }
         }
+    }
+    Ok(v)
+}
+
+/// Parses JSON text as [`parse_lossless`] does for a member's value, at every depth:
+/// an integer literal beyond the 64-bit range (or `-0`) anywhere in the value is a
+/// string of its digits, and arrays and objects stay themselves (for a reader that
+/// takes them apart). Only a value holding such a literal is read twice.
+pub fn parse_lossless_deep(text: &[u8]) -> serde_json::Result<Value> {
+    fn keep(v: &mut Value, text: &str) -> serde_json::Result<()> {
+        match v {
+            Value::Number(_) => {
+                let t = text.trim();
+                if !t.contains(['.', 'e', 'E']) {
+                    *v = Value::String(t.to_string());
+                }
+            }
+            Value::Array(a) => {
+                let raw: Vec<&serde_json::value::RawValue> = serde_json::from_str(text)?;
+                for (x, r) in a.iter_mut().zip(raw) {
+                    if maybe_rounded(x) {
+                        keep(x, r.get())?;
+                    }
+                }
+            }
+            Value::Object(m) => {
+                let raw: HashMap<String, &serde_json::value::RawValue> =
+                    serde_json::from_str(text)?;
+                for (k, x) in m.iter_mut() {
+                    if let Some(r) = raw.get(k).filter(|_| maybe_rounded(x)) {
+                        keep(x, r.get())?;
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+    let mut v: Value = serde_json::from_slice(text)?;
+    if maybe_rounded(&v) {
+        let text = std::str::from_utf8(text).map_err(serde::de::Error::custom)?;
+        keep(&mut v, text)?;
     }
     Ok(v)
 }
@@ -384,9 +444,14 @@ impl LineObjects {
 
 /// What a line of newline-delimited JSON holds: an object, or a bad line.
 pub(super) fn line_item(raw: &RawLine<'_>) -> Item {
+    line_item_by(raw, parse_lossless)
+}
+
+/// [`line_item`], the object parsed by `parse`.
+fn line_item_by(raw: &RawLine<'_>, parse: fn(&[u8]) -> serde_json::Result<Value>) -> Item {
     {
         let (line, column, byte) = (raw.line, raw.column, raw.byte);
-        match parse_lossless(raw.text) {
+        match parse(raw.text) {
             Ok(Value::Object(map)) => Item::Obj(Obj {
                 map,
                 line,
@@ -560,7 +625,7 @@ pub struct ArrayObjects {
 impl ArrayObjects {
     /// Where the records' array was found: `None` before its `[` is read, or when it
     /// is the top-level value.
-    pub(super) fn wrapping(&self) -> Option<&Wrapping> {
+    pub(crate) fn wrapping(&self) -> Option<&Wrapping> {
         self.wrapping.as_ref()
     }
 
@@ -891,13 +956,21 @@ pub struct RawElement {
 impl RawElement {
     /// The element as the slow path reads it: an object, or a bad value.
     pub(super) fn item(self) -> std::result::Result<Item, Fatal> {
+        self.item_by(parse_lossless)
+    }
+
+    /// [`item`](Self::item), the object parsed by `parse`.
+    fn item_by(
+        self,
+        parse: fn(&[u8]) -> serde_json::Result<Value>,
+    ) -> std::result::Result<Item, Fatal> {
         let RawElement {
             raw,
             line,
             column,
             byte,
         } = self;
-        match parse_lossless(raw.get().as_bytes()) {
+        match parse(raw.get().as_bytes()) {
             Ok(Value::Object(map)) => Ok(Item::Obj(Obj {
                 map,
                 line,

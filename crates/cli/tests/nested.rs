@@ -1,0 +1,247 @@
+//! `liteload import --nested tables`: an export's records at a path into parent and
+//! child tables through the command, both writers, the notes, the exit codes, and no
+//! spool left beside the target whether the load succeeds or fails. The mapping itself
+//! is tested against a reference in `crates/core/tests/nested.rs`.
+
+mod common;
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use common::checked_rows;
+use predicates::prelude::*;
+use rusqlite::types::Value;
+
+fn liteload(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("liteload").expect("the binary");
+    c.current_dir(dir);
+    c
+}
+
+const EXPORT: &str = r#"{"Version": "5.5", "List": [
+  {"id": 1, "customer": {"name": "Zoë"}, "items": [
+     {"sku": "a", "qty": 2, "discounts": [{"code": "X", "pct": 5}, {"code": "Y", "pct": 1}]},
+     {"sku": "b", "qty": 1, "discounts": []}],
+   "tags": ["new", "gift"]},
+  {"id": 2, "_id": "theirs", "items": [], "tags": null},
+  {"id": 3, "items": [{"sku": "c", "qty": 7}], "tags": [["x", 1]]}
+]}"#;
+
+/// No spool folder is left in `dir`.
+fn no_spool(dir: &Path) {
+    let left: Vec<String> = std::fs::read_dir(dir)
+        .expect("the folder")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|n| n.starts_with(".liteload-nested"))
+        .collect();
+    assert!(left.is_empty(), "spools left: {left:?}");
+}
+
+/// `liteload import o.db orders.json --nested tables ARGS` in `dir`.
+fn load_nested(dir: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
+    liteload(dir)
+        .args(["import", "o.db", "orders.json", "--nested", "tables"])
+        .args(args)
+        .assert()
+}
+
+/// `sql`'s rows from `dir/o.db`, SQLite's check passed.
+fn query(dir: &Path, sql: &str) -> Vec<Vec<Value>> {
+    checked_rows(&dir.join("o.db"), sql).expect(sql)
+}
+
+fn ints(v: &[i64]) -> Vec<Value> {
+    v.iter().map(|&i| Value::Integer(i)).collect()
+}
+
+#[test]
+fn an_export_loads_into_parent_and_child_tables_by_either_writer() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    std::fs::write(dir.path().join("orders.json"), EXPORT).expect("write");
+    for engine in ["auto", "sqlite"] {
+        let db = dir.path().join(format!("{engine}.db"));
+        liteload(dir.path())
+            .args(["import", db.to_str().unwrap(), "orders.json", "--nested", "tables"])
+            .args(["--engine", engine])
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(
+                "the records are the objects of the array at List",
+            ))
+            .stderr(predicate::str::contains(
+                r#"table "orders": the member at "_id" is stored in column "_id_2": the name is taken"#,
+            ));
+        no_spool(dir.path());
+        let orders = checked_rows(
+            &db,
+            "SELECT _id, id, customer, _id_2, tags FROM orders ORDER BY _id",
+        )
+        .expect("orders");
+        assert_eq!(
+            orders,
+            [
+                vec![
+                    Value::Integer(1),
+                    Value::Integer(1),
+                    Value::Text(r#"{"name":"Zoë"}"#.into()),
+                    Value::Null,
+                    Value::Null
+                ],
+                vec![
+                    Value::Integer(2),
+                    Value::Integer(2),
+                    Value::Null,
+                    Value::Text("theirs".into()),
+                    Value::Null
+                ],
+                vec![
+                    Value::Integer(3),
+                    Value::Integer(3),
+                    Value::Null,
+                    Value::Null,
+                    Value::Null
+                ],
+            ]
+        );
+        let items = checked_rows(
+            &db,
+            "SELECT _id, _parent, _position, sku, qty FROM orders_items ORDER BY _id",
+        )
+        .expect("items");
+        let text = |s: &str| Value::Text(s.into());
+        assert_eq!(
+            items,
+            [
+                [ints(&[1, 1, 0]), vec![text("a"), Value::Integer(2)]].concat(),
+                [ints(&[2, 1, 1]), vec![text("b"), Value::Integer(1)]].concat(),
+                [ints(&[3, 3, 0]), vec![text("c"), Value::Integer(7)]].concat(),
+            ]
+        );
+        let discounts = checked_rows(
+            &db,
+            "SELECT _parent, _position, code, pct FROM orders_items_discounts ORDER BY _id",
+        )
+        .expect("discounts");
+        assert_eq!(
+            discounts,
+            [
+                [ints(&[1, 0]), vec![text("X"), Value::Integer(5)]].concat(),
+                [ints(&[1, 1]), vec![text("Y"), Value::Integer(1)]].concat(),
+            ]
+        );
+        let tags = checked_rows(
+            &db,
+            "SELECT _parent, _position, value FROM orders_tags ORDER BY _id",
+        )
+        .expect("tags");
+        assert_eq!(
+            tags,
+            [
+                [ints(&[1, 0]), vec![text("new")]].concat(),
+                [ints(&[1, 1]), vec![text("gift")]].concat(),
+                [ints(&[3, 0]), vec![Value::Null]].concat(),
+            ]
+        );
+        let inner = checked_rows(
+            &db,
+            "SELECT _parent, _position, value FROM orders_tags_value ORDER BY _id",
+        )
+        .expect("arrays in arrays");
+        assert_eq!(
+            inner,
+            [
+                [ints(&[3, 0]), vec![text("x")]].concat(),
+                [ints(&[3, 1]), vec![text("1")]].concat(),
+            ]
+        );
+        let fk = checked_rows(&db, "SELECT count(*) FROM pragma_foreign_key_check").expect("fk");
+        assert_eq!(fk, [[Value::Integer(0)]]);
+        let indexes = checked_rows(
+            &db,
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND sql LIKE '%(\"_parent\")'",
+        )
+        .expect("indexes");
+        assert_eq!(indexes, [[Value::Integer(4)]], "an index on each _parent");
+    }
+}
+
+#[test]
+fn scalar_arrays_stay_json_text_when_asked() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    std::fs::write(dir.path().join("orders.json"), EXPORT).expect("write");
+    load_nested(dir.path(), &["--scalar-arrays", "json"]).success();
+    let tags = query(dir.path(), "SELECT tags FROM orders ORDER BY _id");
+    assert_eq!(
+        tags,
+        [
+            vec![Value::Text(r#"["new","gift"]"#.into())],
+            vec![Value::Null],
+            vec![Value::Null],
+        ]
+    );
+    let tables = query(
+        dir.path(),
+        "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name",
+    );
+    let names: Vec<Value> = [
+        "orders",
+        "orders_items",
+        "orders_items_discounts",
+        "orders_tags",
+    ]
+    .iter()
+    .map(|n| Value::Text(n.to_string()))
+    .collect();
+    assert_eq!(
+        tables,
+        names.into_iter().map(|n| vec![n]).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn refusals_write_nothing_and_leave_no_spool() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    std::fs::write(dir.path().join("orders.json"), EXPORT).expect("write");
+    // Without --nested tables: a usage error.
+    liteload(dir.path())
+        .args(["import", "o.db", "orders.json", "--scalar-arrays", "json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--scalar-arrays applies with --nested tables",
+        ));
+    // A primary key: usage.
+    load_nested(dir.path(), &["--pk", "id"])
+        .code(2)
+        .stderr(predicate::str::contains("keyed by their own _id column"));
+    assert!(!dir.path().join("o.db").exists());
+    // A syntax error in the document after the records: bad input at its place.
+    std::fs::write(dir.path().join("broken.json"), &EXPORT[..EXPORT.len() - 1]).expect("write");
+    liteload(dir.path())
+        .args(["import", "o.db", "broken.json", "--nested", "tables"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("broken.json:8:2: expected"));
+    assert!(!dir.path().join("o.db").exists());
+    no_spool(dir.path());
+    // A table of the load that exists: refused, the file as it was.
+    load_nested(dir.path(), &[]).success();
+    let before = std::fs::read(dir.path().join("o.db")).expect("read");
+    load_nested(dir.path(), &[])
+        .failure()
+        .stderr(predicate::str::contains(r#"table "orders" exists already"#));
+    assert_eq!(
+        std::fs::read(dir.path().join("o.db")).expect("read"),
+        before
+    );
+    no_spool(dir.path());
+    // Replaced, the rows are the input's once.
+    load_nested(dir.path(), &["--if-exists", "replace"]).success();
+    let n = query(dir.path(), "SELECT count(*) FROM orders_items");
+    assert_eq!(n, [[Value::Integer(3)]]);
+}

@@ -1,0 +1,425 @@
+//! Related tables from nested JSON (`Nested::Tables`, `Nested::ObjectTables`), against a
+//! reference written here: random nested documents (hostile keys that collide with the
+//! reserved columns and with each other by case, empty arrays, nulls where objects
+//! were, objects where scalars were, arrays in arrays, repeated keys) are split by the
+//! documented rules into tables of rows, each inserted by SQLite's own INSERT into a
+//! table of the schema liteload made; every table must then read back the same, and
+//! SQLite's `integrity_check` and `foreign_key_check` be clean. Both writers (the page
+//! writer into a new file, SQLite's insert path), both layouts (NDJSON, a JSON array),
+//! with and without flattening.
+
+use std::collections::{HashMap, HashSet};
+
+use liteload::{import, Engine, ImportOptions, Input, Nested, Progress};
+use proptest::prelude::*;
+use rusqlite::types::Value as Sql;
+use rusqlite::Connection;
+use serde_json::{Map, Value};
+
+type R<T = ()> = Result<T, Box<dyn std::error::Error>>;
+
+/// A table of the reference: its name, columns (by key path) and rows.
+struct Table {
+    name: String,
+    children: HashMap<String, usize>,
+    columns: Vec<(String, String)>,
+    taken: HashSet<String>,
+    rows: Vec<Vec<(String, Value)>>,
+}
+
+/// The documented rules, written plainly: every table `_id` from 1; a child's rows
+/// `_parent` and `_position`; an object element's members its columns, another element
+/// `value`; a key whose name is taken (ignoring ASCII case) gets `_2`, `_3`, …; a blank
+/// key is `c<place>`; child tables `<parent>_<key path joined by _>`, named apart the
+/// same way.
+struct Model {
+    tables: Vec<Table>,
+    names: HashSet<String>,
+    rule: Nested,
+    flatten: Option<String>,
+}
+
+fn free(taken: &mut HashSet<String>, wanted: &str) -> String {
+    if taken.insert(wanted.to_ascii_lowercase()) {
+        return wanted.to_string();
+    }
+    (2..)
+        .map(|n| format!("{wanted}_{n}"))
+        .find(|n| taken.insert(n.to_ascii_lowercase()))
+        .unwrap()
+}
+
+impl Model {
+    fn new(top: &str, rule: Nested, flatten: Option<String>) -> Model {
+        let mut m = Model {
+            tables: vec![],
+            names: HashSet::new(),
+            rule,
+            flatten,
+        };
+        m.names.insert(top.to_ascii_lowercase());
+        m.table(top.to_string(), false);
+        m
+    }
+
+    fn table(&mut self, name: String, child: bool) -> usize {
+        let reserved: &[&str] = if child {
+            &["_id", "_parent", "_position"]
+        } else {
+            &["_id"]
+        };
+        self.tables.push(Table {
+            name,
+            children: HashMap::new(),
+            // (Reserved columns have no key: U+0001 is none here.)
+            columns: reserved
+                .iter()
+                .map(|r| ("\u{1}".to_string(), r.to_string()))
+                .collect(),
+            taken: reserved.iter().map(|r| r.to_string()).collect(),
+            rows: vec![],
+        });
+        self.tables.len() - 1
+    }
+
+    fn column(&mut self, t: usize, key: &str) -> String {
+        let tb = &mut self.tables[t];
+        if let Some((_, c)) = tb.columns.iter().find(|(k, _)| k == key) {
+            return c.clone();
+        }
+        let joined = key.replace('\0', self.flatten.as_deref().unwrap_or("_"));
+        let wanted = if joined.trim().is_empty() {
+            format!("c{}", tb.columns.len() + 1)
+        } else {
+            joined
+        };
+        let c = free(&mut tb.taken, &wanted);
+        tb.columns.push((key.to_string(), c.clone()));
+        c
+    }
+
+    fn row(&mut self, t: usize, obj: &Map<String, Value>, parent: Option<(i64, usize)>) {
+        let id = self.tables[t].rows.len() as i64 + 1;
+        // The row's place is taken first: its children come after it in no table of its.
+        self.tables[t].rows.push(vec![]);
+        let mut cells = vec![("_id".to_string(), Value::from(id))];
+        if let Some((p, pos)) = parent {
+            cells.push(("_parent".into(), Value::from(p)));
+            cells.push(("_position".into(), Value::from(pos)));
+        }
+        for (k, v) in obj {
+            self.member(t, id, k.clone(), k.clone(), v, &mut cells);
+        }
+        self.tables[t].rows[id as usize - 1] = cells;
+    }
+
+    fn member(
+        &mut self,
+        t: usize,
+        id: i64,
+        key: String,
+        tkey: String,
+        v: &Value,
+        cells: &mut Vec<(String, Value)>,
+    ) {
+        let rule = self.rule;
+        let takes = |a: &Vec<Value>| match rule {
+            Nested::Tables => true,
+            _ => a.iter().any(|e| e.is_object() || e.is_array()),
+        };
+        match v {
+            Value::Array(a) if takes(a) => {
+                let c = match self.tables[t].children.get(&key) {
+                    Some(&c) => c,
+                    None => {
+                        let name =
+                            free(&mut self.names, &format!("{}_{tkey}", self.tables[t].name));
+                        let c = self.table(name, true);
+                        self.tables[t].children.insert(key.clone(), c);
+                        c
+                    }
+                };
+                for (i, el) in a.iter().enumerate() {
+                    let obj = match el {
+                        Value::Object(m) => m.clone(),
+                        other => Map::from_iter([("value".to_string(), other.clone())]),
+                    };
+                    self.row(c, &obj, Some((id, i)));
+                }
+            }
+            Value::Object(m) if self.flatten.is_some() => {
+                // The path's keys, told apart from a key holding the separator.
+                for (k, v) in m {
+                    self.member(
+                        t,
+                        id,
+                        format!("{key}\0{k}"),
+                        format!("{tkey}_{k}"),
+                        v,
+                        cells,
+                    );
+                }
+            }
+            v => {
+                let c = self.column(t, &key);
+                cells.push((c, v.clone()));
+            }
+        }
+    }
+}
+
+/// A JSON value as the flat JSON reader gives it to a column declared `declared`,
+/// before affinity: nested values as their JSON text, booleans 1/0, a real in a TEXT
+/// column as serde_json writes it (`1e+300`, `2.0`: docs/import.md), an empty string
+/// in an INTEGER or REAL column NULL.
+fn sql_of(v: &Value, declared: &str) -> Sql {
+    match v {
+        Value::Number(n) if declared == "TEXT" && n.is_f64() => Sql::Text(n.to_string()),
+        // An empty string is NULL in a typed column (nulls "typed", the default).
+        Value::String(t) if t.is_empty() && matches!(declared, "INTEGER" | "REAL") => Sql::Null,
+        Value::Null => Sql::Null,
+        Value::Bool(b) => Sql::Integer(i64::from(*b)),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Sql::Integer(i),
+            None => Sql::Real(n.as_f64().unwrap()),
+        },
+        Value::String(s) => Sql::Text(s.clone()),
+        other => Sql::Text(serde_json::to_string(other).unwrap()),
+    }
+}
+
+fn rows(conn: &Connection, table: &str) -> R<Vec<Vec<Sql>>> {
+    let q = format!(
+        "SELECT * FROM \"{}\" ORDER BY _id",
+        table.replace('"', "\"\"")
+    );
+    let mut stmt = conn.prepare(&q)?;
+    let n = stmt.column_count();
+    let got = stmt
+        .query_map([], |r| (0..n).map(|i| r.get::<_, Sql>(i)).collect())?
+        .collect::<Result<Vec<Vec<Sql>>, _>>()?;
+    Ok(got)
+}
+
+fn columns(conn: &Connection, table: &str) -> R<Vec<String>> {
+    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid")?;
+    let got = stmt
+        .query_map([table], |r| r.get(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(got)
+}
+
+/// Loads `records` with `opts` and compares every table with the model's rows inserted
+/// by SQLite into the schema liteload made.
+fn check(records: &[Value], ndjson: bool, opts: &ImportOptions) -> R {
+    let dir = tempfile::tempdir()?;
+    let text = if ndjson {
+        records
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect::<String>()
+    } else {
+        serde_json::to_string(records)?
+    };
+    let name = if ndjson { "t.ndjson" } else { "t.json" };
+    let input = dir.path().join(name);
+    std::fs::write(&input, &text)?;
+    let db = dir.path().join("out.db");
+    import(&db, &[Input::Path(input)], opts, &Progress::default())?;
+    let mut model = Model::new("t", opts.nested, opts.read.flatten.clone());
+    for r in records {
+        model.row(0, r.as_object().unwrap(), None);
+    }
+    let conn = Connection::open(&db)?;
+    let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    assert_eq!(ok, "ok");
+    let fk: i64 = conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+        r.get(0)
+    })?;
+    assert_eq!(fk, 0, "foreign_key_check");
+    let mut tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    // A child table is made when an element is met.
+    let mut want: Vec<String> = model
+        .tables
+        .iter()
+        .filter(|t| t.name == "t" || !t.rows.is_empty())
+        .map(|t| t.name.clone())
+        .collect();
+    tables.sort();
+    want.sort();
+    assert_eq!(tables, want, "the tables");
+    let reference = Connection::open_in_memory()?;
+    for t in model
+        .tables
+        .iter()
+        .filter(|t| t.name == "t" || !t.rows.is_empty())
+    {
+        let sql: String = conn.query_row(
+            "SELECT sql FROM sqlite_schema WHERE name = ?1",
+            [&t.name],
+            |r| r.get(0),
+        )?;
+        reference.execute_batch(&sql)?;
+        let got_cols = columns(&conn, &t.name)?;
+        let declared: Vec<String> = conn
+            .prepare("SELECT type FROM pragma_table_info(?1) ORDER BY cid")?
+            .query_map([&t.name], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        let want_cols: Vec<String> = t.columns.iter().map(|(_, c)| c.clone()).collect();
+        assert_eq!(got_cols, want_cols, "the columns of {:?}", t.name);
+        for row in &t.rows {
+            let names: Vec<String> = row
+                .iter()
+                .map(|(c, _)| format!("\"{}\"", c.replace('"', "\"\"")))
+                .collect();
+            let marks = vec!["?"; row.len()].join(", ");
+            let q = format!(
+                "INSERT INTO \"{}\" ({}) VALUES ({marks})",
+                t.name.replace('"', "\"\""),
+                names.join(", ")
+            );
+            let values: Vec<Sql> = row
+                .iter()
+                .map(|(c, v)| {
+                    let i = got_cols.iter().position(|g| g == c).unwrap();
+                    sql_of(v, &declared[i])
+                })
+                .collect();
+            reference.execute(&q, rusqlite::params_from_iter(values))?;
+        }
+        assert_eq!(
+            rows(&conn, &t.name)?,
+            rows(&reference, &t.name)?,
+            "the rows of {:?}",
+            t.name
+        );
+    }
+    Ok(())
+}
+
+fn key() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "a",
+        "A",
+        "b",
+        "_id",
+        "_ID",
+        "_parent",
+        "_position",
+        "value",
+        "Value",
+        "ключ",
+        "x y",
+        "a_b",
+        "",
+        " ",
+        "items",
+        "sqlite_x",
+        "_id_2",
+    ])
+    .prop_map(String::from)
+}
+
+fn leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        prop::sample::select(vec![0.5, -2.25, 1e300, 3.0, -1.5e-7]).prop_map(Value::from),
+        prop::sample::select(vec![
+            "".to_string(),
+            "é\u{1F600}".to_string(),
+            "a\u{0}b".to_string(),
+            "12".to_string(),
+            "007".to_string(),
+            "x".repeat(3000),
+            "[1]".to_string(),
+        ])
+        .prop_map(Value::String),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    leaf().prop_recursive(4, 40, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::vec((key(), inner), 0..4)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+fn record() -> impl Strategy<Value = Value> {
+    prop::collection::vec((key(), value()), 0..5)
+        .prop_map(|kv| Value::Object(kv.into_iter().collect()))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_table_is_what_sqlite_inserts_of_the_documented_split(
+        records in prop::collection::vec(record(), 1..12),
+        ndjson in any::<bool>(),
+        objects_only in any::<bool>(),
+        flatten in prop::option::of(prop::sample::select(vec!["_", "."])),
+        sqlite in any::<bool>(),
+        small_sample in any::<bool>(),
+    ) {
+        let mut opts = ImportOptions::default();
+        opts.nested = if objects_only { Nested::ObjectTables } else { Nested::Tables };
+        opts.read.flatten = flatten.map(String::from);
+        opts.engine = if sqlite { Engine::Sqlite } else { Engine::Auto };
+        // Columns first met after the sample are added as the rows arrive.
+        if small_sample {
+            opts.read.sample_rows = 2;
+        }
+        check(&records, ndjson, &opts).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+}
+
+#[test]
+fn a_record_with_a_nul_key_is_a_bad_record_at_its_place_and_nothing_of_it_is_loaded() -> R {
+    let dir = tempfile::tempdir()?;
+    let input = dir.path().join("n.ndjson");
+    std::fs::write(
+        &input,
+        "{\"a\":1,\"xs\":[{\"b\":1}]}\n{\"a\":2,\"xs\":[{\"b\":2},{\"c\\u0000\":3}]}\n{\"a\":3,\"xs\":[{\"b\":3}]}\n",
+    )?;
+    let db = dir.path().join("out.db");
+    let mut opts = ImportOptions::default();
+    opts.nested = Nested::Tables;
+    let e = import(
+        &db,
+        &[Input::Path(input.clone())],
+        &opts,
+        &Progress::default(),
+    )
+    .expect_err("a NUL byte in a key");
+    assert!(e.to_string().contains("n.ndjson:2:1: record 2"), "{e}");
+    assert!(!db.exists());
+    opts.max_errors = Some(1);
+    let summary = import(&db, &[Input::Path(input)], &opts, &Progress::default())?;
+    assert_eq!(summary.rejects, 1);
+    let conn = Connection::open(&db)?;
+    let parents: Vec<Vec<Sql>> = rows(&conn, "n")?;
+    assert_eq!(
+        parents,
+        [
+            [Sql::Integer(1), Sql::Integer(1)],
+            [Sql::Integer(2), Sql::Integer(3)]
+        ]
+    );
+    let children = rows(&conn, "n_xs")?;
+    assert_eq!(
+        children,
+        [
+            [1, 1, 0, 1].map(Sql::Integer).to_vec(),
+            [2, 2, 0, 3].map(Sql::Integer).to_vec()
+        ]
+    );
+    Ok(())
+}
