@@ -17,7 +17,9 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 use super::{Dest, Load, TableShape};
 use crate::error::{Error, Position, Result};
@@ -25,7 +27,7 @@ use crate::names::Names;
 use crate::options::{ImportOptions, Nested};
 use crate::progress::Progress;
 use crate::schema::quote_ident;
-use crate::source::json::{Item, ObjectStream};
+use crate::source::json::{Item, ObjectStream, TextRecord};
 use crate::source::keys::PART;
 use crate::source::{BadRecord, Format, Input, ReadOptions};
 use crate::table::{ForeignKey, IfExists, IndexSpec};
@@ -53,6 +55,80 @@ pub(crate) struct Spooled {
     pub(crate) rejected: Vec<BadRecord>,
     /// Rows spooled, all tables together.
     pub(crate) bytes: u64,
+}
+
+/// An object's members in the order their keys are first met, each value's JSON text
+/// as read; a repeated key keeps its first place and takes its last value, as a
+/// serde_json map does (and so the JSON reader).
+struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Object;
+        impl<'de> Visitor<'de> for Object {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Members<'de>, A::Error> {
+                let mut out: Vec<(Cow<'de, str>, &'de RawValue)> = vec![];
+                // Past a few keys, where each key is, to find a repeat in one step.
+                let mut at: HashMap<Cow<'de, str>, usize> = HashMap::new();
+                while let Some(Key(k)) = map.next_key()? {
+                    let v: &'de RawValue = map.next_value()?;
+                    if out.len() == 16 {
+                        at = out
+                            .iter()
+                            .enumerate()
+                            .map(|(i, (k, _))| (k.clone(), i))
+                            .collect();
+                    }
+                    let had = match out.len() < 16 {
+                        true => out.iter().position(|(had, _)| *had == k),
+                        false => at.get(&k).copied(),
+                    };
+                    match had {
+                        Some(i) => out[i].1 = v,
+                        None if out.len() < 16 => out.push((k, v)),
+                        None => {
+                            at.insert(k.clone(), out.len());
+                            out.push((k, v));
+                        }
+                    }
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(Object)
+    }
+}
+
+/// A key, borrowed from the text where it holds no escape.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> std::result::Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(Text)
+    }
 }
 
 /// One table's spool while the records are split.
@@ -126,23 +202,28 @@ impl Splitter {
         Ok(i)
     }
 
-    /// Whether `array` becomes rows of a child table.
-    fn takes(&self, array: &[Value]) -> bool {
+    /// Whether the array of `elements` becomes rows of a child table.
+    fn takes(&self, elements: &[&RawValue]) -> bool {
         match self.rule {
             Nested::Json => false,
             Nested::Tables => true,
-            Nested::ObjectTables => array
+            Nested::ObjectTables => elements
                 .iter()
-                .any(|v| matches!(v, Value::Object(_) | Value::Array(_))),
+                .any(|e| matches!(e.get().as_bytes().first(), Some(b'{' | b'['))),
         }
     }
 
-    /// Splits one record and spools its rows; on `Ok(Err)` (why the record is bad)
-    /// nothing of it is.
-    fn record(&mut self, map: Map<String, Value>) -> Result<std::result::Result<(), String>> {
+    /// Splits the record of JSON `text` and spools its rows; `Ok(Err(()))` when the
+    /// text is not an object the splitter takes (the stream's reader says why), and
+    /// `Ok(Err(Some(why)))` when it is one with a key no name can hold. Nothing of a
+    /// record that is not taken is spooled.
+    fn record(&mut self, text: &[u8]) -> Result<std::result::Result<(), Option<String>>> {
+        let Ok(members) = serde_json::from_slice::<Members<'_>>(text) else {
+            return Ok(Err(None));
+        };
         let before: Vec<i64> = self.spools.iter().map(|s| s.next_id).collect();
         self.pending.clear();
-        if let Err(why) = self.row(0, map, None) {
+        if let Err(why) = self.row(0, members, None) {
             if let Some(e) = self.failed.take() {
                 return Err(e);
             }
@@ -150,7 +231,7 @@ impl Splitter {
                 s.next_id = id;
             }
             self.pending.clear();
-            return Ok(Err(why));
+            return Ok(Err(Some(why)));
         }
         for (t, text) in self.pending.drain(..) {
             let s = &mut self.spools[t];
@@ -165,7 +246,7 @@ impl Splitter {
     fn row(
         &mut self,
         t: usize,
-        map: Map<String, Value>,
+        members: Members<'_>,
         parent: Option<(i64, usize)>,
     ) -> std::result::Result<(), String> {
         let id = self.spools[t].next_id;
@@ -178,7 +259,7 @@ impl Splitter {
         self.members(
             t,
             id,
-            map,
+            members,
             0,
             &mut (String::new(), String::new()),
             &mut text,
@@ -188,18 +269,19 @@ impl Splitter {
         Ok(())
     }
 
-    /// The members of `map` (an object flattened at `depth` under `path`: its keys
-    /// joined by [`PART`], and by `_`) into the row `text` of row `id` of table `t`.
+    /// The members of an object (flattened at `depth` under `path`: its keys joined by
+    /// [`PART`], and by `_`) into the row `text` of row `id` of table `t`.
     fn members(
         &mut self,
         t: usize,
         id: i64,
-        map: Map<String, Value>,
+        members: Members<'_>,
         depth: usize,
         path: &mut (String, String),
         text: &mut Vec<u8>,
     ) -> std::result::Result<(), String> {
-        for (k, v) in map {
+        let bad = |e: serde_json::Error| format!("a value the reader took refuses: {e}");
+        for (k, v) in members.0 {
             if k.contains('\0') {
                 return Err(format!(
                     "key {k:?} has a NUL byte, which no column name can hold"
@@ -212,33 +294,49 @@ impl Splitter {
             }
             path.0.push_str(&k);
             path.1.push_str(&k);
-            match v {
-                Value::Array(a) if self.takes(&a) => {
-                    let c = self.child(t, &path.0, &path.1)?;
-                    for (i, el) in a.into_iter().enumerate() {
-                        let m = match el {
-                            Value::Object(m) => m,
-                            other => Map::from_iter([(VALUE.to_string(), other)]),
-                        };
-                        self.row(c, m, Some((id, i)))?;
+            let raw = v.get().as_bytes();
+            match raw.first() {
+                Some(b'[') => {
+                    let elements: Vec<&RawValue> = serde_json::from_str(v.get()).map_err(bad)?;
+                    if self.takes(&elements) {
+                        let c = self.child(t, &path.0, &path.1)?;
+                        for (i, el) in elements.into_iter().enumerate() {
+                            let m = match el.get().as_bytes().first() {
+                                Some(b'{') => serde_json::from_str(el.get()).map_err(bad)?,
+                                _ => Members(vec![(Cow::Borrowed(VALUE), el)]),
+                            };
+                            self.row(c, m, Some((id, i)))?;
+                        }
+                    } else {
+                        self.value(t, &path.0, raw, text);
                     }
                 }
                 // (An empty object gives no member, as flattening says.)
-                Value::Object(m) if self.flatten.is_some() => {
+                Some(b'{') if self.flatten.is_some() => {
+                    let m = serde_json::from_str(v.get()).map_err(bad)?;
                     self.members(t, id, m, depth + 1, path, text)?
                 }
-                v => {
-                    let column = self.column(t, &path.0);
-                    text.push(b',');
-                    serde_json::to_writer(&mut *text, column).map_err(|e| e.to_string())?;
-                    text.push(b':');
-                    serde_json::to_writer(&mut *text, &v).map_err(|e| e.to_string())?;
-                }
+                _ => self.value(t, &path.0, raw, text),
             }
             path.0.truncate(len);
             path.1.truncate(tlen);
         }
         Ok(())
+    }
+
+    /// The member at `key` of table `t`, of JSON text `raw`, into the row `text`: as
+    /// read, without the blanks between its tokens (the spool's reader takes it as the
+    /// input's reader would, and the row stays on its line).
+    fn value(&mut self, t: usize, key: &str, raw: &[u8], text: &mut Vec<u8>) {
+        let column = self.column(t, key);
+        text.push(b',');
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *text, column);
+        text.push(b':');
+        match raw.first() {
+            Some(b'[' | b'{') => compact(raw, text),
+            _ => text.extend_from_slice(raw),
+        }
     }
 
     /// The column of table `t` that the member at `key` fills.
@@ -306,6 +404,27 @@ impl Splitter {
     }
 }
 
+/// Appends the JSON text `raw` to `out` without the blanks between its tokens (a
+/// string's bytes are kept: in valid JSON a line break in one is escaped).
+fn compact(raw: &[u8], out: &mut Vec<u8>) {
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in raw {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            continue;
+        } else if b == b'"' {
+            in_string = true;
+        }
+        out.push(b);
+    }
+}
+
 /// Reads `input` (JSON or NDJSON, with `read`) whole into spools, one a table, the
 /// records' table named `table`, in a temporary folder beside `dest`'s file (else the
 /// system's). Bad records are refused, or kept for the load's rejects as `opts` allow.
@@ -350,36 +469,58 @@ pub(crate) fn spool(
         record,
         byte,
     };
+    let fatal = |f: crate::source::json::Fatal, records: u64| {
+        // (No record number for an error in the document around the records.)
+        let record = if f.outside { 0 } else { records + 1 };
+        Error::input(pos(f.line, f.column, record, 0), None, f.message).with_hint(f.hint)
+    };
     loop {
         progress.check()?;
-        let item = match stream.next_deep() {
-            Ok(Some(item)) => item,
+        let record = match stream.next_text_record() {
+            Ok(Some(record)) => record,
             Ok(None) => break,
-            Err(f) => {
-                let record = if f.outside { 0 } else { records + 1 };
-                return Err(
-                    Error::input(pos(f.line, f.column, record, 0), None, f.message)
-                        .with_hint(f.hint),
-                );
-            }
+            Err(f) => return Err(fatal(f, records)),
         };
         records += 1;
-        let bad = match item {
-            Item::Obj(o) => {
-                let raw = (opts.rejects.is_some()).then(|| Value::Object(o.map.clone()));
-                match split.record(o.map)? {
-                    Ok(()) => None,
-                    Err(why) => Some(BadRecord {
-                        error: Error::input(pos(o.line, o.column, records, o.byte), None, why),
-                        fields: raw.unwrap_or(Value::Null),
-                    }),
-                }
-            }
-            Item::Bad(b) => Some(BadRecord {
+        let bad = match record {
+            TextRecord::Bad(b) => Some(BadRecord {
                 error: Error::input(pos(b.line, b.column, records, b.byte), None, b.message)
                     .with_hint(b.hint),
                 fields: b.raw,
             }),
+            record => {
+                let (line, column, byte) = record.at();
+                match split.record(record.text())? {
+                    Ok(()) => None,
+                    Err(Some(why)) => Some(BadRecord {
+                        error: Error::input(pos(line, column, records, byte), None, why),
+                        fields: match opts.rejects {
+                            Some(_) => serde_json::from_slice(record.text()).unwrap_or(Value::Null),
+                            None => Value::Null,
+                        },
+                    }),
+                    // Not an object: the stream's own reader says why, or stops.
+                    Err(None) => match record.item().map_err(|f| fatal(f, records - 1))? {
+                        Item::Bad(b) => Some(BadRecord {
+                            error: Error::input(
+                                pos(b.line, b.column, records, b.byte),
+                                None,
+                                b.message,
+                            )
+                            .with_hint(b.hint),
+                            fields: b.raw,
+                        }),
+                        Item::Obj(o) => Some(BadRecord {
+                            error: Error::input(
+                                pos(o.line, o.column, records, o.byte),
+                                None,
+                                "an object the splitter could not take apart",
+                            ),
+                            fields: Value::Object(o.map),
+                        }),
+                    },
+                }
+            }
         };
         if let Some(bad) = bad {
             if !tolerate {

@@ -19,6 +19,7 @@ mod scan;
 pub(crate) use chunks::{Chunks, Layout};
 use fast::{fast_row, push_fast, FastRow};
 use objects::line_item;
+pub(crate) use objects::TextRecord;
 pub use objects::{
     explain_bad_line, parse_lossless, BadObj, ElementText, Fatal, Item, LineObjects, Obj,
     ObjectStream, RawElement,

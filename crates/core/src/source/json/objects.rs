@@ -149,21 +149,21 @@ impl ObjectStream {
         }
     }
 
-    /// As [`next`](Self::next), an object's members parsed by [`parse_lossless_deep`].
-    pub(crate) fn next_deep(&mut self) -> std::result::Result<Option<Item>, Fatal> {
+    /// The next record's text, not yet parsed (for a reader that takes it apart itself),
+    /// a bad line, or `None` at the end. An `Err` is fatal, as for [`next`](Self::next).
+    pub(crate) fn next_text_record(
+        &mut self,
+    ) -> std::result::Result<Option<TextRecord<'_>>, Fatal> {
         Ok(match self {
             ObjectStream::Lines(l) => match l
                 .next_line()
                 .map_err(|(line, column, m)| Fatal::new(line, column, m))?
             {
                 None => None,
-                Some(Err(bad)) => Some(Item::Bad(bad)),
-                Some(Ok(raw)) => Some(line_item_by(&raw, parse_lossless_deep)),
+                Some(Err(bad)) => Some(TextRecord::Bad(bad)),
+                Some(Ok(raw)) => Some(TextRecord::Line(raw)),
             },
-            ObjectStream::Array(a) => match a.next_raw()? {
-                None => None,
-                Some(el) => Some(el.item_by(parse_lossless_deep)?),
-            },
+            ObjectStream::Array(a) => a.next_text()?.map(TextRecord::Element),
         })
     }
 
@@ -215,48 +215,6 @@ pub fn parse_lossless(text: &[u8]) -> serde_json::Result<Value> {
                 }
             }
         }
-    }
-    Ok(v)
-}
-
-/// Parses JSON text as [`parse_lossless`] does for a member's value, at every depth:
-/// an integer literal beyond the 64-bit range (or `-0`) anywhere in the value is a
-/// string of its digits, and arrays and objects stay themselves (for a reader that
-/// takes them apart). Only a value holding such a literal is read twice.
-pub fn parse_lossless_deep(text: &[u8]) -> serde_json::Result<Value> {
-    fn keep(v: &mut Value, text: &str) -> serde_json::Result<()> {
-        match v {
-            Value::Number(_) => {
-                let t = text.trim();
-                if !t.contains(['.', 'e', 'E']) {
-                    *v = Value::String(t.to_string());
-                }
-            }
-            Value::Array(a) => {
-                let raw: Vec<&serde_json::value::RawValue> = serde_json::from_str(text)?;
-                for (x, r) in a.iter_mut().zip(raw) {
-                    if maybe_rounded(x) {
-                        keep(x, r.get())?;
-                    }
-                }
-            }
-            Value::Object(m) => {
-                let raw: HashMap<String, &serde_json::value::RawValue> =
-                    serde_json::from_str(text)?;
-                for (k, x) in m.iter_mut() {
-                    if let Some(r) = raw.get(k).filter(|_| maybe_rounded(x)) {
-                        keep(x, r.get())?;
-                    }
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-    let mut v: Value = serde_json::from_slice(text)?;
-    if maybe_rounded(&v) {
-        let text = std::str::from_utf8(text).map_err(serde::de::Error::custom)?;
-        keep(&mut v, text)?;
     }
     Ok(v)
 }
@@ -444,14 +402,9 @@ impl LineObjects {
 
 /// What a line of newline-delimited JSON holds: an object, or a bad line.
 pub(super) fn line_item(raw: &RawLine<'_>) -> Item {
-    line_item_by(raw, parse_lossless)
-}
-
-/// [`line_item`], the object parsed by `parse`.
-fn line_item_by(raw: &RawLine<'_>, parse: fn(&[u8]) -> serde_json::Result<Value>) -> Item {
     {
         let (line, column, byte) = (raw.line, raw.column, raw.byte);
-        match parse(raw.text) {
+        match parse_lossless(raw.text) {
             Ok(Value::Object(map)) => Item::Obj(Obj {
                 map,
                 line,
@@ -945,6 +898,44 @@ impl ElementText {
     }
 }
 
+/// A record's text as read: a line (trimmed), an array element (not yet checked), or a
+/// line the stream refused as it read it (too long).
+pub(crate) enum TextRecord<'a> {
+    Line(RawLine<'a>),
+    Element(ElementText),
+    Bad(BadObj),
+}
+
+impl TextRecord<'_> {
+    /// The text (none for a refused line).
+    pub(crate) fn text(&self) -> &[u8] {
+        match self {
+            TextRecord::Line(l) => l.text,
+            TextRecord::Element(e) => &e.text,
+            TextRecord::Bad(_) => b"",
+        }
+    }
+
+    /// Its line, byte column and byte offset.
+    pub(crate) fn at(&self) -> (u64, u64, u64) {
+        match self {
+            TextRecord::Line(l) => (l.line, l.column, l.byte),
+            TextRecord::Element(e) => (e.line, e.column, e.byte),
+            TextRecord::Bad(b) => (b.line, b.column, b.byte),
+        }
+    }
+
+    /// What the stream's own reader makes of it: an object, a bad value, or (for an
+    /// element that is not JSON) the fatal error at its place.
+    pub(crate) fn item(self) -> std::result::Result<Item, Fatal> {
+        match self {
+            TextRecord::Line(l) => Ok(line_item(&l)),
+            TextRecord::Element(e) => e.checked()?.item(),
+            TextRecord::Bad(b) => Ok(Item::Bad(b)),
+        }
+    }
+}
+
 /// An array element's text, read whole and checked as JSON, and where it starts.
 pub struct RawElement {
     raw: Box<serde_json::value::RawValue>,
@@ -956,21 +947,13 @@ pub struct RawElement {
 impl RawElement {
     /// The element as the slow path reads it: an object, or a bad value.
     pub(super) fn item(self) -> std::result::Result<Item, Fatal> {
-        self.item_by(parse_lossless)
-    }
-
-    /// [`item`](Self::item), the object parsed by `parse`.
-    fn item_by(
-        self,
-        parse: fn(&[u8]) -> serde_json::Result<Value>,
-    ) -> std::result::Result<Item, Fatal> {
         let RawElement {
             raw,
             line,
             column,
             byte,
         } = self;
-        match parse(raw.get().as_bytes()) {
+        match parse_lossless(raw.get().as_bytes()) {
             Ok(Value::Object(map)) => Ok(Item::Obj(Obj {
                 map,
                 line,
