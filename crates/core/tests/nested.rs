@@ -453,3 +453,37 @@ fn a_record_with_a_nul_key_is_a_bad_record_at_its_place_and_nothing_of_it_is_loa
     );
     Ok(())
 }
+
+/// Records over many chunks, taken apart on several threads, come out in input order:
+/// ids, parents, and names first met late (a key that collides with `_id`, a child
+/// table) as the one-by-one reference has them.
+#[test]
+fn many_chunks_on_many_threads_keep_the_input_order() -> R {
+    let records: Vec<Vec<(String, Value)>> = (0..40_000i64)
+        .map(|i| {
+            let mut r = vec![
+                ("i".to_string(), Value::from(i)),
+                (
+                    "xs".to_string(),
+                    Value::Array(
+                        (0..i % 4)
+                            .map(|j| serde_json::json!({"j": j, "s": "é".repeat((i % 7) as usize)}))
+                            .collect(),
+                    ),
+                ),
+            ];
+            if i > 31_000 && i % 5 == 0 {
+                r.push(("_ID".into(), Value::from(format!("late {i}"))));
+                r.push(("ys".into(), serde_json::json!([[i, "y"], []])));
+            }
+            r
+        })
+        .collect();
+    for (ndjson, threads) in [(true, 4), (false, 3)] {
+        let mut opts = ImportOptions::default();
+        opts.nested = Nested::Tables;
+        opts.read.parse_threads = threads;
+        check(&records, ndjson, &opts)?;
+    }
+    Ok(())
+}

@@ -906,7 +906,27 @@ pub(crate) enum TextRecord<'a> {
     Bad(BadObj),
 }
 
-impl TextRecord<'_> {
+impl<'a> TextRecord<'a> {
+    /// A line's trimmed `text` that starts at line, byte column and byte offset `at`.
+    pub(crate) fn line(text: &'a [u8], (line, column, byte): (u64, u64, u64)) -> Self {
+        TextRecord::Line(RawLine {
+            text,
+            line,
+            column,
+            byte,
+        })
+    }
+
+    /// An array element's `text`, read whole, that starts at `at` (as for a line).
+    pub(crate) fn element(text: Vec<u8>, (line, column, byte): (u64, u64, u64)) -> Self {
+        TextRecord::Element(ElementText {
+            text,
+            line,
+            column,
+            byte,
+        })
+    }
+
     /// The text (none for a refused line).
     pub(crate) fn text(&self) -> &[u8] {
         match self {

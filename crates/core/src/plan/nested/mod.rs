@@ -1,0 +1,483 @@
+//! Related tables from nested JSON ([`Nested`]): the input's records are read once, in
+//! order, and each is split into rows: its own, and one for every element of every
+//! array in it (recursively), each row written to its table's spool (NDJSON in a
+//! temporary folder beside the target). Each spool is then a load of the plan, with its
+//! table's shape: the key `_id`, and for a child `_parent`, declared as a FOREIGN KEY to
+//! its parent's `_id` and indexed. The spools are written whole before the first table
+//! is sampled, so every table's columns and types come from its own rows.
+//!
+//! Three kinds of thread: this one reads the records' texts in chunks ([`read`]);
+//! workers take each chunk's records apart ([`parse`]); and this one again, between
+//! reads, writes the chunks' rows in input order ([`spools`]), so the rows, their keys
+//! and every name are the same whatever thread took a record apart. A record is taken
+//! apart whole before any of its rows is written: a bad one (not an object, or a key
+//! with a NUL byte where a name would hold it) is skipped whole, with its place in the
+//! input, as the load's error limit allows.
+
+mod parse;
+mod spools;
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Dest, Load, TableShape};
+use crate::error::{Error, Position, Result};
+use crate::options::ImportOptions;
+use crate::progress::Progress;
+use crate::schema::quote_ident;
+use crate::source::json::{Fatal, Item, ObjectStream, TextRecord};
+use crate::source::{BadRecord, Format, Input, ReadOptions};
+use crate::table::{ForeignKey, IfExists, IndexSpec};
+use parse::{Rules, Split};
+use spools::Spools;
+
+/// Every table's key: its rows numbered from 1 in input order.
+pub(crate) const ID: &str = "_id";
+/// A child row's parent's `_id`.
+pub(crate) const PARENT: &str = "_parent";
+/// A child row's element's place in its array, from 0.
+pub(crate) const POSITION: &str = "_position";
+/// The column of an element that is not an object.
+pub(crate) const VALUE: &str = "value";
+
+/// The loads of a nested input, one per table, and what the plan keeps for them.
+pub(crate) struct Spooled {
+    /// The spools (one NDJSON file a table, top table first), removed when dropped.
+    pub(crate) dir: tempfile::TempDir,
+    /// Each table's name and spool, top table first, children after their parents.
+    pub(crate) tables: Vec<(String, PathBuf)>,
+    /// Each table's shape, in the same order.
+    pub(crate) shapes: Vec<TableShape>,
+    /// Columns renamed, tables named apart.
+    pub(crate) notes: Vec<String>,
+    /// Records skipped (as the error limit allows), in input order.
+    pub(crate) rejected: Vec<BadRecord>,
+    /// Rows spooled, all tables together.
+    pub(crate) bytes: u64,
+}
+
+/// Records' texts handed to the workers together.
+struct Chunk {
+    seq: usize,
+    /// The number of its first record (from 1).
+    first: u64,
+    text: Vec<u8>,
+    records: Vec<Read>,
+    /// What stopped the input after these records (a syntax error, a failed read).
+    end: Option<Error>,
+}
+
+/// A record as read: its text in the chunk's, and where it starts.
+enum Read {
+    Line {
+        text: Range<usize>,
+        at: (u64, u64, u64),
+    },
+    Element {
+        text: Range<usize>,
+        at: (u64, u64, u64),
+    },
+    Bad(crate::source::json::BadObj),
+}
+
+/// A chunk taken apart: each record's events or why it is bad, and the error that
+/// stops the load after them, if one does.
+struct Done {
+    seq: usize,
+    split: Split,
+    records: Vec<Taken>,
+    end: Option<Error>,
+}
+
+/// A record taken apart: its events (a range of its chunk's), or a bad record.
+enum Taken {
+    Rows(Range<usize>),
+    Bad(BadRecord),
+}
+
+/// About this many bytes of records a chunk.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// Reads `input` (JSON or NDJSON, with `read`) whole into spools, one a table, the
+/// records' table named `table`, in a temporary folder beside `dest`'s file (else the
+/// system's). Bad records are refused, or kept for the load's rejects as `opts` allow.
+pub(crate) fn spool(
+    dest: Dest<'_>,
+    input: &Input,
+    read: &ReadOptions,
+    table: &str,
+    opts: &ImportOptions,
+    progress: &Progress,
+) -> Result<Spooled> {
+    let name: Arc<str> = input.display_name().into();
+    if !matches!(read.format, Format::Json | Format::Ndjson) {
+        return Err(Error::usage(format!(
+            "{name}: related tables are made from JSON and NDJSON input"
+        )));
+    }
+    let dir = match dest {
+        Dest::File(db) => {
+            let parent = db
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            tempfile::Builder::new()
+                .prefix(".liteload-nested-")
+                .tempdir_in(parent)
+        }
+        _ => tempfile::Builder::new()
+            .prefix("liteload-nested-")
+            .tempdir(),
+    }
+    .map_err(|e| Error::io(None, e))?;
+    let mut stream = crate::source::open_objects(input, read, progress)?;
+    let mut split = Spools::new(table, read.flatten.clone(), dir.path())?;
+    let rules = Rules {
+        rule: opts.nested,
+        flatten: read.flatten.is_some(),
+    };
+    let tolerate = opts.max_errors.is_some() || opts.rejects.is_some();
+    let mut rejected = vec![];
+    let workers = read.parse_threads.max(1);
+    std::thread::scope(|scope| -> Result<()> {
+        let (work_tx, work_rx) = crossbeam_channel::bounded::<Chunk>(workers * 2);
+        let (done_tx, done_rx) = crossbeam_channel::bounded::<Done>(workers * 2);
+        for _ in 0..workers {
+            let (work_rx, done_tx, name) = (work_rx.clone(), done_tx.clone(), name.clone());
+            let fields = opts.rejects.is_some();
+            std::thread::Builder::new()
+                .name("liteload-nested".into())
+                .spawn_scoped(scope, move || {
+                    for chunk in work_rx {
+                        if done_tx
+                            .send(take_apart(chunk, rules, &name, fields))
+                            .is_err()
+                        {
+                            break;
+                        }
+                    }
+                })
+                .map_err(|e| Error::io(None, e))?;
+        }
+        drop((work_rx, done_tx));
+        let stream = &mut stream;
+        let name = name.clone();
+        std::thread::Builder::new()
+            .name("liteload-records".into())
+            .spawn_scoped(scope, move || read_chunks(stream, &name, progress, work_tx))
+            .map_err(|e| Error::io(None, e))?;
+        // Chunks come back in any order; their rows are written in input order.
+        let mut waiting = BTreeMap::new();
+        let mut next = 0;
+        for done in done_rx {
+            waiting.insert(done.seq, done);
+            while let Some(done) = waiting.remove(&next) {
+                next += 1;
+                progress.check()?;
+                let Done {
+                    split: taken,
+                    records,
+                    end,
+                    ..
+                } = done;
+                for record in records {
+                    let events = match record {
+                        Taken::Rows(events) => events,
+                        Taken::Bad(bad) => {
+                            if !tolerate {
+                                return Err(bad.error);
+                            }
+                            if opts.max_errors.is_some_and(|m| rejected.len() as u64 >= m) {
+                                return Err(Error::too_many(
+                                    opts.max_errors.unwrap_or(0),
+                                    bad.error,
+                                ));
+                            }
+                            rejected.push(bad);
+                            continue;
+                        }
+                    };
+                    split.record(&taken, &taken.events[events])?;
+                }
+                if let Some(e) = end {
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    })?;
+    if let ObjectStream::Array(a) = &stream {
+        if let Some(w) = a.wrapping().filter(|w| w.chosen) {
+            split.notes.push(format!(
+                "{name}: the records are the objects of the array at {} (the one member of \
+                 the top-level object holding objects)",
+                crate::source::json::record_path::shown(&w.steps)
+            ));
+        }
+    }
+    let mut bytes = 0;
+    let mut tables: Vec<(String, PathBuf)> = vec![];
+    let mut shapes = vec![];
+    // Kept: the top table, and every child with a row (a table first met in a bad
+    // record may have none); a kept child's parent has rows, as it made them.
+    let kept: Vec<bool> = split
+        .spools
+        .iter()
+        .enumerate()
+        .map(|(i, s)| i == 0 || s.rows > 0)
+        .collect();
+    for (i, s) in split.spools.into_iter().enumerate() {
+        let file = s
+            .out
+            .into_inner()
+            .map_err(|e| Error::io(Some(s.path.clone()), e.into_error()))?;
+        bytes += file
+            .metadata()
+            .map_err(|e| Error::io(Some(s.path.clone()), e))?
+            .len();
+        drop(file);
+        if !kept[i] {
+            continue;
+        }
+        // (A kept child's parent is kept: it has the rows that made the child's.)
+        let parent = s
+            .parent
+            .map(|p| tables[kept[..p].iter().filter(|&&k| k).count()].0.clone());
+        let mut shape = TableShape {
+            table: s.table.clone(),
+            rowid: Some(ID.to_string()),
+            ..TableShape::default()
+        };
+        match parent {
+            Some(parent) => {
+                shape.indexes = vec![IndexSpec {
+                    columns: vec![PARENT.to_string()],
+                    unique: false,
+                    name: None,
+                }];
+                shape.foreign_key = Some(ForeignKey {
+                    column: PARENT.to_string(),
+                    table: parent,
+                    key: ID.to_string(),
+                });
+            }
+            None => shape.indexes = opts.indexes.clone(),
+        }
+        tables.push((s.table, s.path));
+        shapes.push(shape);
+    }
+    Ok(Spooled {
+        dir,
+        tables,
+        shapes,
+        notes: split.notes,
+        rejected,
+        bytes,
+    })
+}
+
+/// The loads of `spooled`'s tables, in its order: each its spool, read as NDJSON.
+pub(crate) fn loads<'i>(spooled: &Spooled, read: &ReadOptions, input: &Input) -> Vec<Load<'i>> {
+    spooled
+        .tables
+        .iter()
+        .enumerate()
+        .map(|(i, (table, path))| Load {
+            inputs: Cow::Owned(vec![Input::Path(path.clone())]),
+            name: if i == 0 {
+                input.display_name()
+            } else {
+                format!("{}[{table}]", input.display_name())
+            },
+            read: ReadOptions {
+                format: Format::Ndjson,
+                record: None,
+                flatten: None,
+                encoding: crate::source::input::Encoding::Utf8,
+                ..read.clone()
+            },
+            table: table.clone(),
+            columns: vec![],
+            types: vec![],
+            source: None,
+            sampled: false,
+            listed: (i == 0).then(|| input.clone()),
+        })
+        .collect()
+}
+
+/// Refuses a load of related tables into the existing file `db` where one of its tables
+/// is there and `if_exists` does not replace it (the keys start from 1).
+pub(crate) fn refuse_existing(
+    db: &Path,
+    tables: &[(String, PathBuf)],
+    if_exists: IfExists,
+) -> Result<()> {
+    if !db.exists() || if_exists == IfExists::Replace {
+        return Ok(());
+    }
+    let conn = super::read_only(db)?;
+    for (t, _) in tables {
+        if let Some((actual, _)) = crate::table::existing_columns(&conn, t)? {
+            return Err(Error::schema(format!(
+                "table {} exists already: related tables are made by the load (their keys \
+                 count from 1), or replaced",
+                quote_ident(&actual)
+            ))
+            .with_hint(crate::error::Hint::OtherTable));
+        }
+    }
+    Ok(())
+}
+
+/// Reads the records' texts into chunks for the workers, in order, until the input
+/// ends, stops, or nobody takes them.
+fn read_chunks(
+    stream: &mut ObjectStream,
+    name: &Arc<str>,
+    progress: &Progress,
+    work: crossbeam_channel::Sender<Chunk>,
+) {
+    let mut records = 0u64;
+    let mut chunk = Chunk {
+        seq: 0,
+        first: 1,
+        text: vec![],
+        records: vec![],
+        end: None,
+    };
+    loop {
+        let read = progress.check().and_then(|()| {
+            stream
+                .next_text_record()
+                .map_err(|f| fatal(name, f, records))
+        });
+        let at_end = match read {
+            Ok(None) => true,
+            Err(e) => {
+                chunk.end = Some(e);
+                true
+            }
+            Ok(Some(record)) => {
+                records += 1;
+                let at = record.at();
+                let start = chunk.text.len();
+                chunk.text.extend_from_slice(record.text());
+                let text = start..chunk.text.len();
+                chunk.records.push(match record {
+                    TextRecord::Line(_) => Read::Line { text, at },
+                    TextRecord::Element(_) => Read::Element { text, at },
+                    TextRecord::Bad(b) => Read::Bad(b),
+                });
+                false
+            }
+        };
+        if at_end || chunk.text.len() >= CHUNK_BYTES {
+            let seq = chunk.seq;
+            let full = std::mem::replace(
+                &mut chunk,
+                Chunk {
+                    seq: seq + 1,
+                    first: records + 1,
+                    text: vec![],
+                    records: vec![],
+                    end: None,
+                },
+            );
+            if work.send(full).is_err() || at_end {
+                return;
+            }
+        }
+    }
+}
+
+/// A chunk's records taken apart (see [`parse::record`]); a record that is not an
+/// object is read by the stream's own reader for its message (a fatal one ends the
+/// chunk). With `fields`, a bad record keeps its value for the rejects file.
+fn take_apart(chunk: Chunk, rules: Rules, name: &Arc<str>, fields: bool) -> Done {
+    let mut split = Split::default();
+    let mut records = Vec::with_capacity(chunk.records.len());
+    let mut end = chunk.end;
+    let bad = |records: &mut Vec<Taken>, error: Error, fields: Value| {
+        records.push(Taken::Bad(BadRecord { error, fields }));
+    };
+    for (i, read) in chunk.records.into_iter().enumerate() {
+        let no = chunk.first + i as u64;
+        let pos = |(line, column, byte): (u64, u64, u64)| Position {
+            path: name.clone(),
+            line,
+            column,
+            record: no,
+            byte,
+        };
+        let (range, at, line) = match &read {
+            Read::Bad(b) => {
+                let e = Error::input(pos((b.line, b.column, b.byte)), None, b.message.clone());
+                bad(&mut records, e.with_hint(b.hint), b.raw.clone());
+                continue;
+            }
+            Read::Line { text, at } => (text.clone(), *at, true),
+            Read::Element { text, at } => (text.clone(), *at, false),
+        };
+        let text = &chunk.text[range];
+        let start = split.events.len();
+        match parse::record(text, rules, &mut split) {
+            Ok(()) => records.push(Taken::Rows(start..split.events.len())),
+            Err(Some(why)) => {
+                let value = match fields {
+                    true => serde_json::from_slice(text).unwrap_or(Value::Null),
+                    false => Value::Null,
+                };
+                bad(&mut records, Error::input(pos(at), None, why), value);
+            }
+            // Not an object: the stream's own reader says why, or stops.
+            Err(None) => {
+                let record = match line {
+                    true => TextRecord::line(text, at),
+                    false => TextRecord::element(text.to_vec(), at),
+                };
+                match record.item() {
+                    Ok(Item::Bad(b)) => {
+                        let e = Error::input(pos((b.line, b.column, b.byte)), None, b.message);
+                        bad(&mut records, e.with_hint(b.hint), b.raw);
+                    }
+                    Ok(Item::Obj(o)) => {
+                        let why = "an object the splitter could not take apart";
+                        let e = Error::input(pos((o.line, o.column, o.byte)), None, why);
+                        bad(&mut records, e, Value::Object(o.map));
+                    }
+                    Err(f) => {
+                        // The input stops here: what the chunk read after it is not read.
+                        end = Some(fatal(name, f, no - 1));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    Done {
+        seq: chunk.seq,
+        split,
+        records,
+        end,
+    }
+}
+
+/// The error of `f`, the input's stop after `records` records.
+fn fatal(name: &Arc<str>, f: Fatal, records: u64) -> Error {
+    // (No record number for an error in the document around the records.)
+    let record = if f.outside { 0 } else { records + 1 };
+    let pos = Position {
+        path: name.clone(),
+        line: f.line,
+        column: f.column,
+        record,
+        byte: 0,
+    };
+    Error::input(pos, None, f.message).with_hint(f.hint)
+}
