@@ -237,3 +237,83 @@ def test_flattened_xml_equals_the_reference(tmp_path, seed):
     conn = checked(tmp_path / "x.db")
     assert [r[1] for r in conn.execute('PRAGMA table_info("t")')] == want_names
     assert conn.execute('SELECT * FROM "t" ORDER BY rowid').fetchall() == want
+
+
+def split_reference(records, top, scalars_as_json=False):
+    """The documented related-tables rules, written plainly for records whose keys are
+    distinct names other than _id, _parent, _position and value, without flattening:
+    {table: [row dicts in _id order]}."""
+    tables = {top: []}
+    names = {top: top}
+
+    def takes(a):
+        return not scalars_as_json or any(isinstance(e, (dict, list)) for e in a)
+
+    def row(table, obj, parent):
+        rid = len(tables[table]) + 1
+        r = {"_id": rid}
+        if parent:
+            r["_parent"], r["_position"] = parent
+        tables[table].append(r)
+        for k, v in obj.items():
+            if isinstance(v, list) and takes(v):
+                child = names.setdefault((table, k), f"{table}_{k}")
+                tables.setdefault(child, [])
+                for i, e in enumerate(v):
+                    row(child, e if isinstance(e, dict) else {"value": e}, (rid, i))
+            else:
+                r[k] = json.dumps(v, separators=(",", ":"), ensure_ascii=False) if isinstance(v, (dict, list)) else v
+        return rid
+
+    for rec in records:
+        row(top, rec, None)
+    return {t: rows for t, rows in tables.items() if rows or t == top}
+
+
+@pytest.mark.parametrize("scalars_as_json", [False, True])
+def test_nested_arrays_become_related_tables_as_documented(tmp_path, scalars_as_json):
+    """nested="tables": every table equals the reference's rows, keys and positions,
+    with SQLite's foreign_key_check clean and an index on each _parent."""
+    rng = random.Random(53)
+    words = ["a", "é 😀", "", "x" * 300, "007", "12"]
+    recs = []
+    for i in range(3000):
+        rec = {"id": i, "name": rng.choice(words), "v": rng.choice([1.5, -2, None, True])}
+        if rng.random() < 0.8:
+            rec["items"] = [
+                {"sku": rng.choice(words), "qty": rng.randint(0, 9),
+                 "discounts": [{"pct": rng.randint(1, 50)} for _ in range(rng.randint(0, 2))]}
+                for _ in range(rng.randint(0, 3))
+            ]
+        if rng.random() < 0.5:
+            rec["tags"] = [rng.choice(words) for _ in range(rng.randint(0, 3))]
+        if rng.random() < 0.1:
+            rec["grid"] = [[rng.randint(0, 9) for _ in range(2)], []]
+        if rng.random() < 0.2:
+            rec["meta"] = {"k": [1, {"z": None}]}
+        recs.append(rec)
+    src = tmp_path / "orders.ndjson"
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs), encoding="utf-8")
+    db = tmp_path / "o.db"
+    kw = {"scalar_arrays": "json"} if scalars_as_json else {}
+    s = liteload.import_file(db, src, table="orders", nested="tables", **kw)
+    want = split_reference(recs, "orders", scalars_as_json)
+    assert s.as_dict()["rows"] == sum(len(r) for r in want.values())
+    conn = checked(db)
+    got_tables = {t for (t,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
+    assert got_tables == set(want)
+    for table, rows_ in want.items():
+        cols = [c for (c,) in conn.execute(f"SELECT name FROM pragma_table_info('{table}')")]
+        got = conn.execute(f'SELECT * FROM "{table}" ORDER BY _id').fetchall()
+        expected = [tuple(1 if r.get(c) is True else r.get(c) for c in cols) for r in rows_]
+        assert got == expected, table
+    assert conn.execute("SELECT count(*) FROM pragma_foreign_key_check").fetchone() == (0,)
+    indexed = conn.execute(
+        "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND sql LIKE '%(\"_parent\")'"
+    ).fetchone()[0]
+    assert indexed == len(want) - 1
+    with pytest.raises(liteload.UsageError, match="scalar_arrays"):
+        liteload.import_file(tmp_path / "x.db", src, scalar_arrays="json")
+    with pytest.raises(liteload.UsageError, match="nested"):
+        liteload.import_file(tmp_path / "x.db", src, nested="deep")
+    assert not (tmp_path / "x.db").exists()
