@@ -1347,3 +1347,54 @@ fn an_ingest_window_whose_answer_is_lost_is_found_applied_and_counted_right() {
     let sql = exact_sql_by("t", &cols, "id");
     c.wait_local(0, &sql, &file_rows(&local, &sql));
 }
+
+/// Related tables into a cluster: an empty one is booted with the file made whole (every
+/// table, its keys and the foreign keys sound); one that holds data refuses, unchanged.
+#[test]
+fn nested_tables_boot_an_empty_cluster_and_are_refused_by_one_with_data() {
+    let c = Cluster::start(1);
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("orders.ndjson");
+    let mut text = String::new();
+    for i in 0..500 {
+        text.push_str(&format!(
+            "{{\"id\":{i},\"items\":[{{\"sku\":\"é{i}\",\"discounts\":[{{\"pct\":{}}}]}},{{\"sku\":\"b\"}}]}}\n",
+            i % 40
+        ));
+    }
+    std::fs::write(&src, text).unwrap();
+    let args = [
+        "import",
+        &c.url(0),
+        src.to_str().unwrap(),
+        "--table",
+        "orders",
+    ];
+    let out = run(&[&args[..], &["--nested", "tables", "-q"]].concat());
+    assert!(out.status.success(), "{out:?}");
+    c.wait_local(
+        0,
+        "SELECT (SELECT count(*) FROM orders), (SELECT count(*) FROM orders_items), \
+         (SELECT count(*) FROM orders_items_discounts), \
+         (SELECT sum(pct) FROM orders_items_discounts), \
+         (SELECT count(*) FROM pragma_foreign_key_check)",
+        &[vec![
+            Json::from(500),
+            Json::from(1000),
+            Json::from(500),
+            Json::from((0..500).map(|i| i % 40).sum::<i64>()),
+            Json::from(0),
+        ]],
+    );
+    let out = run(&[&args[..], &["--nested", "tables", "-q"]].concat());
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("this cluster holds data"),
+        "{out:?}"
+    );
+    c.wait_local(
+        0,
+        "SELECT count(*) FROM orders_items",
+        &[vec![Json::from(1000)]],
+    );
+}
