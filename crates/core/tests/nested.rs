@@ -487,3 +487,41 @@ fn many_chunks_on_many_threads_keep_the_input_order() -> R {
     }
     Ok(())
 }
+
+/// Into a connection the program holds: the tables are made inside the caller's
+/// transaction, gone after its rollback, and there with their keys after its commit.
+#[test]
+fn into_a_callers_connection_related_tables_go_with_its_transaction() -> R {
+    let dir = tempfile::tempdir()?;
+    let input = dir.path().join("o.ndjson");
+    std::fs::write(
+        &input,
+        "{\"a\":1,\"xs\":[{\"b\":[1,2]}]}\n{\"a\":2,\"xs\":[]}\n{\"a\":3,\"xs\":[{\"b\":[]},{\"b\":[3]}]}\n",
+    )?;
+    let mut conn = Connection::open(dir.path().join("app.db"))?;
+    let mut opts = ImportOptions::default();
+    opts.nested = Nested::Tables;
+    let inputs = [Input::Path(input)];
+    let tx = conn.transaction()?;
+    liteload::import_into_connection(&tx, &inputs, &opts, &Progress::default())?;
+    tx.rollback()?;
+    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?;
+    assert_eq!(tables, 0);
+    let tx = conn.transaction()?;
+    let summary = liteload::import_into_connection(&tx, &inputs, &opts, &Progress::default())?;
+    tx.commit()?;
+    assert_eq!(summary.rows, 3 + 3 + 3);
+    assert_eq!(
+        rows(&conn, "o_xs_b")?,
+        [
+            [1, 1, 0, 1].map(Sql::Integer).to_vec(),
+            [2, 1, 1, 2].map(Sql::Integer).to_vec(),
+            [3, 3, 0, 3].map(Sql::Integer).to_vec(),
+        ]
+    );
+    let fk: i64 = conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+        r.get(0)
+    })?;
+    assert_eq!(fk, 0);
+    Ok(())
+}
