@@ -1,15 +1,16 @@
-//! Related tables from nested JSON ([`Nested`]): the input's records are read once, in
-//! order, and each is split into rows: its own, and one for every element of every
-//! array in it (recursively), each row written to its table's spool (NDJSON in a
-//! temporary folder beside the target). Each spool is then a load of the plan, with its
-//! table's shape: the key `_id`, and for a child `_parent`, declared as a FOREIGN KEY to
-//! its parent's `_id` and indexed. The spools are written whole before the first table
-//! is sampled, so every table's columns and types come from its own rows.
+//! Related tables from nested JSON ([`Nested`](crate::options::Nested)): the input's
+//! records are read once, in order, and each is split into rows: its own, and one for
+//! every element of every array in it (recursively), each row written to its table's
+//! spool (NDJSON in a temporary folder beside the target). Each spool is then a load of
+//! the plan, with its table's shape: the key `_id`, and for a child `_parent`, declared
+//! as a FOREIGN KEY to its parent's `_id` and indexed. The spools are written whole
+//! before the first table is sampled, so every table's columns and types come from its
+//! own rows.
 //!
-//! Three kinds of thread: this one reads the records' texts in chunks ([`read`]);
-//! workers take each chunk's records apart ([`parse`]); and this one again, between
-//! reads, writes the chunks' rows in input order ([`spools`]), so the rows, their keys
-//! and every name are the same whatever thread took a record apart. A record is taken
+//! Three kinds of thread: one reads the records' texts in chunks ([`read_chunks`]);
+//! workers take each chunk's records apart ([`parse`]); and the calling thread writes
+//! the chunks' rows in input order ([`spools`]), so the rows, their keys and every name
+//! are the same whatever thread took a record apart. A record is taken
 //! apart whole before any of its rows is written: a bad one (not an object, or a key
 //! with a NUL byte where a name would hold it) is skipped whole, with its place in the
 //! input, as the load's error limit allows.
@@ -223,8 +224,9 @@ pub(crate) fn spool(
     let mut bytes = 0;
     let mut tables: Vec<(String, PathBuf)> = vec![];
     let mut shapes = vec![];
-    // Kept: the top table, and every child with a row (a table first met in a bad
-    // record may have none); a kept child's parent has rows, as it made them.
+    // Kept: the top table, and every child with a row. (Every child has one: a table is
+    // made when the spools' thread meets its first element, and a bad record never
+    // reaches that thread; the check costs nothing and keeps an empty spool out.)
     let kept: Vec<bool> = split
         .spools
         .iter()
