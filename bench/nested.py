@@ -17,8 +17,11 @@ count and sums of every column, equal across the three tools that make the table
   liteload-flat  liteload import DB orders.json: the same bytes into one table, the
                  arrays as JSON text (the issue's "at most 1.5x flat" reference)
 
-    python bench/nested.py [--mb 300] [--runs 3] [--workdir /tmp/nested] [--tools …]
-                           [--json F]
+With --ndjson the same orders are one a line (NDJSON): Python reads each line with
+json.loads, ijson with multiple_values.
+
+    python bench/nested.py [--mb 300] [--runs 3] [--workdir /tmp/nested] [--ndjson]
+                           [--tools …] [--json F]
 """
 import argparse
 import json
@@ -48,10 +51,15 @@ c.execute("""CREATE TABLE orders_items_discounts (_id INTEGER PRIMARY KEY, _pare
 if how == "json":
     with open(src, "rb") as f:
         records = json.load(f)
+elif how == "json-lines":
+    records = (json.loads(line) for line in open(src, "rb") if line.strip())
 else:
     import ijson
     f = open(src, "rb")
-    records = ijson.items(f, "item", use_float=True)
+    if how == "ijson-lines":
+        records = ijson.items(f, "", multiple_values=True, use_float=True)
+    else:
+        records = ijson.items(f, "item", use_float=True)
 orders, items, discounts = [], [], []
 dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 oid = iid = did = 0
@@ -85,8 +93,9 @@ TABLES = {
 }
 
 
-def make(path, mb):
-    """A JSON array of orders, about `mb` MB, from a fixed seed."""
+def make(path, mb, ndjson=False):
+    """A JSON array of orders, about `mb` MB, from a fixed seed (with `ndjson`, the
+    same orders one a line)."""
     rng = random.Random(20261130)
     words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyzäöüé") for _ in range(rng.randint(3, 10)))
              for _ in range(3000)]
@@ -95,7 +104,8 @@ def make(path, mb):
     written = 0
     n = 0
     with open(path, "w", encoding="utf-8") as f:
-        f.write("[\n")
+        if not ndjson:
+            f.write("[\n")
         while written < target:
             n += 1
             order = {
@@ -124,11 +134,14 @@ def make(path, mb):
                 "note": " ".join(rng.choice(words) for _ in range(rng.randint(0, 6))),
             }
             text = json.dumps(order, ensure_ascii=False, separators=(",", ":"))
-            if n > 1:
+            if n > 1 and not ndjson:
                 f.write(",\n")
             f.write(text)
+            if ndjson:
+                f.write("\n")
             written += len(text.encode()) + 2
-        f.write("\n]\n")
+        if not ndjson:
+            f.write("\n]\n")
     return n
 
 
@@ -158,19 +171,21 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--workdir", default="/tmp/nested")
     ap.add_argument("--tools", default="liteload,python-json,python-ijson,liteload-flat")
+    ap.add_argument("--ndjson", action="store_true", help="the orders one a line (NDJSON)")
     ap.add_argument("--json")
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
-    src = os.path.join(a.workdir, f"orders{a.mb}.json")
+    src = os.path.join(a.workdir, f"orders{a.mb}.{'ndjson' if a.ndjson else 'json'}")
     if not os.path.exists(src):
         print(f"making {a.mb} MB of orders ...", flush=True)
-        make(src + ".part", a.mb)
+        make(src + ".part", a.mb, a.ndjson)
         os.rename(src + ".part", src)
+    lines = "-lines" if a.ndjson else ""
     db = os.path.join(a.workdir, "run.db")
     tools = {
         "liteload": [LITELOAD, "import", db, src, "--table", "orders", "--nested", "tables", "-q"],
-        "python-json": [sys.executable, "-c", PYTHON, db, src, "json"],
-        "python-ijson": [sys.executable, "-c", PYTHON, db, src, "ijson"],
+        "python-json": [sys.executable, "-c", PYTHON, db, src, "json" + lines],
+        "python-ijson": [sys.executable, "-c", PYTHON, db, src, "ijson" + lines],
         "liteload-flat": [LITELOAD, "import", db, src, "--table", "orders", "-q"],
     }
     names = [t for t in a.tools.split(",") if t in tools]
@@ -196,7 +211,8 @@ def main():
                   flush=True)
     size = os.path.getsize(src)
     rows = sum(t[0] for t in reference[False][3]) if reference.get(False) else 0
-    print(f"\n{size / 1e6:,.0f} MB of nested JSON, {rows:,} rows in 3 tables; {os.cpu_count()} cores; "
+    layout = "NDJSON" if a.ndjson else "a JSON array"
+    print(f"\n{size / 1e6:,.0f} MB of nested JSON ({layout}), {rows:,} rows in 3 tables; {os.cpu_count()} cores; "
           f"medians of {a.runs}")
     base = statistics.median(w for w, *_ in results["liteload"]) if results.get("liteload") else None
     print(f"{'tool':<15} {'runs':>4} {'wall s':>9} {'min-max':>15} {'CPU s':>8} {'peak RSS MB':>12} "
