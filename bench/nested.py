@@ -28,10 +28,9 @@ import json
 import os
 import random
 import sqlite3
-import statistics
 import sys
 
-from benchlib import LITELOAD, clean, rotations, run_rss, write_jsonl
+from benchlib import LITELOAD, clean, print_medians, rotations, run_rss, write_jsonl
 
 PYTHON = r'''
 import json, sqlite3, sys
@@ -214,23 +213,7 @@ def main():
     layout = "NDJSON" if a.ndjson else "a JSON array"
     print(f"\n{size / 1e6:,.0f} MB of nested JSON ({layout}), {rows:,} rows in 3 tables; {os.cpu_count()} cores; "
           f"medians of {a.runs}")
-    base = statistics.median(w for w, *_ in results["liteload"]) if results.get("liteload") else None
-    print(f"{'tool':<15} {'runs':>4} {'wall s':>9} {'min-max':>15} {'CPU s':>8} {'peak RSS MB':>12} "
-          f"{'vs liteload':>12}")
-    out = []
-    for name, runs in results.items():
-        if not runs:
-            print(f"{name:<15} FAILED")
-            continue
-        walls = [w for w, *_ in runs]
-        med = statistics.median(walls)
-        cpu = statistics.median(c for _, c, _ in runs)
-        peak = max(m for *_, m in runs)
-        ratio = f"{med / base:.2f}x" if base else ""
-        print(f"{name:<15} {len(runs):>4} {med:>9.3f} {min(walls):>7.2f}-{max(walls):<7.2f} {cpu:>8.2f} "
-              f"{peak:>12.1f} {ratio:>12}")
-        out.append({"tool": name, "json_bytes": size, "rows": rows, "wall_s": walls, "median_s": med,
-                    "cpu_s": cpu, "peak_rss_mb": peak})
+    out = print_medians(results, rows, {"json_bytes": size, "rows": rows, "layout": layout})
     write_jsonl(a.json, out)
 
 

@@ -435,6 +435,8 @@ fn a_record_with_a_nul_key_is_a_bad_record_at_its_place_and_nothing_of_it_is_loa
     let summary = import(&db, &[Input::Path(input)], &opts, &Progress::default())?;
     assert_eq!(summary.rejects, 1);
     let conn = Connection::open(&db)?;
+    let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    assert_eq!(ok, "ok");
     let parents: Vec<Vec<Sql>> = rows(&conn, "n")?;
     assert_eq!(
         parents,
@@ -510,6 +512,8 @@ fn into_a_callers_connection_related_tables_go_with_its_transaction() -> R {
     let tx = conn.transaction()?;
     let summary = liteload::import_into_connection(&tx, &inputs, &opts, &Progress::default())?;
     tx.commit()?;
+    let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    assert_eq!(ok, "ok");
     assert_eq!(summary.rows, 3 + 3 + 3);
     assert_eq!(
         rows(&conn, "o_xs_b")?,

@@ -224,9 +224,9 @@ pub(crate) fn spool(
     let mut bytes = 0;
     let mut tables: Vec<(String, PathBuf)> = vec![];
     let mut shapes = vec![];
-    // Kept: the top table, and every child with a row. (Every child has one: a table is
-    // made when the spools' thread meets its first element, and a bad record never
-    // reaches that thread; the check costs nothing and keeps an empty spool out.)
+    // Kept: the top table, and every child with a row (one met only through empty
+    // arrays has none, and no columns to make it with); a kept child's parent is kept,
+    // as it has the rows that made the child's.
     let kept: Vec<bool> = split
         .spools
         .iter()
@@ -246,7 +246,6 @@ pub(crate) fn spool(
         if !kept[i] {
             continue;
         }
-        // (A kept child's parent is kept: it has the rows that made the child's.)
         let parent = s
             .parent
             .map(|p| tables[kept[..p].iter().filter(|&&k| k).count()].0.clone());

@@ -16,13 +16,19 @@ use crate::source::keys::PART;
 
 /// What a record becomes, in walk order: `Row` … `EndRow` for its own row; inside a
 /// row, `Value`s and, for an array that becomes a child table, `Open`, a `Row` … `EndRow`
-/// for each element, `Close`.
+/// (or one `Element`) for each element, `Close`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Event {
     Row,
     /// A member kept: its key's path (keys joined by [`PART`]) and its JSON text.
     Value {
         key: Range<usize>,
+        text: Range<usize>,
+    },
+    /// A row of the open array's table whose one member is `value`, of this JSON text:
+    /// an element that is not an object (one event, not three: a long array of
+    /// numbers is held at a third of the memory).
+    Element {
         text: Range<usize>,
     },
     /// An array member made rows: its key's path, and the same joined by `_`.
@@ -125,7 +131,13 @@ fn walk(
                     for el in elements {
                         let m = match el.get().as_bytes().first() {
                             Some(b'{') => serde_json::from_str(el.get()).map_err(bad)?,
-                            _ => Members(vec![(Cow::Borrowed(VALUE), el)]),
+                            // (It becomes rows or JSON text by the same rules.)
+                            Some(b'[') => Members(vec![(Cow::Borrowed(VALUE), el)]),
+                            _ => {
+                                let text = out.put(el.get().as_bytes());
+                                out.events.push(Event::Element { text });
+                                continue;
+                            }
                         };
                         out.events.push(Event::Row);
                         walk(m, 0, &mut (String::new(), String::new()), rules, out)?;
@@ -308,13 +320,11 @@ mod tests {
                         out.text(table_key)
                     )
                 }
+                Event::Element { text } => format!("<{}>", out.text(text)),
                 Event::Close => "]".into(),
             })
             .collect();
-        assert_eq!(
-            shown.join(" "),
-            r#"( a="last" [o>p|o_p ( value=2 ) ( q=null ) ] )"#
-        );
+        assert_eq!(shown.join(" "), r#"( a="last" [o>p|o_p <2> ( q=null ) ] )"#);
         let before = (out.events.len(), out.arena.len());
         assert_eq!(record(b"[1]", rules, &mut out), Err(None));
         let nul = record(br#"{"x": [{"k\u0000": 1}]}"#, rules, &mut out);

@@ -9,7 +9,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::parse::{Event, Split};
-use super::{ID, PARENT, POSITION};
+use super::{ID, PARENT, POSITION, VALUE};
 use crate::error::{Error, Result};
 use crate::names::Names;
 use crate::schema::quote_ident;
@@ -103,37 +103,35 @@ impl Spools {
         for e in events {
             match e {
                 Event::Row => {
-                    let (t, parent) = match self.stack.last_mut() {
-                        Some(Frame::Array {
-                            t,
-                            parent,
-                            position,
-                        }) => {
-                            *position += 1;
-                            (*t, Some((*parent, *position - 1)))
-                        }
-                        _ => (0, None),
-                    };
-                    let id = self.spools[t].next_id;
-                    self.spools[t].next_id += 1;
-                    let mut text = Vec::with_capacity(256);
-                    let _ = write!(text, "{{\"{ID}\":{id}");
-                    if let Some((p, pos)) = parent {
-                        let _ = write!(text, ",\"{PARENT}\":{p},\"{POSITION}\":{pos}");
-                    }
+                    let (t, id, text) = self.begin_row();
                     self.stack.push(Frame::Row { t, id, text });
                 }
                 Event::Value { key, text: value } => {
                     let Some(Frame::Row { t, text, .. }) = self.stack.last_mut() else {
                         return Err(Error::internal("a value outside a row"));
                     };
-                    let (spool, key) = (&mut self.spools[*t], split.bytes(key));
-                    let column = match spool.columns.get(key) {
-                        Some(c) => c,
-                        None => column(spool, self.flatten.as_deref(), &mut self.notes, key),
-                    };
+                    let spool = &mut self.spools[*t];
+                    let column = column(
+                        spool,
+                        self.flatten.as_deref(),
+                        &mut self.notes,
+                        split.bytes(key),
+                    );
                     text.extend_from_slice(column);
                     text.extend_from_slice(split.bytes(value));
+                }
+                Event::Element { text: value } => {
+                    let (t, _, mut text) = self.begin_row();
+                    let spool = &mut self.spools[t];
+                    let column = column(
+                        spool,
+                        self.flatten.as_deref(),
+                        &mut self.notes,
+                        VALUE.as_bytes(),
+                    );
+                    text.extend_from_slice(column);
+                    text.extend_from_slice(split.bytes(value));
+                    self.end_row(t, text)?;
                 }
                 Event::Open { key, table_key } => {
                     let Some(&Frame::Row { t, id, .. }) = self.stack.last() else {
@@ -153,19 +151,48 @@ impl Spools {
                     self.stack.pop();
                 }
                 Event::EndRow => {
-                    let Some(Frame::Row { t, mut text, .. }) = self.stack.pop() else {
+                    let Some(Frame::Row { t, text, .. }) = self.stack.pop() else {
                         return Err(Error::internal("a row's end outside a row"));
                     };
-                    text.extend_from_slice(b"}\n");
-                    let s = &mut self.spools[t];
-                    s.rows += 1;
-                    s.out
-                        .write_all(&text)
-                        .map_err(|e| Error::io(Some(s.path.clone()), e))?;
+                    self.end_row(t, text)?;
                 }
             }
         }
         Ok(())
+    }
+
+    /// A new row: of the array being written (its next element), else of the records'
+    /// table; its table, `_id`, and its text so far.
+    fn begin_row(&mut self) -> (usize, i64, Vec<u8>) {
+        let (t, parent) = match self.stack.last_mut() {
+            Some(Frame::Array {
+                t,
+                parent,
+                position,
+            }) => {
+                *position += 1;
+                (*t, Some((*parent, *position - 1)))
+            }
+            _ => (0, None),
+        };
+        let id = self.spools[t].next_id;
+        self.spools[t].next_id += 1;
+        let mut text = Vec::with_capacity(256);
+        let _ = write!(text, "{{\"{ID}\":{id}");
+        if let Some((p, pos)) = parent {
+            let _ = write!(text, ",\"{PARENT}\":{p},\"{POSITION}\":{pos}");
+        }
+        (t, id, text)
+    }
+
+    /// Ends the row `text` of table `t` and writes it to its spool.
+    fn end_row(&mut self, t: usize, mut text: Vec<u8>) -> Result<()> {
+        text.extend_from_slice(b"}\n");
+        let s = &mut self.spools[t];
+        s.rows += 1;
+        s.out
+            .write_all(&text)
+            .map_err(|e| Error::io(Some(s.path.clone()), e))
     }
 
     /// The child table of table `t` for the arrays at `key` (`table_key` joined by `_`).
@@ -187,15 +214,18 @@ impl Spools {
     }
 }
 
-/// The column of the table of `s` that the member at `key` (a path put from a
-/// `str`) fills, first met: named (renamings noted in `notes`), and held as the row's
-/// text puts it; flattened paths' keys joined by `flatten`.
+/// The column of the table of `s` that the member at `key` (a path put from a `str`)
+/// fills, as the row's text puts it (`,"name":`); first met, it is named (renamings
+/// noted in `notes`; flattened paths' keys joined by `flatten`).
 fn column<'s>(
     s: &'s mut Spool,
     flatten: Option<&str>,
     notes: &mut Vec<String>,
     key: &[u8],
 ) -> &'s [u8] {
+    if let Some(i) = s.columns.find(key) {
+        return s.columns.at(i);
+    }
     let key_text = String::from_utf8_lossy(key);
     // A blank key names the column by its place, as the JSON reader names one.
     let reserved = if s.parent.is_some() { 3 } else { 1 };
@@ -252,11 +282,20 @@ impl<V> Lookup<V> {
     }
 
     fn get(&self, key: &[u8]) -> Option<&V> {
-        let i = match self.items.len() <= Self::FEW {
-            true => self.items.iter().position(|(k, _)| **k == *key)?,
-            false => *self.index.get(key)?,
-        };
-        Some(&self.items[i].1)
+        self.find(key).map(|i| self.at(i))
+    }
+
+    /// Where `key` is held.
+    fn find(&self, key: &[u8]) -> Option<usize> {
+        match self.items.len() <= Self::FEW {
+            true => self.items.iter().position(|(k, _)| **k == *key),
+            false => self.index.get(key).copied(),
+        }
+    }
+
+    /// The value held at `i` (from [`Lookup::find`]).
+    fn at(&self, i: usize) -> &V {
+        &self.items[i].1
     }
 
     /// Adds `key` (not held) with `value`; returns the value held.
