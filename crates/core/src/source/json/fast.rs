@@ -375,7 +375,9 @@ impl<'a> Member<'_, '_, '_, 'a> {
     ) -> std::result::Result<(), A::Error> {
         let mut seen: Vec<std::borrow::Cow<'a, str>> = vec![];
         while let Some(FastKey(k)) = map.next_key()? {
-            if (nested && k.contains(PART)) || seen.contains(&k) {
+            // A NUL anywhere is the slow path's to refuse, even in the key of an empty
+            // object, which names no column here.
+            if (nested && k.contains(PART)) || k.contains('\0') || seen.contains(&k) {
                 *self.ok = false;
             }
             let len = self.path.len();
