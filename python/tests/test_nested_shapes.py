@@ -239,10 +239,10 @@ def test_flattened_xml_equals_the_reference(tmp_path, seed):
     assert conn.execute('SELECT * FROM "t" ORDER BY rowid').fetchall() == want
 
 
-def split_reference(records, top, scalars_as_json=False):
+def split_reference(records, top, scalars_as_json=False, key=None):
     """The documented related-tables rules, written plainly for records whose keys are
     distinct names other than _id, _parent, _position and value, without flattening:
-    {table: [row dicts in _id order]}."""
+    {table: [row dicts in _id order]}; `key`: the records' member that keys them."""
     tables = {top: []}
     names = {top: top}
 
@@ -252,6 +252,9 @@ def split_reference(records, top, scalars_as_json=False):
     def row(table, obj, parent):
         rid = len(tables[table]) + 1
         r = {"_id": rid}
+        if key and table == top:
+            rid = obj[key]
+            r = {}
         if parent:
             r["_parent"], r["_position"] = parent
         tables[table].append(r)
@@ -270,15 +273,18 @@ def split_reference(records, top, scalars_as_json=False):
     return {t: rows for t, rows in tables.items() if rows or t == top}
 
 
-@pytest.mark.parametrize("scalars_as_json", [False, True])
-def test_nested_arrays_become_related_tables_as_documented(tmp_path, scalars_as_json):
+@pytest.mark.parametrize("scalars_as_json,keyed", [(False, False), (True, False), (False, True)])
+def test_nested_arrays_become_related_tables_as_documented(tmp_path, scalars_as_json, keyed):
     """nested="tables": every table equals the reference's rows, keys and positions,
-    with SQLite's foreign_key_check clean and an index on each _parent."""
+    with SQLite's foreign_key_check clean and an index on each _parent; `keyed`, the
+    records keyed by their own id (shuffled), which their children reference."""
     rng = random.Random(53)
     words = ["a", "é 😀", "", "x" * 300, "007", "12"]
     recs = []
+    ids = list(range(-1500, 1500))
+    rng.shuffle(ids)
     for i in range(3000):
-        rec = {"id": i, "name": rng.choice(words), "v": rng.choice([1.5, -2, None, True])}
+        rec = {"id": ids[i], "name": rng.choice(words), "v": rng.choice([1.5, -2, None, True])}
         if rng.random() < 0.8:
             rec["items"] = [
                 {"sku": rng.choice(words), "qty": rng.randint(0, 9),
@@ -296,15 +302,20 @@ def test_nested_arrays_become_related_tables_as_documented(tmp_path, scalars_as_
     src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs), encoding="utf-8")
     db = tmp_path / "o.db"
     kw = {"scalar_arrays": "json"} if scalars_as_json else {}
+    if keyed:
+        kw["pk"] = "id"
     s = liteload.import_file(db, src, table="orders", nested="tables", **kw)
-    want = split_reference(recs, "orders", scalars_as_json)
+    want = split_reference(recs, "orders", scalars_as_json, "id" if keyed else None)
+    if keyed:
+        # An INTEGER key is the rowid: the rows read back in its order.
+        want["orders"].sort(key=lambda r: r["id"])
     assert s.as_dict()["rows"] == sum(len(r) for r in want.values())
     conn = checked(db)
     got_tables = {t for (t,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
     assert got_tables == set(want)
     for table, rows_ in want.items():
         cols = [c for (c,) in conn.execute(f"SELECT name FROM pragma_table_info('{table}')")]
-        got = conn.execute(f'SELECT * FROM "{table}" ORDER BY _id').fetchall()
+        got = conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid').fetchall()
         expected = [tuple(1 if r.get(c) is True else r.get(c) for c in cols) for r in rows_]
         assert got == expected, table
     assert conn.execute("SELECT count(*) FROM pragma_foreign_key_check").fetchone() == (0,)

@@ -215,10 +215,27 @@ fn refusals_write_nothing_and_leave_no_spool() {
         .stderr(predicate::str::contains(
             "--scalar-arrays applies with --nested tables",
         ));
-    // A primary key: usage.
-    load_nested(dir.path(), &["--pk", "id"])
-        .code(2)
-        .stderr(predicate::str::contains("keyed by their own _id column"));
+    // A key of two columns, a type for the key, a conflict rule, the direct engine
+    // with a key: usage.
+    for (args, said) in [
+        (&["--pk", "id,sku"][..], "by one key column, not 2"),
+        (
+            &["--pk", "id", "--type", "id=text"][..],
+            "takes its type from its values",
+        ),
+        (
+            &["--on-conflict", "ignore"][..],
+            "no rule for rows whose key",
+        ),
+        (
+            &["--pk", "id", "--engine", "direct"][..],
+            "cannot order rows by a primary key",
+        ),
+    ] {
+        load_nested(dir.path(), args)
+            .code(2)
+            .stderr(predicate::str::contains(said));
+    }
     assert!(!dir.path().join("o.db").exists());
     // A syntax error in the document after the records: bad input at its place.
     std::fs::write(dir.path().join("broken.json"), &EXPORT[..EXPORT.len() - 1]).expect("write");
@@ -244,4 +261,100 @@ fn refusals_write_nothing_and_leave_no_spool() {
     load_nested(dir.path(), &["--if-exists", "replace"]).success();
     let n = query(dir.path(), "SELECT count(*) FROM orders_items");
     assert_eq!(n, [[Value::Integer(3)]]);
+}
+
+#[test]
+fn records_keyed_by_their_own_member_are_referenced_by_it() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    // Keys out of order, one spelled in capitals, one a string (the key is then TEXT);
+    // a record without a key, one repeating a key and one keyed by a real are bad.
+    let lines = [
+        r#"{"items": [{"sku": "a", "tags": ["x"]}, {"sku": "b"}], "id": 30}"#,
+        r#"{"ID": 7, "items": [{"sku": "c"}]}"#,
+        r#"{"id": "k-9", "items": [{"sku": "d"}]}"#,
+        r#"{"items": [{"sku": "lost"}]}"#,
+        r#"{"id": 30, "items": [{"sku": "lost too"}]}"#,
+        r#"{"id": 2.5, "items": []}"#,
+    ];
+    std::fs::write(dir.path().join("orders.json"), lines.join("\n")).expect("write");
+    liteload(dir.path())
+        .args(["import", "o.db", "orders.json", "--format", "ndjson"])
+        .args(["--nested", "tables", "--pk", "id", "--max-errors", "3"])
+        .args(["--rejects", "bad.ndjson"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "orders.json:5:1: record 5: the key 30 of column \"id\" is record 1's already",
+        ))
+        .stderr(predicate::str::contains(
+            "record 4: no member names the key column \"id\"",
+        ))
+        .stderr(predicate::str::contains("holds the number 2.5"));
+    let bad = std::fs::read_to_string(dir.path().join("bad.ndjson")).expect("rejects");
+    assert_eq!(bad.lines().count(), 3);
+    assert!(bad.contains("lost too"), "{bad}");
+    let text = |s: &str| Value::Text(s.into());
+    assert_eq!(
+        query(
+            dir.path(),
+            "SELECT id, typeof(id) FROM orders ORDER BY rowid"
+        ),
+        [
+            vec![text("30"), text("text")],
+            vec![text("7"), text("text")],
+            vec![text("k-9"), text("text")]
+        ]
+    );
+    assert_eq!(
+        query(
+            dir.path(),
+            "SELECT _id, _parent, _position, sku FROM orders_items ORDER BY _id"
+        ),
+        [
+            vec![Value::Integer(1), text("30"), Value::Integer(0), text("a")],
+            vec![Value::Integer(2), text("30"), Value::Integer(1), text("b")],
+            vec![Value::Integer(3), text("7"), Value::Integer(0), text("c")],
+            vec![Value::Integer(4), text("k-9"), Value::Integer(0), text("d")],
+        ]
+    );
+    // A grandchild references its parent's _id.
+    assert_eq!(
+        query(dir.path(), "SELECT _parent, value FROM orders_items_tags"),
+        [vec![Value::Integer(1), text("x")]]
+    );
+    let fks = query(
+        dir.path(),
+        "SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list('orders_items') \
+         UNION ALL SELECT 'check', count(*), NULL FROM pragma_foreign_key_check",
+    );
+    assert_eq!(
+        fks,
+        [
+            vec![text("orders"), text("_parent"), text("id")],
+            vec![text("check"), Value::Integer(0), Value::Null]
+        ]
+    );
+    no_spool(dir.path());
+    // Integer keys only: an INTEGER PRIMARY KEY (the rowid).
+    std::fs::write(dir.path().join("orders.json"), lines[..2].join("\n")).expect("write");
+    liteload(dir.path())
+        .args(["import", "o.db", "orders.json", "--format", "ndjson"])
+        .args(["--nested", "tables", "--pk", "id", "--if-exists", "replace"])
+        .assert()
+        .success();
+    assert_eq!(
+        query(dir.path(), "SELECT rowid, id FROM orders ORDER BY rowid"),
+        [ints(&[7, 7]), ints(&[30, 30])]
+    );
+    assert_eq!(
+        query(
+            dir.path(),
+            "SELECT _parent, typeof(_parent) FROM orders_items ORDER BY _id"
+        ),
+        [
+            vec![Value::Integer(30), text("integer")],
+            vec![Value::Integer(30), text("integer")],
+            vec![Value::Integer(7), text("integer")]
+        ]
+    );
 }

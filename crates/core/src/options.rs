@@ -183,6 +183,12 @@ pub struct ImportOptions {
 /// element is the column `value` (an array in an array is then the child table
 /// `<child>_value`). An empty array gives no row. Every table is new: a table of the
 /// load that exists is replaced or refused as [`IfExists`] says, never appended to.
+///
+/// With one [`ImportOptions::pk`] column, the records' table is keyed by that member of
+/// each record instead of `_id` (ASCII case ignored): INTEGER when every key is an
+/// integer, else TEXT, and its children's `_parent` references it. A record without it,
+/// with it twice, with a key that is no 64-bit integer or string, or with an earlier
+/// record's key is a bad record, nothing of it loaded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Nested {

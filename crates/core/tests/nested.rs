@@ -37,6 +37,8 @@ struct Model {
     names: HashSet<String>,
     rule: Nested,
     flatten: Option<String>,
+    /// The records' key member (a primary key option), else `_id`.
+    key: Option<String>,
 }
 
 fn free(taken: &mut HashSet<String>, wanted: &str) -> String {
@@ -50,12 +52,13 @@ fn free(taken: &mut HashSet<String>, wanted: &str) -> String {
 }
 
 impl Model {
-    fn new(top: &str, rule: Nested, flatten: Option<String>) -> Model {
+    fn new(top: &str, rule: Nested, flatten: Option<String>, key: Option<String>) -> Model {
         let mut m = Model {
             tables: vec![],
             names: HashSet::new(),
             rule,
             flatten,
+            key,
         };
         m.names.insert(top.to_ascii_lowercase());
         m.table(top.to_string(), false);
@@ -63,10 +66,11 @@ impl Model {
     }
 
     fn table(&mut self, name: String, child: bool) -> usize {
+        let key = self.key.clone().unwrap_or("_id".into());
         let reserved: &[&str] = if child {
             &["_id", "_parent", "_position"]
         } else {
-            &["_id"]
+            &[key.as_str()]
         };
         self.tables.push(Table {
             name,
@@ -98,17 +102,29 @@ impl Model {
         c
     }
 
-    fn row(&mut self, t: usize, obj: &Map<String, Value>, parent: Option<(i64, usize)>) {
+    fn row(&mut self, t: usize, obj: &Map<String, Value>, parent: Option<(Value, usize)>) {
         let id = self.tables[t].rows.len() as i64 + 1;
         // The row's place is taken first: its children come after it in no table of its.
         self.tables[t].rows.push(vec![]);
-        let mut cells = vec![("_id".to_string(), Value::from(id))];
+        // Keyed, a record's row has its key member (any ASCII case) first, and its
+        // children reference it.
+        let key = match (&self.key, t) {
+            (Some(k), 0) => obj.iter().find(|(m, _)| m.eq_ignore_ascii_case(k)),
+            _ => None,
+        };
+        let (mut cells, me) = match (&self.key, key) {
+            (Some(k), Some((_, v))) => (vec![(k.clone(), v.clone())], v.clone()),
+            _ => (vec![("_id".to_string(), Value::from(id))], Value::from(id)),
+        };
         if let Some((p, pos)) = parent {
-            cells.push(("_parent".into(), Value::from(p)));
+            cells.push(("_parent".into(), p));
             cells.push(("_position".into(), Value::from(pos)));
         }
         for (k, v) in obj {
-            self.member(t, id, k.clone(), k.clone(), v, &mut cells);
+            if key.is_some_and(|(m, _)| m == k) {
+                continue;
+            }
+            self.member(t, &me, k.clone(), k.clone(), v, &mut cells);
         }
         self.tables[t].rows[id as usize - 1] = cells;
     }
@@ -116,7 +132,7 @@ impl Model {
     fn member(
         &mut self,
         t: usize,
-        id: i64,
+        id: &Value,
         key: String,
         tkey: String,
         v: &Value,
@@ -144,7 +160,7 @@ impl Model {
                         Value::Object(m) => m.clone(),
                         other => Map::from_iter([("value".to_string(), other.clone())]),
                     };
-                    self.row(c, &obj, Some((id, i)));
+                    self.row(c, &obj, Some((id.clone(), i)));
                 }
             }
             Value::Object(m) if self.flatten.is_some() => {
@@ -190,7 +206,7 @@ fn sql_of(v: &Value, declared: &str) -> Sql {
 
 fn rows(conn: &Connection, table: &str) -> R<Vec<Vec<Sql>>> {
     let q = format!(
-        "SELECT * FROM \"{}\" ORDER BY _id",
+        "SELECT * FROM \"{}\" ORDER BY rowid",
         table.replace('"', "\"\"")
     );
     let mut stmt = conn.prepare(&q)?;
@@ -227,7 +243,8 @@ fn check(records: &[Vec<(String, Value)>], ndjson: bool, opts: &ImportOptions) -
     std::fs::write(&input, &text)?;
     let db = dir.path().join("out.db");
     import(&db, &[Input::Path(input)], opts, &Progress::default())?;
-    let mut model = Model::new("t", opts.nested, opts.read.flatten.clone());
+    let key = opts.pk.first().cloned();
+    let mut model = Model::new("t", opts.nested, opts.read.flatten.clone(), key);
     for r in records {
         let object: Map<String, Value> = r.iter().cloned().collect();
         model.row(0, &object, None);
@@ -398,8 +415,26 @@ proptest! {
         flatten in prop::option::of(prop::sample::select(vec!["_", "."])),
         sqlite in any::<bool>(),
         small_sample in any::<bool>(),
+        keys in prop::option::of(any::<bool>()),
     ) {
+        let mut records = records;
+        // Keyed (a primary key option): each record gets a key member at some place,
+        // in either case, all different, out of order; `true`: strings among them.
+        if let Some(strings) = keys {
+            let n = records.len();
+            for (i, r) in records.iter_mut().enumerate() {
+                let k = match (strings, i % 2) {
+                    (true, 0) => Value::from(format!("k{i}é")),
+                    _ => Value::from((n - i) as i64 * 1000 - 3000),
+                };
+                let name = if i % 3 == 0 { "ID" } else { "id" };
+                r.insert(i % (r.len() + 1), (name.to_string(), k));
+            }
+        }
         let mut opts = ImportOptions::default();
+        if keys.is_some() {
+            opts.pk = vec!["id".to_string()];
+        }
         opts.nested = if objects_only { Nested::ObjectTables } else { Nested::Tables };
         opts.read.flatten = flatten.map(String::from);
         opts.engine = if sqlite { Engine::Sqlite } else { Engine::Auto };

@@ -239,8 +239,10 @@ pub struct ImportArgs {
     /// order), a child's rows `_parent` (its parent row's _id, a FOREIGN KEY, indexed)
     /// and `_position` (the element's place, from 0). An object element gives its
     /// members as columns; another element the column `value`. An empty array gives no
-    /// row. With --flatten, arrays inside nested objects are children too. `json`: an
-    /// array is JSON text, as every nested value.
+    /// row. With --flatten, arrays inside nested objects are children too. With --pk
+    /// COL the records' table is keyed by each record's member COL instead of _id, and
+    /// its children's _parent holds it (a record without one, or repeating one, is a bad
+    /// record). `json`: an array is JSON text, as every nested value.
     #[arg(
         long,
         value_enum,

@@ -323,11 +323,29 @@ fn plan_nested<'i>(
             "related tables are made from one input at a time",
         ));
     };
-    if !opts.pk.is_empty() || opts.on_conflict != crate::OnConflict::Fail {
+    if opts.on_conflict != crate::OnConflict::Fail {
         return Err(Error::usage(
-            "related tables are keyed by their own _id column: no primary key or conflict \
-             rule can be given",
+            "related tables are made new by the load: no rule for rows whose key is taken \
+             can be given",
         ));
+    }
+    let key = match opts.pk.as_slice() {
+        [] => None,
+        [k] => Some(k.as_str()),
+        more => {
+            return Err(Error::usage(format!(
+                "related tables reference their records by one key column, not {}",
+                more.len()
+            )))
+        }
+    };
+    if let Some(k) = key {
+        if opts.types.iter().any(|(c, _)| c.eq_ignore_ascii_case(k)) {
+            return Err(Error::usage(format!(
+                "the key column {k:?} of related tables takes its type from its values \
+                 (INTEGER, or TEXT where one is a string): none can be given"
+            )));
+        }
     }
     let sniffed = dialect
         .iter()
@@ -339,7 +357,7 @@ fn plan_nested<'i>(
         })
         .collect();
     let table = table_name(input, opts)?;
-    let spooled = nested::spool(dest, input, read, &table, opts, progress)?;
+    let spooled = nested::spool(dest, input, read, &table, key, opts, progress)?;
     if let Dest::File(db) = dest {
         nested::refuse_existing(db, &spooled.tables, opts.if_exists)?;
     }
@@ -347,14 +365,30 @@ fn plan_nested<'i>(
         .bytes_total
         .fetch_add(spooled.bytes, std::sync::atomic::Ordering::Relaxed);
     let mut loads = nested::loads(&spooled, read, input);
-    // The types the options give are the records' table's.
+    // The types the options give are the records' table's; a key's type is decided by
+    // its values, and the `_parent` of the records' children has it too.
+    let mut top = opts.clone();
     let children = ImportOptions {
         types: vec![],
         ..opts.clone()
     };
+    let mut keyed_children = children.clone();
+    if let Some((k, ty)) = &spooled.key {
+        top.types.push((k.clone(), *ty));
+        keyed_children.types = vec![(nested::PARENT.to_string(), *ty)];
+    }
     let (mut notes, mut locale_hints) = (spooled.notes, vec![]);
     for (i, load) in loads.iter_mut().enumerate() {
-        let sampled = load.open(if i == 0 { opts } else { &children }, progress)?;
+        let child_of_top = spooled.shapes[i]
+            .foreign_key
+            .as_ref()
+            .is_some_and(|fk| fk.table == spooled.tables[0].0);
+        let options = match i {
+            0 => &top,
+            _ if child_of_top => &keyed_children,
+            _ => &children,
+        };
+        let sampled = load.open(options, progress)?;
         (load.columns, load.types) = (sampled.columns, sampled.types);
         // A spool's notes are its table's: named as the load is, not by the spool.
         let spool = load.inputs[0].display_name();
@@ -575,6 +609,16 @@ fn choose_engine_saying(
         Dest::File(_) if opts.parse_only => return Ok(EngineRoute::Null),
         Dest::File(db) => db,
     };
+    if several && !opts.pk.is_empty() {
+        // (Related tables keyed by a member: the keys come in the records' order.)
+        if opts.engine == Engine::Direct {
+            return Err(
+                Error::usage("the direct engine cannot order rows by a primary key")
+                    .with_hint(Hint::SqliteEngine),
+            );
+        }
+        return Ok(EngineRoute::Sqlite);
+    }
     if several {
         if let Some(durability) = several_in_place(db, loads, opts) {
             return Ok(EngineRoute::InPlace(durability));

@@ -2,8 +2,9 @@
 //! records are read once, in order, and each is split into rows: its own, and one for
 //! every element of every array in it (recursively), each row written to its table's
 //! spool (NDJSON in a temporary folder beside the target). Each spool is then a load of
-//! the plan, with its table's shape: the key `_id`, and for a child `_parent`, declared
-//! as a FOREIGN KEY to its parent's `_id` and indexed. The spools are written whole
+//! the plan, with its table's shape: the key `_id` (for the records' table, a member of
+//! each record where the options name one), and for a child `_parent`, declared as a
+//! FOREIGN KEY to its parent's key and indexed. The spools are written whole
 //! before the first table is sampled, so every table's columns and types come from its
 //! own rows.
 //!
@@ -34,6 +35,7 @@ use crate::schema::quote_ident;
 use crate::source::json::{Fatal, Item, ObjectStream, TextRecord};
 use crate::source::{BadRecord, Format, Input, ReadOptions};
 use crate::table::{ForeignKey, IfExists, IndexSpec};
+use crate::types::ColumnType;
 use parse::{Rules, Split};
 use spools::Spools;
 
@@ -60,6 +62,9 @@ pub(crate) struct Spooled {
     pub(crate) rejected: Vec<BadRecord>,
     /// Rows spooled, all tables together.
     pub(crate) bytes: u64,
+    /// The records' key column and its type (INTEGER, or TEXT where a key was a
+    /// string), which its children's `_parent` has too; `None`: keyed by `_id`.
+    pub(crate) key: Option<(String, ColumnType)>,
 }
 
 /// Records' texts handed to the workers together.
@@ -92,12 +97,21 @@ struct Done {
     seq: usize,
     split: Split,
     records: Vec<Taken>,
+    /// The chunk's text.
+    text: Vec<u8>,
     end: Option<Error>,
 }
 
-/// A record taken apart: its events (a range of its chunk's), or a bad record.
+/// A record taken apart: its events (a range of its chunk's), with its number, where
+/// it starts and its text in the chunk's (for a record the spools find bad), or a bad
+/// record.
 enum Taken {
-    Rows(Range<usize>),
+    Rows {
+        events: Range<usize>,
+        no: u64,
+        at: (u64, u64, u64),
+        text: Range<usize>,
+    },
     Bad(BadRecord),
 }
 
@@ -105,13 +119,15 @@ enum Taken {
 const CHUNK_BYTES: usize = 1 << 20;
 
 /// Reads `input` (JSON or NDJSON, with `read`) whole into spools, one a table, the
-/// records' table named `table`, in a temporary folder beside `dest`'s file (else the
-/// system's). Bad records are refused, or kept for the load's rejects as `opts` allow.
+/// records' table named `table` (keyed by its member `key`, else by `_id`), in a
+/// temporary folder beside `dest`'s file (else the system's). Bad records are refused,
+/// or kept for the load's rejects as `opts` allow.
 pub(crate) fn spool(
     dest: Dest<'_>,
     input: &Input,
     read: &ReadOptions,
     table: &str,
+    key: Option<&str>,
     opts: &ImportOptions,
     progress: &Progress,
 ) -> Result<Spooled> {
@@ -138,6 +154,9 @@ pub(crate) fn spool(
     .map_err(|e| Error::io(None, e))?;
     let mut stream = crate::source::open_objects(input, read, progress)?;
     let mut split = Spools::new(table, read.flatten.clone(), dir.path())?;
+    if let Some(key) = key {
+        split.keyed(key);
+    }
     let rules = Rules {
         rule: opts.nested,
         flatten: read.flatten.is_some(),
@@ -167,10 +186,12 @@ pub(crate) fn spool(
         }
         drop((work_rx, done_tx));
         let stream = &mut stream;
-        let name = name.clone();
+        let reading = name.clone();
         std::thread::Builder::new()
             .name("liteload-records".into())
-            .spawn_scoped(scope, move || read_chunks(stream, &name, progress, work_tx))
+            .spawn_scoped(scope, move || {
+                read_chunks(stream, &reading, progress, work_tx)
+            })
             .map_err(|e| Error::io(None, e))?;
         // Chunks come back in any order; their rows are written in input order.
         let mut waiting = BTreeMap::new();
@@ -183,27 +204,47 @@ pub(crate) fn spool(
                 let Done {
                     split: taken,
                     records,
+                    text,
                     end,
                     ..
                 } = done;
+                let mut reject = |bad: BadRecord| -> Result<()> {
+                    if !tolerate {
+                        return Err(bad.error);
+                    }
+                    if opts.max_errors.is_some_and(|m| rejected.len() as u64 >= m) {
+                        return Err(Error::too_many(opts.max_errors.unwrap_or(0), bad.error));
+                    }
+                    rejected.push(bad);
+                    Ok(())
+                };
                 for record in records {
-                    let events = match record {
-                        Taken::Rows(events) => events,
-                        Taken::Bad(bad) => {
-                            if !tolerate {
-                                return Err(bad.error);
-                            }
-                            if opts.max_errors.is_some_and(|m| rejected.len() as u64 >= m) {
-                                return Err(Error::too_many(
-                                    opts.max_errors.unwrap_or(0),
-                                    bad.error,
-                                ));
-                            }
-                            rejected.push(bad);
-                            continue;
+                    match record {
+                        Taken::Bad(bad) => reject(bad)?,
+                        Taken::Rows {
+                            events,
+                            no,
+                            at: (line, column, byte),
+                            text: range,
+                        } => {
+                            let Some(why) = split.record(&taken, &taken.events[events], no)? else {
+                                continue;
+                            };
+                            let pos = Position {
+                                path: name.clone(),
+                                line,
+                                column,
+                                record: no,
+                                byte,
+                            };
+                            let fields = match opts.rejects.is_some() {
+                                true => serde_json::from_slice(&text[range]).unwrap_or(Value::Null),
+                                false => Value::Null,
+                            };
+                            let error = Error::input(pos, None, why);
+                            reject(BadRecord { error, fields })?;
                         }
-                    };
-                    split.record(&taken, &taken.events[events])?;
+                    }
                 }
                 if let Some(e) = end {
                     return Err(e);
@@ -221,6 +262,13 @@ pub(crate) fn spool(
             ));
         }
     }
+    let top_key = split.key().map(|(k, text)| {
+        let ty = match text {
+            true => ColumnType::Text,
+            false => ColumnType::Integer,
+        };
+        (k.to_string(), ty)
+    });
     let mut bytes = 0;
     let mut tables: Vec<(String, PathBuf)> = vec![];
     let mut shapes = vec![];
@@ -233,6 +281,10 @@ pub(crate) fn spool(
         .enumerate()
         .map(|(i, s)| i == 0 || s.rows > 0)
         .collect();
+    let key_of = |t: usize| match (t, &top_key) {
+        (0, Some((k, _))) => k.clone(),
+        _ => ID.to_string(),
+    };
     for (i, s) in split.spools.into_iter().enumerate() {
         let file = s
             .out
@@ -246,16 +298,19 @@ pub(crate) fn spool(
         if !kept[i] {
             continue;
         }
-        let parent = s
-            .parent
-            .map(|p| tables[kept[..p].iter().filter(|&&k| k).count()].0.clone());
+        let parent = s.parent.map(|p| {
+            (
+                tables[kept[..p].iter().filter(|&&k| k).count()].0.clone(),
+                key_of(p),
+            )
+        });
         let mut shape = TableShape {
             table: s.table.clone(),
-            rowid: Some(ID.to_string()),
+            rowid: Some(key_of(i)),
             ..TableShape::default()
         };
         match parent {
-            Some(parent) => {
+            Some((parent, key)) => {
                 shape.indexes = vec![IndexSpec {
                     columns: vec![PARENT.to_string()],
                     unique: false,
@@ -264,7 +319,7 @@ pub(crate) fn spool(
                 shape.foreign_key = Some(ForeignKey {
                     column: PARENT.to_string(),
                     table: parent,
-                    key: ID.to_string(),
+                    key,
                 });
             }
             None => shape.indexes = opts.indexes.clone(),
@@ -279,6 +334,7 @@ pub(crate) fn spool(
         notes: split.notes,
         rejected,
         bytes,
+        key: top_key,
     })
 }
 
@@ -425,10 +481,15 @@ fn take_apart(chunk: Chunk, rules: Rules, name: &Arc<str>, fields: bool) -> Done
             Read::Line { text, at } => (text.clone(), *at, true),
             Read::Element { text, at } => (text.clone(), *at, false),
         };
-        let text = &chunk.text[range];
+        let text = &chunk.text[range.clone()];
         let start = split.events.len();
         match parse::record(text, rules, &mut split) {
-            Ok(()) => records.push(Taken::Rows(start..split.events.len())),
+            Ok(()) => records.push(Taken::Rows {
+                events: start..split.events.len(),
+                no,
+                at,
+                text: range.clone(),
+            }),
             Err(Some(why)) => {
                 let value = match fields {
                     true => serde_json::from_slice(text).unwrap_or(Value::Null),
@@ -465,6 +526,7 @@ fn take_apart(chunk: Chunk, rules: Rules, name: &Arc<str>, fields: bool) -> Done
         seq: chunk.seq,
         split,
         records,
+        text: chunk.text,
         end,
     }
 }

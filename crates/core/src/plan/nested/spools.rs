@@ -2,6 +2,10 @@
 //! ([`super::parse`]) in input order, numbering each table's rows from 1, naming child
 //! tables and columns as they are first met (so names do not depend on which thread
 //! took a record apart), and writes each row to its table's spool as one NDJSON line.
+//!
+//! With a key for the records (see [`TopKey`]), the records' table has no `_id`: each
+//! record's key member is found before any of its rows is written, and its children's
+//! `_parent` is that key.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -31,6 +35,23 @@ pub(super) struct Spool {
     pub(super) out: BufWriter<File>,
 }
 
+/// The key of the records' table, a member of each record (see
+/// [`Spools::keyed`]).
+struct TopKey {
+    /// The key column, as the options name it.
+    name: String,
+    /// Its name as a row's text puts it, first (`"name":`).
+    put: Box<[u8]>,
+    /// Every key met, as SQLite compares them in a TEXT column (a string's text, an
+    /// integer's digits), and the record it keys: about 50 bytes a record, held until
+    /// the spools are written.
+    seen: HashMap<Box<[u8]>, u64>,
+    /// Whether a key was a string: the column is then TEXT, else INTEGER.
+    text: bool,
+    /// The record's key as JSON, for its row and its children's `_parent`.
+    json: Vec<u8>,
+}
+
 /// A row being written, or an array whose elements are being written.
 enum Frame {
     Row {
@@ -53,6 +74,7 @@ pub(super) struct Spools {
     dir: PathBuf,
     pub(super) notes: Vec<String>,
     stack: Vec<Frame>,
+    key: Option<TopKey>,
 }
 
 impl Spools {
@@ -68,9 +90,117 @@ impl Spools {
             dir: dir.to_path_buf(),
             notes: vec![],
             stack: vec![],
+            key: None,
         };
         s.add(top.to_string(), None)?;
         Ok(s)
+    }
+
+    /// Keys the records' table by the member named `name` (ASCII case ignored; a
+    /// flattened member by its joined name) instead of `_id`: every record must have
+    /// one such member, an integer or a string, different in every record (as SQLite
+    /// compares them in a TEXT column), or it is bad. Before any row is written.
+    pub(super) fn keyed(&mut self, name: &str) {
+        let top = &mut self.spools[0];
+        top.names = Names::new();
+        top.names.claim(name);
+        let mut put = vec![b'{'];
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut put, name);
+        put.push(b':');
+        self.key = Some(TopKey {
+            name: name.to_string(),
+            put: put.into_boxed_slice(),
+            seen: HashMap::new(),
+            text: false,
+            json: vec![],
+        });
+    }
+
+    /// The key column's name and whether it is TEXT (else INTEGER), when keyed.
+    pub(super) fn key(&self) -> Option<(&str, bool)> {
+        self.key.as_ref().map(|k| (k.name.as_str(), k.text))
+    }
+
+    /// Whether the top row's member at the path `key` is the key's.
+    fn is_key(&self, key: &[u8]) -> bool {
+        let Some(k) = &self.key else { return false };
+        match key.contains(&(PART as u8)) {
+            false => key.eq_ignore_ascii_case(k.name.as_bytes()),
+            true => String::from_utf8_lossy(key)
+                .replace(PART, self.flatten.as_deref().unwrap_or("_"))
+                .eq_ignore_ascii_case(&k.name),
+        }
+    }
+
+    /// Finds the key of the record of `events` (number `no`) and takes it, or says
+    /// why the record is bad.
+    fn take_key(&mut self, split: &Split, events: &[Event], no: u64) -> Option<String> {
+        let mut depth = 0;
+        let mut found = None;
+        for e in events {
+            match e {
+                Event::Row => depth += 1,
+                Event::EndRow => depth -= 1,
+                Event::Value { key, text } if depth == 1 && self.is_key(split.bytes(key)) => {
+                    if found.is_some() {
+                        let k = self.key.as_ref().map_or("", |k| &k.name);
+                        return Some(format!("two members name the key column {k:?}"));
+                    }
+                    found = Some(text);
+                }
+                _ => {}
+            }
+        }
+        let k = self.key.as_mut()?;
+        let Some(text) = found else {
+            return Some(format!("no member names the key column {:?}", k.name));
+        };
+        let raw = split.bytes(text);
+        let compared: Vec<u8> = match raw.first() {
+            Some(b'"') => match serde_json::from_slice::<String>(raw) {
+                Ok(s) => {
+                    k.json.clear();
+                    k.json.extend_from_slice(raw);
+                    k.text = true;
+                    s.into_bytes()
+                }
+                Err(_) => return Some("the key is a string the reader refuses".into()),
+            },
+            _ => match serde_json::from_slice::<i64>(raw) {
+                Ok(i) => {
+                    k.json.clear();
+                    let _ = write!(k.json, "{i}");
+                    k.json.clone()
+                }
+                Err(_) => {
+                    let held = match raw.first() {
+                        Some(b'[') => "an array".to_string(),
+                        Some(b'{') => "an object".to_string(),
+                        Some(b'n') => "null".to_string(),
+                        Some(b't' | b'f') => "a boolean".to_string(),
+                        // (A number: ASCII, cut after 40 digits.)
+                        _ => match raw.len() > 40 {
+                            true => format!("the number {}…", String::from_utf8_lossy(&raw[..40])),
+                            false => format!("the number {}", String::from_utf8_lossy(raw)),
+                        },
+                    };
+                    return Some(format!(
+                        "the key column {:?} holds {held}: a key is an integer (64 bits) or a string",
+                        k.name
+                    ));
+                }
+            },
+        };
+        if let Some(first) = k.seen.get(compared.as_slice()) {
+            return Some(format!(
+                "the key {} of column {:?} is record {first}'s already",
+                String::from_utf8_lossy(&k.json),
+                k.name
+            ));
+        }
+        k.seen.insert(compared.into_boxed_slice(), no);
+        None
     }
 
     fn add(&mut self, table: String, parent: Option<usize>) -> Result<usize> {
@@ -97,9 +227,20 @@ impl Spools {
         Ok(i)
     }
 
-    /// Writes the rows of one record: `events` of `split`, from its `Row` to its
-    /// `EndRow`.
-    pub(super) fn record(&mut self, split: &Split, events: &[Event]) -> Result<()> {
+    /// Writes the rows of one record, number `no`: `events` of `split`, from its `Row`
+    /// to its `EndRow`. `Ok(Some(why))`: the record is bad, and nothing of it is
+    /// written.
+    pub(super) fn record(
+        &mut self,
+        split: &Split,
+        events: &[Event],
+        no: u64,
+    ) -> Result<Option<String>> {
+        if self.key.is_some() {
+            if let Some(why) = self.take_key(split, events, no) {
+                return Ok(Some(why));
+            }
+        }
         for e in events {
             match e {
                 Event::Row => {
@@ -107,6 +248,10 @@ impl Spools {
                     self.stack.push(Frame::Row { t, id, text });
                 }
                 Event::Value { key, text: value } => {
+                    // (The key is the row's first member, put there by `begin_row`.)
+                    if self.stack.len() == 1 && self.is_key(split.bytes(key)) {
+                        continue;
+                    }
                     let Some(Frame::Row { t, text, .. }) = self.stack.last_mut() else {
                         return Err(Error::internal("a value outside a row"));
                     };
@@ -158,7 +303,7 @@ impl Spools {
                 }
             }
         }
-        Ok(())
+        Ok(None)
     }
 
     /// A new row: of the array being written (its next element), else of the records'
@@ -178,9 +323,25 @@ impl Spools {
         let id = self.spools[t].next_id;
         self.spools[t].next_id += 1;
         let mut text = Vec::with_capacity(256);
-        let _ = write!(text, "{{\"{ID}\":{id}");
+        let key = self.key.as_ref();
+        match (key, t) {
+            (Some(k), 0) => {
+                text.extend_from_slice(&k.put);
+                text.extend_from_slice(&k.json);
+            }
+            _ => {
+                let _ = write!(text, "{{\"{ID}\":{id}");
+            }
+        }
         if let Some((p, pos)) = parent {
-            let _ = write!(text, ",\"{PARENT}\":{p},\"{POSITION}\":{pos}");
+            let _ = write!(text, ",\"{PARENT}\":");
+            match (key, self.spools[t].parent) {
+                (Some(k), Some(0)) => text.extend_from_slice(&k.json),
+                _ => {
+                    let _ = write!(text, "{p}");
+                }
+            }
+            let _ = write!(text, ",\"{POSITION}\":{pos}");
         }
         (t, id, text)
     }
