@@ -437,6 +437,7 @@ def import_file(
     sheet: Optional[str] = None,
     nested: Literal["json", "tables"] = "json",
     scalar_arrays: Literal["table", "json"] = "table",
+    child_tables: Optional[Mapping[str, str]] = None,
     temporal: Literal["iso", "epoch"] = "iso",
     decimals: Literal["text", "real"] = "text",
     if_exists: IfExists = "fail",
@@ -516,8 +517,11 @@ def import_file(
     rows of a child table ``<table>_<key>``, in the same atomic load: each table gets
     ``_id INTEGER PRIMARY KEY``, a child's rows ``_parent``, a FOREIGN KEY to the
     parent's ``_id``, and ``_position`` from 0; an object element gives its members as
-    columns, another element the column ``value``), ``scalar_arrays="json"`` (an array
-    of scalars only stays JSON text). Spreadsheets (``.xlsx``, ``.xlsm``, ``.xlsb``, ``.xls``, ``.ods``):
+    columns, another element the column ``value``; with ``pk="id"`` the records' table
+    is keyed by each record's ``id`` instead, which its children's ``_parent``
+    references), ``scalar_arrays="json"`` (an array of scalars only stays JSON text),
+    ``child_tables`` (names for child tables by the path of their arrays, keys joined
+    by ``.``: ``{"items.discounts": "discounts"}``). Spreadsheets (``.xlsx``, ``.xlsm``, ``.xlsb``, ``.xls``, ``.ods``):
     ``sheet`` (one worksheet, by name; default: every worksheet holding a value, each
     into a table named after it); numbers are INTEGER or REAL as in CSV, booleans 1/0,
     dates and times ISO 8601 text, error cells NULL with a note.

@@ -160,6 +160,7 @@ pub fn import(kw: &mut Keywords<'_>) -> PyResult<ImportOptions> {
         (true, false) => liteload::Nested::Tables,
         (true, true) => liteload::Nested::ObjectTables,
     };
+    o.child_tables = names_by(kw, "child_tables")?;
     o.read.flatten = {
         let v = kw.any("flatten")?;
         if let Ok(sep) = v.extract::<String>() {
@@ -240,6 +241,28 @@ pub fn import(kw: &mut Keywords<'_>) -> PyResult<ImportOptions> {
 
 /// `name=` (`types=`, or `write`'s `dtype=`): a mapping of column names to
 /// `"integer"`, `"real"` or `"text"`.
+/// A dict of str to str, as given: `[]` when absent.
+fn names_by(kw: &mut Keywords<'_>, name: &str) -> PyResult<Vec<(String, String)>> {
+    let value = kw.any(name)?;
+    if value.is_none() {
+        return Ok(vec![]);
+    }
+    let wrong = || {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "{name}= takes a dict of str to str (a path to a table name)"
+        ))
+    };
+    let map = value.cast::<pyo3::types::PyDict>().map_err(|_| wrong())?;
+    map.iter()
+        .map(|(k, v)| {
+            Ok((
+                k.extract().map_err(|_| wrong())?,
+                v.extract().map_err(|_| wrong())?,
+            ))
+        })
+        .collect()
+}
+
 pub fn column_types(kw: &mut Keywords<'_>, name: &str) -> PyResult<Vec<(String, ColumnType)>> {
     let value = kw.any(name)?;
     if value.is_none() {

@@ -323,6 +323,12 @@ def test_nested_arrays_become_related_tables_as_documented(tmp_path, scalars_as_
         "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND sql LIKE '%(\"_parent\")'"
     ).fetchone()[0]
     assert indexed == len(want) - 1
+    if not keyed and not scalars_as_json:
+        liteload.import_file(tmp_path / "n.db", src, table="orders", nested="tables",
+                             child_tables={"items": "lines", "items.discounts": "d"})
+        named = checked(tmp_path / "n.db").execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").fetchall()
+        assert [n for (n,) in named] == sorted(["d", "lines", *(t for t in want if "items" not in t)])
     with pytest.raises(liteload.UsageError, match="scalar_arrays"):
         liteload.import_file(tmp_path / "x.db", src, scalar_arrays="json")
     with pytest.raises(liteload.UsageError, match="nested"):

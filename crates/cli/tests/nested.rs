@@ -358,3 +358,86 @@ fn records_keyed_by_their_own_member_are_referenced_by_it() {
         ]
     );
 }
+
+#[test]
+fn child_tables_are_named_by_their_paths_when_asked() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    std::fs::write(dir.path().join("orders.json"), EXPORT).expect("write");
+    load_nested(
+        dir.path(),
+        &[
+            "--child-table",
+            "items=lines",
+            "--child-table",
+            "items.discounts=discounts",
+            "--child-table",
+            "itms=typo",
+        ],
+    )
+    .success()
+    .stderr(predicate::str::contains(
+        r#""typo", the name given to the child table at "itms", is unused"#,
+    ));
+    let tables = query(
+        dir.path(),
+        "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name",
+    );
+    let names: Vec<Vec<Value>> = [
+        "discounts",
+        "lines",
+        "orders",
+        "orders_tags",
+        "orders_tags_value",
+    ]
+    .iter()
+    .map(|n| vec![Value::Text(n.to_string())])
+    .collect();
+    assert_eq!(tables, names);
+    // The grandchild references the renamed child.
+    assert_eq!(
+        query(
+            dir.path(),
+            "SELECT \"table\" FROM pragma_foreign_key_list('discounts')"
+        ),
+        [[Value::Text("lines".into())]]
+    );
+    assert_eq!(
+        query(dir.path(), "SELECT count(*) FROM discounts"),
+        [ints(&[2])]
+    );
+    // Without related tables, or twice for one path, or without a name: usage.
+    for (args, said) in [
+        (
+            &["import", "x.db", "orders.json", "--child-table", "items=l"][..],
+            "applies to related tables",
+        ),
+        (
+            &["import", "x.db", "orders.json", "--nested", "tables"]
+                .iter()
+                .chain(&["--child-table", "items=a", "--child-table", "items=b"])
+                .copied()
+                .collect::<Vec<_>>()[..],
+            "two names are given",
+        ),
+        (
+            &[
+                "import",
+                "x.db",
+                "orders.json",
+                "--nested",
+                "tables",
+                "--child-table",
+                "items",
+            ][..],
+            "expected PATH=NAME",
+        ),
+    ] {
+        liteload(dir.path())
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(said));
+    }
+    assert!(!dir.path().join("x.db").exists());
+    no_spool(dir.path());
+}

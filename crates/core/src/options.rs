@@ -171,6 +171,11 @@ pub struct ImportOptions {
     pub guess_encoding: bool,
     /// JSON and NDJSON: what an array inside a record becomes (see [`Nested`]).
     pub nested: Nested,
+    /// With related tables: a name for the child table of the arrays at a path, in
+    /// place of `<parent>_<key>`. The path is the keys from the record down, joined by
+    /// `.` (`items.discounts`; an array in an array adds `value`; a flattened object's
+    /// keys are steps too). A name another table of the load has gets `_2`, with a note.
+    pub child_tables: Vec<(String, String)>,
 }
 
 /// What an array inside a JSON record becomes.
@@ -359,6 +364,7 @@ impl Default for ImportOptions {
             engine: Engine::Auto,
             verify: false,
             index_memory: 1 << 30,
+            child_tables: vec![],
             if_exists: IfExists::Append,
             nested: Nested::Json,
             sniff: true,

@@ -21,6 +21,8 @@ type R<T = ()> = Result<T, Box<dyn std::error::Error>>;
 /// A table of the reference: its name, columns (by key path) and rows.
 struct Table {
     name: String,
+    /// The path of its arrays from the record, keys joined by `.`.
+    steps: String,
     children: HashMap<String, usize>,
     columns: Vec<(String, String)>,
     taken: HashSet<String>,
@@ -39,6 +41,8 @@ struct Model {
     flatten: Option<String>,
     /// The records' key member (a primary key option), else `_id`.
     key: Option<String>,
+    /// Names given to child tables by path.
+    given: Vec<(String, String)>,
 }
 
 fn free(taken: &mut HashSet<String>, wanted: &str) -> String {
@@ -59,13 +63,14 @@ impl Model {
             rule,
             flatten,
             key,
+            given: vec![],
         };
         m.names.insert(top.to_ascii_lowercase());
-        m.table(top.to_string(), false);
+        m.table(top.to_string(), false, String::new());
         m
     }
 
-    fn table(&mut self, name: String, child: bool) -> usize {
+    fn table(&mut self, name: String, child: bool, steps: String) -> usize {
         let key = self.key.clone().unwrap_or("_id".into());
         let reserved: &[&str] = if child {
             &["_id", "_parent", "_position"]
@@ -74,6 +79,7 @@ impl Model {
         };
         self.tables.push(Table {
             name,
+            steps,
             children: HashMap::new(),
             // (Reserved columns have no key: U+0001 is none here.)
             columns: reserved
@@ -148,9 +154,17 @@ impl Model {
                 let c = match self.tables[t].children.get(&key) {
                     Some(&c) => c,
                     None => {
-                        let name =
-                            free(&mut self.names, &format!("{}_{tkey}", self.tables[t].name));
-                        let c = self.table(name, true);
+                        let path = key.replace('\0', ".");
+                        let steps = match self.tables[t].steps.as_str() {
+                            "" => path,
+                            above => format!("{above}.{path}"),
+                        };
+                        let wanted = match self.given.iter().find(|(p, _)| *p == steps) {
+                            Some((_, name)) => name.clone(),
+                            None => format!("{}_{tkey}", self.tables[t].name),
+                        };
+                        let name = free(&mut self.names, &wanted);
+                        let c = self.table(name, true, steps);
                         self.tables[t].children.insert(key.clone(), c);
                         c
                     }
@@ -245,6 +259,7 @@ fn check(records: &[Vec<(String, Value)>], ndjson: bool, opts: &ImportOptions) -
     import(&db, &[Input::Path(input)], opts, &Progress::default())?;
     let key = opts.pk.first().cloned();
     let mut model = Model::new("t", opts.nested, opts.read.flatten.clone(), key);
+    model.given = opts.child_tables.clone();
     for r in records {
         let object: Map<String, Value> = r.iter().cloned().collect();
         model.row(0, &object, None);
@@ -416,6 +431,7 @@ proptest! {
         sqlite in any::<bool>(),
         small_sample in any::<bool>(),
         keys in prop::option::of(any::<bool>()),
+        named in any::<bool>(),
     ) {
         let mut records = records;
         // Keyed (a primary key option): each record gets a key member at some place,
@@ -432,6 +448,14 @@ proptest! {
             }
         }
         let mut opts = ImportOptions::default();
+        // Names given to some child tables: one of the records' arrays, one deeper, one
+        // an array in an array, one that collides with a default name, by case.
+        if named {
+            opts.child_tables = [("items", "Lines"), ("a.b", "t_A"), ("value.value", "v"), ("x y", "T_ITEMS")]
+                .iter()
+                .map(|(p, n)| (p.to_string(), n.to_string()))
+                .collect();
+        }
         if keys.is_some() {
             opts.pk = vec!["id".to_string()];
         }

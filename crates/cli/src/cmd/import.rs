@@ -262,6 +262,11 @@ pub struct ImportArgs {
         help_heading = "Format"
     )]
     pub scalar_arrays: ScalarArraysArg,
+    /// With --nested tables: name the child table of the arrays at PATH (the keys from
+    /// the record down, joined by '.'; an array in an array adds `value`) instead of
+    /// <parent>_<key>. Repeatable. Example: --child-table items.discounts=discounts
+    #[arg(long, value_name = "PATH=NAME", help_heading = "Format")]
+    pub child_table: Vec<String>,
     /// Spreadsheets: load this worksheet only (into the table --table names, else one
     /// named after the sheet). Default: every worksheet that holds a value, each into a
     /// table named after it. A sheet's columns run from its leftmost to its rightmost
@@ -577,6 +582,15 @@ pub(crate) fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
             .map_err(|e| UsageError(format!("--type {t:?}: {e}")))?;
         types.push((col.to_string(), ty));
     }
+    let mut child_tables = vec![];
+    for t in &a.child_table {
+        let (path, name) = t.split_once('=').ok_or_else(|| {
+            UsageError(format!(
+                "--child-table {t:?}: expected PATH=NAME, e.g. items.discounts=discounts"
+            ))
+        })?;
+        child_tables.push((path.to_string(), name.to_string()));
+    }
     let mut indexes = vec![];
     for s in &a.index {
         indexes.push(index_spec(s, false)?);
@@ -683,6 +697,7 @@ pub(crate) fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
         };
         built.verify = a.verify;
         built.index_memory = a.index_memory;
+        built.child_tables = child_tables;
         built.nested = match (a.nested, a.scalar_arrays) {
             (NestedArg::Json, ScalarArraysArg::Table) => liteload::Nested::Json,
             (NestedArg::Json, ScalarArraysArg::Json) => {

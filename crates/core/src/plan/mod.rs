@@ -252,6 +252,12 @@ pub(crate) fn plan<'i>(
     if opts.nested != Nested::Json {
         return plan_nested(dest, inputs, resolved, opts, progress);
     }
+    if let Some((path, _)) = opts.child_tables.first() {
+        return Err(Error::usage(format!(
+            "a name for the child table at {path:?} applies to related tables, which this \
+             load does not make"
+        )));
+    }
     let formats: Vec<Format> = resolved.iter().map(|(ro, _)| ro.format).collect();
     let mut loads = vec![];
     let mut sniffed = vec![];
@@ -328,6 +334,18 @@ fn plan_nested<'i>(
             "related tables are made new by the load: no rule for rows whose key is taken \
              can be given",
         ));
+    }
+    for (i, (path, name)) in opts.child_tables.iter().enumerate() {
+        if name.trim().is_empty() || path.is_empty() {
+            return Err(Error::usage(format!(
+                "a child table's name is given for a path: {path:?} to {name:?} is not one"
+            )));
+        }
+        if opts.child_tables[..i].iter().any(|(p, _)| p == path) {
+            return Err(Error::usage(format!(
+                "two names are given for the child table at {path:?}"
+            )));
+        }
     }
     let key = match opts.pk.as_slice() {
         [] => None,

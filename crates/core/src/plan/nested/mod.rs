@@ -154,6 +154,11 @@ pub(crate) fn spool(
     .map_err(|e| Error::io(None, e))?;
     let mut stream = crate::source::open_objects(input, read, progress)?;
     let mut split = Spools::new(table, read.flatten.clone(), dir.path())?;
+    split.given = opts
+        .child_tables
+        .iter()
+        .map(|(path, name)| (path.clone(), name.clone(), false))
+        .collect();
     if let Some(key) = key {
         split.keyed(key);
     }
@@ -261,6 +266,12 @@ pub(crate) fn spool(
                 crate::source::json::record_path::shown(&w.steps)
             ));
         }
+    }
+    for (path, name, _) in split.given.iter().filter(|(_, _, met)| !met) {
+        split.notes.push(format!(
+            "{name:?}, the name given to the child table at {path:?}, is unused: no array \
+             was met there"
+        ));
     }
     let top_key = split.key().map(|(k, text)| {
         let ty = match text {

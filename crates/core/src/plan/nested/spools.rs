@@ -23,6 +23,9 @@ use crate::source::keys::PART;
 pub(super) struct Spool {
     pub(super) table: String,
     pub(super) parent: Option<usize>,
+    /// The path of its arrays from the record (keys joined by `.`; empty for the
+    /// records' table).
+    steps: String,
     /// Child tables by the member's path (keys joined by [`PART`]).
     children: Lookup<usize>,
     /// Each member's path (keys joined by [`PART`]): its column's name, as the row's
@@ -75,6 +78,8 @@ pub(super) struct Spools {
     pub(super) notes: Vec<String>,
     stack: Vec<Frame>,
     key: Option<TopKey>,
+    /// Names given to child tables by their paths, and whether each was met.
+    pub(super) given: Vec<(String, String, bool)>,
 }
 
 impl Spools {
@@ -91,8 +96,9 @@ impl Spools {
             notes: vec![],
             stack: vec![],
             key: None,
+            given: vec![],
         };
-        s.add(top.to_string(), None)?;
+        s.add(top.to_string(), None, String::new())?;
         Ok(s)
     }
 
@@ -203,7 +209,7 @@ impl Spools {
         None
     }
 
-    fn add(&mut self, table: String, parent: Option<usize>) -> Result<usize> {
+    fn add(&mut self, table: String, parent: Option<usize>, steps: String) -> Result<usize> {
         let i = self.spools.len();
         let path = self.dir.join(format!("{i}.ndjson"));
         let file = File::create(&path).map_err(|e| Error::io(Some(path.clone()), e))?;
@@ -216,6 +222,7 @@ impl Spools {
         self.spools.push(Spool {
             table,
             parent,
+            steps,
             children: Lookup::default(),
             columns: Lookup::default(),
             names,
@@ -356,9 +363,20 @@ impl Spools {
             .map_err(|e| Error::io(Some(s.path.clone()), e))
     }
 
-    /// The child table of table `t` for the arrays at `key` (`table_key` joined by `_`).
+    /// The child table of table `t` for the arrays at `key` (`table_key` joined by `_`):
+    /// named as given for its path, else `<parent>_<table_key>`.
     fn child(&mut self, t: usize, key: &str, table_key: &str) -> Result<usize> {
-        let wanted = format!("{}_{table_key}", self.spools[t].table);
+        let steps = match self.spools[t].steps.as_str() {
+            "" => key.replace(PART, "."),
+            above => format!("{above}.{}", key.replace(PART, ".")),
+        };
+        let wanted = match self.given.iter_mut().find(|(p, _, _)| *p == steps) {
+            Some((_, name, met)) => {
+                *met = true;
+                name.clone()
+            }
+            None => format!("{}_{table_key}", self.spools[t].table),
+        };
         let got = self.tables.allocate(&wanted);
         if got != wanted {
             self.notes.push(format!(
@@ -369,7 +387,7 @@ impl Spools {
                 quote_ident(&wanted)
             ));
         }
-        let c = self.add(got, Some(t))?;
+        let c = self.add(got, Some(t), steps)?;
         self.spools[t].children.insert(key.as_bytes(), c);
         Ok(c)
     }
