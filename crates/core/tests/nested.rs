@@ -588,3 +588,115 @@ fn into_a_callers_connection_related_tables_go_with_its_transaction() -> R {
     assert_eq!(fk, 0);
     Ok(())
 }
+
+/// The program's record batches (a list of structs, a struct holding a list, NULLs),
+/// through the Rust door: flattened, with a child table named, or with lists of scalars
+/// kept as JSON text; a key column is refused.
+#[cfg(feature = "arrow")]
+#[test]
+fn the_programs_record_batches_split_by_their_schema() -> R {
+    use arrow_schema::{DataType, Field, Fields, Schema};
+    use std::sync::Arc;
+    let item = Fields::from(vec![
+        Field::new("sku", DataType::Utf8, true),
+        Field::new("n", DataType::Int64, true),
+    ]);
+    let owner = Fields::from(vec![
+        Field::new("name", DataType::Utf8, true),
+        Field::new_list("phones", Field::new_list_field(DataType::Utf8, true), true),
+    ]);
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, true),
+        Field::new("owner", DataType::Struct(owner), true),
+        Field::new_list(
+            "items",
+            Field::new_list_field(DataType::Struct(item), true),
+            true,
+        ),
+    ]));
+    let lines = r#"{"id": 1, "owner": {"name": "Zoë", "phones": ["1", "2"]}, "items": [{"sku": "a", "n": 2}, null]}
+{"id": 2, "owner": null, "items": null}
+{"id": 3, "owner": {"name": null, "phones": []}, "items": [{"sku": "b\u0000c"}]}
+"#;
+    let batches = || -> R<Input> {
+        let reader = arrow_json::ReaderBuilder::new(schema.clone())
+            .with_batch_size(2)
+            .build(std::io::Cursor::new(lines))?;
+        Ok(Input::record_batches("t", reader))
+    };
+    let dir = tempfile::tempdir()?;
+    let table = |conn: &Connection, t: &str| rows(conn, t);
+    let text = |s: &str| Sql::Text(s.into());
+    // Flattened, the phones' table named.
+    let db = dir.path().join("f.db");
+    let mut opts = ImportOptions::default();
+    opts.nested = Nested::Tables;
+    opts.read.flatten = Some("_".into());
+    opts.child_tables = vec![("owner.phones".into(), "phones".into())];
+    import(&db, &[batches()?], &opts, &Progress::default())?;
+    let conn = Connection::open(&db)?;
+    assert_eq!(columns(&conn, "t")?, ["_id", "id", "owner_name"]);
+    assert_eq!(
+        table(&conn, "t")?,
+        [
+            vec![Sql::Integer(1), Sql::Integer(1), text("Zoë")],
+            vec![Sql::Integer(2), Sql::Integer(2), Sql::Null],
+            vec![Sql::Integer(3), Sql::Integer(3), Sql::Null],
+        ]
+    );
+    assert_eq!(
+        table(&conn, "phones")?,
+        [
+            vec![Sql::Integer(1), Sql::Integer(1), Sql::Integer(0), text("1")],
+            vec![Sql::Integer(2), Sql::Integer(1), Sql::Integer(1), text("2")],
+        ]
+    );
+    // A NULL element is a row of NULLs; a NULL list no row.
+    assert_eq!(
+        table(&conn, "t_items")?,
+        [
+            vec![
+                Sql::Integer(1),
+                Sql::Integer(1),
+                Sql::Integer(0),
+                text("a"),
+                Sql::Integer(2)
+            ],
+            vec![
+                Sql::Integer(2),
+                Sql::Integer(1),
+                Sql::Integer(1),
+                Sql::Null,
+                Sql::Null
+            ],
+            vec![
+                Sql::Integer(3),
+                Sql::Integer(3),
+                Sql::Integer(0),
+                text("b\0c"),
+                Sql::Null
+            ],
+        ]
+    );
+    let fk: i64 = conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+        r.get(0)
+    })?;
+    assert_eq!(fk, 0);
+    // Lists of scalars kept as JSON text: the struct is one JSON column, as flat.
+    let db = dir.path().join("j.db");
+    opts.nested = Nested::ObjectTables;
+    opts.read.flatten = None;
+    opts.child_tables = vec![];
+    import(&db, &[batches()?], &opts, &Progress::default())?;
+    let conn = Connection::open(&db)?;
+    assert_eq!(columns(&conn, "t")?, ["_id", "id", "owner"]);
+    let owner: String = conn.query_row("SELECT owner FROM t WHERE id = 1", [], |r| r.get(0))?;
+    assert_eq!(owner, r#"{"name":"Zoë","phones":["1","2"]}"#);
+    // A key of the records' own: refused before anything is written.
+    opts.pk = vec!["id".into()];
+    let db = dir.path().join("k.db");
+    let e = import(&db, &[batches()?], &opts, &Progress::default()).unwrap_err();
+    assert!(e.to_string().contains("keyed by _id"), "{e}");
+    assert!(!db.exists());
+    Ok(())
+}

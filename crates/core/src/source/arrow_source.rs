@@ -216,7 +216,11 @@ fn at(name: &Arc<str>, record: u64) -> Position {
 
 /// The columns `select` names (all when `None`), as indexes into `schema`: a name
 /// matches exactly, or else ignoring ASCII case when only one column does.
-fn select(schema: &SchemaRef, select: Option<&[String]>, name: &Arc<str>) -> Result<Vec<usize>> {
+pub(crate) fn select(
+    schema: &SchemaRef,
+    select: Option<&[String]>,
+    name: &Arc<str>,
+) -> Result<Vec<usize>> {
     let fields = schema.fields();
     let Some(wanted) = select else {
         return Ok((0..fields.len()).collect());
@@ -376,6 +380,70 @@ fn open_units(
             stream(reader, &bad)
         }
     }
+}
+
+/// Record batches read in order on the calling thread, or why one cannot be read.
+pub(crate) type InOrder = Box<dyn Iterator<Item = Result<RecordBatch>> + Send>;
+
+/// The schema and record batches of `input` (Parquet or Arrow IPC, by `format`), in
+/// file order, one at a time on the calling thread (for a reader that needs each row
+/// whole, not for loading, which reads on every core). Bytes read are counted in
+/// `bytes_read` as row groups and record batches are read.
+pub(crate) fn in_order(
+    input: &Input,
+    format: Format,
+    name: &Arc<str>,
+    bytes_read: &Arc<AtomicU64>,
+    batch_rows: usize,
+) -> Result<(SchemaRef, InOrder)> {
+    let (schema, units) = open_units(input, format, name, bytes_read)?;
+    let at0 = {
+        let name = name.clone();
+        move |what: String| Error::input(at(&name, 0), None, what)
+    };
+    let counted = bytes_read.clone();
+    let batches: InOrder = match units {
+        Units::Parquet { data, meta } => {
+            let groups = meta.metadata().num_row_groups();
+            Box::new((0..groups).flat_map(move |g| {
+                let bytes = meta.metadata().row_group(g).compressed_size().max(0) as u64;
+                counted.fetch_add(bytes, Ordering::Relaxed);
+                let fail = at0.clone();
+                let unreadable = move |e: &dyn std::fmt::Display| {
+                    fail(format!(
+                        "row group {g} cannot be read (a corrupt or truncated file?): {e}"
+                    ))
+                };
+                match parquet_reader(&data, &meta, g, ProjectionMask::all(), batch_rows) {
+                    Ok(r) => Box::new(r.map(move |b| b.map_err(|e| unreadable(&e)))) as InOrder,
+                    Err(e) => Box::new(std::iter::once(Err(unreadable(&e)))),
+                }
+            }))
+        }
+        Units::IpcFile { data, count, size } => {
+            let source: Box<dyn ReadSeek> = match &data {
+                IpcData::File(p) => Box::new(BufReader::new(
+                    File::open(p).map_err(|e| Error::io(Some(p.clone()), e))?,
+                )),
+                IpcData::Bytes(b) => Box::new(std::io::Cursor::new(b.clone())),
+            };
+            let reader = arrow_ipc::reader::FileReader::try_new(source, None)
+                .map_err(|e| at0(format!("not a readable Arrow IPC file: {e}")))?;
+            let per = size / count.max(1) as u64;
+            Box::new(reader.enumerate().map(move |(u, b)| {
+                counted.fetch_add(per, Ordering::Relaxed);
+                b.map_err(|e| {
+                    at0(format!(
+                        "record batch {u} cannot be read (a corrupt or truncated file?): {e}"
+                    ))
+                })
+            }))
+        }
+        Units::Stream(reader) => Box::new(
+            reader.map(move |b| b.map_err(|e| at0(format!("a record batch cannot be read: {e}")))),
+        ),
+    };
+    Ok((schema, batches))
 }
 
 /// `meta` reading top-level strings and binaries as views (Utf8View, BinaryView): a

@@ -6,7 +6,7 @@
 //! types that were decided, the sampled records first.
 
 #[cfg(feature = "arrow")]
-mod arrow_source;
+pub(crate) mod arrow_source;
 pub mod columnar;
 pub(crate) mod convert;
 pub(crate) mod delimited;
@@ -483,7 +483,7 @@ pub(crate) fn open_objects(
         }
         other => {
             return Err(Error::usage(format!(
-                "{name}: related tables are made from JSON and NDJSON, not {other:?}"
+                "{name}: related tables are made from JSON, NDJSON, Parquet and Arrow, not {other:?}"
             )))
         }
     })

@@ -18,6 +18,8 @@
 
 mod parse;
 mod spools;
+#[cfg(feature = "arrow")]
+mod typed;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -65,6 +67,8 @@ pub(crate) struct Spooled {
     /// The records' key column and its type (INTEGER, or TEXT where a key was a
     /// string), which its children's `_parent` has too; `None`: keyed by `_id`.
     pub(crate) key: Option<(String, ColumnType)>,
+    /// The spools' format: NDJSON, or Arrow IPC files for typed input.
+    format: Format,
 }
 
 /// Records' texts handed to the workers together.
@@ -132,9 +136,16 @@ pub(crate) fn spool(
     progress: &Progress,
 ) -> Result<Spooled> {
     let name: Arc<str> = input.display_name().into();
-    if !matches!(read.format, Format::Json | Format::Ndjson) {
+    let typed = cfg!(feature = "arrow") && read.format.is_typed();
+    if !typed && !matches!(read.format, Format::Json | Format::Ndjson) {
         return Err(Error::usage(format!(
-            "{name}: related tables are made from JSON and NDJSON input"
+            "{name}: related tables are made from JSON, NDJSON, Parquet and Arrow input"
+        )));
+    }
+    if typed && key.is_some() {
+        return Err(Error::usage(format!(
+            "{name}: related tables from Parquet or Arrow are keyed by _id: no key column \
+             can be given"
         )));
     }
     let dir = match dest {
@@ -152,6 +163,10 @@ pub(crate) fn spool(
             .tempdir(),
     }
     .map_err(|e| Error::io(None, e))?;
+    #[cfg(feature = "arrow")]
+    if typed {
+        return spool_typed(dir, input, read, table, opts, progress);
+    }
     let mut stream = crate::source::open_objects(input, read, progress)?;
     let mut split = Spools::new(table, read.flatten.clone(), dir.path())?;
     split.given = opts
@@ -267,12 +282,7 @@ pub(crate) fn spool(
             ));
         }
     }
-    for (path, name, _) in split.given.iter().filter(|(_, _, met)| !met) {
-        split.notes.push(format!(
-            "{name:?}, the name given to the child table at {path:?}, is unused: no array \
-             was met there"
-        ));
-    }
+    unused_names(&split.given, &mut split.notes);
     let top_key = split.key().map(|(k, text)| {
         let ty = match text {
             true => ColumnType::Text,
@@ -280,32 +290,73 @@ pub(crate) fn spool(
         };
         (k.to_string(), ty)
     });
+    let mut made = vec![];
+    for s in split.spools {
+        let file = s
+            .out
+            .into_inner()
+            .map_err(|e| Error::io(Some(s.path.clone()), e.into_error()))?;
+        drop(file);
+        made.push(Made {
+            table: s.table,
+            parent: s.parent,
+            rows: s.rows,
+            path: s.path,
+        });
+    }
+    let tables = Tables {
+        made,
+        notes: split.notes,
+        format: Format::Ndjson,
+    };
+    assemble(dir, tables, top_key, rejected, opts)
+}
+
+/// A table spooled: its name, its parent's place, its rows and its spool.
+struct Made {
+    table: String,
+    parent: Option<usize>,
+    rows: u64,
+    path: PathBuf,
+}
+
+/// The tables of an input, spooled, the records' first and children after parents, and
+/// what was noted of their names.
+struct Tables {
+    made: Vec<Made>,
+    notes: Vec<String>,
+    format: Format,
+}
+
+/// The spooled tables of one input as the plan takes them: each table's shape (its key,
+/// its reference to its parent, indexed), keyed by `key` (else `_id`).
+fn assemble(
+    dir: tempfile::TempDir,
+    spooled: Tables,
+    key: Option<(String, ColumnType)>,
+    rejected: Vec<BadRecord>,
+    opts: &ImportOptions,
+) -> Result<Spooled> {
     let mut bytes = 0;
     let mut tables: Vec<(String, PathBuf)> = vec![];
     let mut shapes = vec![];
     // Kept: the top table, and every child with a row (one met only through empty
     // arrays has none, and no columns to make it with); a kept child's parent is kept,
     // as it has the rows that made the child's.
-    let kept: Vec<bool> = split
-        .spools
+    let kept: Vec<bool> = spooled
+        .made
         .iter()
         .enumerate()
         .map(|(i, s)| i == 0 || s.rows > 0)
         .collect();
-    let key_of = |t: usize| match (t, &top_key) {
+    let key_of = |t: usize| match (t, &key) {
         (0, Some((k, _))) => k.clone(),
         _ => ID.to_string(),
     };
-    for (i, s) in split.spools.into_iter().enumerate() {
-        let file = s
-            .out
-            .into_inner()
-            .map_err(|e| Error::io(Some(s.path.clone()), e.into_error()))?;
-        bytes += file
-            .metadata()
+    for (i, s) in spooled.made.into_iter().enumerate() {
+        bytes += std::fs::metadata(&s.path)
             .map_err(|e| Error::io(Some(s.path.clone()), e))?
             .len();
-        drop(file);
         if !kept[i] {
             continue;
         }
@@ -342,14 +393,89 @@ pub(crate) fn spool(
         dir,
         tables,
         shapes,
-        notes: split.notes,
+        notes: spooled.notes,
         rejected,
         bytes,
-        key: top_key,
+        key,
+        format: spooled.format,
     })
 }
 
-/// The loads of `spooled`'s tables, in its order: each its spool, read as NDJSON.
+/// Reads typed `input` (Parquet, Arrow) whole into spools (see [`typed`]).
+#[cfg(feature = "arrow")]
+fn spool_typed(
+    dir: tempfile::TempDir,
+    input: &Input,
+    read: &ReadOptions,
+    table: &str,
+    opts: &ImportOptions,
+    progress: &Progress,
+) -> Result<Spooled> {
+    let name: Arc<str> = input.display_name().into();
+    let (schema, batches) = crate::source::arrow_source::in_order(
+        input,
+        read.format,
+        &name,
+        &progress.bytes_read,
+        opts.batch_rows.max(1024),
+    )?;
+    let roots = crate::source::arrow_source::select(&schema, read.select.as_deref(), &name)?;
+    let schema = schema
+        .project(&roots)
+        .map_err(|e| Error::internal(format!("a projection of {name}: {e}")))?;
+    let mut given: Vec<(String, String, bool)> = opts
+        .child_tables
+        .iter()
+        .map(|(path, name)| (path.clone(), name.clone(), false))
+        .collect();
+    let mut split = typed::Split::new(
+        table,
+        &schema,
+        opts.nested,
+        read.flatten.clone(),
+        &mut given,
+        dir.path(),
+    )?;
+    for batch in batches {
+        progress.check()?;
+        let batch = batch?
+            .project(&roots)
+            .map_err(|e| Error::internal(format!("a projection of {name}: {e}")))?;
+        split.batch(&batch)?;
+    }
+    split.finish()?;
+    let mut notes = split.notes;
+    unused_names(&given, &mut notes);
+    let made = split
+        .tables
+        .into_iter()
+        .map(|t| Made {
+            table: t.name,
+            parent: t.parent,
+            rows: t.rows,
+            path: t.path,
+        })
+        .collect();
+    let tables = Tables {
+        made,
+        notes,
+        format: Format::Arrow,
+    };
+    assemble(dir, tables, None, vec![], opts)
+}
+
+/// Notes each name given for a child table whose path no array had.
+fn unused_names(given: &[(String, String, bool)], notes: &mut Vec<String>) {
+    for (path, name, _) in given.iter().filter(|(_, _, met)| !met) {
+        notes.push(format!(
+            "{name:?}, the name given to the child table at {path:?}, is unused: no array \
+             was met there"
+        ));
+    }
+}
+
+/// The loads of `spooled`'s tables, in its order: each its spool, read as NDJSON or as
+/// an Arrow IPC file.
 pub(crate) fn loads<'i>(spooled: &Spooled, read: &ReadOptions, input: &Input) -> Vec<Load<'i>> {
     spooled
         .tables
@@ -363,9 +489,10 @@ pub(crate) fn loads<'i>(spooled: &Spooled, read: &ReadOptions, input: &Input) ->
                 format!("{}[{table}]", input.display_name())
             },
             read: ReadOptions {
-                format: Format::Ndjson,
+                format: spooled.format,
                 record: None,
                 flatten: None,
+                select: None,
                 encoding: crate::source::input::Encoding::Utf8,
                 ..read.clone()
             },
