@@ -481,11 +481,9 @@ pub(crate) fn open_objects(
             };
             json::ObjectStream::array(reader, opts.max_record_bytes, wanted)
         }
-        other => {
-            return Err(Error::usage(format!(
-                "{name}: related tables are made from JSON, NDJSON, Parquet and Arrow, not {other:?}"
-            )))
-        }
+        other => return Err(Error::usage(format!(
+            "{name}: related tables are made from JSON, NDJSON, Parquet and Arrow, not {other:?}"
+        ))),
     })
 }
 

@@ -12,13 +12,14 @@
 //! - an error (`#N/A`, `#DIV/0!`, …) is NULL, counted for a note;
 //! - a formula is its cached value; a merged range has its value in its top-left cell
 //!   only, the others empty (what the file stores);
-//! - an empty cell is no value, and a row with no value is no row.
+//! - an empty cell, or a text cell holding nothing, is no value, and a row with no
+//!   value is no row.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use calamine::{Data, DataRef, Reader, Sheets};
+use calamine::{Data, Reader, Sheets};
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 /// A cell's value as loaded.
@@ -143,14 +144,16 @@ pub(crate) fn worksheets(path: &Path) -> std::result::Result<(Vec<String>, Vec<S
                 loop {
                     match cells.next_cell().map_err(|e| e.to_string())? {
                         None => break false,
-                        Some(c) if *c.get_value() == DataRef::Empty => {}
+                        Some(c) if value(Data::from(c.get_value().clone())).is_none() => {}
                         Some(_) => break true,
                     }
                 }
             }
             wb => {
                 let range = wb.worksheet_range(&name).map_err(|e| e.to_string())?;
-                let any = range.used_cells().any(|(_, _, d)| *d != Data::Empty);
+                let any = range
+                    .used_cells()
+                    .any(|(_, _, d)| value(d.clone()).is_some());
                 any
             }
         };
@@ -323,6 +326,9 @@ fn read(path: &Path, sheet: &str, out: &mut Out) -> std::result::Result<(), Stri
 fn value(d: Data) -> Option<Value> {
     Some(match d {
         Data::Empty => return None,
+        // A text cell holding nothing shows as an empty cell (pandas writes a missing
+        // value to an .ods so).
+        Data::String(s) if s.is_empty() => return None,
         Data::Int(i) => Value::Integer(i),
         Data::Float(f) => number(f),
         Data::String(s) => Value::Text(s),
