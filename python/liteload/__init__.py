@@ -283,6 +283,10 @@ def write(
     durability: Optional[Durability] = None,
     engine: Engine = "auto",
     threads: Optional[int] = None,
+    flatten: Union[bool, str] = False,
+    nested: Literal["json", "tables"] = "json",
+    scalar_arrays: Literal["table", "json"] = "table",
+    child_tables: Optional[Mapping[str, str]] = None,
     progress: Progress = None,
 ) -> Summary:
     """Write ``data`` into ``table`` of the SQLite database ``db`` (a path, or an rqlite
@@ -301,7 +305,11 @@ def write(
     with NaN as NULL, strings TEXT, binary BLOB, dates and timestamps ISO 8601 TEXT, a
     timestamp with a zone as the UTC instant with ``Z``, decimals exact TEXT, lists and
     structs JSON TEXT, categoricals their values), or for dicts from the values of the
-    first rows.
+    first rows. Arrow data only: ``flatten`` (True: a struct's fields become columns,
+    ``owner_address_city``; a str: the separator), ``nested="tables"`` (every list
+    column becomes a child table ``<table>_<column>`` with ``_id``, ``_parent`` and
+    ``_position``, as :func:`import_file` makes them from Parquet), ``scalar_arrays``
+    and ``child_tables`` as there.
 
     ``if_exists`` (as pandas ``to_sql``): ``"fail"`` (the default: the table must not
     exist), ``"append"`` (create it or add to it, columns matched by name; ``alter=True``

@@ -76,6 +76,7 @@ fn write(
     opts.indexes = options::indexes(&mut kw)?;
     opts.durability = options::durability(&mut kw)?;
     opts.engine = options::engine(&mut kw)?;
+    options::shapes(&mut kw, &mut opts)?;
     // Arrow data is converted on this many threads (as the command does for files).
     opts.read.parse_threads = kw
         .size("threads", 1)?
@@ -99,6 +100,12 @@ fn write(
                 data.get_type().name().map(|n| n.to_string()).unwrap_or_default()
             ))
                 })?;
+            if opts.read.flatten.is_some() || opts.nested != liteload::Nested::Json {
+                return Err(errors::usage(
+                    "write(): flatten= and nested= apply to Arrow data (a pyarrow Table, a \
+                     polars or pandas DataFrame with pyarrow installed), not to dict rows",
+                ));
+            }
             let rows = rows::Rows::new(iter.into_any().unbind(), counters.clone(), failed.clone());
             Input::serialized(table, rows)
         };

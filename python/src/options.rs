@@ -150,30 +150,7 @@ pub fn import(kw: &mut Keywords<'_>) -> PyResult<ImportOptions> {
     o.read.select = (!select.is_empty()).then_some(select);
     o.read.record = kw.option("record", "a str")?;
     o.read.sheet = kw.option("sheet", "a str")?;
-    let tables = kw.choice("nested", &[("json", false), ("tables", true)])?;
-    let scalars_json = kw.choice("scalar_arrays", &[("table", false), ("json", true)])?;
-    o.nested = match (tables.unwrap_or(false), scalars_json.unwrap_or(false)) {
-        (false, false) => liteload::Nested::Json,
-        (false, true) => {
-            return Err(kw.usage("scalar_arrays= applies with nested=\"tables\""));
-        }
-        (true, false) => liteload::Nested::Tables,
-        (true, true) => liteload::Nested::ObjectTables,
-    };
-    o.child_tables = names_by(kw, "child_tables")?;
-    o.read.flatten = {
-        let v = kw.any("flatten")?;
-        if let Ok(sep) = v.extract::<String>() {
-            Some(sep)
-        } else {
-            match v.extract::<bool>() {
-                Ok(on) => on.then(|| "_".to_string()),
-                Err(_) => {
-                    return Err(kw.wrong_type("flatten", "a bool or a str (the separator)", &v))
-                }
-            }
-        }
-    };
+    shapes(kw, &mut o)?;
     o.read.temporal = kw
         .choice(
             "temporal",
@@ -241,6 +218,36 @@ pub fn import(kw: &mut Keywords<'_>) -> PyResult<ImportOptions> {
 
 /// `name=` (`types=`, or `write`'s `dtype=`): a mapping of column names to
 /// `"integer"`, `"real"` or `"text"`.
+/// The keywords that shape nested data (`nested=`, `scalar_arrays=`, `child_tables=`,
+/// `flatten=`), shared by `import_file` and `write`.
+pub fn shapes(kw: &mut Keywords<'_>, o: &mut ImportOptions) -> PyResult<()> {
+    let tables = kw.choice("nested", &[("json", false), ("tables", true)])?;
+    let scalars_json = kw.choice("scalar_arrays", &[("table", false), ("json", true)])?;
+    o.nested = match (tables.unwrap_or(false), scalars_json.unwrap_or(false)) {
+        (false, false) => liteload::Nested::Json,
+        (false, true) => {
+            return Err(kw.usage("scalar_arrays= applies with nested=\"tables\""));
+        }
+        (true, false) => liteload::Nested::Tables,
+        (true, true) => liteload::Nested::ObjectTables,
+    };
+    o.child_tables = names_by(kw, "child_tables")?;
+    o.read.flatten = {
+        let v = kw.any("flatten")?;
+        if let Ok(sep) = v.extract::<String>() {
+            Some(sep)
+        } else {
+            match v.extract::<bool>() {
+                Ok(on) => on.then(|| "_".to_string()),
+                Err(_) => {
+                    return Err(kw.wrong_type("flatten", "a bool or a str (the separator)", &v))
+                }
+            }
+        }
+    };
+    Ok(())
+}
+
 /// A dict of str to str, as given: `[]` when absent.
 fn names_by(kw: &mut Keywords<'_>, name: &str) -> PyResult<Vec<(String, String)>> {
     let value = kw.any(name)?;

@@ -410,3 +410,40 @@ def test_parquet_and_arrow_lists_become_related_tables_as_documented(tmp_path, s
         expected = [tuple(r.get(c) for c in cols) for r in rows_]
         assert got == expected, name
     assert conn.execute("SELECT count(*) FROM pragma_foreign_key_check").fetchone() == (0,)
+
+
+def test_write_takes_arrow_data_apart_as_import_file_takes_parquet(tmp_path):
+    """write(nested="tables", flatten=True) on a pyarrow table and a polars frame: the
+    same tables as import_file makes of the same rows in a Parquet file; dict rows are
+    refused."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet
+
+    table = pa.table({
+        "id": [1, 2, 3],
+        "owner": [{"name": "Zoë", "phones": ["1", "2"]}, None, {"name": "x", "phones": []}],
+        "items": [[{"sku": "a", "n": 2}, None], None, [{"sku": "b", "n": None}]],
+    })
+    pyarrow.parquet.write_table(table, tmp_path / "t.parquet")
+    kw = dict(nested="tables", flatten=True, child_tables={"owner.phones": "phones"})
+    liteload.import_file(tmp_path / "f.db", tmp_path / "t.parquet", table="t", **kw)
+    frames = [table]
+    try:
+        import polars
+        frames.append(polars.from_arrow(table))
+    except ImportError:
+        pass
+    want = checked(tmp_path / "f.db")
+    names = [n for (n,) in want.execute("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")]
+    assert names == ["phones", "t", "t_items"]
+    for i, data in enumerate(frames):
+        db = tmp_path / f"w{i}.db"
+        liteload.write(db, "t", data, **kw)
+        got = checked(db)
+        for n in names:
+            q = f'SELECT * FROM "{n}" ORDER BY _id'
+            assert got.execute(q).fetchall() == want.execute(q).fetchall(), (i, n)
+        assert got.execute("SELECT count(*) FROM pragma_foreign_key_check").fetchone() == (0,)
+    with pytest.raises(liteload.UsageError, match="apply to Arrow data"):
+        liteload.write(tmp_path / "d.db", "t", [{"a": {"b": 1}}], flatten=True)
+    assert not (tmp_path / "d.db").exists()

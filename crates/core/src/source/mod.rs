@@ -481,9 +481,11 @@ pub(crate) fn open_objects(
             };
             json::ObjectStream::array(reader, opts.max_record_bytes, wanted)
         }
-        other => return Err(Error::usage(format!(
+        other => {
+            return Err(Error::usage(format!(
             "{name}: related tables are made from JSON, NDJSON, Parquet and Arrow, not {other:?}"
-        ))),
+        )))
+        }
     })
 }
 
