@@ -700,3 +700,26 @@ fn the_programs_record_batches_split_by_their_schema() -> R {
     assert!(!db.exists());
     Ok(())
 }
+
+/// A record just within the record size limit loads: its spool's row, keys added, is
+/// not held to the input's limit (it failed naming the temporary spool).
+#[test]
+fn a_record_at_the_size_limit_loads_whole() -> R {
+    let dir = tempfile::tempdir()?;
+    let limit = 1 << 20;
+    let long = "x".repeat(limit - 12);
+    let text = format!("{{\"a\": \"{long}\"}}\n{{\"a\": \"b\", \"n\": [1]}}\n");
+    assert!(text.lines().next().unwrap().len() < limit);
+    let src = dir.path().join("big.ndjson");
+    std::fs::write(&src, text)?;
+    let db = dir.path().join("big.db");
+    let mut opts = ImportOptions::default();
+    opts.nested = Nested::Tables;
+    opts.read.max_record_bytes = limit;
+    let s = import(&db, &[Input::Path(src)], &opts, &Progress::default())?;
+    assert_eq!(s.rows, 3);
+    let conn = Connection::open(&db)?;
+    let n: i64 = conn.query_row("SELECT length(a) FROM big WHERE _id = 1", [], |r| r.get(0))?;
+    assert_eq!(n as usize, limit - 12);
+    Ok(())
+}

@@ -494,6 +494,10 @@ pub(crate) fn loads<'i>(spooled: &Spooled, read: &ReadOptions, input: &Input) ->
                 flatten: None,
                 select: None,
                 encoding: crate::source::input::Encoding::Utf8,
+                // A spool's row is a record's text with keys added (`_id`, `_parent`,
+                // `_position`, a column renamed `_2`): a record within the limit must
+                // not fail as a spool's line.
+                max_record_bytes: read.max_record_bytes.saturating_mul(2).saturating_add(4096),
                 ..read.clone()
             },
             table: table.clone(),
