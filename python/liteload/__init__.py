@@ -521,8 +521,8 @@ def import_file(
     Arrow: ``flatten`` (True: the members of nested objects, the attributes and
     children of nested elements, or the fields of structs, become
     columns, ``owner_address_city``; a str: the separator instead of ``"_"``; arrays
-    stay JSON text). JSON, NDJSON, Parquet, Arrow: ``nested="tables"`` (every array, or
-    list column, in a record becomes
+    stay JSON text). JSON, NDJSON, XML, Parquet, Arrow: ``nested="tables"`` (every
+    array, list column, or structured or repeated XML element in a record becomes
     rows of a child table ``<table>_<key>``, in the same atomic load: each table gets
     ``_id INTEGER PRIMARY KEY``, a child's rows ``_parent``, a FOREIGN KEY to the
     parent's ``_id``, and ``_position`` from 0; an object element gives its members as

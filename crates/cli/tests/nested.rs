@@ -441,3 +441,110 @@ fn child_tables_are_named_by_their_paths_when_asked() {
     assert!(!dir.path().join("x.db").exists());
     no_spool(dir.path());
 }
+
+#[test]
+fn xml_records_split_into_related_tables_and_refusals_leave_nothing() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let doc = r#"<?xml version="1.0"?>
+<!DOCTYPE orders [<!ENTITY co "Acme &amp; Co">]>
+<orders>
+  <order id="1"><total>12.50</total><customer><name>Zoë &co;</name></customer>
+    <item sku="a" qty="2"><discount pct="5"/><discount pct="1"/></item>
+    <item sku="b" qty="1">gift</item><tag>new</tag><tag>gift</tag></order>
+  <order id="2"><total>3</total><item sku="c" qty="7"/></order>
+</orders>
+"#;
+    std::fs::write(dir.path().join("orders.xml"), doc).expect("write");
+    liteload(dir.path())
+        .args(["import", "o.db", "orders.xml", "--nested", "tables"])
+        .assert()
+        .success();
+    let text = |s: &str| Value::Text(s.into());
+    assert_eq!(
+        query(dir.path(), "SELECT _id, id, total FROM orders ORDER BY _id"),
+        [
+            vec![Value::Integer(1), Value::Integer(1), Value::Real(12.5)],
+            vec![Value::Integer(2), Value::Integer(2), Value::Real(3.0)]
+        ]
+    );
+    // An element with children of its own is a table's row, even once.
+    assert_eq!(
+        query(dir.path(), "SELECT _parent, name FROM orders_customer"),
+        [vec![Value::Integer(1), text("Zoë Acme & Co")]]
+    );
+    assert_eq!(
+        query(
+            dir.path(),
+            "SELECT _id, _parent, _position, sku, qty, text FROM orders_item ORDER BY _id"
+        ),
+        [
+            vec![
+                Value::Integer(1),
+                Value::Integer(1),
+                Value::Integer(0),
+                text("a"),
+                Value::Integer(2),
+                Value::Null
+            ],
+            vec![
+                Value::Integer(2),
+                Value::Integer(1),
+                Value::Integer(1),
+                text("b"),
+                Value::Integer(1),
+                text("gift")
+            ],
+            vec![
+                Value::Integer(3),
+                Value::Integer(2),
+                Value::Integer(0),
+                text("c"),
+                Value::Integer(7),
+                Value::Null
+            ],
+        ]
+    );
+    assert_eq!(
+        query(
+            dir.path(),
+            "SELECT _parent, pct FROM orders_item_discount ORDER BY _id"
+        ),
+        [ints(&[1, 5]), ints(&[1, 1])]
+    );
+    assert_eq!(
+        query(
+            dir.path(),
+            "SELECT _parent, value FROM orders_tag ORDER BY _id"
+        ),
+        [
+            vec![Value::Integer(1), text("new")],
+            vec![Value::Integer(1), text("gift")]
+        ]
+    );
+    no_spool(dir.path());
+    // A key, flattening: usage. A record that is not well-formed: bad input at its
+    // place, nothing written.
+    for (args, said) in [
+        (&["--pk", "id"][..], "keyed by _id"),
+        (&["--flatten"][..], "nothing to flatten"),
+    ] {
+        liteload(dir.path())
+            .args(["import", "x.db", "orders.xml", "--nested", "tables"])
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(said));
+    }
+    std::fs::write(
+        dir.path().join("bad.xml"),
+        "<orders>\n<order id=\"1\"><item/></order>\n<order id=\"2\"><item></order>\n</orders>\n",
+    )
+    .expect("write");
+    liteload(dir.path())
+        .args(["import", "x.db", "bad.xml", "--nested", "tables"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("bad.xml:3:"));
+    assert!(!dir.path().join("x.db").exists());
+    no_spool(dir.path());
+}

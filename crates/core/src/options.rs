@@ -169,8 +169,9 @@ pub struct ImportOptions {
     /// summary says it was a guess. Without it such input is an error that asks for
     /// the encoding.
     pub guess_encoding: bool,
-    /// JSON, NDJSON, Parquet and Arrow: what an array (a list column) inside a record
-    /// becomes (see [`Nested`]).
+    /// JSON, NDJSON, XML, Parquet and Arrow: what an array (a list column, an XML
+    /// element with attributes or children, or one that repeats) inside a record becomes
+    /// (see [`Nested`]).
     pub nested: Nested,
     /// With related tables: a name for the child table of the arrays at a path, in
     /// place of `<parent>_<key>`. The path is the keys from the record down, joined by

@@ -233,8 +233,9 @@ pub struct ImportArgs {
         help_heading = "Format"
     )]
     pub flatten_separator: String,
-    /// JSON, NDJSON, Parquet, Arrow: `tables` makes every array (list column) in a
-    /// record rows of a child table, named <table>_<key> (deeper arrays
+    /// JSON, NDJSON, XML, Parquet, Arrow: `tables` makes every array (list column,
+    /// structured or repeated XML element) in a record rows of a child table, named
+    /// <table>_<key> (deeper arrays
     /// <table>_<key>_<key>), loaded in the same atomic load: every table gets `_id INTEGER PRIMARY KEY` (1, 2, … in input
     /// order), a child's rows `_parent` (its parent row's _id, a FOREIGN KEY, indexed)
     /// and `_position` (the element's place, from 0). An object element gives its

@@ -279,12 +279,15 @@ pub fn push_scalar(
 }
 
 /// Pushes JSON value `v` as a value of column type `ty` ([`push_scalar`]). Nested
-/// values become JSON text. Returns `true` on a type mismatch.
+/// values become JSON text; with `fields`, a string is typed as a CSV field is
+/// ([`push_text_field`]: the text values of XML, spooled as JSON). Returns `true` on a
+/// type mismatch.
 pub fn push_json_value(
     batch: &mut impl Values,
     v: &serde_json::Value,
     ty: ColumnType,
     empty_null: bool,
+    fields: bool,
     scratch: &mut String,
 ) -> bool {
     use serde_json::Value as J;
@@ -292,6 +295,7 @@ pub fn push_json_value(
     let scalar = match v {
         J::Null => Scalar::Null,
         J::Bool(b) => Scalar::Bool(*b),
+        J::String(s) if fields => return push_text_field(batch, s, ty, empty_null),
         J::String(s) => Scalar::Text(s),
         J::Number(n) => match (n.as_i64(), n.as_f64()) {
             (Some(i), _) => Scalar::Integer(i),
@@ -361,7 +365,7 @@ mod tests {
                 ColumnType::Integer,
                 ColumnType::Real,
             ])
-            .map(|(v, t)| push_json_value(&mut b, v, t, false, &mut s))
+            .map(|(v, t)| push_json_value(&mut b, v, t, false, false, &mut s))
             .collect();
         b.finish_row(RowOrigin::default());
         assert_eq!(mism, vec![false, false, false, true, false]);

@@ -192,6 +192,9 @@ pub struct ReadOptions {
     /// Typed input (Parquet, Arrow): the columns to load, by name, in this order; `None`
     /// loads all. Parquet does not decode the others.
     pub select: Option<Vec<String>>,
+    /// JSON: a string is typed and stored as the same text in a CSV field is (the
+    /// spools of related tables from XML, whose values are text); else it is TEXT.
+    pub(crate) text_fields: bool,
     /// Typed input: how dates, times and timestamps are stored.
     pub temporal: columnar::Temporal,
     /// Typed input: how decimals are stored.
@@ -245,6 +248,7 @@ impl Default for ReadOptions {
             parse_threads: 1,
             records: false,
             select: None,
+            text_fields: false,
             temporal: columnar::Temporal::Iso8601,
             decimals: columnar::Decimals::Text,
             locale: locale::Locale::default(),
@@ -420,7 +424,8 @@ pub fn open_source(
                 opts.max_record_bytes,
                 opts.nulls == Nulls::All,
                 bytes_read.clone(),
-            )?;
+            )?
+            .with_text_fields(opts.text_fields);
             let reader = input::open(input, opts.encoding, bytes_read, cancel)?;
             let stream = match layout {
                 json::Layout::Lines => json::ObjectStream::lines(reader, opts.max_record_bytes),
@@ -483,7 +488,7 @@ pub(crate) fn open_objects(
         }
         other => {
             return Err(Error::usage(format!(
-            "{name}: related tables are made from JSON, NDJSON, Parquet and Arrow, not {other:?}"
+            "{name}: related tables are made from JSON, NDJSON, XML, Parquet and Arrow, not {other:?}"
         )))
         }
     })

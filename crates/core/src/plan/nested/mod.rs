@@ -1,5 +1,7 @@
-//! Related tables from nested JSON ([`Nested`](crate::options::Nested)): the input's
-//! records are read once, in order, and each is split into rows: its own, and one for
+//! Related tables from nested JSON ([`Nested`](crate::options::Nested)), and from XML
+//! read as JSON objects (`source::xml::related_chunk`; the spools' strings are then
+//! typed as CSV fields, as XML's text is), and from typed input ([`typed`]): the
+//! input's records are read once, in order, and each is split into rows: its own, and one for
 //! every element of every array in it (recursively), each row written to its table's
 //! spool (NDJSON in a temporary folder beside the target). Each spool is then a load of
 //! the plan, with its table's shape: the key `_id` (for the records' table, a member of
@@ -35,6 +37,7 @@ use crate::options::ImportOptions;
 use crate::progress::Progress;
 use crate::schema::quote_ident;
 use crate::source::json::{Fatal, Item, ObjectStream, TextRecord};
+use crate::source::xml::split::Splitter;
 use crate::source::{BadRecord, Format, Input, ReadOptions};
 use crate::table::{ForeignKey, IfExists, IndexSpec};
 use crate::types::ColumnType;
@@ -69,6 +72,8 @@ pub(crate) struct Spooled {
     pub(crate) key: Option<(String, ColumnType)>,
     /// The spools' format: NDJSON, or Arrow IPC files for typed input.
     format: Format,
+    /// Whether the spools' strings are typed as CSV fields are (XML's text values).
+    text_fields: bool,
 }
 
 /// Records' texts handed to the workers together.
@@ -137,9 +142,21 @@ pub(crate) fn spool(
 ) -> Result<Spooled> {
     let name: Arc<str> = input.display_name().into();
     let typed = cfg!(feature = "arrow") && read.format.is_typed();
-    if !typed && !matches!(read.format, Format::Json | Format::Ndjson) {
+    let xml = read.format == Format::Xml;
+    if !typed && !xml && !matches!(read.format, Format::Json | Format::Ndjson) {
         return Err(Error::usage(format!(
-            "{name}: related tables are made from JSON, NDJSON, Parquet and Arrow input"
+            "{name}: related tables are made from JSON, NDJSON, XML, Parquet and Arrow input"
+        )));
+    }
+    if xml && key.is_some() {
+        return Err(Error::usage(format!(
+            "{name}: related tables from XML are keyed by _id: no key column can be given"
+        )));
+    }
+    if xml && read.flatten.is_some() {
+        return Err(Error::usage(format!(
+            "{name}: related tables from XML take every element with attributes or \
+             children of its own as a row of a child table: there is nothing to flatten"
         )));
     }
     if typed && key.is_some() {
@@ -167,7 +184,18 @@ pub(crate) fn spool(
     if typed {
         return spool_typed(dir, input, read, table, opts, progress);
     }
-    let mut stream = crate::source::open_objects(input, read, progress)?;
+    let mut records = match xml {
+        true => {
+            let (splitter, path, chosen) = crate::source::xml::open_splitter(
+                input,
+                read,
+                progress.bytes_read.clone(),
+                progress.cancel_flag(),
+            )?;
+            Records::Xml(Box::new(splitter), path, chosen)
+        }
+        false => Records::Json(crate::source::open_objects(input, read, progress)?),
+    };
     let mut split = Spools::new(table, read.flatten.clone(), dir.path())?;
     split.given = opts
         .child_tables
@@ -205,12 +233,16 @@ pub(crate) fn spool(
                 .map_err(|e| Error::io(None, e))?;
         }
         drop((work_rx, done_tx));
-        let stream = &mut stream;
+        let records = &mut records;
         let reading = name.clone();
+        let max = read.max_record_bytes;
         std::thread::Builder::new()
             .name("liteload-records".into())
-            .spawn_scoped(scope, move || {
-                read_chunks(stream, &reading, progress, work_tx)
+            .spawn_scoped(scope, move || match records {
+                Records::Json(stream) => read_chunks(stream, &reading, progress, work_tx),
+                Records::Xml(splitter, _, _) => {
+                    read_xml_chunks(splitter, input, max, progress, work_tx)
+                }
             })
             .map_err(|e| Error::io(None, e))?;
         // Chunks come back in any order; their rows are written in input order.
@@ -273,7 +305,15 @@ pub(crate) fn spool(
         }
         Ok(())
     })?;
-    if let ObjectStream::Array(a) = &stream {
+    if let Records::Xml(_, path, true) = &records {
+        split.notes.push(format!(
+            "{name}: records are the <{}> elements ({}: the first element that repeats \
+             under the root or its one child)",
+            path.last().map_or("", String::as_str),
+            path.join("/")
+        ));
+    }
+    if let Records::Json(ObjectStream::Array(a)) = &records {
         if let Some(w) = a.wrapping().filter(|w| w.chosen) {
             split.notes.push(format!(
                 "{name}: the records are the objects of the array at {} (the one member of \
@@ -308,6 +348,7 @@ pub(crate) fn spool(
         made,
         notes: split.notes,
         format: Format::Ndjson,
+        text_fields: xml,
     };
     assemble(dir, tables, top_key, rejected, opts)
 }
@@ -326,6 +367,8 @@ struct Tables {
     made: Vec<Made>,
     notes: Vec<String>,
     format: Format,
+    /// Whether the spools' strings are text values to type (XML's).
+    text_fields: bool,
 }
 
 /// The spooled tables of one input as the plan takes them: each table's shape (its key,
@@ -398,6 +441,7 @@ fn assemble(
         bytes,
         key,
         format: spooled.format,
+        text_fields: spooled.text_fields,
     })
 }
 
@@ -460,6 +504,7 @@ fn spool_typed(
         made,
         notes,
         format: Format::Arrow,
+        text_fields: false,
     };
     assemble(dir, tables, None, vec![], opts)
 }
@@ -493,6 +538,7 @@ pub(crate) fn loads<'i>(spooled: &Spooled, read: &ReadOptions, input: &Input) ->
                 record: None,
                 flatten: None,
                 select: None,
+                text_fields: spooled.text_fields,
                 encoding: crate::source::input::Encoding::Utf8,
                 // A spool's row is a record's text with keys added (`_id`, `_parent`,
                 // `_position`, a column renamed `_2`): a record within the limit must
@@ -532,6 +578,62 @@ pub(crate) fn refuse_existing(
         }
     }
     Ok(())
+}
+
+/// Where the records come from: a JSON reader, or an XML document's splitter with its
+/// record path and whether the path was chosen.
+enum Records {
+    Json(ObjectStream),
+    Xml(Box<Splitter>, Vec<String>, bool),
+}
+
+/// Reads an XML document's records as JSON objects into chunks for the workers, in
+/// order, until the document ends, stops, or nobody takes them.
+fn read_xml_chunks(
+    splitter: &mut Splitter,
+    input: &Input,
+    max: usize,
+    progress: &Progress,
+    work: crossbeam_channel::Sender<Chunk>,
+) {
+    let mut first = 1;
+    for seq in 0.. {
+        let read = progress
+            .check()
+            .and_then(|()| crate::source::xml::related_chunk(splitter, input, max));
+        let (chunk, at_end) = match read {
+            Ok(None) => return,
+            Ok(Some((text, records))) => {
+                let records: Vec<Read> = records
+                    .into_iter()
+                    .map(|(text, at)| Read::Line { text, at })
+                    .collect();
+                let n = records.len() as u64;
+                let chunk = Chunk {
+                    seq,
+                    first,
+                    text,
+                    records,
+                    end: None,
+                };
+                first += n;
+                (chunk, false)
+            }
+            Err(e) => (
+                Chunk {
+                    seq,
+                    first,
+                    text: vec![],
+                    records: vec![],
+                    end: Some(e),
+                },
+                true,
+            ),
+        };
+        if work.send(chunk).is_err() || at_end {
+            return;
+        }
+    }
 }
 
 /// Reads the records' texts into chunks for the workers, in order, until the input

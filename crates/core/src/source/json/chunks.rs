@@ -131,6 +131,8 @@ pub(crate) struct Chunks {
     chunk_bytes: u64,
     max_record: usize,
     empty_null: bool,
+    /// Strings are typed as CSV fields are (see [`super::super::ReadOptions`]).
+    fields: bool,
     bytes_read: Arc<AtomicU64>,
     known: Arc<RwLock<Arc<Known>>>,
     /// The line the next NDJSON chunk starts on.
@@ -167,6 +169,7 @@ impl Chunks {
             chunk_bytes: CHUNK_BYTES_JSON,
             max_record,
             empty_null,
+            fields: false,
             bytes_read,
             known: Arc::new(RwLock::new(Arc::new(Known {
                 keys: KeyColumns::default(),
@@ -178,6 +181,12 @@ impl Chunks {
             state: State::NotStarted,
             workers: vec![],
         })
+    }
+
+    /// Strings typed as CSV fields are (`fields`), or kept as text.
+    pub(crate) fn with_text_fields(mut self, fields: bool) -> Self {
+        self.fields = fields;
+        self
     }
 
     /// Chunks of about `bytes` instead of [`CHUNK_BYTES_JSON`] (tests use tiny ones).
@@ -211,6 +220,7 @@ impl Chunks {
                 base: self.base,
                 max_record: self.max_record,
                 empty_null: self.empty_null,
+                fields: self.fields,
                 known: self.known.clone(),
             };
             let handle = std::thread::Builder::new()
@@ -626,6 +636,7 @@ struct Job {
     base: u64,
     max_record: usize,
     empty_null: bool,
+    fields: bool,
     known: Arc<RwLock<Arc<Known>>>,
 }
 
@@ -667,12 +678,20 @@ impl Job {
                         &row,
                         &known.types,
                         self.empty_null,
+                        self.fields,
                         &mut scratch,
                     );
                     batch.push_record(&encoded);
                     r
                 } else {
-                    push_fast(batch, &row, &known.types, self.empty_null, &mut scratch)
+                    push_fast(
+                        batch,
+                        &row,
+                        &known.types,
+                        self.empty_null,
+                        self.fields,
+                        &mut scratch,
+                    )
                 };
                 if m > 0 {
                     mismatches += m;

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::objects::needs_its_text;
-use crate::source::convert::{push_scalar, Scalar, Values};
+use crate::source::convert::{push_scalar, push_text_field, Scalar, Values};
 use crate::source::keys::{KeyColumns, PART};
 use crate::types::ColumnType;
 
@@ -532,6 +532,7 @@ pub(super) fn push_fast(
     row: &FastRow<'_>,
     types: &[ColumnType],
     empty_null: bool,
+    fields: bool,
     scratch: &mut String,
 ) -> (u64, Option<(usize, Value)>) {
     let mut mismatches = 0;
@@ -551,6 +552,15 @@ pub(super) fn push_fast(
                 Scalar::Text(&text)
             }
             FastValue::Real(r) => Scalar::Real(*r),
+            FastValue::Text(t) if fields => {
+                if push_text_field(batch, t, ty, empty_null) {
+                    mismatches += 1;
+                    if first.is_none() {
+                        first = Some((i, v.to_json()));
+                    }
+                }
+                continue;
+            }
             FastValue::Text(t) => Scalar::Text(t),
             FastValue::Nested(n) => Scalar::Text(n),
         };

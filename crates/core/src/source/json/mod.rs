@@ -36,6 +36,7 @@ use super::keys::KeyColumns;
 use super::{BadRecord, Fill, ReadOptions, Sample, Source};
 use crate::batch::{Batch, Cell, RowOrigin};
 use crate::error::{Error, Position, Result};
+use crate::types::{classify, Lexeme};
 use crate::types::{ColumnType, TypeGuess};
 
 /// What [`JsonSource::next_fast`] did.
@@ -378,6 +379,7 @@ impl JsonSource {
                 &row,
                 &self.types,
                 self.opts.nulls == super::Nulls::All,
+                self.opts.text_fields,
                 &mut self.scratch,
             );
             batch.push_record(&record);
@@ -389,6 +391,7 @@ impl JsonSource {
                 &row,
                 &self.types,
                 self.opts.nulls == super::Nulls::All,
+                self.opts.text_fields,
                 &mut self.scratch,
             )
         };
@@ -445,7 +448,7 @@ impl Source for JsonSource {
                         if guesses.len() <= i {
                             guesses.resize(i + 1, TypeGuess::default());
                         }
-                        guesses[i].add(json_lexeme(v));
+                        guesses[i].add(lexeme(v, self.opts.text_fields));
                     }
                     match text {
                         Some(text) if self.fast => Sampled::Text(
@@ -585,7 +588,7 @@ impl Source for JsonSource {
                 for k in new {
                     let ty = {
                         let mut g = TypeGuess::default();
-                        g.add(json_lexeme(&obj.map[&k]));
+                        g.add(lexeme(&obj.map[&k], self.opts.text_fields));
                         g.resolve()
                     };
                     let i = self.keys.add(&k);
@@ -619,12 +622,22 @@ impl Source for JsonSource {
                         false
                     }
                     Some(v) => {
-                        let (ty, empty_null) =
-                            (self.types[i], self.opts.nulls == super::Nulls::All);
+                        let (ty, empty_null, fields) = (
+                            self.types[i],
+                            self.opts.nulls == super::Nulls::All,
+                            self.opts.text_fields,
+                        );
                         if self.encode {
-                            push_json_value(&mut record, v, ty, empty_null, &mut self.scratch)
+                            push_json_value(
+                                &mut record,
+                                v,
+                                ty,
+                                empty_null,
+                                fields,
+                                &mut self.scratch,
+                            )
                         } else {
-                            push_json_value(batch, v, ty, empty_null, &mut self.scratch)
+                            push_json_value(batch, v, ty, empty_null, fields, &mut self.scratch)
                         }
                     }
                 };
@@ -674,5 +687,13 @@ impl Source for JsonSource {
 
     fn mismatches(&self) -> &Mismatches {
         &self.mismatches
+    }
+}
+/// What a JSON value says about its column's type; with `fields`, a string as the
+/// same text in a CSV field says.
+fn lexeme(v: &serde_json::Value, fields: bool) -> Lexeme {
+    match v {
+        serde_json::Value::String(s) if fields => classify(s.as_bytes()),
+        v => json_lexeme(v),
     }
 }

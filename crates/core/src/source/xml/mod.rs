@@ -52,6 +52,86 @@ pub(crate) fn path_steps(path: &str) -> Result<Vec<String>> {
     Ok(steps)
 }
 
+/// `input` opened as XML: its encoding decoded, the record path that `opts.record`
+/// names or [`choose_record`] chooses (and whether it was chosen), and a splitter that
+/// cuts the document into chunks of whole records.
+pub(crate) fn open_splitter(
+    input: &Input,
+    opts: &ReadOptions,
+    bytes_read: Arc<AtomicU64>,
+    cancel: Arc<AtomicBool>,
+) -> Result<(Splitter, Vec<String>, bool)> {
+    let name: Arc<str> = input.display_name().into();
+    let path_of = || match input {
+        Input::Path(p) => Some(p.clone()),
+        _ => None,
+    };
+    let pos = |line: u64, column: u64, byte: u64| Position {
+        path: name.clone(),
+        line,
+        column,
+        record: 0,
+        byte,
+    };
+    let mut raw = input::open(input, Encoding::Utf8, bytes_read, Some(cancel))?;
+    let mut head = Vec::with_capacity(4096);
+    while head.len() < 1024 {
+        let buf = raw.fill_buf().map_err(|e| Error::io(path_of(), e))?;
+        if buf.is_empty() {
+            break;
+        }
+        let n = buf.len().min(4096 - head.len());
+        head.extend_from_slice(&buf[..n]);
+        raw.consume(n);
+    }
+    // An encoding the caller gave wins over the byte-order mark and the declaration.
+    let encoding = if opts.encoding == Encoding::Utf8 && !opts.encoding_given {
+        encoding_of(&head).map_err(|(col, m)| Error::input(pos(1, col, 0), None, m))?
+    } else {
+        opts.encoding
+    };
+    let whole: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(head).chain(raw));
+    let text = input::decode(whole, encoding, input)?;
+    let mut splitter = Splitter::new(text, vec![], opts.max_record_bytes);
+    splitter
+        .fill_to(super::head::SAMPLE_BYTES)
+        .map_err(|e| Error::io(path_of(), e))?;
+    let (path, chosen) = match &opts.record {
+        Some(p) => (path_steps(p)?, false),
+        None => {
+            // The sample's first 64 KiB, or more while they end inside the first
+            // records (up to a record's size limit).
+            let mut window = super::head::SAMPLE_BYTES;
+            loop {
+                let head = splitter.head();
+                let complete = head.len() < window;
+                let head = &head[..head.len().min(window)];
+                let chosen = choose_record(head, complete)
+                    .map_err(|m| Error::input(pos(1, 1, 0), None, m))?;
+                if let Some(p) = chosen {
+                    break (p, true);
+                }
+                if window >= opts.max_record_bytes {
+                    return Err(Error::input(
+                        pos(1, 1, 0),
+                        None,
+                        format!(
+                            "the document's first records do not end within its first {} bytes, so the record path cannot be chosen; name it",
+                            window
+                        ),
+                    ));
+                }
+                window = window.saturating_mul(4).min(opts.max_record_bytes);
+                splitter
+                    .fill_to(window)
+                    .map_err(|e| Error::io(path_of(), e))?;
+            }
+        }
+    };
+    splitter.set_path(path.clone());
+    Ok((splitter, path, chosen))
+}
+
 /// What the threads send, in document order by its number.
 type Parsed = (u64, std::result::Result<Rows, Error>);
 
@@ -90,74 +170,12 @@ impl XmlSource {
         bytes_read: Arc<AtomicU64>,
         cancel: Arc<AtomicBool>,
     ) -> Result<Self> {
+        let (splitter, path, chosen) = open_splitter(input, opts, bytes_read, cancel)?;
         let name: Arc<str> = input.display_name().into();
         let path_of = || match input {
             Input::Path(p) => Some(p.clone()),
             _ => None,
         };
-        let pos = |line: u64, column: u64, byte: u64| Position {
-            path: name.clone(),
-            line,
-            column,
-            record: 0,
-            byte,
-        };
-        let mut raw = input::open(input, Encoding::Utf8, bytes_read, Some(cancel))?;
-        let mut head = Vec::with_capacity(4096);
-        while head.len() < 1024 {
-            let buf = raw.fill_buf().map_err(|e| Error::io(path_of(), e))?;
-            if buf.is_empty() {
-                break;
-            }
-            let n = buf.len().min(4096 - head.len());
-            head.extend_from_slice(&buf[..n]);
-            raw.consume(n);
-        }
-        // An encoding the caller gave wins over the byte-order mark and the declaration.
-        let encoding = if opts.encoding == Encoding::Utf8 && !opts.encoding_given {
-            encoding_of(&head).map_err(|(col, m)| Error::input(pos(1, col, 0), None, m))?
-        } else {
-            opts.encoding
-        };
-        let whole: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(head).chain(raw));
-        let text = input::decode(whole, encoding, input)?;
-        let mut splitter = Splitter::new(text, vec![], opts.max_record_bytes);
-        splitter
-            .fill_to(super::head::SAMPLE_BYTES)
-            .map_err(|e| Error::io(path_of(), e))?;
-        let (path, chosen) = match &opts.record {
-            Some(p) => (path_steps(p)?, false),
-            None => {
-                // The sample's first 64 KiB, or more while they end inside the first
-                // records (up to a record's size limit).
-                let mut window = super::head::SAMPLE_BYTES;
-                loop {
-                    let head = splitter.head();
-                    let complete = head.len() < window;
-                    let head = &head[..head.len().min(window)];
-                    let chosen = choose_record(head, complete)
-                        .map_err(|m| Error::input(pos(1, 1, 0), None, m))?;
-                    if let Some(p) = chosen {
-                        break (p, true);
-                    }
-                    if window >= opts.max_record_bytes {
-                        return Err(Error::input(
-                            pos(1, 1, 0),
-                            None,
-                            format!(
-                                "the document's first records do not end within its first {} bytes, so the record path cannot be chosen; name it",
-                                window
-                            ),
-                        ));
-                    }
-                    window = window.saturating_mul(4).min(opts.max_record_bytes);
-                    splitter
-                        .fill_to(window)
-                        .map_err(|e| Error::io(path_of(), e))?;
-                }
-            }
-        };
-        splitter.set_path(path.clone());
         let rx = start_threads(splitter, name.clone(), opts, path_of());
         Ok(XmlSource {
             name,
@@ -387,33 +405,7 @@ fn start_threads(
                 Ok(None) => return,
                 // The splitter read the DTD's entities when the root started.
                 Ok(Some(chunk)) => Ok((chunk, splitter.entities())),
-                Err(SplitError::Io(e)) => Err(Error::io(path.clone(), e)),
-                Err(SplitError::Fault(f)) => {
-                    Err(Error::input(at(f.line, f.column, f.byte), None, f.message))
-                }
-                Err(SplitError::Open { record, at: rec }) => {
-                    // The record's parser says what is wrong with it where it can.
-                    let text = String::from_utf8_lossy(&record);
-                    let mut rows = Rows::default();
-                    // With the document's entities, so that an entity of its DTD is no
-                    // error here.
-                    let known = splitter.entities();
-                    let left = std::cell::Cell::new(Refs::chunk_budget(record.len(), max));
-                    let consumed = rec.byte + record.len() as u64;
-                    let parsed = record::parse_record(
-                        &text, rec.line, &known, max, &left, consumed, &mut rows,
-                    );
-                    let (line, column, message) = match parsed {
-                        Err((offset, m)) => located(&record, rec, offset, m),
-                        Ok(()) => located(
-                            &record,
-                            rec,
-                            0,
-                            "the document ends inside this record".into(),
-                        ),
-                    };
-                    Err(Error::input(at(line, column, rec.byte), None, message))
-                }
+                Err(e) => Err(split_error(e, &splitter, &at, path.as_ref(), max)),
             };
             let failed = job.is_err();
             if chunk_tx.send((seq, job)).is_err() || failed {
@@ -438,6 +430,103 @@ fn start_threads(
         });
     }
     rows_rx
+}
+
+/// The error of a document the splitter stopped at (`at` makes a position).
+fn split_error(
+    e: SplitError,
+    splitter: &Splitter,
+    at: &dyn Fn(u64, u64, u64) -> Position,
+    path: Option<&std::path::PathBuf>,
+    max: usize,
+) -> Error {
+    match e {
+        SplitError::Io(e) => Error::io(path.cloned(), e),
+        SplitError::Fault(f) => Error::input(at(f.line, f.column, f.byte), None, f.message),
+        SplitError::Open { record, at: rec } => {
+            // The record's parser says what is wrong with it where it can.
+            let text = String::from_utf8_lossy(&record);
+            let mut rows = Rows::default();
+            // With the document's entities, so that an entity of its DTD is no error
+            // here.
+            let known = splitter.entities();
+            let left = std::cell::Cell::new(Refs::chunk_budget(record.len(), max));
+            let consumed = rec.byte + record.len() as u64;
+            let parsed =
+                record::parse_record(&text, rec.line, &known, max, &left, consumed, &mut rows);
+            let (line, column, message) = match parsed {
+                Err((offset, m)) => located(&record, rec, offset, m),
+                Ok(()) => located(
+                    &record,
+                    rec,
+                    0,
+                    "the document ends inside this record".into(),
+                ),
+            };
+            Error::input(at(line, column, rec.byte), None, message)
+        }
+    }
+}
+
+/// One record of [`related_chunk`]: its JSON object's range in the chunk's text, and
+/// where its element starts (line, column, byte).
+pub(crate) type RelatedRecord = (std::ops::Range<usize>, (u64, u64, u64));
+
+/// The next chunk of the document's records (from `splitter`, of `input`) as JSON
+/// objects for related tables ([`record::record_object`]), back to back, one a line;
+/// `None` at the end. A record that is not well-formed is an error at its place, as in
+/// a flat load.
+pub(crate) fn related_chunk(
+    splitter: &mut Splitter,
+    input: &Input,
+    max: usize,
+) -> Result<Option<(Vec<u8>, Vec<RelatedRecord>)>> {
+    let name: Arc<str> = input.display_name().into();
+    let path = match input {
+        Input::Path(p) => Some(p.clone()),
+        _ => None,
+    };
+    let at = |line, column, byte| Position {
+        path: name.clone(),
+        line,
+        column,
+        record: 0,
+        byte,
+    };
+    let chunk = match splitter.next_chunk() {
+        Ok(None) => return Ok(None),
+        Ok(Some(chunk)) => chunk,
+        Err(e) => return Err(split_error(e, splitter, &at, path.as_ref(), max)),
+    };
+    let ents = splitter.entities();
+    let left = std::cell::Cell::new(Refs::chunk_budget(chunk.bytes.len(), max));
+    let mut text = Vec::with_capacity(chunk.bytes.len());
+    let mut records = Vec::with_capacity(chunk.records.len());
+    for rec in &chunk.records {
+        let bytes = &chunk.bytes[rec.start..rec.end];
+        let fail = |offset: usize, message: String| {
+            let (line, column, message) = located(bytes, *rec, offset, message);
+            Error::input(at(line, column, rec.byte + offset as u64), None, message)
+        };
+        if let Some((offset, m)) = record::bad_char(bytes) {
+            return Err(fail(offset, m));
+        }
+        let src = std::str::from_utf8(bytes).map_err(|e| {
+            fail(
+                e.valid_up_to(),
+                "bytes that are not UTF-8 (the document's encoding is UTF-8 unless a byte-order mark or its declaration names another)".into(),
+            )
+        })?;
+        let consumed = rec.byte + bytes.len() as u64;
+        let object = record::record_object(src, &ents, max, &left, consumed)
+            .map_err(|(offset, m)| fail(offset, m))?;
+        let start = text.len();
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut text, &object);
+        records.push((start..text.len(), (rec.line, rec.column, rec.byte)));
+        text.push(b'\n');
+    }
+    Ok(Some((text, records)))
 }
 
 /// Line and column of `offset` within a record that starts at `rec`.

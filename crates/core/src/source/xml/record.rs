@@ -610,6 +610,91 @@ fn push_flat(out: &mut Rows, path: &str, node: &Node) {
     }
 }
 
+/// The record element `src` as one JSON object, for related tables: its attributes and
+/// its text-only children named once are strings; a child with attributes or children
+/// of its own is an array of objects (of one, too), so that it always makes rows of a
+/// child table; text-only children that repeat are an array of strings; the element's
+/// own text (trimmed, when it is more than whitespace) is `text`, and so in every
+/// object below. Names are local names; where two collide in one element, the prefix
+/// is kept, then `_2`, `_3`, … (ASCII case ignored, as SQLite names columns). The rest
+/// as [`parse_record`]; the expanded text is held to `max_bytes`.
+pub(crate) fn record_object(
+    src: &str,
+    ents: &Entities,
+    max_bytes: usize,
+    chunk_left: &Cell<usize>,
+    consumed: u64,
+) -> Result<Map<String, Value>, Fault> {
+    let refs = &Refs::new(
+        ents,
+        max_bytes.saturating_sub(src.len()),
+        chunk_left,
+        consumed,
+    );
+    let mut r = Reader::from_str(src);
+    let node = match r.read_event().map_err(|e| quick_error(&r, e))? {
+        Event::Start(e) => node(&mut r, &e, false, refs, 1)?,
+        Event::Empty(e) => node(&mut r, &e, true, refs, 1)?,
+        _ => return Err((0, "a record that is no element".into())),
+    };
+    let object = related_object(&node);
+    let size: usize = serde_json::to_string(&object).map_or(0, |t| t.len());
+    if size > max_bytes.saturating_mul(2) {
+        return Err((
+            0,
+            format!("the record's values, entities expanded, pass {max_bytes} bytes"),
+        ));
+    }
+    Ok(object)
+}
+
+/// `node` as an object of related tables (see [`record_object`]).
+fn related_object(node: &Node) -> Map<String, Value> {
+    let mut m = Map::new();
+    let mut taken: Vec<String> = vec![];
+    let mut put = |m: &mut Map<String, Value>, qname: &str, v: Value| {
+        let local = qname.rsplit(':').next().unwrap_or(qname);
+        let free = |n: &str, taken: &[String]| !taken.iter().any(|t| t.eq_ignore_ascii_case(n));
+        let name = if free(local, &taken) {
+            local.to_string()
+        } else if qname != local && free(qname, &taken) {
+            qname.to_string()
+        } else {
+            (2..)
+                .map(|k| format!("{local}_{k}"))
+                .find(|n| free(n, &taken))
+                .unwrap_or_default()
+        };
+        taken.push(name.clone());
+        m.insert(name, v);
+    };
+    for (k, v) in &node.attrs {
+        put(&mut m, k, Value::String(v.clone()));
+    }
+    for (name, group) in grouped(&node.children) {
+        let v = match group.as_slice() {
+            [one] if one.simple() => Value::String(one.text.clone()),
+            many if many.iter().all(|n| n.simple()) => {
+                Value::Array(many.iter().map(|n| Value::String(n.text.clone())).collect())
+            }
+            many => Value::Array(
+                many.iter()
+                    .map(|n| match n.simple() {
+                        true => Value::String(n.text.clone()),
+                        false => Value::Object(related_object(n)),
+                    })
+                    .collect(),
+            ),
+        };
+        put(&mut m, name, v);
+    }
+    let t = trim_xml(&node.text);
+    if !t.is_empty() {
+        put(&mut m, "text", Value::String(t.to_string()));
+    }
+    m
+}
+
 fn finish_row(out: &mut Rows, start_text: usize, line: u64, max_bytes: usize) -> Result<(), Fault> {
     if out.text.len() - start_text > max_bytes {
         return Err((
