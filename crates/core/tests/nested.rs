@@ -723,3 +723,67 @@ fn a_record_at_the_size_limit_loads_whole() -> R {
     assert_eq!(n as usize, limit - 12);
     Ok(())
 }
+
+/// XML into related tables, many records (the spools read in chunks on every core):
+/// the records' own columns hold what a flat load of the same document holds, typed
+/// as CSV fields are, value for value and type for type.
+#[test]
+fn xml_records_columns_equal_a_flat_load_of_the_same_document() -> R {
+    let dir = tempfile::tempdir()?;
+    let mut doc = String::from("<?xml version=\"1.0\"?>\n<orders>\n");
+    let texts = [
+        "12",
+        "-3",
+        "1.5",
+        "007",
+        "abc",
+        "",
+        "é 😀",
+        "1e3",
+        "9223372036854775808",
+    ];
+    for i in 0..30_000usize {
+        let t = |k: usize| texts[(i * 7 + k * 3) % texts.len()];
+        doc.push_str(&format!(
+            "<order id=\"{i}\" kind=\"{}\"><price>{}.25</price><code>{}</code><wide>{}</wide><item sku=\"s{i}\"/></order>\n",
+            t(0),
+            i % 100,
+            t(1),
+            if i < 20_000 { i.to_string() } else { t(2).to_string() },
+        ));
+    }
+    doc.push_str("</orders>\n");
+    let src = dir.path().join("orders.xml");
+    std::fs::write(&src, doc)?;
+    let (flat, nested) = (dir.path().join("f.db"), dir.path().join("n.db"));
+    import(
+        &flat,
+        &[Input::Path(src.clone())],
+        &ImportOptions::default(),
+        &Progress::default(),
+    )?;
+    let mut opts = ImportOptions::default();
+    opts.nested = Nested::Tables;
+    import(&nested, &[Input::Path(src)], &opts, &Progress::default())?;
+    let read = |db: &std::path::Path| -> R<(Vec<String>, Vec<Vec<Sql>>)> {
+        let conn = Connection::open(db)?;
+        let types = conn
+            .prepare("SELECT type FROM pragma_table_info('orders') WHERE name IN ('id', 'kind', 'price', 'code', 'wide') ORDER BY name")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<Vec<String>, _>>()?;
+        let mut stmt =
+            conn.prepare("SELECT code, id, kind, price, wide FROM orders ORDER BY rowid")?;
+        let rows = stmt
+            .query_map([], |r| (0..5).map(|i| r.get::<_, Sql>(i)).collect())?
+            .collect::<Result<Vec<Vec<Sql>>, _>>()?;
+        Ok((types, rows))
+    };
+    let (f, n) = (read(&flat)?, read(&nested)?);
+    assert_eq!(f.0, n.0, "the types");
+    assert_eq!(f.1.len(), 30_000);
+    assert_eq!(f.1, n.1, "the values");
+    let conn = Connection::open(&nested)?;
+    let items: i64 = conn.query_row("SELECT count(*) FROM orders_item", [], |r| r.get(0))?;
+    assert_eq!(items, 30_000);
+    Ok(())
+}
