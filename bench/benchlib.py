@@ -75,15 +75,18 @@ def print_table(results, sizes, base="liteload", floor=None):
 
 
 def checked_rounds(tools, names, runs, db, checksum, prepare=None, reference=None, good=None,
-                   prepare_tool=None):
+                   prepare_tool=None, kind=None):
     """Runs each tool of `names` (argv in `tools`) `runs` times, interleaved, in a process
     of its own on `db`, cleaned and then made ready by `prepare(db)` when given (and by
     `prepare_tool(db, name)`, for one tool's own start, such as an existing file). A run
     counts only when it exits 0 and `checksum(db)` (whose first item is integrity_check's
     answer) says "ok", passes `good` when given, and equals `reference` (the first good
-    run's when none is given). Returns ({tool: [(wall, cpu, peak RSS MB), ...]},
-    reference)."""
+    run's when none is given). With `kind` (a tool's name to the kind of result it makes,
+    as a flat load beside related tables), each kind has its own reference, and
+    `checksum(db, kind)` and `good(got, kind)` are told it. Returns ({tool: [(wall, cpu,
+    peak RSS MB), ...]}, the reference, or with `kind` {kind: reference})."""
     results = {n: [] for n in names}
+    references = {}
     width = max(map(len, names), default=0)
     for r, order in rotations(names, runs):
         for name in order:
@@ -96,16 +99,19 @@ def checked_rounds(tools, names, runs, db, checksum, prepare=None, reference=Non
             if rc != 0:
                 print(f"  {name}: FAILED {err[-500:]}", flush=True)
                 continue
-            got = checksum(db)
-            if got[0] == "ok" and (good is None or good(got)):
-                reference = reference or got
-            if got != reference:
-                print(f"  {name}: WRONG RESULT {got} != {reference}", flush=True)
+            key = kind(name) if kind else None
+            got = checksum(db, key) if kind else checksum(db)
+            passes = good is None or (good(got, key) if kind else good(got))
+            ref = references.get(key, reference)
+            if got[0] == "ok" and passes:
+                ref = references[key] = ref or got
+            if got != ref:
+                print(f"  {name}: WRONG RESULT {got} != {ref}", flush=True)
                 continue
             results[name].append((wall, cpu, rss))
             print(f"  round {r + 1}: {name:<{width}} {wall:8.3f} s  cpu {cpu:7.2f} s  peak RSS {rss:7.1f} MB",
                   flush=True)
-    return results, reference
+    return results, (references if kind else references.get(None, reference))
 
 
 def write_jsonl(path, records):

@@ -31,7 +31,7 @@ import argparse
 import os
 import sys
 
-from benchlib import LITELOAD, clean, print_medians, rotations, run_rss, write_jsonl
+from benchlib import LITELOAD, checked_rounds, print_medians, write_jsonl
 from nested import TABLES, checksum, make
 
 SCHEMA = """
@@ -164,26 +164,9 @@ def main():
         "liteload-flat": [LITELOAD, "import", db, src, "--table", "orders", "-q"],
     }
     names = [t for t in a.tools.split(",") if t in tools]
-    results = {n: [] for n in names}
-    reference = {}
-    width = max(map(len, names))
-    for r, order in rotations(names, a.runs):
-        for name in order:
-            clean(db)
-            rc, err, wall, cpu, rss = run_rss(tools[name])
-            if rc != 0:
-                print(f"  {name}: FAILED {err[-800:]}", flush=True)
-                continue
-            flat = name == "liteload-flat"
-            got = checksum(db, flat)
-            good = got[0] == "ok" and (flat or (got[1] == 0 and got[2] == 2))
-            ref = reference.setdefault(flat, got if good else None)
-            if not good or got != ref:
-                print(f"  {name}: WRONG RESULT {got} != {ref}", flush=True)
-                continue
-            results[name].append((wall, cpu, rss))
-            print(f"  round {r + 1}: {name:<{width}} {wall:8.3f} s  cpu {cpu:7.2f} s  peak RSS {rss:7.1f} MB",
-                  flush=True)
+    results, reference = checked_rounds(
+        tools, names, a.runs, db, checksum, kind=lambda name: name == "liteload-flat",
+        good=lambda got, flat: flat or (got[1] == 0 and got[2] == 2))
     size = os.path.getsize(src)
     rows = sum(t[0] for t in reference[False][3]) if reference.get(False) else 0
     print(f"\n{size / 1e6:,.0f} MB of nested Parquet ({len(TABLES)} tables, {rows:,} rows); "

@@ -138,6 +138,19 @@ def reference(path):
     return [str(h) for h in header], types, [[stored(x, types[c]) for c, x in enumerate(r)] for r in cells]
 
 
+def same_cells(got, want, types):
+    """Every cell of `got` is `want`'s, a real to within its float's rounding (in a
+    TEXT column, as its text)."""
+    for r, (g, w) in enumerate(zip(got, want)):
+        for c, (a, b) in enumerate(zip(g, w)):
+            if isinstance(b, float) and types[c] == "TEXT":
+                assert math.isclose(float(a), b), (r, c, a, b)
+            elif isinstance(b, float):
+                assert math.isclose(a, b), (r, c, a, b)
+            else:
+                assert a == b, (r, c, a, b)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     grid=st.integers(1, 6).flatmap(
@@ -162,14 +175,7 @@ def test_every_cell_is_what_openpyxl_reads(tmp_path, grid, date_1904, merge):
     assert got_types == list(zip(header, types))
     got = [list(r) for r in conn.execute('SELECT * FROM "t" ORDER BY rowid')]
     assert len(got) == len(want) == s.as_dict()["rows"]
-    for r, (g, w) in enumerate(zip(got, want)):
-        for c, (a, b) in enumerate(zip(g, w)):
-            if isinstance(b, float) and types[c] == "TEXT":
-                assert math.isclose(float(a), b), (r, c, a, b)
-            elif isinstance(b, float):
-                assert math.isclose(a, b), (r, c, a, b)
-            else:
-                assert a == b, (r, c, a, b)
+    same_cells(got, want, types)
     errors = sum(1 for row in grid for v in row if v is not None and v[0] == "error")
     notes = " ".join(s.as_dict()["notes"])
     assert (f"{errors} error cell" in notes) == (errors > 0), notes
@@ -331,11 +337,4 @@ def test_xls_and_ods_cells_are_what_was_written(tmp_path, seed, kind):
     assert [(r[1], r[2]) for r in conn.execute('PRAGMA table_info("t")')] == list(zip(names, types))
     got = [list(r) for r in conn.execute('SELECT * FROM "t" ORDER BY rowid')]
     assert len(got) == len(want) == s.as_dict()["rows"]
-    for r, (g, w) in enumerate(zip(got, want)):
-        for c, (a, b) in enumerate(zip(g, w)):
-            if isinstance(b, float) and types[c] == "TEXT":
-                assert math.isclose(float(a), b), (r, c, a, b)
-            elif isinstance(b, float):
-                assert math.isclose(a, b), (r, c, a, b)
-            else:
-                assert a == b, (r, c, a, b)
+    same_cells(got, want, types)

@@ -239,6 +239,17 @@ fn columns(conn: &Connection, table: &str) -> R<Vec<String>> {
     Ok(got)
 }
 
+/// SQLite's own checks of a file a load wrote: `integrity_check` and `foreign_key_check`.
+fn sound(conn: &Connection) -> R {
+    let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    assert_eq!(ok, "ok");
+    let fk: i64 = conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+        r.get(0)
+    })?;
+    assert_eq!(fk, 0, "foreign_key_check");
+    Ok(())
+}
+
 /// Loads `records` with `opts` and compares every table with the model's rows inserted
 /// by SQLite into the schema liteload made.
 fn check(records: &[Vec<(String, Value)>], ndjson: bool, opts: &ImportOptions) -> R {
@@ -265,12 +276,7 @@ fn check(records: &[Vec<(String, Value)>], ndjson: bool, opts: &ImportOptions) -
         model.row(0, &object, None);
     }
     let conn = Connection::open(&db)?;
-    let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
-    assert_eq!(ok, "ok");
-    let fk: i64 = conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
-        r.get(0)
-    })?;
-    assert_eq!(fk, 0, "foreign_key_check");
+    sound(&conn)?;
     let mut tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")?
         .query_map([], |r| r.get(0))?
@@ -494,8 +500,7 @@ fn a_record_with_a_nul_key_is_a_bad_record_at_its_place_and_nothing_of_it_is_loa
     let summary = import(&db, &[Input::Path(input)], &opts, &Progress::default())?;
     assert_eq!(summary.rejects, 1);
     let conn = Connection::open(&db)?;
-    let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
-    assert_eq!(ok, "ok");
+    sound(&conn)?;
     let parents: Vec<Vec<Sql>> = rows(&conn, "n")?;
     assert_eq!(
         parents,
@@ -571,8 +576,7 @@ fn into_a_callers_connection_related_tables_go_with_its_transaction() -> R {
     let tx = conn.transaction()?;
     let summary = liteload::import_into_connection(&tx, &inputs, &opts, &Progress::default())?;
     tx.commit()?;
-    let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
-    assert_eq!(ok, "ok");
+    sound(&conn)?;
     assert_eq!(summary.rows, 3 + 3 + 3);
     assert_eq!(
         rows(&conn, "o_xs_b")?,
@@ -635,6 +639,7 @@ fn the_programs_record_batches_split_by_their_schema() -> R {
     opts.child_tables = vec![("owner.phones".into(), "phones".into())];
     import(&db, &[batches()?], &opts, &Progress::default())?;
     let conn = Connection::open(&db)?;
+    sound(&conn)?;
     assert_eq!(columns(&conn, "t")?, ["_id", "id", "owner_name"]);
     assert_eq!(
         table(&conn, "t")?,
@@ -678,10 +683,6 @@ fn the_programs_record_batches_split_by_their_schema() -> R {
             ],
         ]
     );
-    let fk: i64 = conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
-        r.get(0)
-    })?;
-    assert_eq!(fk, 0);
     // Lists of scalars kept as JSON text: the struct is one JSON column, as flat.
     let db = dir.path().join("j.db");
     opts.nested = Nested::ObjectTables;
@@ -689,6 +690,7 @@ fn the_programs_record_batches_split_by_their_schema() -> R {
     opts.child_tables = vec![];
     import(&db, &[batches()?], &opts, &Progress::default())?;
     let conn = Connection::open(&db)?;
+    sound(&conn)?;
     assert_eq!(columns(&conn, "t")?, ["_id", "id", "owner"]);
     let owner: String = conn.query_row("SELECT owner FROM t WHERE id = 1", [], |r| r.get(0))?;
     assert_eq!(owner, r#"{"name":"Zoë","phones":["1","2"]}"#);
@@ -719,6 +721,7 @@ fn a_record_at_the_size_limit_loads_whole() -> R {
     let s = import(&db, &[Input::Path(src)], &opts, &Progress::default())?;
     assert_eq!(s.rows, 3);
     let conn = Connection::open(&db)?;
+    sound(&conn)?;
     let n: i64 = conn.query_row("SELECT length(a) FROM big WHERE _id = 1", [], |r| r.get(0))?;
     assert_eq!(n as usize, limit - 12);
     Ok(())
@@ -767,6 +770,7 @@ fn xml_records_columns_equal_a_flat_load_of_the_same_document() -> R {
     import(&nested, &[Input::Path(src)], &opts, &Progress::default())?;
     let read = |db: &std::path::Path| -> R<(Vec<String>, Vec<Vec<Sql>>)> {
         let conn = Connection::open(db)?;
+        sound(&conn)?;
         let types = conn
             .prepare("SELECT type FROM pragma_table_info('orders') WHERE name IN ('id', 'kind', 'price', 'code', 'wide') ORDER BY name")?
             .query_map([], |r| r.get(0))?

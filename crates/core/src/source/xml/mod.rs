@@ -523,6 +523,13 @@ pub(crate) fn related_chunk(
         let start = text.len();
         // Writing into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut text, &object);
+        // (Its spool row is held to twice the limit: see plan::nested::loads.)
+        if text.len() - start > max {
+            return Err(fail(
+                0,
+                format!("the record's values, entities expanded, pass {max} bytes"),
+            ));
+        }
         records.push((start..text.len(), (rec.line, rec.column, rec.byte)));
         text.push(b'\n');
     }
