@@ -277,6 +277,38 @@ impl Out {
 
 /// Reads the sheet into `out`. An `Err` is calamine's message.
 fn read(path: &Path, sheet: &str, out: &mut Out) -> std::result::Result<(), String> {
+    no_bomb(path, BOMB_FLOOR, BOMB_RATIO)?;
+    if let Some(book) = super::xlsx::Book::open(path, sheet)? {
+        if fast_read(book, out)? {
+            return Ok(());
+        }
+    }
+    read_calamine(path, sheet, out)
+}
+
+/// Reads the book's `.xlsx` sheet into `out` on several threads (`xlsx.rs`);
+/// `Ok(false)`: declined, nothing sent.
+fn fast_read(book: super::xlsx::Book, out: &mut Out) -> std::result::Result<bool, String> {
+    // (The dimension is told before the first cell; `out` takes it in the cells'
+    // closure, which holds it.)
+    let rows = AtomicU64::new(0);
+    let mut told = false;
+    super::xlsx::read(
+        book,
+        value,
+        |n| rows.store(n, Ordering::Relaxed),
+        |at, v| {
+            if !told {
+                out.last_row = rows.load(Ordering::Relaxed);
+                told = true;
+            }
+            out.cell(at, v)
+        },
+    )
+}
+
+/// Reads the sheet into `out` through calamine alone.
+fn read_calamine(path: &Path, sheet: &str, out: &mut Out) -> std::result::Result<(), String> {
     let mut wb = open(path)?;
     if !wb.sheet_names().iter().any(|s| s == sheet) {
         let names = wb.sheet_names();
@@ -497,5 +529,314 @@ mod tests {
             number(9_007_199_254_740_992.0),
             Value::Real(9_007_199_254_740_992.0)
         );
+    }
+}
+
+/// The sheet reader of `xlsx.rs` against calamine's own: random workbooks with every
+/// kind of cell, hostile text and layouts calamine reads, each read both ways, row for
+/// row and cell for cell.
+#[cfg(test)]
+mod same_as_calamine {
+    use super::*;
+    use std::io::Write;
+
+    /// A small deterministic generator (xorshift), so a failing seed can be replayed.
+    struct Gen(u64);
+
+    impl Gen {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        fn pick<'a>(&mut self, of: &[&'a str]) -> &'a str {
+            of[self.below(of.len() as u64) as usize]
+        }
+    }
+
+    const TEXTS: &[&str] = &[
+        "plain",
+        "  padded  ",
+        "&amp;&lt;&gt;&quot;&apos;",
+        "&#x41;&#66;&#x1F600;",
+        "a\r\nb\rc",
+        "_x000D_ and _x005F_x000D_",
+        "_xD83D__xDCF7_ _xD83D_ lone",
+        "_x0000_nul",
+        "üñí😀 ジ",
+        "<![CDATA[<row r=\"5\"><c>]]>",
+        "<!-- a comment <row> -->after",
+        "",
+        " ",
+        "3",
+    ];
+
+    fn text_run(g: &mut Gen) -> String {
+        let t = g.pick(TEXTS);
+        match g.below(4) {
+            0 => format!("<t xml:space=\"preserve\">{t}</t>"),
+            1 => {
+                format!("<r><rPr><b/></rPr><t>{t}</t></r><r><t xml:space=\"preserve\"> x </t></r>")
+            }
+            2 => format!("<t>{t}</t><rPh sb=\"0\" eb=\"1\"><t>ふ</t></rPh>"),
+            _ => format!("<t>{t}</t>"),
+        }
+    }
+
+    /// One cell's attributes (after `r`) and content.
+    fn cell(g: &mut Gen, strings: usize) -> String {
+        let style = match g.below(5) {
+            0 => String::new(),
+            1 => " s=\"99\"".into(),
+            _ => format!(" s=\"{}\"", g.below(9)),
+        };
+        let num = &[
+            "1",
+            "-7",
+            "2.5",
+            "1e5",
+            "1E-3",
+            "0",
+            "-0",
+            "45943.541",
+            "0.75",
+            "1.5",
+            "12345678901234567890",
+            "inf",
+            "NaN",
+            " 3",
+            "+4",
+            ".5",
+            "5.",
+            "abc",
+            "",
+        ];
+        match g.below(12) {
+            0 | 1 => format!("{style}><v>{}</v>", g.pick(num)),
+            2 => format!("{style} t=\"n\"><v>{}</v>", g.pick(&num[..12])),
+            3 => format!(" t=\"s\"{style}><v>{}</v>", g.below(strings as u64)),
+            4 => format!(" t=\"inlineStr\"{style}><is>{}</is>", text_run(g)),
+            5 => format!(" t=\"inlineStr\"><is>{}</is><v>x</v>", text_run(g)),
+            6 => format!(" t=\"str\"><f>A1&amp;B1</f><v>{}</v>", g.pick(&TEXTS[..9])),
+            7 => format!(
+                " t=\"b\"><v>{}</v>",
+                g.pick(&["0", "1", "true", "FALSE", " 1 ", ""])
+            ),
+            8 => format!(
+                " t=\"e\"><v>{}</v>",
+                g.pick(&["#N/A", "#DIV/0!", "#REF!", "#NUM!"])
+            ),
+            9 => format!(
+                " t=\"d\"><v>{}</v>",
+                g.pick(&["2024-01-02T10:00:00", "2024-01-02"])
+            ),
+            10 => match g.below(3) {
+                0 => format!("{style}><f>SUM(A1:A2)</f><v>{}</v>", g.pick(num)),
+                1 => format!("{style}><v>{}</v><f>X</f>", g.pick(num)),
+                _ => format!("{style}><f t=\"shared\" si=\"0\"/><v>{}</v>", g.pick(num)),
+            },
+            _ => format!("{style}>"),
+        }
+    }
+
+    fn letters(n: u32) -> String {
+        super::super::column_letters(n)
+    }
+
+    /// The sheet XML of `rows` random rows.
+    /// Without `refs`, no row or cell says where it is (some writers write none).
+    fn sheet(g: &mut Gen, rows: u32, strings: usize, refs: bool) -> String {
+        let mut x = String::from(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<worksheet xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\"><dimension ref=\"A1:Z9\"/><sheetData>",
+        );
+        let mut r = 0u32;
+        for _ in 0..rows {
+            r += 1 + u32::from(g.below(6) == 0);
+            if g.below(15) == 0 {
+                x.push_str("<!-- <row r=\"1\"> -->\n");
+            }
+            if !refs || g.below(7) == 0 {
+                x.push_str("<row>");
+            } else if g.below(30) == 0 {
+                x.push_str(&format!("<row r=\"{r}\"/>"));
+                continue;
+            } else {
+                x.push_str(&format!("<row r=\"{r}\" spans=\"1:9\">"));
+            }
+            let mut c = 0u32;
+            for _ in 0..g.below(7) {
+                c += 1 + g.below(3) as u32;
+                let at = match g.below(8) {
+                    _ if !refs => String::new(),
+                    0 => String::new(),
+                    // Out of order, or a column twice.
+                    1 => format!(" r=\"{}{r}\"", letters(c.saturating_sub(2).max(1))),
+                    _ => format!(" r=\"{}{r}\"", letters(c)),
+                };
+                x.push_str(&format!("<c{at}{}</c>", cell(g, strings)));
+                if g.below(10) == 0 {
+                    x.push_str("\n  ");
+                }
+            }
+            x.push_str("</row>");
+        }
+        x.push_str("</sheetData><mergeCells count=\"1\"><mergeCell ref=\"A1:B2\"/></mergeCells></worksheet>");
+        x
+    }
+
+    /// A workbook of one sheet holding `xml`, its shared strings random.
+    fn book(path: &Path, g: &mut Gen, xml: &str, is_1904: bool) -> usize {
+        let strings: Vec<String> = (0..20)
+            .map(|_| format!("<si>{}</si>", text_run(g)))
+            .collect();
+        let ns = "http://schemas.openxmlformats.org/spreadsheetml/2006/main";
+        let rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships";
+        let parts = [
+            ("[Content_Types].xml", "<?xml version=\"1.0\"?><Types xmlns=\"http://schemas.openxmlformats.org/package/2006/content-types\"><Default Extension=\"xml\" ContentType=\"application/xml\"/></Types>".to_string()),
+            ("_rels/.rels", format!("<?xml version=\"1.0\"?><Relationships xmlns=\"http://schemas.openxmlformats.org/package/2006/relationships\"><Relationship Id=\"rId1\" Type=\"{rel}/officeDocument\" Target=\"xl/workbook.xml\"/></Relationships>")),
+            ("xl/workbook.xml", format!("<?xml version=\"1.0\"?><workbook xmlns=\"{ns}\" xmlns:r=\"{rel}\"><workbookPr date1904=\"{}\"/><sheets><sheet name=\"S &amp; 1\" sheetId=\"1\" r:id=\"rId1\"/></sheets></workbook>", if is_1904 { "1" } else { "0" })),
+            ("xl/_rels/workbook.xml.rels", format!("<?xml version=\"1.0\"?><Relationships xmlns=\"http://schemas.openxmlformats.org/package/2006/relationships\"><Relationship Id=\"rId1\" Type=\"{rel}/worksheet\" Target=\"worksheets/sheet1.xml\"/><Relationship Id=\"rId2\" Type=\"{rel}/styles\" Target=\"styles.xml\"/></Relationships>")),
+            ("xl/styles.xml", format!("<?xml version=\"1.0\"?><styleSheet xmlns=\"{ns}\"><numFmts count=\"4\"><numFmt numFmtId=\"164\" formatCode=\"yyyy-mm-dd\"/><numFmt numFmtId=\"165\" formatCode=\"[h]:mm:ss\"/><numFmt numFmtId=\"166\" formatCode=\"0.00\"/><numFmt numFmtId=\"167\" formatCode=\"&quot;d&quot; 0\"/></numFmts><cellXfs count=\"9\"><xf numFmtId=\"0\"/><xf numFmtId=\"14\"/><xf numFmtId=\"164\"/><xf numFmtId=\"165\"/><xf numFmtId=\"166\"/><xf numFmtId=\"46\"/><xf numFmtId=\"167\"/><xf numFmtId=\"22\"/><xf/></cellXfs></styleSheet>")),
+            ("xl/sharedStrings.xml", format!("<?xml version=\"1.0\"?><sst xmlns=\"{ns}\" count=\"20\" uniqueCount=\"20\">{}</sst>", strings.concat())),
+            ("xl/worksheets/sheet1.xml", xml.to_string()),
+        ];
+        let mut w = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+        let o = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        for (name, text) in parts {
+            w.start_file(name, o).unwrap();
+            w.write_all(text.as_bytes()).unwrap();
+        }
+        w.finish().unwrap();
+        strings.len()
+    }
+
+    /// Every row the sheet gives, through the fast reader (then calamine where it
+    /// declines) or calamine alone.
+    fn rows_of(path: &Path, fast: bool) -> std::result::Result<Vec<Row>, String> {
+        let (tx, rx) = bounded::<Sent>(8);
+        let path = path.to_path_buf();
+        let reader = std::thread::spawn(move || {
+            let mut out = Out {
+                tx,
+                rows: vec![],
+                row: Row::default(),
+                bytes_read: Arc::new(AtomicU64::new(0)),
+                cancel: Arc::new(AtomicBool::new(false)),
+                len: 0,
+                last_row: 0,
+                reported: 0,
+            };
+            let read = if fast {
+                // The fast reader itself: a book it declines fails the test, so that
+                // calamine is never compared with itself.
+                match super::super::xlsx::Book::open(&path, "S & 1") {
+                    Ok(Some(book)) => match fast_read(book, &mut out) {
+                        Ok(true) => Ok(()),
+                        Ok(false) => panic!("the fast reader declined the sheet"),
+                        Err(m) => Err(m),
+                    },
+                    Ok(None) => panic!("the fast reader declined the book"),
+                    Err(m) => Err(m),
+                }
+            } else {
+                read_calamine(&path, "S & 1", &mut out)
+            };
+            match read {
+                Ok(()) => {
+                    out.flush_row();
+                    out.send();
+                }
+                Err(m) => drop(out.tx.send(Err(m))),
+            }
+        });
+        let mut rows = vec![];
+        for sent in rx {
+            rows.extend(sent?);
+        }
+        reader.join().unwrap();
+        Ok(rows)
+    }
+
+    fn same(g: &mut Gen, rows: u32, is_1904: bool, refs: bool) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.xlsx");
+        let xml = sheet(g, rows, 20, refs);
+        book(&path, g, &xml, is_1904);
+        let (fast, slow) = (rows_of(&path, true), rows_of(&path, false));
+        let slow = slow.unwrap_or_else(|e| panic!("calamine refused the book: {e}"));
+        assert!(!slow.is_empty(), "the book has no values");
+        let fast = fast.unwrap();
+        assert_eq!(fast.len(), slow.len());
+        for (f, s) in fast.iter().zip(&slow) {
+            assert_eq!(f, s);
+        }
+    }
+
+    #[test]
+    fn random_books_read_the_same() {
+        for seed in 1..=60u64 {
+            let mut g = Gen(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            let rows = 1 + g.below(60) as u32;
+            same(&mut g, rows, seed % 3 == 0, seed % 5 != 0);
+        }
+    }
+
+    #[test]
+    fn a_sheet_of_many_chunks_reads_the_same() {
+        // About 6 MB of XML: cut into chunks at rows with and without `r`, comments
+        // and CDATA sections holding `<row` among them.
+        for refs in [true, false] {
+            let xml = sheet(&mut Gen(0x5EED), 40_000, 20, refs);
+            assert!(
+                xml.len() > 4 << 20,
+                "{} bytes: too few for several chunks",
+                xml.len()
+            );
+            same(&mut Gen(0x5EED), 40_000, false, refs);
+        }
+    }
+
+    #[test]
+    fn what_calamine_refuses_is_refused() {
+        for bad in [
+            "<row r=\"1\"><c r=\"A1\" t=\"e\"><v>#OOPS!</v></c></row>",
+            "<row r=\"1\"><c r=\"A1\" t=\"n\"><v>abc</v></c></row>",
+            "<row r=\"1\"><c r=\"A1\" t=\"b\"><v>2</v></c></row>",
+            "<row r=\"1\"><c r=\"A1\" t=\"s\"><v>99</v></c></row>",
+            "<row r=\"1\"><c r=\"A1\" t=\"zz\"><v>1</v></c></row>",
+            "<row r=\"1\"><c r=\"A1\"><x/></c></row>",
+            "<row r=\"1\"><c r=\"1A\"><v>1</v></c></row>",
+            "<row r=\"1\"><c r=\"A1\"><v>1</v></c></row>",
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("b.xlsx");
+            let xml = format!("<worksheet><sheetData>{bad}</sheetData></worksheet>");
+            book(&path, &mut Gen(7), &xml, false);
+            let (fast, slow) = (rows_of(&path, true), rows_of(&path, false));
+            assert_eq!(
+                fast.is_err(),
+                slow.is_err(),
+                "{bad}: {fast:?} against {slow:?}"
+            );
+            if let (Ok(f), Ok(s)) = (&fast, &slow) {
+                assert_eq!(f, s);
+            }
+        }
+        // A sheet cut off before `</sheetData>`.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.xlsx");
+        book(
+            &path,
+            &mut Gen(7),
+            "<worksheet><sheetData><row r=\"1\"><c r=\"A1\"><v>1</v></c></row>",
+            false,
+        );
+        assert!(rows_of(&path, false).is_err());
+        assert!(rows_of(&path, true).is_err());
     }
 }

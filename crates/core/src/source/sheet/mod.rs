@@ -11,6 +11,7 @@
 //! record, named by its cell.
 
 mod cells;
+mod xlsx;
 
 use std::collections::VecDeque;
 use std::path::Path;
