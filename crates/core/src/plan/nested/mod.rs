@@ -1,5 +1,5 @@
 //! Related tables from nested JSON ([`Nested`](crate::options::Nested)), and from XML
-//! read as JSON objects (`source::xml::related_chunk`; the spools' strings are then
+//! read as JSON objects (`source::xml::related_records`; the spools' strings are then
 //! typed as CSV fields, as XML's text is), and from typed input ([`typed`]): the
 //! input's records are read once, in order, and each is split into rows: its own, and one for
 //! every element of every array in it (recursively), each row written to its table's
@@ -85,6 +85,9 @@ struct Chunk {
     records: Vec<Read>,
     /// What stopped the input after these records (a syntax error, a failed read).
     end: Option<Error>,
+    /// XML records still to be made JSON objects (then `text` and `records` are
+    /// empty): the worker makes them, so that every core does.
+    xml: Option<crate::source::xml::RelatedChunk>,
 }
 
 /// A record as read: its text in the chunk's, and where it starts.
@@ -218,12 +221,13 @@ pub(crate) fn spool(
         for _ in 0..workers {
             let (work_rx, done_tx, name) = (work_rx.clone(), done_tx.clone(), name.clone());
             let fields = opts.rejects.is_some();
+            let max = read.max_record_bytes;
             std::thread::Builder::new()
                 .name("liteload-nested".into())
                 .spawn_scoped(scope, move || {
                     for chunk in work_rx {
                         if done_tx
-                            .send(take_apart(chunk, rules, &name, fields))
+                            .send(take_apart(chunk, rules, &name, fields, max))
                             .is_err()
                         {
                             break;
@@ -600,35 +604,26 @@ fn read_xml_chunks(
     for seq in 0.. {
         let read = progress
             .check()
-            .and_then(|()| crate::source::xml::related_chunk(splitter, input, max));
-        let (chunk, at_end) = match read {
+            .and_then(|()| crate::source::xml::next_related(splitter, input, max));
+        let mut chunk = Chunk {
+            seq,
+            first,
+            text: vec![],
+            records: vec![],
+            end: None,
+            xml: None,
+        };
+        let at_end = match read {
             Ok(None) => return,
-            Ok(Some((text, records))) => {
-                let records: Vec<Read> = records
-                    .into_iter()
-                    .map(|(text, at)| Read::Line { text, at })
-                    .collect();
-                let n = records.len() as u64;
-                let chunk = Chunk {
-                    seq,
-                    first,
-                    text,
-                    records,
-                    end: None,
-                };
-                first += n;
-                (chunk, false)
+            Ok(Some(raw)) => {
+                first += raw.len() as u64;
+                chunk.xml = Some(raw);
+                false
             }
-            Err(e) => (
-                Chunk {
-                    seq,
-                    first,
-                    text: vec![],
-                    records: vec![],
-                    end: Some(e),
-                },
-                true,
-            ),
+            Err(e) => {
+                chunk.end = Some(e);
+                true
+            }
         };
         if work.send(chunk).is_err() || at_end {
             return;
@@ -651,6 +646,7 @@ fn read_chunks(
         text: vec![],
         records: vec![],
         end: None,
+        xml: None,
     };
     loop {
         let read = progress.check().and_then(|()| {
@@ -688,6 +684,7 @@ fn read_chunks(
                     text: vec![],
                     records: vec![],
                     end: None,
+                    xml: None,
                 },
             );
             if work.send(full).is_err() || at_end {
@@ -700,7 +697,18 @@ fn read_chunks(
 /// A chunk's records taken apart (see [`parse::record`]); a record that is not an
 /// object is read by the stream's own reader for its message (a fatal one ends the
 /// chunk). With `fields`, a bad record keeps its value for the rejects file.
-fn take_apart(chunk: Chunk, rules: Rules, name: &Arc<str>, fields: bool) -> Done {
+/// XML records are first made JSON objects (a record that is not well-formed ends the
+/// chunk; `max` bounds a record).
+fn take_apart(mut chunk: Chunk, rules: Rules, name: &Arc<str>, fields: bool, max: usize) -> Done {
+    if let Some(raw) = chunk.xml.take() {
+        let (text, records, end) = crate::source::xml::related_records(raw, name, max);
+        chunk.text = text;
+        chunk.records = records
+            .into_iter()
+            .map(|(text, at)| Read::Line { text, at })
+            .collect();
+        chunk.end = end.or(chunk.end);
+    }
     let mut split = Split::default();
     let mut records = Vec::with_capacity(chunk.records.len());
     let mut end = chunk.end;

@@ -468,37 +468,71 @@ fn split_error(
     }
 }
 
-/// One record of [`related_chunk`]: its JSON object's range in the chunk's text, and
+/// One record of [`related_records`]: its JSON object's range in the chunk's text, and
 /// where its element starts (line, column, byte).
 pub(crate) type RelatedRecord = (std::ops::Range<usize>, (u64, u64, u64));
 
-/// The next chunk of the document's records (from `splitter`, of `input`) as JSON
-/// objects for related tables ([`record::record_object`]), back to back, one a line;
-/// `None` at the end. A record that is not well-formed is an error at its place, as in
-/// a flat load.
-pub(crate) fn related_chunk(
-    splitter: &mut Splitter,
-    input: &Input,
-    max: usize,
-) -> Result<Option<(Vec<u8>, Vec<RelatedRecord>)>> {
-    let name: Arc<str> = input.display_name().into();
-    let path = match input {
-        Input::Path(p) => Some(p.clone()),
-        _ => None,
-    };
-    let at = |line, column, byte| Position {
+/// The position of a line, column and byte of the input named `name` (no record).
+fn place_in(name: &Arc<str>) -> impl Fn(u64, u64, u64) -> Position + '_ {
+    move |line, column, byte| Position {
         path: name.clone(),
         line,
         column,
         record: 0,
         byte,
+    }
+}
+
+/// A chunk of the document's records as the splitter cut them, with the entities
+/// they are read with: read on one thread ([`next_related`]), made JSON objects on
+/// any ([`related_records`]).
+pub(crate) struct RelatedChunk {
+    chunk: split::Chunk,
+    ents: Arc<Entities>,
+}
+
+impl RelatedChunk {
+    /// How many records the chunk holds.
+    pub(crate) fn len(&self) -> usize {
+        self.chunk.records.len()
+    }
+}
+
+/// The next chunk of the document's records (from `splitter`, of `input`), `None` at
+/// the end. A document that is not well-formed between or around records is an error
+/// at its place, as in a flat load.
+pub(crate) fn next_related(
+    splitter: &mut Splitter,
+    input: &Input,
+    max: usize,
+) -> Result<Option<RelatedChunk>> {
+    let name: Arc<str> = input.display_name().into();
+    let path = match input {
+        Input::Path(p) => Some(p.clone()),
+        _ => None,
     };
-    let chunk = match splitter.next_chunk() {
-        Ok(None) => return Ok(None),
-        Ok(Some(chunk)) => chunk,
-        Err(e) => return Err(split_error(e, splitter, &at, path.as_ref(), max)),
-    };
-    let ents = splitter.entities();
+    let at = place_in(&name);
+    match splitter.next_chunk() {
+        Ok(None) => Ok(None),
+        Ok(Some(chunk)) => Ok(Some(RelatedChunk {
+            chunk,
+            ents: splitter.entities(),
+        })),
+        Err(e) => Err(split_error(e, splitter, &at, path.as_ref(), max)),
+    }
+}
+
+/// The records of `chunk` (of the input named `name`) as JSON objects for related
+/// tables ([`record::record_object`]), back to back, one a line. A record that is not
+/// well-formed is an error at its place, as in a flat load; the records before it are
+/// kept with it.
+pub(crate) fn related_records(
+    chunk: RelatedChunk,
+    name: &Arc<str>,
+    max: usize,
+) -> (Vec<u8>, Vec<RelatedRecord>, Option<Error>) {
+    let at = place_in(name);
+    let RelatedChunk { chunk, ents } = chunk;
     let left = std::cell::Cell::new(Refs::chunk_budget(chunk.bytes.len(), max));
     let mut text = Vec::with_capacity(chunk.bytes.len());
     let mut records = Vec::with_capacity(chunk.records.len());
@@ -509,31 +543,33 @@ pub(crate) fn related_chunk(
             Error::input(at(line, column, rec.byte + offset as u64), None, message)
         };
         if let Some((offset, m)) = record::bad_char(bytes) {
-            return Err(fail(offset, m));
+            return (text, records, Some(fail(offset, m)));
         }
-        let src = std::str::from_utf8(bytes).map_err(|e| {
-            fail(
-                e.valid_up_to(),
-                "bytes that are not UTF-8 (the document's encoding is UTF-8 unless a byte-order mark or its declaration names another)".into(),
-            )
-        })?;
+        let src = match std::str::from_utf8(bytes) {
+            Ok(src) => src,
+            Err(e) => {
+                let m = "bytes that are not UTF-8 (the document's encoding is UTF-8 unless a byte-order mark or its declaration names another)";
+                return (text, records, Some(fail(e.valid_up_to(), m.into())));
+            }
+        };
         let consumed = rec.byte + bytes.len() as u64;
-        let object = record::record_object(src, &ents, max, &left, consumed)
-            .map_err(|(offset, m)| fail(offset, m))?;
+        let object = match record::record_object(src, &ents, max, &left, consumed) {
+            Ok(o) => o,
+            Err((offset, m)) => return (text, records, Some(fail(offset, m))),
+        };
         let start = text.len();
         // Writing into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut text, &object);
         // (Its spool row is held to twice the limit: see plan::nested::loads.)
         if text.len() - start > max {
-            return Err(fail(
-                0,
-                format!("the record's values, entities expanded, pass {max} bytes"),
-            ));
+            text.truncate(start);
+            let m = format!("the record's values, entities expanded, pass {max} bytes");
+            return (text, records, Some(fail(0, m)));
         }
         records.push((start..text.len(), (rec.line, rec.column, rec.byte)));
         text.push(b'\n');
     }
-    Ok(Some((text, records)))
+    (text, records, None)
 }
 
 /// Line and column of `offset` within a record that starts at `rec`.
