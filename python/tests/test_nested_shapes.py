@@ -392,11 +392,13 @@ def arrow_reference_records(table, lists, structs, of_lists):
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("fmt", ["parquet", "arrow"])
-def test_parquet_and_arrow_lists_become_related_tables_as_documented(tmp_path, seed, fmt):
+@pytest.mark.parametrize("keyed", [False, True])
+def test_parquet_and_arrow_lists_become_related_tables_as_documented(tmp_path, seed, fmt, keyed):
     """nested="tables" on typed input: every list column is a child table (a list of
     structs, of scalars, of lists), NULLs at every level, row groups and batches of
     several sizes; every table equals the documented split of pyarrow's own records,
-    foreign_key_check clean."""
+    foreign_key_check clean. `keyed`: the records keyed by their own column (shuffled
+    integers, or strings), which their children reference."""
     pa = pytest.importorskip("pyarrow")
     import pyarrow.feather
     import pyarrow.parquet
@@ -409,8 +411,13 @@ def test_parquet_and_arrow_lists_become_related_tables_as_documented(tmp_path, s
         return None if rng.random() < p else v
 
     item = pa.struct([("sku", pa.string()), ("qty", pa.int64()), ("pct", pa.list_(pa.float64()))])
+    ids = list(range(-n, n))
+    rng.shuffle(ids)
+    text_key = keyed and seed % 2 == 1
     columns = {
-        "id": pa.array([maybe(i) for i in range(n)], pa.int64()),
+        "id": (pa.array([f"k{ids[i]}é" for i in range(n)], pa.string()) if text_key
+               else pa.array([ids[i] for i in range(n)], pa.int64()) if keyed
+               else pa.array([maybe(i) for i in range(n)], pa.int64())),
         "name": pa.array([rng.choice(words) for _ in range(n)], pa.string()),
         "flag": pa.array([maybe(rng.random() < 0.5) for _ in range(n)], pa.bool_()),
         "items": pa.array([
@@ -431,17 +438,20 @@ def test_parquet_and_arrow_lists_become_related_tables_as_documented(tmp_path, s
     else:
         pyarrow.feather.write_feather(table, src, chunksize=rng.choice([5, 1000, 100_000]))
     db = tmp_path / "t.db"
-    liteload.import_file(db, src, table="t", nested="tables")
+    liteload.import_file(db, src, table="t", nested="tables", **({"pk": "id"} if keyed else {}))
 
     recs = arrow_reference_records(table, {"items", "tags", "grid", "pct"}, {"items"}, {"grid"})
-    want = split_reference(recs, "t")
+    want = split_reference(recs, "t", key="id" if keyed else None)
+    if keyed and not text_key:
+        # An INTEGER key is the rowid: the rows read back in its order.
+        want["t"].sort(key=lambda r: r["id"])
     conn = checked(db)
     got_tables = {t for (t,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
     assert got_tables == set(want)
     for name, rows_ in want.items():
         cols = [c for (c,) in conn.execute(f"SELECT name FROM pragma_table_info('{name}')")]
         assert {k for r in rows_ for k in r} <= set(cols), name
-        got = conn.execute(f'SELECT * FROM "{name}" ORDER BY _id').fetchall()
+        got = conn.execute(f'SELECT * FROM "{name}" ORDER BY rowid').fetchall()
         expected = [tuple(r.get(c) for c in cols) for r in rows_]
         assert got == expected, name
     assert conn.execute("SELECT count(*) FROM pragma_foreign_key_check").fetchone() == (0,)

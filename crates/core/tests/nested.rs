@@ -595,7 +595,7 @@ fn into_a_callers_connection_related_tables_go_with_its_transaction() -> R {
 
 /// The program's record batches (a list of structs, a struct holding a list, NULLs),
 /// through the Rust door: flattened, with a child table named, or with lists of scalars
-/// kept as JSON text; a key column is refused.
+/// kept as JSON text; keyed by a column of the records.
 #[cfg(feature = "arrow")]
 #[test]
 fn the_programs_record_batches_split_by_their_schema() -> R {
@@ -694,12 +694,125 @@ fn the_programs_record_batches_split_by_their_schema() -> R {
     assert_eq!(columns(&conn, "t")?, ["_id", "id", "owner"]);
     let owner: String = conn.query_row("SELECT owner FROM t WHERE id = 1", [], |r| r.get(0))?;
     assert_eq!(owner, r#"{"name":"Zoë","phones":["1","2"]}"#);
-    // A key of the records' own: refused before anything is written.
-    opts.pk = vec!["id".into()];
+    // Keyed by the records' own column (ASCII case ignored), over batches of two:
+    // the key first, no `_id`, the children's `_parent` holding it.
+    opts.pk = vec!["ID".into()];
+    opts.nested = Nested::Tables;
     let db = dir.path().join("k.db");
-    let e = import(&db, &[batches()?], &opts, &Progress::default()).unwrap_err();
-    assert!(e.to_string().contains("keyed by _id"), "{e}");
-    assert!(!db.exists());
+    import(&db, &[batches()?], &opts, &Progress::default())?;
+    let conn = Connection::open(&db)?;
+    sound(&conn)?;
+    assert_eq!(columns(&conn, "t")?, ["ID", "owner"]);
+    let ids: Vec<i64> = conn
+        .prepare("SELECT ID FROM t ORDER BY rowid")?
+        .query_map([], |r| r.get(0))?
+        .collect::<std::result::Result<_, _>>()?;
+    assert_eq!(ids, [1, 2, 3]);
+    let parents: Vec<(i64, String)> = conn
+        .prepare("SELECT _parent, typeof(_parent) FROM t_items ORDER BY _id")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<std::result::Result<_, _>>()?;
+    assert_eq!(
+        parents,
+        [
+            (1, "integer".into()),
+            (1, "integer".into()),
+            (3, "integer".into())
+        ]
+    );
+    let fk: (String, String) = conn.query_row(
+        "SELECT \"table\", \"to\" FROM pragma_foreign_key_list('t_items')",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    assert_eq!(fk, ("t".into(), "ID".into()));
+    drop(conn);
+    // A key repeated (in a later batch) or missing, or a column that is no key: an
+    // error, nothing written.
+    let keyed = |ids: &str| -> R<Input> {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, true),
+            Field::new_list("xs", Field::new_list_field(DataType::Int64, true), true),
+        ]));
+        let reader = arrow_json::ReaderBuilder::new(schema)
+            .with_batch_size(2)
+            .build(std::io::Cursor::new(ids.to_string()))?;
+        Ok(Input::record_batches("t", reader))
+    };
+    opts.pk = vec!["id".into()];
+    opts.read.flatten = None;
+    for (lines, said) in [
+        (
+            "{\"id\":1,\"xs\":[1]}\n{\"id\":2}\n{\"id\":1}\n",
+            "record 3: the key 1 of column \"id\" is record 1's already",
+        ),
+        ("{\"id\":1}\n{\"xs\":[2]}\n", "record 2 has no key"),
+    ] {
+        let db = dir.path().join("bad.db");
+        let e = import(&db, &[keyed(lines)?], &opts, &Progress::default()).unwrap_err();
+        assert!(e.to_string().contains(said), "{e}");
+        assert!(!db.exists());
+    }
+    opts.pk = vec!["xs".into()];
+    let e = import(
+        dir.path().join("bad.db"),
+        &[keyed("{\"id\":1}\n")?],
+        &opts,
+        &Progress::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("no column of the records names"),
+        "{e}"
+    );
+    opts.pk = vec!["owner".into()];
+    opts.nested = Nested::ObjectTables;
+    let e = import(
+        dir.path().join("bad.db"),
+        &[batches()?],
+        &opts,
+        &Progress::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("a key is an integer (64 bits) or a string"),
+        "{e}"
+    );
+    // A string key: TEXT, in `_parent` too.
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("code", DataType::Utf8, false),
+        Field::new_list("xs", Field::new_list_field(DataType::Int64, true), true),
+    ]));
+    let reader = arrow_json::ReaderBuilder::new(schema).build(std::io::Cursor::new(
+        "{\"code\":\"7\",\"xs\":[5,6]}\n{\"code\":\"ä-1\",\"xs\":[]}\n",
+    ))?;
+    opts.pk = vec!["code".into()];
+    opts.nested = Nested::Tables;
+    let db = dir.path().join("s.db");
+    import(
+        &db,
+        &[Input::record_batches("t", reader)],
+        &opts,
+        &Progress::default(),
+    )?;
+    let conn = Connection::open(&db)?;
+    sound(&conn)?;
+    assert_eq!(
+        rows(&conn, "t_xs")?,
+        [
+            vec![Sql::Integer(1), text("7"), Sql::Integer(0), Sql::Integer(5)],
+            vec![Sql::Integer(2), text("7"), Sql::Integer(1), Sql::Integer(6)],
+        ]
+    );
+    let codes: Vec<(String, String)> = conn
+        .prepare("SELECT code, typeof(code) FROM t ORDER BY rowid")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<std::result::Result<_, _>>()?;
+    assert_eq!(
+        codes,
+        [("7".into(), "text".into()), ("ä-1".into(), "text".into())]
+    );
     Ok(())
 }
 

@@ -391,7 +391,7 @@ fn plan_nested<'i>(
         ..opts.clone()
     };
     let mut keyed_children = children.clone();
-    if let Some((k, ty)) = &spooled.key {
+    if let Some((k, ty)) = spooled.key_to_type() {
         top.types.push((k.clone(), *ty));
         keyed_children.types = vec![(nested::PARENT.to_string(), *ty)];
     }

@@ -76,6 +76,14 @@ pub(crate) struct Spooled {
     text_fields: bool,
 }
 
+impl Spooled {
+    /// The key's column and type where the loads must be told it; `None` for Arrow
+    /// spools too, whose schema types the key (and `_parent`) already.
+    pub(crate) fn key_to_type(&self) -> Option<&(String, ColumnType)> {
+        self.key.as_ref().filter(|_| self.format != Format::Arrow)
+    }
+}
+
 /// Records' texts handed to the workers together.
 struct Chunk {
     seq: usize,
@@ -151,21 +159,10 @@ pub(crate) fn spool(
             "{name}: related tables are made from JSON, NDJSON, XML, Parquet and Arrow input"
         )));
     }
-    if xml && key.is_some() {
-        return Err(Error::usage(format!(
-            "{name}: related tables from XML are keyed by _id: no key column can be given"
-        )));
-    }
     if xml && read.flatten.is_some() {
         return Err(Error::usage(format!(
             "{name}: related tables from XML take every element with attributes or \
              children of its own as a row of a child table: there is nothing to flatten"
-        )));
-    }
-    if typed && key.is_some() {
-        return Err(Error::usage(format!(
-            "{name}: related tables from Parquet or Arrow are keyed by _id: no key column \
-             can be given"
         )));
     }
     let dir = match dest {
@@ -185,7 +182,7 @@ pub(crate) fn spool(
     .map_err(|e| Error::io(None, e))?;
     #[cfg(feature = "arrow")]
     if typed {
-        return spool_typed(dir, input, read, table, opts, progress);
+        return spool_typed(dir, input, read, table, key, opts, progress);
     }
     let mut records = match xml {
         true => {
@@ -206,7 +203,7 @@ pub(crate) fn spool(
         .map(|(path, name)| (path.clone(), name.clone(), false))
         .collect();
     if let Some(key) = key {
-        split.keyed(key);
+        split.keyed(key, xml);
     }
     let rules = Rules {
         rule: opts.nested,
@@ -456,6 +453,7 @@ fn spool_typed(
     input: &Input,
     read: &ReadOptions,
     table: &str,
+    key: Option<&str>,
     opts: &ImportOptions,
     progress: &Progress,
 ) -> Result<Spooled> {
@@ -483,6 +481,7 @@ fn spool_typed(
         read.flatten.clone(),
         &mut given,
         dir.path(),
+        key,
     )?;
     for batch in batches {
         progress.check()?;
@@ -492,6 +491,13 @@ fn spool_typed(
         split.batch(&batch)?;
     }
     split.finish()?;
+    let key = split.key.as_ref().map(|k| {
+        let ty = match k.text {
+            true => ColumnType::Text,
+            false => ColumnType::Integer,
+        };
+        (k.name.clone(), ty)
+    });
     let mut notes = split.notes;
     unused_names(&given, &mut notes);
     let made = split
@@ -510,7 +516,7 @@ fn spool_typed(
         format: Format::Arrow,
         text_fields: false,
     };
-    assemble(dir, tables, None, vec![], opts)
+    assemble(dir, tables, key, vec![], opts)
 }
 
 /// Notes each name given for a child table whose path no array had.

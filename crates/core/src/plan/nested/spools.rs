@@ -53,6 +53,15 @@ struct TopKey {
     text: bool,
     /// The record's key as JSON, for its row and its children's `_parent`.
     json: Vec<u8>,
+    /// Whether a string key is read as a text field (XML's values): a string that is
+    /// an integer written plainly (`7`, not `07` or ` 7`) is then an integer key.
+    fields: bool,
+}
+
+/// Whether `s` is an integer of 64 bits written as SQLite writes it back: digits without
+/// a leading zero, a `-` before them at most.
+fn plain_integer(s: &str) -> bool {
+    s.parse::<i64>().is_ok_and(|i| i.to_string() == s)
 }
 
 /// A row being written, or an array whose elements are being written.
@@ -106,7 +115,9 @@ impl Spools {
     /// flattened member by its joined name) instead of `_id`: every record must have
     /// one such member, an integer or a string, different in every record (as SQLite
     /// compares them in a TEXT column), or it is bad. Before any row is written.
-    pub(super) fn keyed(&mut self, name: &str) {
+    /// With `fields`, a string that is an integer written plainly is that integer (the
+    /// load types XML's text so).
+    pub(super) fn keyed(&mut self, name: &str, fields: bool) {
         let top = &mut self.spools[0];
         top.names = Names::new();
         top.names.claim(name);
@@ -120,6 +131,7 @@ impl Spools {
             seen: HashMap::new(),
             text: false,
             json: vec![],
+            fields,
         });
     }
 
@@ -165,6 +177,11 @@ impl Spools {
         let raw = split.bytes(text);
         let compared: Vec<u8> = match raw.first() {
             Some(b'"') => match serde_json::from_slice::<String>(raw) {
+                Ok(s) if k.fields && plain_integer(&s) => {
+                    k.json.clear();
+                    k.json.extend_from_slice(s.as_bytes());
+                    s.into_bytes()
+                }
                 Ok(s) => {
                     k.json.clear();
                     k.json.extend_from_slice(raw);

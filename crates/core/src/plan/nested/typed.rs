@@ -40,11 +40,26 @@ struct Incoming {
     array: ArrayRef,
 }
 
-/// What an incoming column of a table is: one of its columns, or the list of a child.
+/// What an incoming column of a table is: one of its columns, the list of a child, or
+/// the records' own key (written first).
 #[derive(Clone, Copy)]
 enum Role {
     Kept,
     Child(usize),
+    Key,
+}
+
+/// The records' own key: a column of theirs, named as the options name it, an integer
+/// or a string in every record, different in each.
+pub(super) struct Key {
+    pub(super) name: String,
+    /// Whether it is a string (TEXT), else an integer (INTEGER, the rowid).
+    pub(super) text: bool,
+    /// Every key met and the record it keys (about 50 bytes a record).
+    ints: std::collections::HashMap<i64, u64>,
+    texts: std::collections::HashMap<String, u64>,
+    /// Records read so far.
+    records: u64,
 }
 
 /// One table and its spool.
@@ -70,11 +85,14 @@ pub(super) struct Split {
     rule: Nested,
     names: Names,
     dir: PathBuf,
+    pub(super) key: Option<Key>,
 }
 
 impl Split {
     /// The tables of input of `schema`, whose records go to `top`, spooled in `dir`;
-    /// `given`: names for child tables by path, each marked when its path is met.
+    /// `given`: names for child tables by path, each marked when its path is met; `key`:
+    /// the records' column (ASCII case ignored; flattened, by its joined name) that keys
+    /// them instead of `_id`.
     pub(super) fn new(
         top: &str,
         schema: &Schema,
@@ -82,6 +100,7 @@ impl Split {
         flatten: Option<String>,
         given: &mut [(String, String, bool)],
         dir: &Path,
+        key: Option<&str>,
     ) -> Result<Split> {
         let mut names = Names::new();
         names.claim(top);
@@ -92,6 +111,7 @@ impl Split {
             rule,
             names,
             dir: dir.to_path_buf(),
+            key: None,
         };
         let columns: Vec<(String, ArrayRef)> = schema
             .fields()
@@ -99,8 +119,122 @@ impl Split {
             .map(|f| (f.name().clone(), new_empty_array(f.data_type())))
             .collect();
         let incoming = s.incoming(columns, None)?;
+        if let Some(k) = key {
+            s.key = Some(s.key_of(k, &incoming)?);
+        }
         s.table(top.to_string(), None, String::new(), &incoming, given)?;
         Ok(s)
+    }
+
+    /// The key named `k` among the records' `incoming` columns.
+    fn key_of(&self, k: &str, incoming: &[Incoming]) -> Result<Key> {
+        let named: Vec<&Incoming> = incoming
+            .iter()
+            .filter(|i| i.column.eq_ignore_ascii_case(k) && !self.takes(i.array.data_type()))
+            .collect();
+        let inc = match named.as_slice() {
+            [one] => one,
+            [] => {
+                return Err(Error::usage(format!(
+                    "no column of the records names the key column {k:?}"
+                )))
+            }
+            _ => {
+                return Err(Error::usage(format!(
+                    "two columns of the records name the key column {k:?}"
+                )))
+            }
+        };
+        let text = match inc.array.data_type() {
+            DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::UInt64 => false,
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
+            DataType::Dictionary(_, v)
+                if matches!(
+                    **v,
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+                ) =>
+            {
+                true
+            }
+            other => {
+                return Err(Error::usage(format!(
+                    "the key column {k:?} is {other}: a key is an integer (64 bits) or a string"
+                )))
+            }
+        };
+        Ok(Key {
+            name: k.to_string(),
+            text,
+            ints: Default::default(),
+            texts: Default::default(),
+            records: 0,
+        })
+    }
+
+    /// The records' keys of a batch's key column `array` (as INTEGER or TEXT), each
+    /// checked: present, and not an earlier record's.
+    fn keys(&mut self, array: &ArrayRef) -> Result<ArrayRef> {
+        let Some(k) = self.key.as_mut() else {
+            return Err(Error::internal("keys of records not keyed"));
+        };
+        let to = if k.text {
+            DataType::Utf8
+        } else {
+            DataType::Int64
+        };
+        let opts = arrow_cast::CastOptions {
+            safe: false,
+            ..Default::default()
+        };
+        let keys = arrow_cast::cast_with_options(array, &to, &opts).map_err(|e| {
+            Error::usage(format!(
+                "the key column {:?} holds a value past a 64-bit integer: {e}",
+                k.name
+            ))
+        })?;
+        for i in 0..keys.len() {
+            let no = k.records + i as u64 + 1;
+            if keys.is_null(i) {
+                return Err(Error::usage(format!(
+                    "record {no} has no key in column {:?} (NULL): a key is in every record",
+                    k.name
+                )));
+            }
+            let first = match k.text {
+                true => {
+                    let v = keys.as_string::<i32>().value(i);
+                    match k.texts.get(v) {
+                        Some(&f) => Some((f, format!("{v:?}"))),
+                        None => {
+                            k.texts.insert(v.to_string(), no);
+                            None
+                        }
+                    }
+                }
+                false => {
+                    let v = keys
+                        .as_primitive::<arrow_array::types::Int64Type>()
+                        .value(i);
+                    k.ints.insert(v, no).map(|f| (f, v.to_string()))
+                }
+            };
+            if let Some((f, shown)) = first {
+                return Err(Error::usage(format!(
+                    "record {no}: the key {shown} of column {:?} is record {f}'s already \
+                     (typed input has no bad records: nothing is loaded)",
+                    k.name
+                )));
+            }
+        }
+        k.records += keys.len() as u64;
+        Ok(keys)
     }
 
     /// Makes the table `name` for `incoming` columns (and its children's tables).
@@ -114,17 +248,45 @@ impl Split {
     ) -> Result<usize> {
         let t = self.tables.len();
         let mut columns = Names::new();
-        let mut fields = vec![Field::new(ID, DataType::Int64, false)];
-        columns.claim(ID);
-        if parent.is_some() {
+        let mut fields = match (&self.key, t) {
+            (Some(k), 0) => {
+                columns.claim(&k.name);
+                let ty = if k.text {
+                    DataType::Utf8
+                } else {
+                    DataType::Int64
+                };
+                vec![Field::new(k.name.clone(), ty, false)]
+            }
+            _ => {
+                columns.claim(ID);
+                vec![Field::new(ID, DataType::Int64, false)]
+            }
+        };
+        if let Some(p) = parent {
             columns.claim(PARENT);
             columns.claim(POSITION);
-            fields.push(Field::new(PARENT, DataType::Int64, false));
+            // (A child of keyed records holds their key.)
+            let ty = match (&self.key, p) {
+                (Some(k), 0) if k.text => DataType::Utf8,
+                _ => DataType::Int64,
+            };
+            fields.push(Field::new(PARENT, ty, false));
             fields.push(Field::new(POSITION, DataType::Int64, false));
         }
         let mut roles = vec![];
         let mut children = vec![];
         for inc in incoming {
+            if t == 0
+                && self
+                    .key
+                    .as_ref()
+                    .is_some_and(|k| inc.column.eq_ignore_ascii_case(&k.name))
+                && !self.takes(inc.array.data_type())
+            {
+                roles.push(Role::Key);
+                continue;
+            }
             if self.takes(inc.array.data_type()) {
                 roles.push(Role::Child(usize::MAX));
                 children.push(roles.len() - 1);
@@ -281,17 +443,26 @@ impl Split {
         }
         let first = self.tables[t].next_id;
         self.tables[t].next_id += n as i64;
-        let mut arrays: Vec<ArrayRef> = vec![Arc::new(Int64Array::from_iter_values(
-            first..first + n as i64,
-        ))];
+        let roles = self.tables[t].roles.clone();
+        let keys = match roles.iter().position(|r| matches!(r, Role::Key)) {
+            Some(at) => Some(self.keys(&incoming[at].array)?),
+            None => None,
+        };
+        let mut arrays: Vec<ArrayRef> = match &keys {
+            Some(keys) => vec![keys.clone()],
+            None => vec![Arc::new(Int64Array::from_iter_values(
+                first..first + n as i64,
+            ))],
+        };
         if let Some((p, pos)) = parent {
             arrays.extend([p, pos]);
         }
         let mut children = vec![];
-        for (inc, role) in incoming.into_iter().zip(self.tables[t].roles.clone()) {
+        for (inc, role) in incoming.into_iter().zip(roles) {
             match role {
                 Role::Kept => arrays.push(inc.array),
                 Role::Child(c) => children.push((c, inc.array)),
+                Role::Key => {}
             }
         }
         let table = &mut self.tables[t];
@@ -303,7 +474,14 @@ impl Split {
             .map_err(|e| Error::io(Some(table.path.clone()), std::io::Error::other(e)))?;
         table.rows += n as u64;
         for (c, list) in children {
-            let (values, (indices, parents, positions)) = elements(&list, first)?;
+            // Keyed, a child's `_parent` is its record's key: the records' places (from
+            // 0) taken from the keys.
+            let (values, (indices, mut parents, positions)) =
+                elements(&list, if keys.is_some() { 0 } else { first })?;
+            if let Some(keys) = &keys {
+                parents = arrow_select::take::take(keys, &parents, None)
+                    .map_err(|e| Error::internal(format!("the keys of a list's records: {e}")))?;
+            }
             let taken = arrow_select::take::take(&values, &indices, None)
                 .map_err(|e| Error::internal(format!("the elements of a list: {e}")))?;
             let element = self.element_columns(taken)?;
