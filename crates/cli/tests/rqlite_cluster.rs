@@ -1398,3 +1398,102 @@ fn nested_tables_boot_an_empty_cluster_and_are_refused_by_one_with_data() {
         &[vec![Json::from(1000)]],
     );
 }
+
+/// Related tables from XML and from Parquet, each keyed by the records' own `id`, boot
+/// empty clusters as JSON's do: every table, the key and the foreign keys sound.
+#[test]
+fn xml_and_parquet_related_tables_boot_an_empty_cluster_keyed_by_their_own_id() {
+    use arrow_array::builder::{Int64Builder, ListBuilder, StringBuilder, StructBuilder};
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    // XML: 300 orders (ids shuffled by a step), each with two items, the first with a
+    // discount.
+    let xml = dir.path().join("orders.xml");
+    let mut doc = String::from("<orders>\n");
+    for i in 0..300i64 {
+        let id = (i * 7) % 300;
+        doc.push_str(&format!(
+            "<order id=\"{id}\"><note>é &amp; {i}</note><item sku=\"a{i}\"><discount pct=\"{}\"/></item><item sku=\"b\"/></order>\n",
+            i % 40
+        ));
+    }
+    doc.push_str("</orders>\n");
+    std::fs::write(&xml, doc).unwrap();
+    // Parquet: the same shape as columns, items a list of structs.
+    let parquet = dir.path().join("orders.parquet");
+    let fields = vec![
+        arrow_schema::Field::new("sku", arrow_schema::DataType::Utf8, true),
+        arrow_schema::Field::new("pct", arrow_schema::DataType::Int64, true),
+    ];
+    let mut items = ListBuilder::new(StructBuilder::from_fields(fields, 300));
+    for i in 0..300i64 {
+        let s = items.values();
+        s.field_builder::<StringBuilder>(0)
+            .unwrap()
+            .append_value(format!("a{i}"));
+        s.field_builder::<Int64Builder>(1)
+            .unwrap()
+            .append_value(i % 40);
+        s.append(true);
+        s.field_builder::<StringBuilder>(0)
+            .unwrap()
+            .append_value("b");
+        s.field_builder::<Int64Builder>(1).unwrap().append_null();
+        s.append(true);
+        items.append(true);
+    }
+    let id: ArrayRef = Arc::new(Int64Array::from_iter_values(
+        (0..300).map(|i| (i * 7) % 300),
+    ));
+    let items: ArrayRef = Arc::new(items.finish());
+    let rb = RecordBatch::try_from_iter([("id", id), ("items", items)]).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&parquet).unwrap(),
+        rb.schema(),
+        None,
+    )
+    .unwrap();
+    w.write(&rb).unwrap();
+    w.close().unwrap();
+    let pct_sum = (0..300).map(|i| i % 40).sum::<i64>();
+    for (src, child, pct_table) in [
+        (&xml, "orders_item", "orders_item_discount"),
+        (&parquet, "orders_items", "orders_items"),
+    ] {
+        let c = Cluster::start(1);
+        let out = run(&[
+            "import",
+            &c.url(0),
+            src.to_str().unwrap(),
+            "--table",
+            "orders",
+            "--nested",
+            "tables",
+            "--pk",
+            "id",
+            "-q",
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        c.wait_local(
+            0,
+            &format!(
+                "SELECT (SELECT count(*) FROM orders), (SELECT sum(id) FROM orders), \
+                 (SELECT count(*) FROM \"{child}\"), \
+                 (SELECT count(*) FROM \"{child}\" WHERE _parent NOT IN (SELECT id FROM orders)), \
+                 (SELECT sum(pct) FROM \"{pct_table}\"), \
+                 (SELECT pk FROM pragma_table_info('orders') WHERE name = 'id'), \
+                 (SELECT count(*) FROM pragma_foreign_key_check)"
+            ),
+            &[vec![
+                Json::from(300),
+                Json::from((0..300).sum::<i64>()),
+                Json::from(600),
+                Json::from(0),
+                Json::from(pct_sum),
+                Json::from(1),
+                Json::from(0),
+            ]],
+        );
+    }
+}
