@@ -455,6 +455,20 @@ impl<'de> serde::de::Visitor<'de> for Member<'_, '_, '_, 'de> {
     }
 }
 
+/// The JSON text of the object `map` is reading, as [`FastValue::Nested`] holds it (the
+/// text of the `Value` serde_json would build); `None` where only the slow path writes
+/// it exactly (a real that may be rounded, a repeated key).
+pub(crate) fn nested_object_text<'de, A: serde::de::MapAccess<'de>>(
+    map: A,
+) -> std::result::Result<Option<String>, A::Error> {
+    let mut n = NestedText::default();
+    n.object(map)?;
+    Ok(match n.finish() {
+        FastValue::Nested(text) => Some(text),
+        _ => None,
+    })
+}
+
 /// Reads one NDJSON line (trimmed) as an object whose keys all have columns, into
 /// `row` (a repeated key's last value wins, as in [`parse_lossless`]; with flattening
 /// (see [`KeyColumns::flatten`]), the members of nested objects under their paths, and

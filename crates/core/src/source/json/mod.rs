@@ -17,8 +17,10 @@ pub mod record_path;
 mod scan;
 
 pub(crate) use chunks::{Chunks, Layout};
+pub(crate) use fast::nested_object_text;
 use fast::{fast_row, push_fast, FastRow};
 use objects::line_item;
+pub(crate) use objects::needs_its_text;
 pub(crate) use objects::TextRecord;
 pub use objects::{
     explain_bad_line, parse_lossless, BadObj, ElementText, Fatal, Item, LineObjects, Obj,

@@ -233,7 +233,7 @@ pub(super) fn maybe_rounded(v: &Value) -> bool {
 /// literal's own text decides: an integer of 2^63 or more in magnitude (rounded), or a
 /// negative zero (`-0` is an integer literal, TEXT by the type rules as in CSV, and
 /// `[-0]` stays `[-0]`; `-0.0` stays a real).
-pub(super) fn needs_its_text(f: f64) -> bool {
+pub(crate) fn needs_its_text(f: f64) -> bool {
     (f.abs() >= 9.2e18 && f.fract() == 0.0) || (f == 0.0 && f.is_sign_negative())
 }
 
