@@ -481,7 +481,7 @@ fn spool_typed(
         read.flatten.clone(),
         &mut given,
         dir.path(),
-        key,
+        key.map(|k| (k, name.clone())),
     )?;
     for batch in batches {
         progress.check()?;

@@ -25,7 +25,7 @@ use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::{ID, PARENT, POSITION, VALUE};
-use crate::error::{Error, Result};
+use crate::error::{Error, Position, Result};
 use crate::names::Names;
 use crate::options::Nested;
 use crate::schema::quote_ident;
@@ -60,6 +60,8 @@ pub(super) struct Key {
     texts: std::collections::HashMap<String, u64>,
     /// Records read so far.
     records: u64,
+    /// The input's name, for the place of a bad key.
+    input: Arc<str>,
 }
 
 /// One table and its spool.
@@ -100,7 +102,7 @@ impl Split {
         flatten: Option<String>,
         given: &mut [(String, String, bool)],
         dir: &Path,
-        key: Option<&str>,
+        key: Option<(&str, Arc<str>)>,
     ) -> Result<Split> {
         let mut names = Names::new();
         names.claim(top);
@@ -119,15 +121,16 @@ impl Split {
             .map(|f| (f.name().clone(), new_empty_array(f.data_type())))
             .collect();
         let incoming = s.incoming(columns, None)?;
-        if let Some(k) = key {
-            s.key = Some(s.key_of(k, &incoming)?);
+        if let Some((k, input)) = key {
+            s.key = Some(s.key_of(k, &incoming, input)?);
         }
         s.table(top.to_string(), None, String::new(), &incoming, given)?;
         Ok(s)
     }
 
-    /// The key named `k` among the records' `incoming` columns.
-    fn key_of(&self, k: &str, incoming: &[Incoming]) -> Result<Key> {
+    /// The key named `k` among the records' `incoming` columns (of the input named
+    /// `input`).
+    fn key_of(&self, k: &str, incoming: &[Incoming], input: Arc<str>) -> Result<Key> {
         let named: Vec<&Incoming> = incoming
             .iter()
             .filter(|i| i.column.eq_ignore_ascii_case(k) && !self.takes(i.array.data_type()))
@@ -175,6 +178,7 @@ impl Split {
             ints: Default::default(),
             texts: Default::default(),
             records: 0,
+            input,
         })
     }
 
@@ -194,18 +198,36 @@ impl Split {
             ..Default::default()
         };
         let keys = arrow_cast::cast_with_options(array, &to, &opts).map_err(|e| {
-            Error::usage(format!(
-                "the key column {:?} holds a value past a 64-bit integer: {e}",
+            let (first, last) = (k.records + 1, k.records + array.len() as u64);
+            let at = Position {
+                path: k.input.clone(),
+                line: 0,
+                column: 0,
+                record: first,
+                byte: 0,
+            };
+            let m = format!(
+                "the key column {:?} holds a value past a 64-bit integer in records \
+                 {first}-{last}: {e}",
                 k.name
-            ))
+            );
+            Error::input(at, None, m)
         })?;
         for i in 0..keys.len() {
             let no = k.records + i as u64 + 1;
+            let at = Position {
+                path: k.input.clone(),
+                line: 0,
+                column: 0,
+                record: no,
+                byte: 0,
+            };
             if keys.is_null(i) {
-                return Err(Error::usage(format!(
+                let m = format!(
                     "record {no} has no key in column {:?} (NULL): a key is in every record",
                     k.name
-                )));
+                );
+                return Err(Error::input(at, None, m));
             }
             let first = match k.text {
                 true => {
@@ -226,11 +248,12 @@ impl Split {
                 }
             };
             if let Some((f, shown)) = first {
-                return Err(Error::usage(format!(
+                let m = format!(
                     "record {no}: the key {shown} of column {:?} is record {f}'s already \
                      (typed input has no bad records: nothing is loaded)",
                     k.name
-                )));
+                );
+                return Err(Error::input(at, None, m));
             }
         }
         k.records += keys.len() as u64;
