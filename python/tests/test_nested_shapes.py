@@ -596,3 +596,34 @@ def test_xml_repeated_children_become_related_tables_as_documented(tmp_path, see
         got = conn.execute(f'SELECT * FROM "{name}" ORDER BY _id').fetchall()
         assert got == list(zip(*(expected[c][1] for c in cols))), name
     assert conn.execute("SELECT count(*) FROM pragma_foreign_key_check").fetchone() == (0,)
+
+
+def test_xml_records_keyed_by_an_attribute_through_import_file(tmp_path):
+    """pk= on XML with nested="tables": the records' table keyed by its own attribute
+    (INTEGER where every key is an integer written plainly), each child's _parent that
+    key, declared as a FOREIGN KEY to it; a repeated key is a bad record, refused unless
+    max_errors allows it."""
+    ids = [(i * 7) % 50 for i in range(50)]
+    doc = "<orders>" + "".join(
+        f'<order id="{k}"><note>é &amp; {k}</note><item sku="a{k}"/><item sku="b{k}"/></order>'
+        for k in ids) + "</orders>"
+    src = tmp_path / "o.xml"
+    src.write_text(doc, encoding="utf-8")
+    db = tmp_path / "o.db"
+    liteload.import_file(db, src, table="orders", nested="tables", pk="id")
+    conn = checked(db)
+    assert conn.execute("SELECT id, typeof(id), note FROM orders ORDER BY rowid").fetchall() == [
+        (k, "integer", f"é & {k}") for k in sorted(ids)]
+    got = conn.execute("SELECT _parent, _position, sku FROM orders_item ORDER BY _id").fetchall()
+    assert got == [(k, p, f"{'ab'[p]}{k}") for k in ids for p in (0, 1)]
+    assert conn.execute("SELECT \"table\", \"to\" FROM pragma_foreign_key_list('orders_item')"
+                        ).fetchall() == [("orders", "id")]
+    assert conn.execute("SELECT count(*) FROM pragma_foreign_key_check").fetchone() == (0,)
+
+    src.write_text('<orders><order id="1"/><order id="1"/><order id="2"/></orders>', encoding="utf-8")
+    bad = tmp_path / "bad.db"
+    with pytest.raises(liteload.BadInput, match="record 1's already"):
+        liteload.import_file(bad, src, table="orders", nested="tables", pk="id")
+    assert not bad.exists()
+    liteload.import_file(bad, src, table="orders", nested="tables", pk="id", max_errors=1)
+    assert checked(bad).execute("SELECT id FROM orders ORDER BY id").fetchall() == [(1,), (2,)]

@@ -475,17 +475,9 @@ fn xml_records_keyed_by_an_attribute_are_referenced_by_it() {
         ])
         .assert()
         .success();
-    let rows = |sql: &str| {
-        let c = rusqlite::Connection::open(dir.path().join("t.db")).expect("open");
-        let mut st = c.prepare(sql).expect("prepare");
-        let got: Vec<(String, String)> = st
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .expect("query")
-            .map(|r| r.expect("row"))
-            .collect();
-        got
-    };
-    let t = |a: &str, b: &str| (a.to_string(), b.to_string());
+    // Read through the checked open: `integrity_check` and `foreign_key_check` first.
+    let rows = |sql: &str| checked_rows(&dir.path().join("t.db"), sql).expect(sql);
+    let t = |a: &str, b: &str| vec![Value::Text(a.into()), Value::Text(b.into())];
     assert_eq!(
         rows("SELECT id, typeof(id) FROM orders ORDER BY rowid"),
         [t("007", "text"), t("8", "text"), t("A-1", "text")]

@@ -1495,5 +1495,11 @@ fn xml_and_parquet_related_tables_boot_an_empty_cluster_keyed_by_their_own_id() 
                 Json::from(0),
             ]],
         );
+        assert_eq!(
+            c.local_rows(0, "PRAGMA integrity_check"),
+            Some(vec!["\"ok\"".to_string()]),
+            "{}",
+            src.display()
+        );
     }
 }
