@@ -43,6 +43,11 @@ pub fn import(
     if let Some(r) = &opts.rejects {
         crate::source::input::refuse_overwriting(r, inputs, Some(db))?;
     }
+    if let Some(dbs) = crate::sqlite_files::sqlite_inputs(inputs)? {
+        let sq = crate::sqlite_files::SqliteOptions::default();
+        return crate::sqlite_files::import_sqlite(db, &dbs, &sq, opts, progress)
+            .map_err(|e| e.in_file(db));
+    }
     inputs.iter().for_each(|i| i.watch(&progress.cancel_flag()));
     let mut summary = import_with(db, inputs, opts, progress)
         .map_err(|e| cause_hint(e, inputs, opts).in_file(db))?;

@@ -54,6 +54,7 @@ pub mod same_process;
 mod schema;
 mod sink;
 pub mod source;
+pub mod sqlite_files;
 pub mod sqlite_info;
 mod summary;
 mod table;

@@ -65,6 +65,18 @@ pub fn configure(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Whether `path` is a SQLite database: a regular file (never a pipe, whose bytes a
+/// look would take) that starts with SQLite's header, `SQLite format 3` and a NUL.
+pub fn is_sqlite_file(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+        && std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut head))
+            .is_ok()
+        && &head == b"SQLite format 3\0"
+}
+
 /// Whether the database file at `path` says it is in WAL mode (its header's file format
 /// versions are 2).
 pub(crate) fn header_in_wal_mode(path: &std::path::Path) -> std::io::Result<bool> {

@@ -16,26 +16,7 @@ use serde_json::{Map, Value};
 
 mod support;
 
-/// A small deterministic generator (xorshift), so a case is one seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-    fn pick<'a, T>(&mut self, from: &'a [T]) -> &'a T {
-        &from[self.below(from.len())]
-    }
-}
+use support::Rng;
 
 const NAMES: &[&str] = &[
     "id", "ID", "Id", "name", "naïve", "名前", "a-b", "a.b", "_x", "x", "x_2", "text", "select",

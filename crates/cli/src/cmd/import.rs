@@ -91,7 +91,10 @@ pub struct ImportArgs {
 
     /// Input files; `-` reads stdin. A `.gz` suffix is decompressed. A quoted pattern
     /// (`'data/*.parquet'`) is expanded. Or one PostgreSQL database:
-    /// `postgresql://USER@HOST:PORT/DBNAME` (see --schema, --tables, --query).
+    /// `postgresql://USER@HOST:PORT/DBNAME` (see --schema, --tables, --query). Or SQLite
+    /// database files (told by their header): every table copied with its declared
+    /// schema and indexes, tables of one name merged (see --tables, --keep-rowids,
+    /// --on-conflict).
     #[arg(required = true)]
     pub files: Vec<String>,
 
@@ -100,7 +103,8 @@ pub struct ImportArgs {
     #[arg(long, value_name = "NAME", help_heading = "PostgreSQL")]
     pub schema: Option<String>,
 
-    /// PostgreSQL: copy only these tables (exact names, comma-separated).
+    /// PostgreSQL: copy only these tables (exact names, comma-separated). SQLite files:
+    /// only these tables (names as SQLite compares them).
     #[arg(
         long,
         value_name = "A,B",
@@ -123,6 +127,14 @@ pub struct ImportArgs {
     /// PostgreSQL: connections that copy at once (default: one per core, at most 8).
     #[arg(long, value_name = "N", help_heading = "PostgreSQL", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub connections: Option<u16>,
+
+    // ---- SQLite files
+    /// SQLite files: keep every implicit rowid as its file has it, also where tables of
+    /// one name are merged (then a rowid already in the table refuses the load). By
+    /// default a table merged from several files, or appended to one there, is numbered
+    /// anew in input order; an INTEGER PRIMARY KEY is data and is always kept.
+    #[arg(long, help_heading = "SQLite files")]
+    pub keep_rowids: bool,
 
     // ---- format
     /// Input format: csv, tsv, ndjson (one JSON object per line), json (one array of
@@ -725,6 +737,25 @@ pub fn run(a: ImportArgs) -> Result<()> {
         Some(_) => vec![],
         None => expand(&a.files)?,
     };
+    let sqlite = match postgres {
+        Some(_) => None,
+        None => liteload::sqlite_files::sqlite_inputs(&inputs)?,
+    };
+    if a.keep_rowids && sqlite.is_none() {
+        return Err(UsageError("--keep-rowids goes with SQLite files as inputs".into()).into());
+    }
+    if sqlite.is_some() && (a.schema.is_some() || a.query.is_some() || a.connections.is_some()) {
+        return Err(UsageError(
+            "--schema, --query and --connections go with a postgresql:// input; SQLite files take --tables"
+                .into(),
+        )
+        .into());
+    }
+    if postgres.is_none() && sqlite.is_none() && !a.tables.is_empty() {
+        return Err(
+            UsageError("--tables goes with a postgresql:// input or SQLite files".into()).into(),
+        );
+    }
     if opts.durability == Some(Durability::Unsafe) && !a.quiet {
         eprintln!(
             "warning: --durability unsafe: a crash or power loss during this load can leave {} corrupt",
@@ -743,6 +774,12 @@ pub fn run(a: ImportArgs) -> Result<()> {
         Some(_) => {}
         None => a.rqlite.check_file()?,
     }
+    if sqlite.is_some() && cluster.is_some() {
+        return Err(UsageError(
+            "SQLite files are copied into a file; to fill a cluster, copy into a file first".into(),
+        )
+        .into());
+    }
     if postgres.is_some() && cluster.is_some() {
         return Err(UsageError(
             "a PostgreSQL database is copied into a file; to fill a cluster, copy into a file first".into(),
@@ -755,6 +792,13 @@ pub fn run(a: ImportArgs) -> Result<()> {
     let result = match (&cluster, postgres) {
         (_, Some((url, pg))) => {
             liteload::postgres::import_postgres(&a.db, &url, &pg, &opts, &progress)
+        }
+        (None, None) if sqlite.is_some() => {
+            let mut sq = liteload::sqlite_files::SqliteOptions::default();
+            sq.tables.clone_from(&a.tables);
+            sq.keep_rowids = a.keep_rowids;
+            let dbs = sqlite.unwrap_or_default();
+            liteload::sqlite_files::import_sqlite(&a.db, &dbs, &sq, &opts, &progress)
         }
         (Some(t), None) => {
             liteload::rqlite::import(t, &inputs, &opts, &a.rqlite.options(), &progress)
@@ -769,8 +813,8 @@ pub fn run(a: ImportArgs) -> Result<()> {
 /// The PostgreSQL database the inputs name, with what to copy of it; `None` for files.
 fn postgres_source(a: &ImportArgs) -> Result<Option<(String, liteload::postgres::PgOptions)>> {
     let is_pg = |f: &String| liteload::postgres::is_postgres_url(f);
-    let pg_flags =
-        a.schema.is_some() || !a.tables.is_empty() || a.query.is_some() || a.connections.is_some();
+    // (--tables goes with SQLite files too: checked once the inputs are known.)
+    let pg_flags = a.schema.is_some() || a.query.is_some() || a.connections.is_some();
     match a.files.as_slice() {
         [one] if is_pg(one) => {
             let mut pg = liteload::postgres::PgOptions::default();
@@ -785,7 +829,7 @@ fn postgres_source(a: &ImportArgs) -> Result<Option<(String, liteload::postgres:
         )
         .into()),
         _ if pg_flags => Err(UsageError(
-            "--schema, --tables, --query and --connections go with a postgresql:// input".into(),
+            "--schema, --query and --connections go with a postgresql:// input".into(),
         )
         .into()),
         _ => Ok(None),

@@ -245,6 +245,17 @@ pub(crate) fn plan<'i>(
     progress: &Progress,
 ) -> Result<ImportPlan<'i>> {
     validate_options(opts, inputs)?;
+    for input in inputs {
+        if let Input::Path(p) = input {
+            if crate::sqlite_info::is_sqlite_file(p) {
+                return Err(Error::usage(format!(
+                    "{} is a SQLite database: it is copied table by table into a database \
+                     file, not read as records",
+                    p.display()
+                )));
+            }
+        }
+    }
     let mut resolved = Vec::with_capacity(inputs.len());
     for input in inputs {
         resolved.push(resolve(input, opts)?);

@@ -1,0 +1,755 @@
+//! SQLite files as a source (`liteload::sqlite_files`): random schemas and values copied
+//! and merged into new and existing files, every table and the schema equal to a
+//! reference made by SQLite's own `ATTACH` + `INSERT … SELECT` of the same inputs under
+//! the documented rules; and each rule and refusal on its own.
+
+use std::path::{Path, PathBuf};
+
+use liteload::rusqlite::{self, types::Value, Connection};
+use liteload::sqlite_files::{import_sqlite, sqlite_inputs, SqliteOptions};
+use liteload::{ImportOptions, Input, OnConflict, Progress};
+use proptest::prelude::*;
+
+type R<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+mod support;
+
+use support::Rng;
+
+fn q(name: &str) -> String {
+    liteload::quote_ident(name)
+}
+
+/// A table's design: its columns (name, declared type), its key, and its options.
+#[derive(Clone, Debug)]
+struct Design {
+    name: String,
+    columns: Vec<(String, String)>,
+    key: Key,
+    strict: bool,
+    generated: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Key {
+    Rowid,
+    IntegerPk,
+    WithoutRowid,
+}
+
+impl Design {
+    fn random(rng: &mut Rng, name: &str) -> Design {
+        let names = [
+            "a", "B", "c d", "é😀", "q\"x", "rowid", "oid", "sel ect", "[z]", "Ab",
+        ];
+        let key = *rng.pick(&[Key::Rowid, Key::Rowid, Key::IntegerPk, Key::WithoutRowid]);
+        let strict = rng.chance(30);
+        let types: &[&str] = if strict {
+            &["INTEGER", "TEXT", "REAL", "BLOB", "ANY"]
+        } else {
+            &[
+                "INTEGER",
+                "TEXT",
+                "REAL",
+                "BLOB",
+                "NUMERIC",
+                "",
+                "VARCHAR(3)",
+            ]
+        };
+        let mut columns: Vec<(String, String)> = vec![];
+        for _ in 0..1 + rng.below(5) {
+            let n = rng.pick(&names).to_string();
+            if columns.iter().any(|(c, _)| c.eq_ignore_ascii_case(&n)) {
+                continue;
+            }
+            columns.push((n, rng.pick(types).to_string()));
+        }
+        Design {
+            name: name.to_string(),
+            columns,
+            key,
+            strict,
+            generated: !strict && rng.chance(30),
+        }
+    }
+
+    /// The CREATE TABLE, its columns in `order`.
+    fn create(&self, order: &[usize], rng: &mut Rng) -> String {
+        let mut parts = vec![];
+        match self.key {
+            Key::Rowid => {}
+            Key::IntegerPk => parts.push("\"k\" INTEGER PRIMARY KEY".to_string()),
+            Key::WithoutRowid => parts.push("\"k\" TEXT PRIMARY KEY".to_string()),
+        }
+        for &i in order {
+            let (n, t) = &self.columns[i];
+            let mut c = format!("{} {t}", q(n));
+            if t == "TEXT" && rng.chance(40) {
+                c.push_str(" COLLATE NOCASE");
+            }
+            if rng.chance(20) {
+                c.push_str(" DEFAULT 7");
+            }
+            parts.push(c);
+        }
+        if self.generated {
+            let first = q(&self.columns[0].0);
+            let how = if rng.chance(50) { "VIRTUAL" } else { "STORED" };
+            parts.push(format!("\"gen\" AS (typeof({first})) {how}"));
+        }
+        let mut opts = vec![];
+        if self.key == Key::WithoutRowid {
+            opts.push("WITHOUT ROWID");
+        }
+        if self.strict {
+            opts.push("STRICT");
+        }
+        format!(
+            "CREATE TABLE {}({}) {}",
+            q(&self.name),
+            parts.join(", "),
+            opts.join(", ")
+        )
+    }
+
+    fn value(&self, rng: &mut Rng, ty: &str) -> Value {
+        let huge = "ß".repeat(30_000);
+        let texts = [
+            "",
+            "a\0b",
+            "é😀",
+            "x y",
+            "007",
+            "1.5",
+            huge.as_str(),
+            "NULL",
+        ];
+        let any = match ty {
+            "INTEGER" if self.strict => 0,
+            "REAL" if self.strict => 1,
+            "TEXT" if self.strict => 2,
+            "BLOB" if self.strict => 3,
+            _ => rng.below(5),
+        };
+        if rng.chance(15) {
+            return Value::Null;
+        }
+        match any {
+            0 => Value::Integer(*rng.pick(&[0, -1, i64::MAX, i64::MIN, 42, 7])),
+            1 => Value::Real(*rng.pick(&[0.5, -0.0, 1e308, -2.25, 3.0])),
+            2 => Value::Text(rng.pick(&texts).to_string()),
+            3 => Value::Blob(
+                rng.pick(&[vec![], vec![0u8, 255, 0], b"\xff\xfe".to_vec()])
+                    .clone(),
+            ),
+            _ => Value::Null,
+        }
+    }
+}
+
+/// Writes an input: some of `designs` (columns in a random order), rows with random
+/// values, some deleted (rowid gaps), indexes, and a view and a trigger.
+fn write_input(path: &Path, designs: &[Design], rng: &mut Rng) -> R {
+    let c = Connection::open(path)?;
+    if rng.chance(50) {
+        c.pragma_update(None, "journal_mode", "wal")?;
+    }
+    for d in designs {
+        if !rng.chance(70) {
+            continue;
+        }
+        let mut order: Vec<usize> = (0..d.columns.len()).collect();
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.below(i + 1));
+        }
+        c.execute_batch(&d.create(&order, rng))?;
+        let mut names: Vec<String> = d.columns.iter().map(|(n, _)| q(n)).collect();
+        if d.key != Key::Rowid {
+            names.insert(0, "\"k\"".into());
+        }
+        let marks = vec!["?"; names.len()].join(", ");
+        let sql = format!(
+            "INSERT OR IGNORE INTO {} ({}) VALUES ({marks})",
+            q(&d.name),
+            names.join(", ")
+        );
+        let mut st = c.prepare(&sql)?;
+        for _ in 0..rng.below(40) {
+            let mut values: Vec<Value> = d.columns.iter().map(|(_, t)| d.value(rng, t)).collect();
+            match d.key {
+                Key::Rowid => {}
+                Key::IntegerPk => values.insert(0, Value::Integer(rng.below(60) as i64)),
+                Key::WithoutRowid => values.insert(0, Value::Text(format!("k{}", rng.below(60)))),
+            }
+            st.execute(rusqlite::params_from_iter(values))?;
+        }
+        if rng.chance(50) {
+            c.execute(
+                &format!("DELETE FROM {} WHERE rowid % 3 = 0", q(&d.name)),
+                [],
+            )
+            .or_else(|_| {
+                c.execute(
+                    &format!("DELETE FROM {} WHERE random() % 3 = 0", q(&d.name)),
+                    [],
+                )
+            })?;
+        }
+        for (j, (n, _)) in d.columns.iter().enumerate() {
+            if rng.chance(40) {
+                let how = match rng.below(3) {
+                    0 => format!("{} COLLATE NOCASE", q(n)),
+                    1 => format!("length({})", q(n)),
+                    _ => format!("{} DESC", q(n)),
+                };
+                let partial = if rng.chance(30) {
+                    format!(" WHERE {} IS NOT NULL", q(n))
+                } else {
+                    String::new()
+                };
+                // Index names that collide across tables and inputs.
+                let name = format!("idx {}", j % 2);
+                let _ = c.execute_batch(&format!(
+                    "CREATE INDEX {} ON {} ({how}){partial}",
+                    q(&format!("{name} {}", rng.below(2))),
+                    q(&d.name)
+                ));
+            }
+        }
+    }
+    if rng.chance(30) {
+        c.execute_batch("CREATE VIEW \"v\" AS SELECT 1")?;
+    }
+    Ok(())
+}
+
+/// The reference: the same inputs copied by SQLite alone (`ATTACH` + `INSERT … SELECT`),
+/// by the documented rules, into `out` (which may hold tables already).
+fn reference(out: &Path, inputs: &[PathBuf], rule: OnConflict) -> R {
+    let c = Connection::open(out)?;
+    let or = match rule {
+        OnConflict::Ignore => "OR IGNORE",
+        OnConflict::Replace => "OR REPLACE",
+        _ => "",
+    };
+    let there: Vec<String> = c
+        .prepare("SELECT lower(name) FROM sqlite_schema WHERE type = 'table'")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    // How many inputs hold each table.
+    let mut holders = std::collections::HashMap::<String, usize>::new();
+    for p in inputs {
+        let s = Connection::open(p)?;
+        let names: Vec<String> = s
+            .prepare("SELECT lower(name) FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite%'")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for n in names {
+            *holders.entry(n).or_default() += 1;
+        }
+    }
+    let mut made: Vec<(String, usize)> = vec![];
+    for (i, p) in inputs.iter().enumerate() {
+        c.execute("ATTACH ?1 AS src", [p.to_str().ok_or("path")?])?;
+        let tables: Vec<(String, String)> = c
+            .prepare("SELECT name, sql FROM src.sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite%' ORDER BY rowid")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (t, sql) in tables {
+            let lower = t.to_ascii_lowercase();
+            let exists = there.contains(&lower) || made.iter().any(|(m, _)| *m == lower);
+            if !exists {
+                c.execute_batch(&sql)?;
+                made.push((lower.clone(), i));
+            }
+            let cols: Vec<String> = c
+                .prepare("SELECT name FROM pragma_table_xinfo(?1, 'src') WHERE hidden = 0")?
+                .query_map([&t], |r| r.get::<_, String>(0))?
+                .map(|n| n.map(|n| q(&n)))
+                .collect::<rusqlite::Result<_>>()?;
+            let implicit = c
+                .prepare(&format!("SELECT rowid FROM src.{} LIMIT 1", q(&t)))
+                .is_ok()
+                && !cols.iter().any(|n| n == "\"k\"");
+            let rowid = ["rowid", "oid", "_rowid_"].into_iter().find(|r| {
+                !cols
+                    .iter()
+                    .any(|n| n.trim_matches('"').eq_ignore_ascii_case(r))
+            });
+            let keep = implicit && !exists && holders[&lower] == 1;
+            let (list, order) = match (keep, implicit, rowid) {
+                (true, _, Some(r)) => (
+                    format!("{r}, {}", cols.join(", ")),
+                    format!(" ORDER BY {r}"),
+                ),
+                (_, true, Some(r)) => (cols.join(", "), format!(" ORDER BY {r}")),
+                _ => (cols.join(", "), String::new()),
+            };
+            c.execute_batch(&format!(
+                "INSERT {or} INTO main.{t2} ({list}) SELECT {list} FROM src.{t2}{order}",
+                t2 = q(&t)
+            ))?;
+        }
+        c.execute_batch("DETACH src")?;
+    }
+    // The made tables' indexes, from the input that made each, named apart.
+    for (t, i) in made {
+        c.execute("ATTACH ?1 AS src", [inputs[i].to_str().ok_or("path")?])?;
+        let idx: Vec<(String, String)> = c
+            .prepare("SELECT name, sql FROM src.sqlite_schema WHERE type = 'index' AND lower(tbl_name) = ?1 AND sql IS NOT NULL ORDER BY rowid")?
+            .query_map([&t], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        c.execute_batch("DETACH src")?;
+        for (name, sql) in idx {
+            let taken = |n: &str| -> rusqlite::Result<bool> {
+                c.query_row(
+                    "SELECT count(*) FROM sqlite_schema WHERE lower(name) = lower(?1)",
+                    [n],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map(|n| n > 0)
+            };
+            let mut free = name.clone();
+            let mut n = 2;
+            while taken(&free)? {
+                free = format!("{name}_{n}");
+                n += 1;
+            }
+            let sql = match free == name {
+                true => sql,
+                false => {
+                    // The name is the text after the keywords, up to " ON"/" on".
+                    let head = if sql.starts_with("CREATE UNIQUE") {
+                        "CREATE UNIQUE INDEX "
+                    } else {
+                        "CREATE INDEX "
+                    };
+                    let rest = &sql[head.len()..];
+                    let on = rest
+                        .find(" ON ")
+                        .or_else(|| rest.find(" on "))
+                        .ok_or("on")?;
+                    format!("{head}{} {}", q(&free), rest[on..].trim_start())
+                }
+            };
+            c.execute_batch(&sql)?;
+        }
+    }
+    Ok(())
+}
+
+/// Every table's rows (rowid first where the table has one) and every schema entry.
+fn contents(db: &Path) -> R<Vec<(String, Vec<Vec<Value>>)>> {
+    let c = Connection::open(db)?;
+    let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    assert_eq!(ok, "ok", "{}", db.display());
+    let mut out = vec![];
+    let schema: Vec<Vec<Value>> = c
+        .prepare("SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_autoindex%' ORDER BY type, name")?
+        .query_map([], |r| (0..4).map(|i| r.get::<_, Value>(i)).collect())?
+        .collect::<rusqlite::Result<_>>()?;
+    out.push(("schema".to_string(), schema.clone()));
+    for row in schema {
+        let (Value::Text(ty), Value::Text(name)) = (&row[0], &row[1]) else {
+            continue;
+        };
+        if ty != "table" || name.starts_with("sqlite_") {
+            continue;
+        }
+        let rowid = ["rowid", "oid", "_rowid_"].into_iter().find(|r| {
+            c.prepare(&format!("SELECT {r} FROM {}", q(name))).is_ok()
+                && c.query_row(
+                    "SELECT count(*) FROM pragma_table_xinfo(?1) WHERE lower(name) = ?2",
+                    [name.as_str(), r],
+                    |x| x.get::<_, i64>(0),
+                )
+                .map(|n| n == 0)
+                .unwrap_or(false)
+        });
+        let sql = match rowid {
+            Some(r) => format!("SELECT {r}, * FROM {} ORDER BY {r}", q(name)),
+            None => format!("SELECT * FROM {}", q(name)),
+        };
+        let mut st = c.prepare(&sql)?;
+        let n = st.column_count();
+        let rows: Vec<Vec<Value>> = st
+            .query_map([], |r| (0..n).map(|i| r.get::<_, Value>(i)).collect())?
+            .collect::<rusqlite::Result<_>>()?;
+        out.push((name.clone(), rows));
+    }
+    Ok(out)
+}
+
+fn load(
+    out: &Path,
+    inputs: &[PathBuf],
+    rule: OnConflict,
+    sq: &SqliteOptions,
+) -> liteload::Result<liteload::Summary> {
+    let mut opts = ImportOptions::default();
+    opts.on_conflict = rule;
+    import_sqlite(out, inputs, sq, &opts, &Progress::default())
+}
+
+fn case(seed: u64, existing: bool) -> R {
+    let mut rng = Rng(seed | 1);
+    let dir = tempfile::tempdir()?;
+    // Names that collide by case between inputs, and with the target's.
+    let names = ["t", "T", "Ünï", "a\"b", "s p"];
+    let mut designs: Vec<Design> = vec![];
+    for n in names {
+        if designs.iter().any(|d| d.name.eq_ignore_ascii_case(n)) {
+            // One design a name: "T" is "t"'s table in another input.
+            let mut d = designs
+                .iter()
+                .find(|d| d.name.eq_ignore_ascii_case(n))
+                .cloned()
+                .ok_or("d")?;
+            d.name = n.to_string();
+            designs.push(d);
+            continue;
+        }
+        designs.push(Design::random(&mut rng, n));
+    }
+    let mut inputs = vec![];
+    for i in 0..1 + rng.below(4) {
+        let p = dir.path().join(format!("in{i}.db"));
+        // An input holds one of the case-variant designs of a name, not both.
+        let drop = if rng.chance(50) { "t" } else { "T" };
+        let mine: Vec<Design> = designs.iter().filter(|d| d.name != drop).cloned().collect();
+        write_input(&p, &mine, &mut rng)?;
+        inputs.push(p);
+    }
+    let rule = *rng.pick(&[OnConflict::Ignore, OnConflict::Replace]);
+    let (got, want) = (dir.path().join("got.db"), dir.path().join("want.db"));
+    if existing {
+        // The target holds one design's table (from the first input's declaration,
+        // where it has one), a row in it, and an index whose name an input may use.
+        for p in [&got, &want] {
+            let c = Connection::open(p)?;
+            c.execute_batch("CREATE TABLE other (x); CREATE INDEX \"idx 0 0\" ON other (x); INSERT INTO other VALUES (1)")?;
+            let s = Connection::open(&inputs[0])?;
+            let first: Option<String> = s
+                .query_row(
+                    "SELECT sql FROM sqlite_schema WHERE type = 'table' ORDER BY rowid LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .ok();
+            if let Some(sql) = first {
+                c.execute_batch(&sql)?;
+            }
+        }
+    }
+    let before: Vec<Vec<u8>> = inputs.iter().map(std::fs::read).collect::<Result<_, _>>()?;
+    let result = load(&got, &inputs, rule, &SqliteOptions::default());
+    reference(&want, &inputs, rule)?;
+    let after: Vec<Vec<u8>> = inputs.iter().map(std::fs::read).collect::<Result<_, _>>()?;
+    assert!(before == after, "an input was written to");
+    match result {
+        Ok(summary) => {
+            let (g, w) = (contents(&got)?, contents(&want)?);
+            assert_eq!(g, w, "seed {seed}");
+            // Every table of the result but the target's own "other" is the load's.
+            let loaded = g
+                .iter()
+                .filter(|(n, _)| n != "schema" && n != "other")
+                .count();
+            assert_eq!(summary.tables.len(), loaded, "seed {seed}");
+        }
+        Err(e) => return Err(format!("seed {seed}: {e}").into()),
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn random_inputs_merged_into_a_new_file_equal_sqlites_own_copy(seed in any::<u64>()) {
+        case(seed, false).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+
+    #[test]
+    fn random_inputs_merged_into_an_existing_file_equal_sqlites_own_copy(seed in any::<u64>()) {
+        case(seed, true).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+}
+
+fn db_with(path: &Path, sql: &str) -> R {
+    Connection::open(path)?.execute_batch(sql)?;
+    Ok(())
+}
+
+fn rows(db: &Path, sql: &str) -> R<Vec<Vec<Value>>> {
+    let c = Connection::open(db)?;
+    let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    assert_eq!(ok, "ok");
+    let mut st = c.prepare(sql)?;
+    let n = st.column_count();
+    let got = st
+        .query_map([], |r| (0..n).map(|i| r.get::<_, Value>(i)).collect())?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(got)
+}
+
+fn ints(v: &[&[i64]]) -> Vec<Vec<Value>> {
+    v.iter()
+        .map(|r| r.iter().map(|&i| Value::Integer(i)).collect())
+        .collect()
+}
+
+#[test]
+fn rowids_are_kept_alone_renumbered_merged_and_kept_on_request_unless_they_collide() -> R {
+    let dir = tempfile::tempdir()?;
+    let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
+    db_with(
+        &a,
+        "CREATE TABLE t (x); INSERT INTO t (rowid, x) VALUES (3, 30), (9, 90);
+                 CREATE TABLE only_a (x); INSERT INTO only_a (rowid, x) VALUES (5, 1), (7, 2);",
+    )?;
+    db_with(
+        &b,
+        "CREATE TABLE t (x); INSERT INTO t (rowid, x) VALUES (1, 10), (4, 40);",
+    )?;
+    let out = dir.path().join("merged.db");
+    let s = load(
+        &out,
+        &[a.clone(), b.clone()],
+        OnConflict::Fail,
+        &SqliteOptions::default(),
+    )?;
+    assert_eq!(s.rows, 6);
+    // Merged: numbered anew in input order; alone: kept.
+    assert_eq!(
+        rows(&out, "SELECT rowid, x FROM t")?,
+        ints(&[&[1, 30], &[2, 90], &[3, 10], &[4, 40]])
+    );
+    assert_eq!(
+        rows(&out, "SELECT rowid, x FROM only_a")?,
+        ints(&[&[5, 1], &[7, 2]])
+    );
+    // Kept on request: no collision, every rowid as its file has it.
+    let mut keep = SqliteOptions::default();
+    keep.keep_rowids = true;
+    let kept = dir.path().join("kept.db");
+    load(&kept, &[a.clone(), b.clone()], OnConflict::Fail, &keep)?;
+    assert_eq!(
+        rows(&kept, "SELECT rowid, x FROM t")?,
+        ints(&[&[1, 10], &[3, 30], &[4, 40], &[9, 90]])
+    );
+    // A collision refuses the load: no file, nor its temp file.
+    db_with(&b, "INSERT INTO t (rowid, x) VALUES (9, 99)")?;
+    let refused = dir.path().join("refused.db");
+    let e = load(&refused, &[a.clone(), b.clone()], OnConflict::Fail, &keep).unwrap_err();
+    assert!(
+        e.to_string().contains("UNIQUE") || e.to_string().contains("rowid"),
+        "{e}"
+    );
+    assert!(!refused.exists());
+    assert_eq!(
+        std::fs::read_dir(dir.path())?.count(),
+        4,
+        "a temp file left"
+    );
+    // A conflict rule does not go with kept rowids.
+    let e = load(&refused, &[a, b], OnConflict::Ignore, &keep).unwrap_err();
+    assert!(matches!(e.kind(), liteload::ErrorKind::Usage(_)), "{e}");
+    Ok(())
+}
+
+#[test]
+fn an_integer_primary_key_is_data_and_a_conflict_is_the_rules_to_decide() -> R {
+    let dir = tempfile::tempdir()?;
+    let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
+    db_with(&a, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a1'), (5, 'a5');")?;
+    db_with(&b, "CREATE TABLE t (v TEXT, id INTEGER PRIMARY KEY); INSERT INTO t VALUES ('b5', 5), ('b7', 7);")?;
+    let text = |s: &str| Value::Text(s.into());
+    for (rule, five) in [
+        (OnConflict::Ignore, "a5"),
+        (OnConflict::Replace, "b5"),
+        (OnConflict::Update, "b5"),
+    ] {
+        let out = dir.path().join(format!("{rule:?}.db"));
+        load(
+            &out,
+            &[a.clone(), b.clone()],
+            rule,
+            &SqliteOptions::default(),
+        )?;
+        assert_eq!(
+            rows(&out, "SELECT id, v FROM t")?,
+            vec![
+                vec![Value::Integer(1), text("a1")],
+                vec![Value::Integer(5), text(five)],
+                vec![Value::Integer(7), text("b7")]
+            ],
+            "{rule:?}"
+        );
+    }
+    // Into a file that exists, a refused load leaves it as it was.
+    let there = dir.path().join("there.db");
+    db_with(
+        &there,
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (7, 'there');
+                     CREATE TABLE keep (x); INSERT INTO keep VALUES (1);",
+    )?;
+    let before = std::fs::read(&there)?;
+    let e = load(
+        &there,
+        &[a.clone(), b.clone()],
+        OnConflict::Fail,
+        &SqliteOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("UNIQUE constraint failed: t.id"),
+        "{e}"
+    );
+    assert_eq!(
+        rows(&there, "SELECT id, v FROM t")?,
+        vec![vec![Value::Integer(7), text("there")]]
+    );
+    assert_eq!(std::fs::read(&there)?.len(), before.len());
+    Ok(())
+}
+
+#[test]
+fn tables_of_one_name_with_other_columns_are_refused_before_anything_is_written() -> R {
+    let dir = tempfile::tempdir()?;
+    let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
+    db_with(&a, "CREATE TABLE t (x, y); INSERT INTO t VALUES (1, 2);")?;
+    db_with(&b, "CREATE TABLE T (x, z); INSERT INTO T VALUES (1, 2);")?;
+    let out = dir.path().join("o.db");
+    let e = load(
+        &out,
+        &[a.clone(), b],
+        OnConflict::Fail,
+        &SqliteOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e.kind(), liteload::ErrorKind::Schema(_)), "{e}");
+    assert!(e.to_string().contains("\"z\""), "{e}");
+    assert!(!out.exists());
+    // Only some tables, by name as SQLite compares names.
+    db_with(&a, "CREATE TABLE u (k); INSERT INTO u VALUES ('é');")?;
+    let mut only = SqliteOptions::default();
+    only.tables = vec!["U".into()];
+    load(&out, std::slice::from_ref(&a), OnConflict::Fail, &only)?;
+    assert_eq!(
+        rows(&out, "SELECT name FROM sqlite_schema")?,
+        vec![vec![Value::Text("u".into())]]
+    );
+    only.tables = vec!["missing".into()];
+    let e = load(&dir.path().join("p.db"), &[a], OnConflict::Fail, &only).unwrap_err();
+    assert!(
+        e.to_string().contains("no input has a table \"missing\""),
+        "{e}"
+    );
+    Ok(())
+}
+
+#[test]
+fn an_input_in_use_is_read_from_one_snapshot_and_never_written() -> R {
+    let dir = tempfile::tempdir()?;
+    let a = dir.path().join("a.db");
+    db_with(
+        &a,
+        "PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1), (2);",
+    )?;
+    // A writer holds an open transaction with rows not committed.
+    let writer = Connection::open(&a)?;
+    writer.execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES (3);")?;
+    let out = dir.path().join("o.db");
+    let s = load(
+        &out,
+        std::slice::from_ref(&a),
+        OnConflict::Fail,
+        &SqliteOptions::default(),
+    )?;
+    assert_eq!(s.rows, 2);
+    writer.execute_batch("COMMIT")?;
+    assert_eq!(rows(&out, "SELECT x FROM t")?, ints(&[&[1], &[2]]));
+    assert_eq!(rows(&a, "SELECT count(*) FROM t")?, ints(&[&[3]]));
+    Ok(())
+}
+
+#[test]
+fn more_inputs_than_sqlite_attaches_at_once_go_into_a_new_file_and_views_are_named() -> R {
+    let dir = tempfile::tempdir()?;
+    let mut inputs = vec![];
+    for i in 0..23i64 {
+        let p = dir.path().join(format!("part{i:02}.db"));
+        db_with(
+            &p,
+            &format!(
+                "CREATE TABLE t (n INTEGER PRIMARY KEY, v); INSERT INTO t VALUES ({i}, 'p{i}');
+                              CREATE INDEX t_v ON t (v); CREATE VIEW v{i} AS SELECT 1;"
+            ),
+        )?;
+        inputs.push(p);
+    }
+    let out = dir.path().join("all.db");
+    let s = load(&out, &inputs, OnConflict::Fail, &SqliteOptions::default())?;
+    assert_eq!(s.rows, 23);
+    assert_eq!(
+        rows(&out, "SELECT count(*), sum(n) FROM t")?,
+        ints(&[&[23, (0..23).sum()]])
+    );
+    assert_eq!(
+        rows(
+            &out,
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'index'"
+        )?,
+        ints(&[&[1]])
+    );
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("view \"v3\" (not copied)")),
+        "{:?}",
+        s.notes
+    );
+    // Into a file that exists the load is one transaction: refused, the file untouched.
+    let there = dir.path().join("there.db");
+    db_with(&there, "CREATE TABLE other (x)")?;
+    let e = load(&there, &inputs, OnConflict::Fail, &SqliteOptions::default()).unwrap_err();
+    assert!(matches!(e.kind(), liteload::ErrorKind::Usage(_)), "{e}");
+    assert_eq!(
+        rows(&there, "SELECT count(*) FROM sqlite_schema")?,
+        ints(&[&[1]])
+    );
+    Ok(())
+}
+
+#[test]
+fn a_database_among_text_inputs_is_refused_and_alone_is_copied_by_import() -> R {
+    let dir = tempfile::tempdir()?;
+    let a = dir.path().join("a.db");
+    db_with(&a, "CREATE TABLE t (x); INSERT INTO t VALUES (x'00ff');")?;
+    let csv = dir.path().join("b.csv");
+    std::fs::write(&csv, "x\n1\n")?;
+    let both = [Input::Path(a.clone()), Input::Path(csv.clone())];
+    assert!(sqlite_inputs(&both).is_err());
+    let out = dir.path().join("o.db");
+    let e =
+        liteload::import(&out, &both, &ImportOptions::default(), &Progress::default()).unwrap_err();
+    assert!(matches!(e.kind(), liteload::ErrorKind::Usage(_)), "{e}");
+    assert!(!out.exists());
+    // Alone, through the library's one door for files.
+    let s = liteload::import(
+        &out,
+        &[Input::Path(a)],
+        &ImportOptions::default(),
+        &Progress::default(),
+    )?;
+    assert_eq!(s.rows, 1);
+    assert_eq!(
+        rows(&out, "SELECT x FROM t")?,
+        vec![vec![Value::Blob(vec![0, 255])]]
+    );
+    // Text is still text.
+    assert_eq!(sqlite_inputs(&[Input::Path(csv)])?, None);
+    Ok(())
+}

@@ -1,0 +1,60 @@
+"""SQLite files as import_file's sources: told by their header whatever their name,
+every table copied with its declared schema and merged by the documented rules, the
+same as SQLite's own ATTACH + INSERT ... SELECT."""
+
+import sqlite3
+
+import pytest
+
+import liteload
+from conftest import checked
+
+
+def make(path, sql):
+    conn = sqlite3.connect(path)
+    conn.executescript(sql)
+    conn.close()
+
+
+def test_sqlite_files_merge_as_sqlite_itself_merges_them(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.data"
+    make(a, """CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT COLLATE NOCASE) STRICT;
+               INSERT INTO t VALUES (1, 'é'), (4, 'x' || char(0) || 'y');
+               CREATE INDEX t_v ON t (v);
+               CREATE TABLE plain (m, n); INSERT INTO plain (rowid, m, n) VALUES (7, 1, 'a'), (9, 2, x'00ff');""")
+    make(b, """CREATE TABLE t (v TEXT, id INTEGER PRIMARY KEY);
+               INSERT INTO t VALUES ('z', 2);
+               CREATE TABLE plain (n, m); INSERT INTO plain VALUES ('b', 3);""")
+    out = tmp_path / "out.db"
+    s = liteload.import_file(out, [a, b])
+    assert s.rows == 6
+    # The reference: SQLite alone, by the same rules.
+    ref = tmp_path / "ref.db"
+    conn = sqlite3.connect(ref)
+    conn.execute("ATTACH ? AS a", (str(a),))
+    conn.execute("ATTACH ? AS b", (str(b),))
+    for (sql,) in conn.execute("SELECT sql FROM a.sqlite_schema WHERE type = 'table'").fetchall():
+        conn.execute(sql)
+    conn.execute("INSERT INTO t (id, v) SELECT id, v FROM a.t")
+    conn.execute("INSERT INTO t (id, v) SELECT id, v FROM b.t")
+    conn.execute("INSERT INTO plain (m, n) SELECT m, n FROM a.plain ORDER BY rowid")
+    conn.execute("INSERT INTO plain (m, n) SELECT m, n FROM b.plain ORDER BY rowid")
+    conn.execute("CREATE INDEX t_v ON t (v)")
+    conn.commit()
+    got, want = checked(out), checked(ref)
+    for q in ["SELECT type, name, sql FROM sqlite_schema ORDER BY name",
+              "SELECT rowid, * FROM t ORDER BY rowid", "SELECT rowid, * FROM plain ORDER BY rowid"]:
+        assert got.execute(q).fetchall() == want.execute(q).fetchall(), q
+    assert got.execute("SELECT n FROM plain WHERE m = 2").fetchone() == (b"\x00\xff",)
+
+
+def test_a_key_in_two_files_is_refused_and_no_file_is_left(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    make(a, "CREATE TABLE t (id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 'a');")
+    make(b, "CREATE TABLE t (id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 'b');")
+    out = tmp_path / "out.db"
+    with pytest.raises(liteload.Error, match="UNIQUE constraint failed: t.id"):
+        liteload.import_file(out, [a, b])
+    assert not out.exists()
+    liteload.import_file(out, [a, b], on_conflict="replace")
+    assert checked(out).execute("SELECT v FROM t").fetchall() == [("b",)]
