@@ -478,20 +478,34 @@ def import_file(
     tables: Optional[Columns] = None,
     query: Optional[str] = None,
     connections: Optional[int] = None,
+    views: bool = False,
+    keep_rowids: bool = False,
     progress: Progress = None,
 ) -> Summary:
     """Load CSV, TSV, NDJSON, JSON, XML, Parquet or Arrow data into ``db`` (a path, or
-    an rqlite cluster: ``"rqlite://HOST:PORT"``), or copy a PostgreSQL database.
+    an rqlite cluster: ``"rqlite://HOST:PORT"``), or copy a PostgreSQL database or
+    SQLite files.
 
     PostgreSQL: ``source`` is a ``"postgresql://USER@HOST:PORT/DBNAME"`` URI (libpq's
     syntax, ``?host=/socket/dir`` for a socket; the password from the URI,
     ``PGPASSWORD`` or ``~/.pgpass``). Every base table of ``schema`` (default
     ``"public"``), or those ``tables`` names, goes into a table of the same name, all
     read inside one snapshot; ``query`` copies a query's rows into ``table``;
-    ``connections`` copy at once (default: one per core, at most 8). The types map as
+    ``connections`` copy at once (default: one per core, at most 8); ``views=True``
+    copies views and materialized views too, each as a table of its rows (their SQL,
+    and every object not copied, named in the summary's notes). The types map as
     ``liteload import --help`` shows (``decimals`` applies to numeric); a one-column
     integer primary key becomes the INTEGER PRIMARY KEY, other keys and b-tree indexes
     are rebuilt.
+
+    SQLite files: a source that starts with SQLite's header is a database (whatever its
+    name), and all sources must then be: every table (or those ``tables`` names) is
+    copied with its declared schema and indexes; tables of one name are merged (the
+    same columns, or refused; an INTEGER PRIMARY KEY kept, a conflict to
+    ``on_conflict``; implicit rowids numbered anew unless one file alone makes the
+    table, or ``keep_rowids=True``, which refuses a rowid in the table already). Each
+    file is read read-only, inside one snapshot. Into a cluster: an empty one is booted
+    with the merged file.
 
     ``source`` is a path, a sequence of paths (``"-"`` is stdin; a pattern such as
     ``"days/*.parquet"`` names the files it matches, in name order), bytes, or a file

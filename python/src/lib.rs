@@ -136,6 +136,8 @@ fn import_file(
     pg.tables = kw.names("tables")?;
     pg.query = kw.option("query", "a str")?;
     pg.connections = kw.size("connections", 1)?;
+    pg.views = kw.get("views", "a bool")?;
+    let keep_rowids: bool = kw.get("keep_rowids", "a bool")?;
     kw.finish()?;
     let url = match sources.as_slice() {
         [one] => one
@@ -146,17 +148,18 @@ fn import_file(
             .filter(|s| liteload::postgres::is_postgres_url(s)),
         _ => None,
     };
+    let dest = dest::Dest::of(
+        "import_file",
+        db,
+        opts.durability.is_some(),
+        Some(&opts.file),
+    )?;
     let pg_keywords = pg.schema.is_some()
         || !pg.tables.is_empty()
         || pg.query.is_some()
-        || pg.connections.is_some();
+        || pg.connections.is_some()
+        || pg.views;
     if let Some(url) = url {
-        let dest = dest::Dest::of(
-            "import_file",
-            db,
-            opts.durability.is_some(),
-            Some(&opts.file),
-        )?;
         let counters = Arc::new(Progress::default());
         let c = counters.clone();
         return dest
@@ -175,15 +178,64 @@ fn import_file(
             )
             .map(Summary::from);
     }
-    if pg_keywords {
-        return Err(errors::usage(
-            "import_file(): schema=, tables=, query= and connections= go with a postgresql:// source",
-        ));
-    }
     let failed: stream::Failed = Arc::new(Mutex::new(None));
     let mut inputs = vec![];
     for source in &sources {
         inputs.push(input(source, &failed)?);
+    }
+    let sqlite =
+        liteload::sqlite_files::sqlite_inputs(&inputs).map_err(|e| errors::library_error(&e))?;
+    if let Some(dbs) = sqlite {
+        if pg.schema.is_some() || pg.query.is_some() || pg.connections.is_some() || pg.views {
+            return Err(errors::usage(
+                "import_file(): schema=, query=, views= and connections= go with a postgresql:// source; SQLite files take tables=",
+            ));
+        }
+        let mut sq = liteload::sqlite_files::SqliteOptions::default();
+        sq.tables = pg.tables;
+        sq.keep_rowids = keep_rowids;
+        let counters = Arc::new(Progress::default());
+        let (c, c2) = (counters.clone(), counters.clone());
+        let cluster_opts = opts.clone();
+        let flags = !sq.tables.is_empty() || sq.keep_rowids;
+        return dest
+            .run(
+                py,
+                &counters,
+                None,
+                progress,
+                move |path| {
+                    Ok(liteload::sqlite_files::import_sqlite(
+                        path, &dbs, &sq, &opts, &c,
+                    )?)
+                },
+                move |cluster, ropts| {
+                    if flags {
+                        return Err(liteload::Error::usage(
+                            "tables= and keep_rowids= apply to SQLite files copied into a file; a cluster is booted with every table",
+                        )
+                        .into());
+                    }
+                    Ok(liteload::rqlite::import(
+                        cluster,
+                        &inputs,
+                        &cluster_opts,
+                        ropts,
+                        &c2,
+                    )?)
+                },
+            )
+            .map(Summary::from);
+    }
+    if keep_rowids {
+        return Err(errors::usage(
+            "import_file(): keep_rowids= goes with SQLite files as sources",
+        ));
+    }
+    if pg_keywords {
+        return Err(errors::usage(
+            "import_file(): schema=, tables=, query=, views= and connections= go with a postgresql:// source",
+        ));
     }
     if opts.table.is_none() {
         if let Some(unnamed) = inputs.iter().find(|i| {
@@ -195,12 +247,6 @@ fn import_file(
             )));
         }
     }
-    let dest = dest::Dest::of(
-        "import_file",
-        db,
-        opts.durability.is_some(),
-        Some(&opts.file),
-    )?;
     let counters = Arc::new(Progress::default());
     let result = dest.import(py, &counters, progress, &inputs, &opts);
     // A failure of the caller's file object is the error to raise; the load stopped

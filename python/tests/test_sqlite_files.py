@@ -58,3 +58,21 @@ def test_a_key_in_two_files_is_refused_and_no_file_is_left(tmp_path):
     assert not out.exists()
     liteload.import_file(out, [a, b], on_conflict="replace")
     assert checked(out).execute("SELECT v FROM t").fetchall() == [("b",)]
+
+
+def test_tables_and_keep_rowids_go_with_sqlite_files_only(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    make(a, "CREATE TABLE log (m); INSERT INTO log (rowid, m) VALUES (10, 'x'), (20, 'y'); CREATE TABLE other (z);")
+    make(b, "CREATE TABLE LOG (m); INSERT INTO LOG (rowid, m) VALUES (5, 'z');")
+    out = tmp_path / "out.db"
+    liteload.import_file(out, [a, b], tables=["log"], keep_rowids=True)
+    conn = checked(out)
+    assert conn.execute("SELECT rowid, m FROM log").fetchall() == [(5, "z"), (10, "x"), (20, "y")]
+    assert conn.execute("SELECT name FROM sqlite_schema").fetchall() == [("log",)]
+    csv = tmp_path / "t.csv"
+    csv.write_text("x\n1\n", encoding="utf-8")
+    with pytest.raises(liteload.UsageError, match="keep_rowids= goes with SQLite files"):
+        liteload.import_file(tmp_path / "c.db", csv, keep_rowids=True)
+    with pytest.raises(liteload.UsageError, match="copied table by table"):
+        liteload.import_file(tmp_path / "c.db", [a, csv])
+    assert not (tmp_path / "c.db").exists()

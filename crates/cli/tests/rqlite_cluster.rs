@@ -1503,3 +1503,54 @@ fn xml_and_parquet_related_tables_boot_an_empty_cluster_keyed_by_their_own_id() 
         );
     }
 }
+
+/// SQLite files boot an empty cluster with the file they merge into (their declared
+/// schema, rows and indexes); a cluster that holds data refuses them, with no row sent.
+#[test]
+fn sqlite_files_boot_an_empty_cluster_and_a_cluster_with_data_refuses_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
+    for (p, sql) in [
+        (&a, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL) STRICT; CREATE INDEX t_v ON t (v); \
+              INSERT INTO t VALUES (1, 'é'), (3, 'x');"),
+        (&b, "CREATE TABLE t (v TEXT, id INTEGER PRIMARY KEY); INSERT INTO t VALUES ('z', 2);"),
+    ] {
+        rusqlite::Connection::open(p).unwrap().execute_batch(sql).unwrap();
+    }
+    let c = Cluster::start(1);
+    let args = [
+        "import",
+        &c.url(0),
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-q",
+    ];
+    let out = run(&args);
+    assert!(out.status.success(), "{out:?}");
+    c.wait_local(
+        0,
+        "SELECT (SELECT group_concat(id || v, ',') FROM (SELECT * FROM t ORDER BY id)), \
+         (SELECT sql FROM sqlite_schema WHERE name = 't_v'), \
+         (SELECT strict FROM pragma_table_list WHERE name = 't')",
+        &[vec![
+            Json::from("1é,2z,3x"),
+            Json::from("CREATE INDEX t_v ON t (v)"),
+            Json::from(1),
+        ]],
+    );
+    assert_eq!(
+        c.local_rows(0, "PRAGMA integrity_check"),
+        Some(vec!["\"ok\"".to_string()])
+    );
+    // Now it holds data: refused as a usage error, the table as it was.
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("holds data"),
+        "{out:?}"
+    );
+    assert_eq!(
+        c.local_rows(0, "SELECT count(*) FROM t"),
+        Some(vec!["3".to_string()])
+    );
+}

@@ -170,3 +170,26 @@ fn flags_and_inputs_that_do_not_go_with_sqlite_files_are_usage_errors() {
         assert!(!p.join("o.db").exists(), "{args:?}");
     }
 }
+
+#[test]
+fn sniff_tells_a_database_by_its_header_and_names_its_tables() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let p = dir.path();
+    db_with(
+        &p.join("shop.csv"),
+        "CREATE TABLE \"order items\" (x); CREATE TABLE b (y); CREATE VIEW v AS SELECT 1;",
+    );
+    liteload(p)
+        .args(["sniff", "shop.csv"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("sqlite"))
+        .stdout(predicate::str::contains("(\"order items\", \"b\")"));
+    liteload(p)
+        .args(["sniff", "--json", "shop.csv"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            r#"{"input":"shop.csv","format":"sqlite","tables":["order items","b"]}"#,
+        ));
+}

@@ -1,5 +1,8 @@
 //! PostgreSQL into SQLite: the base tables of a schema (or some of them, or a query's
-//! result) copied into a SQLite file, all read inside one snapshot.
+//! result; views and materialized views too, as tables of their rows, when asked)
+//! copied into a SQLite file, all read inside one snapshot. Every object left behind
+//! (views, sequences, functions, foreign keys, CHECKs, defaults, triggers) is named in
+//! the summary's notes.
 //!
 //! Each table is read with `COPY … TO STDOUT (FORMAT binary)` on several connections
 //! that share the snapshot the first one exports (`pg_export_snapshot`), cut into block
@@ -72,6 +75,9 @@ pub struct PgOptions {
     pub query: Option<String>,
     /// Connections that copy at once; `None`: one per core, at most 8.
     pub connections: Option<usize>,
+    /// Views and materialized views of the schema copied too, each as a table of its
+    /// rows (its SQL in the summary's notes); else each is named there as not copied.
+    pub views: bool,
 }
 
 /// Copies from the PostgreSQL database at `url` (a libpq URI:
@@ -150,14 +156,21 @@ fn copy_once(
         }
         None => {
             let schema = pg.schema.as_deref().unwrap_or("public");
-            catalog::tables(
+            let tables = catalog::tables(
                 &mut main,
                 &server,
                 schema,
                 &pg.tables,
+                pg.views,
                 decimals_real,
                 &mut notes,
-            )?
+            )?;
+            let copied: Vec<String> = tables
+                .iter()
+                .map(|t| t.shown[schema.len() + 1..].to_string())
+                .collect();
+            catalog::not_copied(&mut main, &server, schema, &copied, pg.views, &mut notes)?;
+            tables
         }
     };
     if let (None, Some(t), [one]) = (&pg.query, &opts.table, tables.as_mut_slice()) {
@@ -223,6 +236,8 @@ fn refuse_options(pg: &PgOptions, opts: &ImportOptions) -> Result<()> {
         Some("the column types come from the database")
     } else if opts.if_exists == IfExists::Replace {
         Some("a copy makes its tables; it does not replace tables that exist")
+    } else if pg.query.is_some() && pg.views {
+        Some("views are copied with a schema's tables, not with a query")
     } else if pg.query.is_some() && !pg.tables.is_empty() {
         Some("a query or a list of tables, not both")
     } else if pg.query.is_none() && opts.table.is_some() && pg.tables.len() != 1 {

@@ -80,6 +80,16 @@ pub fn sqlite_inputs(inputs: &[Input]) -> Result<Option<Vec<PathBuf>>> {
     }
 }
 
+/// The tables of the SQLite database at `path` that a copy takes (in its schema's
+/// order), read through SQLite with the file opened read-only.
+pub fn table_names(path: &Path) -> Result<Vec<String>> {
+    Ok(read_source(path, &[])?
+        .tables
+        .into_iter()
+        .map(|t| t.name)
+        .collect())
+}
+
 /// A table of an input, as its file declares it.
 #[derive(Clone, Debug)]
 struct SourceTable {
@@ -162,6 +172,20 @@ pub fn import_sqlite(
     let result = copy(&mut target, exists, &read, sq, opts, progress);
     match result {
         Ok(mut summary) => {
+            if opts.verify {
+                let check: String = target
+                    .conn
+                    .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+                    .map_err(|e| Error::sqlite(format!("{}: checking", db.display()), e))?;
+                if check != "ok" {
+                    target.abort();
+                    return Err(Error::schema(format!(
+                        "{}: SQLite's integrity_check of the copy says: {check}",
+                        db.display()
+                    )));
+                }
+                summary.verified = true;
+            }
             let durability = target.durability;
             summary.notes.splice(0..0, target.notes.drain(..));
             target.commit()?;

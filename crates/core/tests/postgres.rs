@@ -843,3 +843,110 @@ fn the_corners_are_as_the_server_says() {
         assert_eq!(s.rows, 3, "{q:?}");
     }
 }
+
+#[test]
+fn views_copy_as_tables_when_asked_and_every_object_left_behind_is_named() {
+    let pg = PgServer::start();
+    pg.database(
+        "objects",
+        "CREATE TABLE customers (id int PRIMARY KEY, name text NOT NULL DEFAULT 'anon',
+                                 age int CHECK (age >= 0));
+         CREATE TABLE orders (id serial PRIMARY KEY, customer int REFERENCES customers (id),
+                              total numeric DEFAULT 0);
+         INSERT INTO customers VALUES (1, 'Zoë', 30), (2, 'Bo', 40);
+         INSERT INTO orders (customer, total) VALUES (1, 10.5), (1, 2), (2, 7);
+         CREATE VIEW big_spenders AS
+           SELECT c.name, sum(o.total) AS spent FROM customers c JOIN orders o ON o.customer = c.id
+           GROUP BY c.name HAVING sum(o.total) > 5;
+         CREATE MATERIALIZED VIEW order_count AS SELECT count(*) AS n FROM orders;
+         CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+         CREATE TRIGGER orders_touch BEFORE INSERT ON orders FOR EACH ROW EXECUTE FUNCTION touch();",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let copy = |db: &std::path::Path, views: bool| {
+        let mut pgo = PgOptions::default();
+        pgo.views = views;
+        import_postgres(
+            db,
+            &pg.socket_url("objects"),
+            &pgo,
+            &ImportOptions::default(),
+            &Progress::default(),
+        )
+        .unwrap()
+    };
+    let plain = dir.path().join("plain.db");
+    let s = copy(&plain, false);
+    assert_eq!(s.tables, ["customers", "orders"]);
+    let has = |notes: &[String], want: &str| {
+        assert!(
+            notes.iter().any(|n| n.contains(want)),
+            "no note has {want:?}: {notes:#?}"
+        )
+    };
+    for want in [
+        "public.big_spenders: view not copied",
+        "public.order_count: materialized view not copied",
+        "public.orders_id_seq: sequence not copied",
+        "public.touch: function not copied",
+        "public.orders: foreign key \"orders_customer_fkey\" not carried: FOREIGN KEY (customer) REFERENCES customers(id)",
+        "public.customers: CHECK constraint \"customers_age_check\" not carried: CHECK ((age >= 0))",
+        "public.customers: column \"name\"'s default not carried: 'anon'::text",
+        "public.orders: column \"id\"'s default not carried: nextval('orders_id_seq'::regclass)",
+        "public.orders: trigger \"orders_touch\" not copied",
+    ] {
+        has(&s.notes, want);
+    }
+    // With views: each a table of its rows, its SQL in the notes; nothing else changes.
+    let with = dir.path().join("views.db");
+    let s = copy(&with, true);
+    assert_eq!(
+        s.tables,
+        ["big_spenders", "customers", "order_count", "orders"]
+    );
+    has(&s.notes, "public.big_spenders: view copied as a table of its rows; its SQL (PostgreSQL's, not SQLite's): SELECT c.name, sum(o.total) AS spent");
+    has(
+        &s.notes,
+        "public.order_count: materialized view copied as a table",
+    );
+    assert!(
+        !s.notes.iter().any(|n| n.contains("view not copied")),
+        "{:#?}",
+        s.notes
+    );
+    let c = Connection::open(&with).unwrap();
+    support::assert_intact(&c);
+    let spent: Vec<(String, String)> = c
+        .prepare("SELECT name, spent FROM big_spenders ORDER BY name")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        spent,
+        [
+            ("Bo".to_string(), "7".to_string()),
+            ("Zoë".to_string(), "12.5".to_string())
+        ]
+    );
+    let n: i64 = c
+        .query_row("SELECT n FROM order_count", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 3);
+    // Views go with a schema's tables, not with a query.
+    let mut pgo = PgOptions::default();
+    pgo.views = true;
+    pgo.query = Some("SELECT 1".into());
+    let mut o = ImportOptions::default();
+    o.table = Some("q".into());
+    let e = import_postgres(
+        dir.path().join("q.db"),
+        &pg.socket_url("objects"),
+        &pgo,
+        &o,
+        &Progress::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Usage(_)), "{e}");
+}

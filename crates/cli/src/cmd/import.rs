@@ -124,6 +124,12 @@ pub struct ImportArgs {
     )]
     pub query: Option<String>,
 
+    /// PostgreSQL: copy the schema's views and materialized views too, each as a table
+    /// of its rows (its SQL in the summary). Without it each is named there as not
+    /// copied.
+    #[arg(long, help_heading = "PostgreSQL", conflicts_with = "query")]
+    pub views: bool,
+
     /// PostgreSQL: connections that copy at once (default: one per core, at most 8).
     #[arg(long, value_name = "N", help_heading = "PostgreSQL", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub connections: Option<u16>,
@@ -774,9 +780,10 @@ pub fn run(a: ImportArgs) -> Result<()> {
         Some(_) => {}
         None => a.rqlite.check_file()?,
     }
-    if sqlite.is_some() && cluster.is_some() {
+    if sqlite.is_some() && cluster.is_some() && (a.keep_rowids || !a.tables.is_empty()) {
         return Err(UsageError(
-            "SQLite files are copied into a file; to fill a cluster, copy into a file first".into(),
+            "--tables and --keep-rowids apply to SQLite files copied into a file; a cluster is booted with every table"
+                .into(),
         )
         .into());
     }
@@ -814,7 +821,7 @@ pub fn run(a: ImportArgs) -> Result<()> {
 fn postgres_source(a: &ImportArgs) -> Result<Option<(String, liteload::postgres::PgOptions)>> {
     let is_pg = |f: &String| liteload::postgres::is_postgres_url(f);
     // (--tables goes with SQLite files too: checked once the inputs are known.)
-    let pg_flags = a.schema.is_some() || a.query.is_some() || a.connections.is_some();
+    let pg_flags = a.schema.is_some() || a.query.is_some() || a.connections.is_some() || a.views;
     match a.files.as_slice() {
         [one] if is_pg(one) => {
             let mut pg = liteload::postgres::PgOptions::default();
@@ -822,6 +829,7 @@ fn postgres_source(a: &ImportArgs) -> Result<Option<(String, liteload::postgres:
             pg.tables.clone_from(&a.tables);
             pg.query.clone_from(&a.query);
             pg.connections = a.connections.map(usize::from);
+            pg.views = a.views;
             Ok(Some((one.clone(), pg)))
         }
         files if files.iter().any(is_pg) => Err(UsageError(
@@ -829,7 +837,7 @@ fn postgres_source(a: &ImportArgs) -> Result<Option<(String, liteload::postgres:
         )
         .into()),
         _ if pg_flags => Err(UsageError(
-            "--schema, --query and --connections go with a postgresql:// input".into(),
+            "--schema, --query, --views and --connections go with a postgresql:// input".into(),
         )
         .into()),
         _ => Ok(None),

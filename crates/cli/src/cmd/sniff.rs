@@ -39,8 +39,24 @@ fn format_name(f: Format) -> &'static str {
 pub fn run(a: SniffArgs) -> Result<()> {
     let opts = ImportOptions::default();
     let mut rows = vec![];
+    let mut databases = vec![];
     for f in &a.files {
         let input = Input::from_arg(f);
+        if let Input::Path(p) = &input {
+            if liteload::sqlite_files::is_sqlite_file(p) {
+                let tables = liteload::sqlite_files::table_names(p)?;
+                if a.json {
+                    let row = serde_json::json!({
+                        "input": input.display_name(),
+                        "format": "sqlite",
+                        "tables": tables,
+                    });
+                    println!("{row}");
+                }
+                databases.push((input.display_name(), tables));
+                continue;
+            }
+        }
         let (ro, sniffed) = read_plan(&input, &opts)?;
         let delimited = matches!(ro.format, Format::Csv | Format::Tsv);
         let d = sniffed.as_ref().map(|s| &s.dialect);
@@ -66,7 +82,13 @@ pub fn run(a: SniffArgs) -> Result<()> {
     if a.json {
         return Ok(());
     }
-    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(4).max(4);
+    let width = rows
+        .iter()
+        .map(|r| r.0.len())
+        .chain(databases.iter().map(|d| d.0.len()))
+        .max()
+        .unwrap_or(4)
+        .max(4);
     println!(
         "{:<width$}  {:<9}  {:<9}  {:<5}  {:<9}  {:<12}  {:<11}",
         "FILE", "FORMAT", "DELIMITER", "QUOTE", "HEADER", "ENCODING", "COMPRESSION"
@@ -128,6 +150,26 @@ pub fn run(a: SniffArgs) -> Result<()> {
                 ""
             );
         }
+    }
+    for (name, tables) in &databases {
+        let dash = "-";
+        println!(
+            "{name:<width$}  {:<9}  {dash:<9}  {dash:<5}  {dash:<9}  {dash:<12}  {dash:<11}",
+            "sqlite"
+        );
+        println!(
+            "{:<width$}  a database: its tables are copied as they are declared ({})",
+            "",
+            if tables.is_empty() {
+                "none".to_string()
+            } else {
+                tables
+                    .iter()
+                    .map(|t| liteload::quote_ident(t))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        );
     }
     Ok(())
 }

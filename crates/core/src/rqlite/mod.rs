@@ -163,6 +163,13 @@ pub fn import(
             Ok(summary)
         });
     }
+    if crate::sqlite_files::sqlite_inputs(inputs)?.is_some() {
+        return Err(Error::usage(format!(
+            "SQLite files boot an empty single-node cluster with the file they merge into; \
+             node {} holds data (or has peers): merge into a file, then load its tables",
+            client.node()
+        )));
+    }
     import_rows(&client, inputs, opts, ropts, progress, start)
         .map_err(|e| plan::cause_hint(e, inputs, opts))
 }

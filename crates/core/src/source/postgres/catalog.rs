@@ -162,20 +162,32 @@ pub(crate) fn tables(
     server: &Server,
     schema: &str,
     only: &[String],
+    views: bool,
     decimals_real: bool,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Table>> {
     let q = |e: postgres::Error| server.error("reading the catalog", &e);
+    // Base and partitioned tables; with `views`, views and materialized views too,
+    // each copied as a table of its rows.
     let rows = client
         .query(
             "SELECT c.oid, c.relname::text, c.relkind = 'p', \
-             (pg_relation_size(c.oid) / current_setting('block_size')::int8)::int8 \
+             (pg_relation_size(c.oid) / current_setting('block_size')::int8)::int8, \
+             c.relkind::text, CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END \
              FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-             WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition \
+             WHERE n.nspname = $1 AND NOT c.relispartition \
+             AND (c.relkind IN ('r', 'p') OR ($2 AND c.relkind IN ('v', 'm'))) \
              ORDER BY c.relname",
-            &[&schema],
+            &[&schema, &views],
         )
         .map_err(q)?;
+    let mut view_sql: std::collections::HashMap<String, (String, String)> = rows
+        .iter()
+        .filter_map(|r| {
+            let sql: Option<String> = r.get(5);
+            sql.map(|s| (r.get::<_, String>(1), (r.get::<_, String>(4), s)))
+        })
+        .collect();
     let mut found: Vec<(u32, String, bool, i64)> = rows
         .iter()
         .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
@@ -206,6 +218,20 @@ pub(crate) fn tables(
     let mut out: Vec<Table> = vec![];
     for (rel, pg_name, partitioned, blocks) in found {
         let shown = format!("{schema}.{pg_name}");
+        // A view is read whole, by a query: it has no heap to cut, no ONLY.
+        let view = view_sql.remove(&pg_name);
+        if let Some((kind, sql)) = &view {
+            notes.push(format!(
+                "{shown}: {} copied as a table of its rows; its SQL (PostgreSQL's, not \
+                 SQLite's): {}",
+                if kind == "m" {
+                    "materialized view"
+                } else {
+                    "view"
+                },
+                sql.split_whitespace().collect::<Vec<_>>().join(" ")
+            ));
+        }
         let type_rows = client
             .query(
                 &format!(
@@ -245,7 +271,10 @@ pub(crate) fn tables(
             notes.push(format!("{shown}: skipped, it has no columns"));
             continue;
         }
-        let (rowid, indexes) = keys(client, server, rel, &attnums, &columns, &shown, notes)?;
+        let (rowid, indexes) = match &view {
+            Some(_) => (None, vec![]),
+            None => keys(client, server, rel, &attnums, &columns, &shown, notes)?,
+        };
         let heap_in_key_order = match rowid {
             Some(k) => {
                 let key: String = type_rows[k].get(0);
@@ -280,7 +309,11 @@ pub(crate) fn tables(
             // not again (they are not listed).
             from: format!(
                 "{}{}.{}",
-                if partitioned { "" } else { "ONLY " },
+                if partitioned || view.is_some() {
+                    ""
+                } else {
+                    "ONLY "
+                },
                 quote_ident(schema),
                 quote_ident(&pg_name)
             ),
@@ -289,11 +322,122 @@ pub(crate) fn tables(
             rowid,
             indexes,
             blocks,
-            by_blocks: !partitioned,
+            by_blocks: !partitioned && view.is_none(),
             heap_in_key_order,
         });
     }
     Ok(out)
+}
+
+/// Notes for every object of `schema` that the copy of `tables` (their PostgreSQL
+/// names) leaves behind, and why: views and materialized views (unless copied as
+/// tables), sequences, foreign tables, functions and procedures; and of the copied
+/// tables, their foreign keys, CHECK constraints, column defaults and triggers, which
+/// the copy does not carry (each with PostgreSQL's own text of it).
+pub(crate) fn not_copied(
+    client: &mut Client,
+    server: &Server,
+    schema: &str,
+    tables: &[String],
+    views: bool,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    let q = |e: postgres::Error| server.error("reading the catalog", &e);
+    let rows = client
+        .query(
+            "SELECT c.relname::text, c.relkind::text FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relkind IN ('v', 'm', 'S', 'f') ORDER BY c.relname",
+            &[&schema],
+        )
+        .map_err(q)?;
+    for r in rows {
+        let (name, kind): (String, String) = (r.get(0), r.get(1));
+        let what = match kind.as_str() {
+            "v" | "m" if views => continue,
+            "v" => "view not copied (views copies it as a table of its rows)",
+            "m" => "materialized view not copied (views copies it as a table of its rows)",
+            "S" => "sequence not copied (the values it gave are copied as data)",
+            _ => "foreign table not copied (its rows live on another server)",
+        };
+        notes.push(format!("{schema}.{name}: {what}"));
+    }
+    let rows = client
+        .query(
+            "SELECT p.proname::text, p.prokind::text FROM pg_proc p \
+             JOIN pg_namespace n ON n.oid = p.pronamespace \
+             WHERE n.nspname = $1 ORDER BY p.proname",
+            &[&schema],
+        )
+        .map_err(q)?;
+    for r in rows {
+        let (name, kind): (String, String) = (r.get(0), r.get(1));
+        let what = match kind.as_str() {
+            "p" => "procedure",
+            "a" => "aggregate",
+            "w" => "window function",
+            _ => "function",
+        };
+        notes.push(format!(
+            "{schema}.{name}: {what} not copied (SQLite runs no PostgreSQL code)"
+        ));
+    }
+    let rows = client
+        .query(
+            "SELECT c.relname::text, k.conname::text, k.contype::text, pg_get_constraintdef(k.oid) \
+             FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relname = ANY($2) AND k.contype IN ('f', 'c') \
+             ORDER BY c.relname, k.conname",
+            &[&schema, &tables],
+        )
+        .map_err(q)?;
+    for r in rows {
+        let (table, name, kind, def): (String, String, String, String) =
+            (r.get(0), r.get(1), r.get(2), r.get(3));
+        let what = match kind.as_str() {
+            "f" => "foreign key",
+            _ => "CHECK constraint",
+        };
+        notes.push(format!(
+            "{schema}.{table}: {what} {name:?} not carried: {def}"
+        ));
+    }
+    let rows = client
+        .query(
+            "SELECT c.relname::text, a.attname::text, pg_get_expr(d.adbin, d.adrelid), a.attgenerated::text \
+             FROM pg_attrdef d JOIN pg_class c ON c.oid = d.adrelid \
+             JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relname = ANY($2) ORDER BY c.relname, a.attnum",
+            &[&schema, &tables],
+        )
+        .map_err(q)?;
+    for r in rows {
+        let (table, column, expr, generated): (String, String, String, String) =
+            (r.get(0), r.get(1), r.get(2), r.get(3));
+        let what = match generated.as_str() {
+            "" => "default",
+            _ => "generation expression (its values are copied as data)",
+        };
+        notes.push(format!(
+            "{schema}.{table}: column {column:?}'s {what} not carried: {expr}"
+        ));
+    }
+    let rows = client
+        .query(
+            "SELECT c.relname::text, t.tgname::text FROM pg_trigger t \
+             JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relname = ANY($2) AND NOT t.tgisinternal \
+             ORDER BY c.relname, t.tgname",
+            &[&schema, &tables],
+        )
+        .map_err(q)?;
+    for r in rows {
+        let (table, name): (String, String) = (r.get(0), r.get(1));
+        notes.push(format!("{schema}.{table}: trigger {name:?} not copied"));
+    }
+    Ok(())
 }
 
 /// The integer primary key (as a column index) and the indexes of table `rel`, whose
