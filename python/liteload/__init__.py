@@ -479,6 +479,7 @@ def import_file(
     query: Optional[str] = None,
     connections: Optional[int] = None,
     views: bool = False,
+    foreign_keys: bool = False,
     keep_rowids: bool = False,
     progress: Progress = None,
 ) -> Summary:
@@ -493,7 +494,9 @@ def import_file(
     read inside one snapshot; ``query`` copies a query's rows into ``table``;
     ``connections`` copy at once (default: one per core, at most 8); ``views=True``
     copies views and materialized views too, each as a table of its rows (their SQL,
-    and every object not copied, named in the summary's notes). The types map as
+    and every object not copied, named in the summary's notes); ``foreign_keys=True``
+    declares the foreign keys between the copied tables (one column, to a key), the rows
+    checked by ``PRAGMA foreign_key_check`` after the copy. The types map as
     ``liteload import --help`` shows (``decimals`` applies to numeric); a one-column
     integer primary key becomes the INTEGER PRIMARY KEY, other keys and b-tree indexes
     are rebuilt.

@@ -137,6 +137,7 @@ fn import_file(
     pg.query = kw.option("query", "a str")?;
     pg.connections = kw.size("connections", 1)?;
     pg.views = kw.get("views", "a bool")?;
+    pg.foreign_keys = kw.get("foreign_keys", "a bool")?;
     let keep_rowids: bool = kw.get("keep_rowids", "a bool")?;
     kw.finish()?;
     let url = match sources.as_slice() {
@@ -158,7 +159,8 @@ fn import_file(
         || !pg.tables.is_empty()
         || pg.query.is_some()
         || pg.connections.is_some()
-        || pg.views;
+        || pg.views
+        || pg.foreign_keys;
     if let Some(url) = url {
         let counters = Arc::new(Progress::default());
         let c = counters.clone();
@@ -186,9 +188,14 @@ fn import_file(
     let sqlite =
         liteload::sqlite_files::sqlite_inputs(&inputs).map_err(|e| errors::library_error(&e))?;
     if let Some(dbs) = sqlite {
-        if pg.schema.is_some() || pg.query.is_some() || pg.connections.is_some() || pg.views {
+        if pg.schema.is_some()
+            || pg.query.is_some()
+            || pg.connections.is_some()
+            || pg.views
+            || pg.foreign_keys
+        {
             return Err(errors::usage(
-                "import_file(): schema=, query=, views= and connections= go with a postgresql:// source; SQLite files take tables=",
+                "import_file(): schema=, query=, views=, foreign_keys= and connections= go with a postgresql:// source; SQLite files take tables=",
             ));
         }
         let mut sq = liteload::sqlite_files::SqliteOptions::default();
@@ -234,7 +241,7 @@ fn import_file(
     }
     if pg_keywords {
         return Err(errors::usage(
-            "import_file(): schema=, tables=, query=, views= and connections= go with a postgresql:// source",
+            "import_file(): schema=, tables=, query=, views=, foreign_keys= and connections= go with a postgresql:// source",
         ));
     }
     if opts.table.is_none() {

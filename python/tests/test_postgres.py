@@ -296,3 +296,23 @@ def test_a_copy_beside_sqlite3_is_refused_until_it_closes(server, tmp_path):
         assert c.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert c.execute("SELECT count(*), sum(a) FROM mine").fetchone() == (2, 3)
         assert c.execute("SELECT count(*), min(k), max(v) FROM p").fetchone() == (5000, 1, "zoë 999")
+
+
+def test_views_and_foreign_keys_when_asked(server, tmp_path):
+    _database(server, "vfk", "CREATE TABLE c (id int PRIMARY KEY, name text); "
+                             "CREATE TABLE o (id int PRIMARY KEY, c int REFERENCES c (id)); "
+                             "INSERT INTO c VALUES (1, 'é'); INSERT INTO o VALUES (5, 1); "
+                             "CREATE VIEW named AS SELECT o.id, c.name FROM o JOIN c ON c.id = o.c;")
+    db = str(tmp_path / "vfk.db")
+    summary = liteload.import_file(db, _url(server, "vfk"), views=True, foreign_keys=True)
+    assert sorted(summary.tables) == ["c", "named", "o"]
+    assert any("public.named: view copied as a table" in n for n in summary.notes), summary.notes
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT * FROM named").fetchall() == [(5, "é")]
+        assert conn.execute("SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list('o')"
+                            ).fetchall() == [("c", "c", "id")]
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    plain = str(tmp_path / "plain.db")
+    summary = liteload.import_file(plain, _url(server, "vfk"))
+    assert any("public.named: view not copied" in n for n in summary.notes), summary.notes
+    assert any("foreign key \"o_c_fkey\" not carried" in n for n in summary.notes), summary.notes

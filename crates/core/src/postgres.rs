@@ -78,6 +78,10 @@ pub struct PgOptions {
     /// Views and materialized views of the schema copied too, each as a table of its
     /// rows (its SQL in the summary's notes); else each is named there as not copied.
     pub views: bool,
+    /// Foreign keys between the copied tables declared in SQLite (one column, to a key
+    /// or a UNIQUE column), the rows checked by `PRAGMA foreign_key_check` after the
+    /// copy; the others, and all of them without this, named in the summary's notes.
+    pub foreign_keys: bool,
 }
 
 /// Copies from the PostgreSQL database at `url` (a libpq URI:
@@ -138,6 +142,7 @@ fn copy_once(
         .get(0);
     let decimals_real = opts.read.decimals == Decimals::Real;
     let mut notes = vec![];
+    let mut foreign_keys: Vec<Vec<crate::table::ForeignKey>> = vec![];
     let mut tables = match &pg.query {
         Some(q) => {
             let name = opts.table.as_deref().ok_or_else(|| {
@@ -169,7 +174,21 @@ fn copy_once(
                 .iter()
                 .map(|t| t.shown[schema.len() + 1..].to_string())
                 .collect();
-            catalog::not_copied(&mut main, &server, schema, &copied, pg.views, &mut notes)?;
+            let mut carried = vec![];
+            if pg.foreign_keys {
+                let fks = catalog::foreign_keys(
+                    &mut main,
+                    &server,
+                    schema,
+                    &tables,
+                    &mut carried,
+                    &mut notes,
+                )?;
+                foreign_keys = fks;
+            }
+            catalog::not_copied(
+                &mut main, &server, schema, &copied, pg.views, &carried, &mut notes,
+            )?;
             tables
         }
     };
@@ -189,7 +208,7 @@ fn copy_once(
     let pool = Arc::new(Pool::new(server.clone(), snapshot));
     let mut inputs = vec![];
     let mut shapes = vec![];
-    for t in &tables {
+    for (i, t) in tables.iter().enumerate() {
         // Four pieces a connection, and no piece of more than 128 MB of heap.
         let want = (workers * 4).max(usize::try_from(t.blocks / 16_384).unwrap_or(0));
         let pieces = catalog::pieces(&mut main, &server, t, want, trust_heap_order)?;
@@ -212,16 +231,48 @@ fn copy_once(
             table: t.name.clone(),
             rowid: t.rowid.map(|k| t.columns[k].name.clone()),
             indexes: t.indexes.clone(),
+            foreign_keys: foreign_keys.get(i).cloned().unwrap_or_default(),
             ..TableShape::default()
         });
     }
+    let declared = shapes.iter().any(|s| !s.foreign_keys.is_empty());
     let mut summary = load_tables(db, &inputs, shapes, workers.min(4), opts, progress, start)?;
+    if declared {
+        notes.extend(orphans(db, &summary.tables)?);
+    }
     // The snapshot ends; the copy's connections close with the pool.
     let _ = main.batch_execute("COMMIT");
     summary.notes.extend(notes);
     summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
     summary::finish(&mut summary, start);
     Ok(summary)
+}
+
+/// What `PRAGMA foreign_key_check` finds in `tables` of the copy at `db`: a note for
+/// each table with rows whose declared foreign key finds no parent (PostgreSQL checks
+/// its keys as rows change, but a `NOT VALID` key or a trigger-less load may leave some).
+fn orphans(db: &Path, tables: &[String]) -> Result<Vec<String>> {
+    let check = || -> rusqlite::Result<Vec<String>> {
+        let conn =
+            rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        let mut out = vec![];
+        for t in tables {
+            let n: i64 = conn.query_row(
+                "SELECT count(*) FROM pragma_foreign_key_check(?1)",
+                [t],
+                |r| r.get(0),
+            )?;
+            if n > 0 {
+                out.push(format!(
+                    "table {}: {n} row{} whose foreign key finds no parent (PRAGMA foreign_key_check)",
+                    crate::schema::quote_ident(t),
+                    if n == 1 { "" } else { "s" }
+                ));
+            }
+        }
+        Ok(out)
+    };
+    check().map_err(|e| Error::sqlite(format!("{}: checking its foreign keys", db.display()), e))
 }
 
 /// Options that a copy from a database cannot take.
@@ -236,8 +287,8 @@ fn refuse_options(pg: &PgOptions, opts: &ImportOptions) -> Result<()> {
         Some("the column types come from the database")
     } else if opts.if_exists == IfExists::Replace {
         Some("a copy makes its tables; it does not replace tables that exist")
-    } else if pg.query.is_some() && pg.views {
-        Some("views are copied with a schema's tables, not with a query")
+    } else if pg.query.is_some() && (pg.views || pg.foreign_keys) {
+        Some("views and foreign keys are copied with a schema's tables, not with a query")
     } else if pg.query.is_some() && !pg.tables.is_empty() {
         Some("a query or a list of tables, not both")
     } else if pg.query.is_none() && opts.table.is_some() && pg.tables.len() != 1 {

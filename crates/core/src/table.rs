@@ -226,7 +226,7 @@ pub(crate) fn already_held(held: &[HeldIndex], ix: &IndexSpec) -> bool {
 /// `CREATE TABLE` for new columns with their types. A single INTEGER key column becomes
 /// `INTEGER PRIMARY KEY` (the rowid); other keys become a `PRIMARY KEY (…)` clause.
 pub fn create_sql(table: &str, columns: &[(String, ColumnType)], pk: &[String]) -> String {
-    create_sql_referencing(table, columns, pk, None)
+    create_sql_referencing(table, columns, pk, &[])
 }
 
 /// A column that references the key of another table (a nested child's reference to
@@ -238,12 +238,12 @@ pub(crate) struct ForeignKey {
     pub(crate) key: String,
 }
 
-/// [`create_sql`], with `fk` declared as a table constraint.
+/// [`create_sql`], with each of `fks` declared as a table constraint.
 pub(crate) fn create_sql_referencing(
     table: &str,
     columns: &[(String, ColumnType)],
     pk: &[String],
-    fk: Option<&ForeignKey>,
+    fks: &[ForeignKey],
 ) -> String {
     let single_int_pk = pk.len() == 1
         && columns
@@ -263,7 +263,7 @@ pub(crate) fn create_sql_referencing(
         let keys: Vec<String> = pk.iter().map(|k| quote_ident(k)).collect();
         parts.push(format!("PRIMARY KEY ({})", keys.join(", ")));
     }
-    if let Some(fk) = fk {
+    for fk in fks {
         parts.push(format!(
             "FOREIGN KEY ({}) REFERENCES {} ({})",
             quote_ident(&fk.column),

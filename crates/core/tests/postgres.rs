@@ -950,3 +950,97 @@ fn views_copy_as_tables_when_asked_and_every_object_left_behind_is_named() {
     .unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Usage(_)), "{e}");
 }
+
+#[test]
+fn foreign_keys_between_copied_tables_are_declared_when_asked_and_checked() {
+    let pg = PgServer::start();
+    pg.database(
+        "fks",
+        "CREATE TABLE customers (id int PRIMARY KEY, email text UNIQUE, region text);
+         CREATE TABLE regions (code text, zone int, PRIMARY KEY (code, zone));
+         CREATE TABLE orders (id bigint PRIMARY KEY,
+                              customer int REFERENCES customers (id),
+                              by_email text REFERENCES customers (email),
+                              code text, zone int,
+                              FOREIGN KEY (code, zone) REFERENCES regions (code, zone));
+         CREATE TABLE notes (o bigint, t text);
+         INSERT INTO customers VALUES (1, 'a@x', 'n'), (2, 'b@x', 's');
+         INSERT INTO regions VALUES ('n', 1);
+         INSERT INTO orders VALUES (10, 1, 'a@x', 'n', 1), (11, 2, NULL, NULL, NULL);
+         INSERT INTO notes VALUES (10, 'ok'), (99, 'orphan');
+         -- The orphan got in before the key, which is NOT VALID.
+         ALTER TABLE notes ADD CONSTRAINT notes_o_fkey FOREIGN KEY (o) REFERENCES orders (id) NOT VALID;",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let copy = |db: &std::path::Path, fks: bool, tables: &[&str]| {
+        let mut pgo = PgOptions::default();
+        pgo.foreign_keys = fks;
+        pgo.tables = tables.iter().map(|t| t.to_string()).collect();
+        import_postgres(
+            db,
+            &pg.socket_url("fks"),
+            &pgo,
+            &ImportOptions::default(),
+            &Progress::default(),
+        )
+        .unwrap()
+    };
+    let fk_list = |db: &std::path::Path, t: &str| -> Vec<(String, String, String)> {
+        let c = Connection::open(db).unwrap();
+        support::assert_intact(&c);
+        let got = c.prepare(&format!(
+            "SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list('{t}') ORDER BY \"from\""
+        ))
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+        got
+    };
+    let s3 = |a: &str, b: &str, c: &str| (a.to_string(), b.to_string(), c.to_string());
+    let with = dir.path().join("with.db");
+    let s = copy(&with, true, &[]);
+    assert_eq!(
+        fk_list(&with, "orders"),
+        [
+            s3("customers", "by_email", "email"),
+            s3("customers", "customer", "id")
+        ]
+    );
+    assert_eq!(fk_list(&with, "notes"), [s3("orders", "o", "id")]);
+    let has = |notes: &[String], want: &str| {
+        assert!(
+            notes.iter().any(|n| n.contains(want)),
+            "no note has {want:?}: {notes:#?}"
+        )
+    };
+    has(&s.notes, "public.orders: foreign key \"orders_code_zone_fkey\" not declared: it has more than one column");
+    has(
+        &s.notes,
+        "table \"notes\": 1 row whose foreign key finds no parent",
+    );
+    assert!(
+        !s.notes.iter().any(|n| n.contains("orders_customer_fkey")),
+        "{:#?}",
+        s.notes
+    );
+    // The rows are those of the server, keys and all.
+    let c = Connection::open(&with).unwrap();
+    let orphans: i64 = c
+        .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(orphans, 1);
+    // Without the flag nothing is declared, every key named; a key to a table not
+    // copied is not declared, and says why.
+    let without = dir.path().join("without.db");
+    let s = copy(&without, false, &[]);
+    assert!(fk_list(&without, "orders").is_empty());
+    has(&s.notes, "public.orders: foreign key \"orders_customer_fkey\" not carried: FOREIGN KEY (customer) REFERENCES customers(id)");
+    let some = dir.path().join("some.db");
+    let s = copy(&some, true, &["orders", "regions"]);
+    has(&s.notes, "public.orders: foreign key \"orders_customer_fkey\" not declared: the table it references, public.customers, is not copied");
+    assert!(fk_list(&some, "orders").is_empty());
+}

@@ -130,6 +130,13 @@ pub struct ImportArgs {
     #[arg(long, help_heading = "PostgreSQL", conflicts_with = "query")]
     pub views: bool,
 
+    /// PostgreSQL: declare the foreign keys between the copied tables (one column, to a
+    /// key or UNIQUE column), the rows checked after the copy (`PRAGMA
+    /// foreign_key_check`, each table with orphans in the summary). Without it, and for
+    /// the keys SQLite cannot declare, each is named in the summary.
+    #[arg(long, help_heading = "PostgreSQL", conflicts_with = "query")]
+    pub foreign_keys: bool,
+
     /// PostgreSQL: connections that copy at once (default: one per core, at most 8).
     #[arg(long, value_name = "N", help_heading = "PostgreSQL", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub connections: Option<u16>,
@@ -821,7 +828,11 @@ pub fn run(a: ImportArgs) -> Result<()> {
 fn postgres_source(a: &ImportArgs) -> Result<Option<(String, liteload::postgres::PgOptions)>> {
     let is_pg = |f: &String| liteload::postgres::is_postgres_url(f);
     // (--tables goes with SQLite files too: checked once the inputs are known.)
-    let pg_flags = a.schema.is_some() || a.query.is_some() || a.connections.is_some() || a.views;
+    let pg_flags = a.schema.is_some()
+        || a.query.is_some()
+        || a.connections.is_some()
+        || a.views
+        || a.foreign_keys;
     match a.files.as_slice() {
         [one] if is_pg(one) => {
             let mut pg = liteload::postgres::PgOptions::default();
@@ -830,6 +841,7 @@ fn postgres_source(a: &ImportArgs) -> Result<Option<(String, liteload::postgres:
             pg.query.clone_from(&a.query);
             pg.connections = a.connections.map(usize::from);
             pg.views = a.views;
+            pg.foreign_keys = a.foreign_keys;
             Ok(Some((one.clone(), pg)))
         }
         files if files.iter().any(is_pg) => Err(UsageError(
@@ -837,7 +849,7 @@ fn postgres_source(a: &ImportArgs) -> Result<Option<(String, liteload::postgres:
         )
         .into()),
         _ if pg_flags => Err(UsageError(
-            "--schema, --query, --views and --connections go with a postgresql:// input".into(),
+            "--schema, --query, --views, --foreign-keys and --connections go with a postgresql:// input".into(),
         )
         .into()),
         _ => Ok(None),

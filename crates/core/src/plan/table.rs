@@ -104,8 +104,8 @@ pub(crate) fn decide(
             .zip(inferred.iter().copied())
             .collect();
         let mut statements = statements;
-        let fk = shape.and_then(|s| s.foreign_key.as_ref());
-        statements.push(table::create_sql_referencing(table, &cols, pk, fk));
+        let fks = shape.map_or(&[][..], |s| &s.foreign_keys[..]);
+        statements.push(table::create_sql_referencing(table, &cols, pk, fks));
         Ok(TableDecision {
             statements,
             creates: true,

@@ -422,11 +422,11 @@ fn assemble(
                     unique: false,
                     name: None,
                 }];
-                shape.foreign_key = Some(ForeignKey {
+                shape.foreign_keys = vec![ForeignKey {
                     column: PARENT.to_string(),
                     table: parent,
                     key,
-                });
+                }];
             }
             None => shape.indexes = opts.indexes.clone(),
         }

@@ -571,8 +571,8 @@ impl Sink for PageSink<'_> {
             (None, None) => {
                 crate::schema::check_new_table(name, columns.iter().map(String::as_str))?;
                 let pk: Vec<String> = rowid.iter().map(|&i| columns[i].clone()).collect();
-                let fk = shape.as_ref().and_then(|s| s.foreign_key.as_ref());
-                table::create_sql_referencing(name, &cols, &pk, fk)
+                let fks = shape.as_ref().map_or(&[][..], |s| &s.foreign_keys[..]);
+                table::create_sql_referencing(name, &cols, &pk, fks)
             }
         };
         let (mut db, grows) = match self.between.take() {
@@ -585,8 +585,8 @@ impl Sink for PageSink<'_> {
         let mut rows = self.rows_for(&indexes, columns, rowid, &spill_dir, 1);
         if grows {
             let pk: Vec<String> = rowid.iter().map(|&i| columns[i].clone()).collect();
-            let fk = shape.as_ref().and_then(|s| s.foreign_key.clone());
-            rows = rows.growing(name, cols.clone(), pk, fk);
+            let fks = shape.as_ref().map_or(vec![], |s| s.foreign_keys.clone());
+            rows = rows.growing(name, cols.clone(), pk, fks);
         }
         let table = db.table(name, &create).detach();
         Ok(self.building(
@@ -799,7 +799,7 @@ impl PageSink<'_> {
                 let indexes = self.indexes.clone();
                 let mut rows = self.rows_for(&indexes, columns, None, &spill_dir, 1);
                 if sampled.grows {
-                    rows = rows.growing(table, cols.clone(), vec![], None);
+                    rows = rows.growing(table, cols.clone(), vec![], vec![]);
                 }
                 (
                     table.to_string(),
@@ -1460,7 +1460,7 @@ struct Growth {
     name: String,
     columns: Vec<(String, ColumnType)>,
     pk: Vec<String>,
-    fk: Option<crate::table::ForeignKey>,
+    fks: Vec<crate::table::ForeignKey>,
 }
 
 /// What turns batches into a table's rows for the page writer: row `i` of the load gets
@@ -1519,14 +1519,14 @@ impl Rows {
         name: &str,
         columns: Vec<(String, ColumnType)>,
         pk: Vec<String>,
-        fk: Option<crate::table::ForeignKey>,
+        fks: Vec<crate::table::ForeignKey>,
     ) -> Self {
         debug_assert_eq!(columns.len(), self.layout.len());
         self.growth = Some(Growth {
             name: name.to_string(),
             columns,
             pk,
-            fk,
+            fks,
         });
         self
     }
@@ -1668,7 +1668,7 @@ impl Rows {
             name,
             columns: cols,
             pk,
-            fk,
+            fks,
         }) = &mut self.growth
         else {
             return Err(
@@ -1689,12 +1689,7 @@ impl Rows {
         // The batch columns stay in table order: the new ones come last in both.
         let first = self.layout.iter().flatten().count();
         self.layout.extend((first..first + columns.len()).map(Some));
-        table.set_sql(&crate::table::create_sql_referencing(
-            name,
-            cols,
-            pk,
-            fk.as_ref(),
-        ));
+        table.set_sql(&crate::table::create_sql_referencing(name, cols, pk, fks));
         Ok(())
     }
 }

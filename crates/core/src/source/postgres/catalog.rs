@@ -9,13 +9,15 @@ use super::connect::Server;
 use super::decode::Kind;
 use crate::error::{Error, Result};
 use crate::schema::quote_ident;
-use crate::table::IndexSpec;
+use crate::table::{ForeignKey, IndexSpec};
 
 /// A column as it is copied.
 #[derive(Clone, Debug)]
 pub(crate) struct Column {
     /// The name in SQLite (PostgreSQL's, made distinct ignoring ASCII case).
     pub(crate) name: String,
+    /// The name in PostgreSQL (a query's column: its result's name).
+    pub(crate) pg_name: String,
     pub(crate) kind: Kind,
     /// What the copy selects: the column, or its text on the server (`col::text`,
     /// `array_to_json(col)::text`).
@@ -263,6 +265,7 @@ pub(crate) fn tables(
             }
             columns.push(Column {
                 name: name.clone(),
+                pg_name: pg_col,
                 kind,
                 select,
             });
@@ -329,6 +332,109 @@ pub(crate) fn tables(
     Ok(out)
 }
 
+/// The foreign keys of the copied `tables` (of `schema`) that SQLite can declare: one
+/// column referencing a copied table's INTEGER PRIMARY KEY or a column with a UNIQUE
+/// index of its own; for each table (in `tables`' order) its keys, as SQLite names
+/// them. Every other foreign key of theirs is left to [`not_copied`], which names it;
+/// the names of the ones declared are in `carried` (`table.constraint`, PostgreSQL's).
+pub(crate) fn foreign_keys(
+    client: &mut Client,
+    server: &Server,
+    schema: &str,
+    tables: &[Table],
+    carried: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Vec<ForeignKey>>> {
+    let pg_name = |t: &Table| t.shown[schema.len() + 1..].to_string();
+    let names: Vec<String> = tables.iter().map(pg_name).collect();
+    let rows = client
+        .query(
+            "SELECT c.relname::text, k.conname::text, cardinality(k.conkey)::int4, \
+             fns.nspname::text, f.relname::text, a.attname::text, fa.attname::text \
+             FROM pg_constraint k \
+             JOIN pg_class c ON c.oid = k.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
+             JOIN pg_class f ON f.oid = k.confrelid JOIN pg_namespace fns ON fns.oid = f.relnamespace \
+             JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1] \
+             JOIN pg_attribute fa ON fa.attrelid = k.confrelid AND fa.attnum = k.confkey[1] \
+             WHERE n.nspname = $1 AND c.relname = ANY($2) AND k.contype = 'f' \
+             ORDER BY c.relname, k.conname",
+            &[&schema, &names],
+        )
+        .map_err(|e| server.error("reading the catalog", &e))?;
+    let mut out = vec![vec![]; tables.len()];
+    for r in rows {
+        let (table, name, width, ref_schema, ref_table, column, key): (
+            String,
+            String,
+            i32,
+            String,
+            String,
+            String,
+            String,
+        ) = (
+            r.get(0),
+            r.get(1),
+            r.get(2),
+            r.get(3),
+            r.get(4),
+            r.get(5),
+            r.get(6),
+        );
+        let Some(from) = names.iter().position(|n| *n == table) else {
+            continue;
+        };
+        let to = names
+            .iter()
+            .position(|n| *n == ref_table)
+            .filter(|_| ref_schema == schema);
+        let why = match to {
+            _ if width != 1 => Some("it has more than one column".to_string()),
+            None => Some(format!(
+                "the table it references, {ref_schema}.{ref_table}, is not copied"
+            )),
+            Some(to) => {
+                let parent = &tables[to];
+                let col = parent.columns.iter().position(|c| c.pg_name == key);
+                let keyed = col.is_some_and(|k| {
+                    parent.rowid == Some(k)
+                        || parent.indexes.iter().any(|ix| {
+                            ix.unique
+                                && ix.columns.len() == 1
+                                && ix.columns[0] == parent.columns[k].name
+                        })
+                });
+                (!keyed).then(|| {
+                    format!(
+                        "{key:?} of {ref_schema}.{ref_table} has no key or UNIQUE index of its own here"
+                    )
+                })
+            }
+        };
+        let child = tables[from].columns.iter().find(|c| c.pg_name == column);
+        match (why, to, child) {
+            (None, Some(to), Some(child)) => {
+                let parent = &tables[to];
+                let key = parent
+                    .columns
+                    .iter()
+                    .find(|c| c.pg_name == key)
+                    .map_or(key.clone(), |c| c.name.clone());
+                out[from].push(ForeignKey {
+                    column: child.name.clone(),
+                    table: parent.name.clone(),
+                    key,
+                });
+                carried.push(format!("{table}.{name}"));
+            }
+            (why, _, _) => notes.push(format!(
+                "{schema}.{table}: foreign key {name:?} not declared: {}",
+                why.unwrap_or_else(|| "its column is not copied".into())
+            )),
+        }
+    }
+    Ok(out)
+}
+
 /// Notes for every object of `schema` that the copy of `tables` (their PostgreSQL
 /// names) leaves behind, and why: views and materialized views (unless copied as
 /// tables), sequences, foreign tables, functions and procedures; and of the copied
@@ -340,6 +446,7 @@ pub(crate) fn not_copied(
     schema: &str,
     tables: &[String],
     views: bool,
+    carried: &[String],
     notes: &mut Vec<String>,
 ) -> Result<()> {
     let q = |e: postgres::Error| server.error("reading the catalog", &e);
@@ -395,6 +502,9 @@ pub(crate) fn not_copied(
     for r in rows {
         let (table, name, kind, def): (String, String, String, String) =
             (r.get(0), r.get(1), r.get(2), r.get(3));
+        if carried.contains(&format!("{table}.{name}")) {
+            continue;
+        }
         let what = match kind.as_str() {
             "f" => "foreign key",
             _ => "CHECK constraint",
@@ -565,7 +675,12 @@ pub(crate) fn query(
         if let Some(n) = note {
             notes.push(format!("query: column {:?} {n}", c.name()));
         }
-        columns.push(Column { name, kind, select });
+        columns.push(Column {
+            pg_name: c.name().to_string(),
+            name,
+            kind,
+            select,
+        });
     }
     Ok(Table {
         name: name.to_string(),
