@@ -143,6 +143,7 @@ fn copy_once(
     let decimals_real = opts.read.decimals == Decimals::Real;
     let mut notes = vec![];
     let mut foreign_keys: Vec<Vec<crate::table::ForeignKey>> = vec![];
+    let mut defaults: Vec<Vec<(String, String)>> = vec![];
     let mut tables = match &pg.query {
         Some(q) => {
             let name = opts.table.as_deref().ok_or_else(|| {
@@ -175,6 +176,7 @@ fn copy_once(
                 .map(|t| t.shown[schema.len() + 1..].to_string())
                 .collect();
             let mut carried = vec![];
+            defaults = catalog::defaults(&mut main, &server, schema, &tables, &mut carried)?;
             if pg.foreign_keys {
                 let fks = catalog::foreign_keys(
                     &mut main,
@@ -231,11 +233,16 @@ fn copy_once(
             table: t.name.clone(),
             rowid: t.rowid.map(|k| t.columns[k].name.clone()),
             indexes: t.indexes.clone(),
-            foreign_keys: foreign_keys.get(i).cloned().unwrap_or_default(),
+            constraints: crate::table::Constraints {
+                foreign_keys: foreign_keys.get(i).cloned().unwrap_or_default(),
+                defaults: defaults.get(i).cloned().unwrap_or_default(),
+            },
             ..TableShape::default()
         });
     }
-    let declared = shapes.iter().any(|s| !s.foreign_keys.is_empty());
+    let declared = shapes
+        .iter()
+        .any(|s| !s.constraints.foreign_keys.is_empty());
     let mut summary = load_tables(db, &inputs, shapes, workers.min(4), opts, progress, start)?;
     if declared {
         notes.extend(orphans(db, &summary.tables)?);

@@ -226,7 +226,7 @@ pub(crate) fn already_held(held: &[HeldIndex], ix: &IndexSpec) -> bool {
 /// `CREATE TABLE` for new columns with their types. A single INTEGER key column becomes
 /// `INTEGER PRIMARY KEY` (the rowid); other keys become a `PRIMARY KEY (…)` clause.
 pub fn create_sql(table: &str, columns: &[(String, ColumnType)], pk: &[String]) -> String {
-    create_sql_referencing(table, columns, pk, &[])
+    create_sql_referencing(table, columns, pk, &Constraints::default())
 }
 
 /// A column that references the key of another table (a nested child's reference to
@@ -238,12 +238,22 @@ pub(crate) struct ForeignKey {
     pub(crate) key: String,
 }
 
-/// [`create_sql`], with each of `fks` declared as a table constraint.
+/// What a table made by a load declares besides its columns' types and its key.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Constraints {
+    /// Columns referencing other tables of the load.
+    pub(crate) foreign_keys: Vec<ForeignKey>,
+    /// Columns' defaults, as SQL that SQLite evaluates (a literal), by column name.
+    pub(crate) defaults: Vec<(String, String)>,
+}
+
+/// [`create_sql`], with `constraints` declared: each default on its column, each
+/// foreign key as a table constraint.
 pub(crate) fn create_sql_referencing(
     table: &str,
     columns: &[(String, ColumnType)],
     pk: &[String],
-    fks: &[ForeignKey],
+    constraints: &Constraints,
 ) -> String {
     let single_int_pk = pk.len() == 1
         && columns
@@ -256,6 +266,10 @@ pub(crate) fn create_sql_referencing(
             if single_int_pk && n.eq_ignore_ascii_case(&pk[0]) {
                 s.push_str(" PRIMARY KEY");
             }
+            if let Some((_, d)) = constraints.defaults.iter().find(|(c, _)| c == n) {
+                s.push_str(" DEFAULT ");
+                s.push_str(d);
+            }
             s
         })
         .collect();
@@ -263,7 +277,7 @@ pub(crate) fn create_sql_referencing(
         let keys: Vec<String> = pk.iter().map(|k| quote_ident(k)).collect();
         parts.push(format!("PRIMARY KEY ({})", keys.join(", ")));
     }
-    for fk in fks {
+    for fk in &constraints.foreign_keys {
         parts.push(format!(
             "FOREIGN KEY ({}) REFERENCES {} ({})",
             quote_ident(&fk.column),

@@ -891,12 +891,33 @@ fn views_copy_as_tables_when_asked_and_every_object_left_behind_is_named() {
         "public.touch: function not copied",
         "public.orders: foreign key \"orders_customer_fkey\" not carried: FOREIGN KEY (customer) REFERENCES customers(id)",
         "public.customers: CHECK constraint \"customers_age_check\" not carried: CHECK ((age >= 0))",
-        "public.customers: column \"name\"'s default not carried: 'anon'::text",
+        "public.orders: column \"total\"'s default not carried: 0",
         "public.orders: column \"id\"'s default not carried: nextval('orders_id_seq'::regclass)",
         "public.orders: trigger \"orders_touch\" not copied",
     ] {
         has(&s.notes, want);
     }
+    // A constant default SQLite stores as the copy stores the column is declared.
+    let c = Connection::open(&plain).unwrap();
+    let sql: String = c
+        .query_row(
+            "SELECT sql FROM sqlite_schema WHERE name = 'customers'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(sql.contains("\"name\" TEXT DEFAULT 'anon'"), "{sql}");
+    c.execute("INSERT INTO customers (id) VALUES (9)", [])
+        .unwrap();
+    let name: String = c
+        .query_row("SELECT name FROM customers WHERE id = 9", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(name, "anon");
+    assert!(
+        !s.notes.iter().any(|n| n.contains("\"name\"'s default")),
+        "{:#?}",
+        s.notes
+    );
     // With views: each a table of its rows, its SQL in the notes; nothing else changes.
     let with = dir.path().join("views.db");
     let s = copy(&with, true);

@@ -154,7 +154,7 @@ pub(crate) fn plan_generate(
         indexes: vec![],
         declared: Some(crate::table::create_table_sql(&opts.table, &defs)),
         continued,
-        foreign_keys: vec![],
+        constraints: Default::default(),
     };
     let spec_columns: Vec<String> = opts.columns.iter().map(|c| c.name.clone()).collect();
     let written: Vec<&ColumnSpec> = opts

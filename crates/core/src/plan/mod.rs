@@ -99,9 +99,10 @@ pub(crate) struct TableShape {
     /// For a table of a spec that existed when planned: what the plan read of it, which
     /// the writer finds again inside its transaction or fails.
     pub(crate) continued: Option<Continued>,
-    /// Columns referencing other tables of the load (a nested child's parent, a copied
-    /// database's foreign keys), declared when the load makes the table.
-    pub(crate) foreign_keys: Vec<crate::table::ForeignKey>,
+    /// Defaults and columns referencing other tables of the load (a nested child's
+    /// parent, a copied database's foreign keys), declared when the load makes the
+    /// table.
+    pub(crate) constraints: crate::table::Constraints,
 }
 
 /// A table whose rows a load of a spec continues (generate into a table it made
@@ -409,6 +410,7 @@ fn plan_nested<'i>(
     let (mut notes, mut locale_hints) = (spooled.notes, vec![]);
     for (i, load) in loads.iter_mut().enumerate() {
         let child_of_top = spooled.shapes[i]
+            .constraints
             .foreign_keys
             .iter()
             .any(|fk| fk.table == spooled.tables[0].0);

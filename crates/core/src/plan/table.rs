@@ -104,8 +104,9 @@ pub(crate) fn decide(
             .zip(inferred.iter().copied())
             .collect();
         let mut statements = statements;
-        let fks = shape.map_or(&[][..], |s| &s.foreign_keys[..]);
-        statements.push(table::create_sql_referencing(table, &cols, pk, fks));
+        let none = table::Constraints::default();
+        let constraints = shape.map_or(&none, |s| &s.constraints);
+        statements.push(table::create_sql_referencing(table, &cols, pk, constraints));
         Ok(TableDecision {
             statements,
             creates: true,

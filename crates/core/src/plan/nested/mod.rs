@@ -422,7 +422,7 @@ fn assemble(
                     unique: false,
                     name: None,
                 }];
-                shape.foreign_keys = vec![ForeignKey {
+                shape.constraints.foreign_keys = vec![ForeignKey {
                     column: PARENT.to_string(),
                     table: parent,
                     key,

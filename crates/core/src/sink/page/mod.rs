@@ -571,8 +571,9 @@ impl Sink for PageSink<'_> {
             (None, None) => {
                 crate::schema::check_new_table(name, columns.iter().map(String::as_str))?;
                 let pk: Vec<String> = rowid.iter().map(|&i| columns[i].clone()).collect();
-                let fks = shape.as_ref().map_or(&[][..], |s| &s.foreign_keys[..]);
-                table::create_sql_referencing(name, &cols, &pk, fks)
+                let none = table::Constraints::default();
+                let constraints = shape.as_ref().map_or(&none, |s| &s.constraints);
+                table::create_sql_referencing(name, &cols, &pk, constraints)
             }
         };
         let (mut db, grows) = match self.between.take() {
@@ -585,8 +586,10 @@ impl Sink for PageSink<'_> {
         let mut rows = self.rows_for(&indexes, columns, rowid, &spill_dir, 1);
         if grows {
             let pk: Vec<String> = rowid.iter().map(|&i| columns[i].clone()).collect();
-            let fks = shape.as_ref().map_or(vec![], |s| s.foreign_keys.clone());
-            rows = rows.growing(name, cols.clone(), pk, fks);
+            let constraints = shape
+                .as_ref()
+                .map_or_else(Default::default, |s| s.constraints.clone());
+            rows = rows.growing(name, cols.clone(), pk, constraints);
         }
         let table = db.table(name, &create).detach();
         Ok(self.building(
@@ -799,7 +802,7 @@ impl PageSink<'_> {
                 let indexes = self.indexes.clone();
                 let mut rows = self.rows_for(&indexes, columns, None, &spill_dir, 1);
                 if sampled.grows {
-                    rows = rows.growing(table, cols.clone(), vec![], vec![]);
+                    rows = rows.growing(table, cols.clone(), vec![], Default::default());
                 }
                 (
                     table.to_string(),
@@ -1460,7 +1463,7 @@ struct Growth {
     name: String,
     columns: Vec<(String, ColumnType)>,
     pk: Vec<String>,
-    fks: Vec<crate::table::ForeignKey>,
+    constraints: crate::table::Constraints,
 }
 
 /// What turns batches into a table's rows for the page writer: row `i` of the load gets
@@ -1519,14 +1522,14 @@ impl Rows {
         name: &str,
         columns: Vec<(String, ColumnType)>,
         pk: Vec<String>,
-        fks: Vec<crate::table::ForeignKey>,
+        constraints: crate::table::Constraints,
     ) -> Self {
         debug_assert_eq!(columns.len(), self.layout.len());
         self.growth = Some(Growth {
             name: name.to_string(),
             columns,
             pk,
-            fks,
+            constraints,
         });
         self
     }
@@ -1668,7 +1671,7 @@ impl Rows {
             name,
             columns: cols,
             pk,
-            fks,
+            constraints,
         }) = &mut self.growth
         else {
             return Err(
@@ -1689,7 +1692,12 @@ impl Rows {
         // The batch columns stay in table order: the new ones come last in both.
         let first = self.layout.iter().flatten().count();
         self.layout.extend((first..first + columns.len()).map(Some));
-        table.set_sql(&crate::table::create_sql_referencing(name, cols, pk, fks));
+        table.set_sql(&crate::table::create_sql_referencing(
+            name,
+            cols,
+            pk,
+            constraints,
+        ));
         Ok(())
     }
 }

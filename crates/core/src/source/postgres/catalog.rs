@@ -18,6 +18,8 @@ pub(crate) struct Column {
     pub(crate) name: String,
     /// The name in PostgreSQL (a query's column: its result's name).
     pub(crate) pg_name: String,
+    /// Its type as PostgreSQL prints it (`character(5)`; empty for a query's column).
+    pub(crate) pg_type: String,
     pub(crate) kind: Kind,
     /// What the copy selects: the column, or its text on the server (`col::text`,
     /// `array_to_json(col)::text`).
@@ -259,6 +261,7 @@ pub(crate) fn tables(
                 shown: r.get(5),
             };
             let pg_col: String = r.get(0);
+            let pg_type = t.shown.clone();
             let (kind, select, note) = column_kind(&t, &quote_ident(&pg_col), decimals_real);
             if let Some(n) = note {
                 notes.push(format!("{shown}: column {pg_col:?} {n}"));
@@ -266,6 +269,7 @@ pub(crate) fn tables(
             columns.push(Column {
                 name: name.clone(),
                 pg_name: pg_col,
+                pg_type,
                 kind,
                 select,
             });
@@ -424,7 +428,7 @@ pub(crate) fn foreign_keys(
                     table: parent.name.clone(),
                     key,
                 });
-                carried.push(format!("{table}.{name}"));
+                carried.push(format!("constraint {table}.{name}"));
             }
             (why, _, _) => notes.push(format!(
                 "{schema}.{table}: foreign key {name:?} not declared: {}",
@@ -433,6 +437,120 @@ pub(crate) fn foreign_keys(
         }
     }
     Ok(out)
+}
+
+/// The column defaults of the copied `tables` (of `schema`) that SQLite can declare:
+/// a constant (a number, a string, true or false, as `pg_get_expr` prints it, a cast
+/// after it) that SQLite stores as the copy stores the column's values; for each table
+/// (in `tables`' order) its defaults by SQLite's column names. The names of those
+/// declared are added to `carried` (`default table.column`, PostgreSQL's); the others
+/// are left to [`not_copied`], which names them.
+pub(crate) fn defaults(
+    client: &mut Client,
+    server: &Server,
+    schema: &str,
+    tables: &[Table],
+    carried: &mut Vec<String>,
+) -> Result<Vec<Vec<(String, String)>>> {
+    let names: Vec<String> = tables
+        .iter()
+        .map(|t| t.shown[schema.len() + 1..].to_string())
+        .collect();
+    let rows = client
+        .query(
+            "SELECT c.relname::text, a.attname::text, pg_get_expr(d.adbin, d.adrelid) \
+             FROM pg_attrdef d JOIN pg_class c ON c.oid = d.adrelid \
+             JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1 AND c.relname = ANY($2) AND a.attgenerated = '' \
+             ORDER BY c.relname, a.attnum",
+            &[&schema, &names],
+        )
+        .map_err(|e| server.error("reading the catalog", &e))?;
+    let mut out = vec![vec![]; tables.len()];
+    for r in rows {
+        let (table, column, expr): (String, String, String) = (r.get(0), r.get(1), r.get(2));
+        let Some(t) = names.iter().position(|n| *n == table) else {
+            continue;
+        };
+        let Some(c) = tables[t].columns.iter().find(|c| c.pg_name == column) else {
+            continue;
+        };
+        // A text column copied as the server's text of another type (an array as JSON,
+        // say) stores other text than its default's, and char(n) pads it.
+        let plain = c.select == quote_ident(&column) && !c.pg_type.starts_with("character(");
+        if let Some(sql) = sqlite_default(&expr, c.kind, plain) {
+            out[t].push((c.name.clone(), sql));
+            carried.push(format!("default {table}.{column}"));
+        }
+    }
+    Ok(out)
+}
+
+/// SQLite's literal for the PostgreSQL default `expr` of a column of `kind` (`plain`:
+/// a text column copied as it is), or `None` where SQLite would not store what the
+/// copy stores for that value: anything but a constant, a real that is not finite, a
+/// string default of a column whose text the copy writes otherwise.
+fn sqlite_default(expr: &str, kind: Kind, plain: bool) -> Option<String> {
+    let mut e = expr.trim();
+    while e.len() >= 2 && e.starts_with('(') && e.ends_with(')') {
+        e = e[1..e.len() - 1].trim();
+    }
+    // A quoted string, its quotes doubled inside, and a cast after it.
+    let (text, quoted) = if let Some(rest) = e.strip_prefix('\'') {
+        let mut value = String::new();
+        let mut chars = rest.char_indices().peekable();
+        let mut end = None;
+        while let Some((i, ch)) = chars.next() {
+            if ch == '\'' {
+                if chars.peek().is_some_and(|&(_, n)| n == '\'') {
+                    chars.next();
+                    value.push('\'');
+                    continue;
+                }
+                end = Some(i + 1);
+                break;
+            }
+            value.push(ch);
+        }
+        let after = rest[end?..].trim();
+        let cast_ok = after.is_empty()
+            || after.strip_prefix("::").is_some_and(|t| {
+                !t.is_empty()
+                    && t.chars().all(|c| {
+                        c.is_ascii_alphanumeric() || matches!(c, ' ' | '_' | '"' | '(' | ')' | ',')
+                    })
+            });
+        if !cast_ok {
+            return None;
+        }
+        (value, true)
+    } else {
+        (e.to_string(), false)
+    };
+    let number = |s: &str| {
+        let s = s.trim();
+        let digits = s.strip_prefix('-').unwrap_or(s);
+        (!digits.is_empty()
+            && digits
+                .chars()
+                .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'))
+            && digits.starts_with(|c: char| c.is_ascii_digit())
+            && s.parse::<f64>().is_ok_and(f64::is_finite))
+        .then(|| s.to_string())
+    };
+    let literal = |s: &str| format!("'{}'", s.replace('\'', "''"));
+    match kind {
+        Kind::Bool => match (text.as_str(), quoted) {
+            ("true", false) => Some("1".into()),
+            ("false", false) => Some("0".into()),
+            _ => None,
+        },
+        Kind::Int => number(&text).filter(|n| n.parse::<i64>().is_ok()),
+        Kind::Float4 | Kind::Float8 | Kind::Numeric { real: true } => number(&text),
+        Kind::Text if plain && quoted => Some(literal(&text)),
+        _ => None,
+    }
 }
 
 /// Notes for every object of `schema` that the copy of `tables` (their PostgreSQL
@@ -502,7 +620,7 @@ pub(crate) fn not_copied(
     for r in rows {
         let (table, name, kind, def): (String, String, String, String) =
             (r.get(0), r.get(1), r.get(2), r.get(3));
-        if carried.contains(&format!("{table}.{name}")) {
+        if carried.contains(&format!("constraint {table}.{name}")) {
             continue;
         }
         let what = match kind.as_str() {
@@ -526,6 +644,9 @@ pub(crate) fn not_copied(
     for r in rows {
         let (table, column, expr, generated): (String, String, String, String) =
             (r.get(0), r.get(1), r.get(2), r.get(3));
+        if carried.contains(&format!("default {table}.{column}")) {
+            continue;
+        }
         let what = match generated.as_str() {
             "" => "default",
             _ => "generation expression (its values are copied as data)",
@@ -677,6 +798,7 @@ pub(crate) fn query(
         }
         columns.push(Column {
             pg_name: c.name().to_string(),
+            pg_type: String::new(),
             name,
             kind,
             select,
@@ -853,6 +975,39 @@ fn pg_column(table: &Table, c: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_constants_that_sqlite_stores_as_the_copy_does_are_defaults() {
+        use super::{sqlite_default, Kind};
+        let text = Kind::Text;
+        for (expr, kind, plain, want) in [
+            ("0", Kind::Int, true, Some("0")),
+            ("'-1'::integer", Kind::Int, true, Some("-1")),
+            ("(-7)", Kind::Int, true, Some("-7")),
+            ("1.5", Kind::Int, true, None),
+            ("1.5", Kind::Float8, true, Some("1.5")),
+            ("'NaN'::double precision", Kind::Float8, true, None),
+            ("'1e3'::real", Kind::Float4, true, Some("1e3")),
+            ("true", Kind::Bool, true, Some("1")),
+            ("false", Kind::Bool, true, Some("0")),
+            ("'anon'::text", text, true, Some("'anon'")),
+            (
+                "'it''s é'::character varying",
+                text,
+                true,
+                Some("'it''s é'"),
+            ),
+            ("'{}'::integer[]", text, false, None),
+            ("'x'::text", text, false, None),
+            ("now()", Kind::TimestampTz, true, None),
+            ("nextval('s'::regclass)", Kind::Int, true, None),
+            ("'a'::text || 'b'::text", text, true, None),
+            ("'2020-01-01'::date", Kind::Date, true, None),
+            ("0", Kind::Numeric { real: false }, true, None),
+        ] {
+            assert_eq!(sqlite_default(expr, kind, plain).as_deref(), want, "{expr}");
+        }
+    }
+
     #[test]
     fn a_query_loses_what_psql_would_not_run_as_part_of_it() {
         use super::query_body;
