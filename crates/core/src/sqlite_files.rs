@@ -167,9 +167,8 @@ pub fn import_sqlite(
             )));
         }
     }
-    let exists = db.exists();
     let mut target = durability::open(db, opts.durability, opts.file)?;
-    let result = copy(&mut target, exists, &read, sq, opts, progress);
+    let result = copy(&mut target, &read, sq, opts, progress);
     match result {
         Ok(mut summary) => {
             if opts.verify {
@@ -215,6 +214,8 @@ fn refuse_options(sq: &SqliteOptions, opts: &ImportOptions) -> Result<()> {
         Some("the columns and their types come from the inputs' tables")
     } else if opts.table.is_some() {
         Some("tables keep their names (choose some by name instead)")
+    } else if opts.engine == crate::options::Engine::Direct {
+        Some("the rows are copied by SQLite's own INSERT … SELECT, not by the page writer")
     } else if opts.parse_only {
         Some("there is nothing to parse: the rows are copied by SQLite")
     } else if opts.nested != crate::options::Nested::default() {
@@ -345,7 +346,6 @@ fn column_set(columns: &[String]) -> Vec<String> {
 /// then builds the indexes of the tables the load made.
 fn copy(
     target: &mut Target,
-    exists: bool,
     sources: &[Source],
     sq: &SqliteOptions,
     opts: &ImportOptions,
@@ -354,17 +354,14 @@ fn copy(
     let conn = &target.conn;
     let shown_db = target.path.display().to_string();
     let terr = |what: &str, e| Error::sqlite(format!("{shown_db}: {what}"), e);
-    // What the target has now.
-    let mut names_taken: HashSet<String> = conn
-        .prepare("SELECT name FROM main.sqlite_schema")
+    // What the target has now: each object's name and its table's.
+    let there: Vec<(String, String)> = conn
+        .prepare("SELECT lower(name), lower(tbl_name) FROM main.sqlite_schema")
         .and_then(|mut st| {
-            st.query_map([], |r| r.get::<_, String>(0))?
-                .collect::<rusqlite::Result<Vec<String>>>()
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
         })
-        .map_err(|e| terr("reading its schema", e))?
-        .into_iter()
-        .map(|n: String| n.to_ascii_lowercase())
-        .collect();
+        .map_err(|e| terr("reading its schema", e))?;
     let mut plan: Vec<Planned> = vec![];
     let mut by_name: HashMap<String, usize> = HashMap::new();
     let mut notes = vec![];
@@ -561,10 +558,18 @@ fn copy(
         }
     }
     // The indexes of the tables the load made, after their rows, named apart from
-    // every name the target has.
-    for p in &plan {
-        names_taken.insert(p.name.to_ascii_lowercase());
-    }
+    // every name the target has; a table replaced took its own objects with it.
+    let made: HashSet<String> = plan
+        .iter()
+        .filter(|p| p.made_from.is_some())
+        .map(|p| p.name.to_ascii_lowercase())
+        .collect();
+    let mut names_taken: HashSet<String> = there
+        .into_iter()
+        .filter(|(_, table)| !made.contains(table))
+        .map(|(name, _)| name)
+        .collect();
+    names_taken.extend(plan.iter().map(|p| p.name.to_ascii_lowercase()));
     for p in plan.iter().filter(|p| p.made_from.is_some()) {
         let i = p.made_from.unwrap_or(0);
         let Some(t) = sources[i]
@@ -611,7 +616,6 @@ fn copy(
             })?;
         }
     }
-    let _ = exists;
     Ok(Summary {
         rows: rows_total,
         tables: plan.iter().map(|p| p.name.clone()).collect(),

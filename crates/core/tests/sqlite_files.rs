@@ -753,3 +753,46 @@ fn a_database_among_text_inputs_is_refused_and_alone_is_copied_by_import() -> R 
     assert_eq!(sqlite_inputs(&[Input::Path(csv)])?, None);
     Ok(())
 }
+
+#[test]
+fn a_replaced_table_gives_back_its_index_names_and_the_page_writer_is_refused() -> R {
+    let dir = tempfile::tempdir()?;
+    let a = dir.path().join("a.db");
+    db_with(
+        &a,
+        "CREATE TABLE t (x); INSERT INTO t VALUES (1); CREATE INDEX t_x ON t (x);",
+    )?;
+    let there = dir.path().join("there.db");
+    db_with(&there, "CREATE TABLE t (x, y); CREATE INDEX t_x ON t (y); CREATE TABLE u (z); CREATE INDEX u_z ON u (z);")?;
+    let mut opts = ImportOptions::default();
+    opts.if_exists = liteload::IfExists::Replace;
+    import_sqlite(
+        &there,
+        std::slice::from_ref(&a),
+        &SqliteOptions::default(),
+        &opts,
+        &Progress::default(),
+    )?;
+    assert_eq!(
+        rows(
+            &there,
+            "SELECT name, tbl_name FROM sqlite_schema WHERE type = 'index' ORDER BY name"
+        )?,
+        [["t_x", "t"], ["u_z", "u"]].map(|r| r.map(|s| Value::Text(s.into())).to_vec())
+    );
+    assert_eq!(rows(&there, "SELECT x FROM t")?, ints(&[&[1]]));
+    let mut direct = ImportOptions::default();
+    direct.engine = liteload::Engine::Direct;
+    let out = dir.path().join("o.db");
+    let e = import_sqlite(
+        &out,
+        &[a],
+        &SqliteOptions::default(),
+        &direct,
+        &Progress::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e.kind(), liteload::ErrorKind::Usage(_)), "{e}");
+    assert!(!out.exists());
+    Ok(())
+}

@@ -339,8 +339,9 @@ pub(crate) fn tables(
 /// The foreign keys of the copied `tables` (of `schema`) that SQLite can declare: one
 /// column referencing a copied table's INTEGER PRIMARY KEY or a column with a UNIQUE
 /// index of its own; for each table (in `tables`' order) its keys, as SQLite names
-/// them. Every other foreign key of theirs is left to [`not_copied`], which names it;
-/// the names of the ones declared are in `carried` (`table.constraint`, PostgreSQL's).
+/// them. Every other foreign key of theirs is named in `notes` with why and its
+/// definition. Each key is added to `carried` (`constraint table.name`, PostgreSQL's),
+/// so that [`not_copied`] does not name it again.
 pub(crate) fn foreign_keys(
     client: &mut Client,
     server: &Server,
@@ -354,7 +355,8 @@ pub(crate) fn foreign_keys(
     let rows = client
         .query(
             "SELECT c.relname::text, k.conname::text, cardinality(k.conkey)::int4, \
-             fns.nspname::text, f.relname::text, a.attname::text, fa.attname::text \
+             fns.nspname::text, f.relname::text, a.attname::text, fa.attname::text, \
+             pg_get_constraintdef(k.oid) \
              FROM pg_constraint k \
              JOIN pg_class c ON c.oid = k.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
              JOIN pg_class f ON f.oid = k.confrelid JOIN pg_namespace fns ON fns.oid = f.relnamespace \
@@ -384,6 +386,7 @@ pub(crate) fn foreign_keys(
             r.get(5),
             r.get(6),
         );
+        let def: String = r.get(7);
         let Some(from) = names.iter().position(|n| *n == table) else {
             continue;
         };
@@ -428,13 +431,13 @@ pub(crate) fn foreign_keys(
                     table: parent.name.clone(),
                     key,
                 });
-                carried.push(format!("constraint {table}.{name}"));
             }
             (why, _, _) => notes.push(format!(
-                "{schema}.{table}: foreign key {name:?} not declared: {}",
+                "{schema}.{table}: foreign key {name:?} not declared ({}): {def}",
                 why.unwrap_or_else(|| "its column is not copied".into())
             )),
         }
+        carried.push(format!("constraint {table}.{name}"));
     }
     Ok(out)
 }
