@@ -285,6 +285,14 @@ fn read_source(path: &Path, only: &[String]) -> Result<Source> {
             continue;
         }
         let Some(sql) = sql.clone() else { continue };
+        // SQLite writes each table's statement from `CREATE TABLE` on: anything else
+        // was written into the schema by hand, and is not run here.
+        if !sql.starts_with("CREATE TABLE ") {
+            return Err(Error::schema(format!(
+                "{shown}: table {} is declared by a statement that is not a CREATE TABLE",
+                quote_ident(name)
+            )));
+        }
         let shape = layout(&conn, "main", name).map_err(err)?;
         let rowid = if shape.without_rowid || shape.ipk {
             Rowid::Data
@@ -294,11 +302,19 @@ fn read_source(path: &Path, only: &[String]) -> Result<Source> {
                 .find(|n| !shape.all.iter().any(|c| c == n))
                 .map_or(Rowid::Hidden, Rowid::Implicit)
         };
-        let indexes = objects
+        let indexes: Vec<(String, String)> = objects
             .iter()
             .filter(|(k, _, t, s)| k == "index" && t == name && s.is_some())
             .map(|(_, n, _, s)| (n.clone(), s.clone().unwrap_or_default()))
             .collect();
+        if let Some((n, _)) = indexes.iter().find(|(_, s)| {
+            !s.starts_with("CREATE INDEX ") && !s.starts_with("CREATE UNIQUE INDEX ")
+        }) {
+            return Err(Error::schema(format!(
+                "{shown}: index {} is declared by a statement that is not a CREATE INDEX",
+                quote_ident(n)
+            )));
+        }
         tables.push(SourceTable {
             name: name.clone(),
             sql,
@@ -506,7 +522,9 @@ fn copy(
                         ))
                         .map_err(|e| terr("dropping a table to replace it", e))?;
                     }
-                    conn.execute_batch(&t.sql).map_err(|e| {
+                    // One statement (`execute` refuses a second): the text comes from
+                    // the input's file, whose schema could have been written by hand.
+                    conn.execute(&t.sql, []).map_err(|e| {
                         Error::sqlite(
                             format!(
                                 "{}: making table {} as {} declares it",
@@ -608,7 +626,7 @@ fn copy(
                 }
             };
             names_taken.insert(free.to_ascii_lowercase());
-            conn.execute_batch(&sql).map_err(|e| {
+            conn.execute(&sql, []).map_err(|e| {
                 Error::sqlite(
                     format!("{shown_db}: building index {}", quote_ident(&free)),
                     e,

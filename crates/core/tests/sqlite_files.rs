@@ -447,6 +447,22 @@ fn case(seed: u64, existing: bool) -> R {
     reference(&want, &inputs, rule)?;
     let after: Vec<Vec<u8>> = inputs.iter().map(std::fs::read).collect::<Result<_, _>>()?;
     assert!(before == after, "an input was written to");
+    let tables: i64 = inputs
+        .iter()
+        .map(|p| {
+            Connection::open(p)?.query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+        })
+        .sum::<rusqlite::Result<i64>>()?;
+    if tables == 0 {
+        // Nothing to copy is the caller's mistake, and writes nothing.
+        let e = result.err().ok_or("copied no table")?;
+        assert!(matches!(e.kind(), liteload::ErrorKind::Usage(_)), "{e}");
+        return Ok(());
+    }
     match result {
         Ok(summary) => {
             let (g, w) = (contents(&got)?, contents(&want)?);
@@ -794,5 +810,36 @@ fn a_replaced_table_gives_back_its_index_names_and_the_page_writer_is_refused() 
     .unwrap_err();
     assert!(matches!(e.kind(), liteload::ErrorKind::Usage(_)), "{e}");
     assert!(!out.exists());
+    Ok(())
+}
+
+#[test]
+fn a_schema_written_by_hand_runs_no_second_statement_in_the_target() -> R {
+    let dir = tempfile::tempdir()?;
+    let a = dir.path().join("a.db");
+    db_with(
+        &a,
+        "CREATE TABLE t (x); INSERT INTO t VALUES (1); CREATE INDEX i ON t (x);",
+    )?;
+    let c = Connection::open(&a)?;
+    c.execute_batch("PRAGMA writable_schema = ON;")?;
+    c.execute(
+        "UPDATE sqlite_schema SET sql = 'CREATE TABLE t (x); DROP TABLE victim' WHERE name = 't'",
+        [],
+    )?;
+    drop(c);
+    let there = dir.path().join("there.db");
+    db_with(
+        &there,
+        "CREATE TABLE victim (v); INSERT INTO victim VALUES (7);",
+    )?;
+    let result = load(
+        &there,
+        std::slice::from_ref(&a),
+        OnConflict::Fail,
+        &SqliteOptions::default(),
+    );
+    assert!(result.is_err(), "{result:?}");
+    assert_eq!(rows(&there, "SELECT v FROM victim")?, ints(&[&[7]]));
     Ok(())
 }
