@@ -198,6 +198,12 @@ fn import_file(
                 "import_file(): schema=, query=, views=, foreign_keys= and connections= go with a postgresql:// source; SQLite files take tables=",
             ));
         }
+        // An input that Python's sqlite3 has open would lose that connection's locks
+        // when liteload's SQLite closes its own descriptor on it (POSIX locks are the
+        // process's): refused, as a target is.
+        for p in &dbs {
+            same_file::check(p)?;
+        }
         let mut sq = liteload::sqlite_files::SqliteOptions::default();
         sq.tables = pg.tables;
         sq.keep_rowids = keep_rowids;

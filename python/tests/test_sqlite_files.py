@@ -76,3 +76,17 @@ def test_tables_and_keep_rowids_go_with_sqlite_files_only(tmp_path):
     with pytest.raises(liteload.UsageError, match="copied table by table"):
         liteload.import_file(tmp_path / "c.db", [a, csv])
     assert not (tmp_path / "c.db").exists()
+
+
+def test_an_input_open_in_pythons_sqlite3_is_refused_until_it_closes(tmp_path):
+    a = tmp_path / "a.db"
+    make(a, "CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+    conn = sqlite3.connect(a)
+    conn.execute("SELECT * FROM t").fetchall()
+    out = tmp_path / "out.db"
+    with pytest.raises(liteload.UsageError, match="another copy of SQLite"):
+        liteload.import_file(out, a)
+    assert not out.exists()
+    conn.close()
+    liteload.import_file(out, a)
+    assert checked(out).execute("SELECT x FROM t").fetchall() == [(1,)]
