@@ -409,7 +409,9 @@ def _sources(source: Union[Source, Sequence[Source]]) -> list:
     for item in items:
         if isinstance(item, os.PathLike):
             item = os.fspath(item)
-        if isinstance(item, str) and item.lower().startswith(("postgresql://", "postgres://")):
+        if isinstance(item, str) and item.lower().startswith(
+            ("postgresql://", "postgres://", "mysql://", "mariadb://")
+        ):
             out.append(item)
         elif isinstance(item, str) and any(c in item for c in "*?[") and not os.path.exists(item):
             # A pattern names the files it matches, in name order (as the command does
@@ -484,8 +486,8 @@ def import_file(
     progress: Progress = None,
 ) -> Summary:
     """Load CSV, TSV, NDJSON, JSON, XML, Parquet or Arrow data into ``db`` (a path, or
-    an rqlite cluster: ``"rqlite://HOST:PORT"``), or copy a PostgreSQL database or
-    SQLite files.
+    an rqlite cluster: ``"rqlite://HOST:PORT"``), or copy a PostgreSQL, MySQL or
+    MariaDB database or SQLite files.
 
     PostgreSQL: ``source`` is a ``"postgresql://USER@HOST:PORT/DBNAME"`` URI (libpq's
     syntax, ``?host=/socket/dir`` for a socket; the password from the URI,
@@ -500,6 +502,14 @@ def import_file(
     ``liteload import --help`` shows (``decimals`` applies to numeric); a one-column
     integer primary key becomes the INTEGER PRIMARY KEY, other keys and b-tree indexes
     are rebuilt.
+
+    MySQL and MariaDB: ``source`` is a ``"mysql://USER@HOST:PORT/DBNAME"`` (or
+    ``"mariadb://…"``) URI (``?socket=``, ``?ssl-mode=`` as the ``mysql`` client's,
+    ``?ssl-ca=``; the password from the URI, ``MYSQL_PWD`` or the option files'
+    ``[client]`` group). Every base table of the URI's database (or ``schema``'s), or
+    those ``tables`` names, is copied the same way, inside one snapshot; ``query`` and
+    ``connections`` as for PostgreSQL. Views, triggers, routines, foreign keys and
+    CHECKs are named in the summary's notes, not copied.
 
     SQLite files: a source that starts with SQLite's header is a database (whatever its
     name), and all sources must then be: every table (or those ``tables`` names) is

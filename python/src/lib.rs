@@ -146,7 +146,7 @@ fn import_file(
             .ok()
             .map(|s| s.to_cow().map(|c| c.into_owned()))
             .transpose()?
-            .filter(|s| liteload::postgres::is_postgres_url(s)),
+            .filter(|s| liteload::postgres::is_postgres_url(s) || liteload::mysql::is_mysql_url(s)),
         _ => None,
     };
     let dest = dest::Dest::of(
@@ -161,6 +161,35 @@ fn import_file(
         || pg.connections.is_some()
         || pg.views
         || pg.foreign_keys;
+    if let Some(url) = url.clone().filter(|u| liteload::mysql::is_mysql_url(u)) {
+        if pg.views || pg.foreign_keys {
+            return Err(errors::usage(
+                "import_file(): views= and foreign_keys= go with a postgresql:// source; a MySQL copy names views and foreign keys in its summary",
+            ));
+        }
+        let mut my = liteload::mysql::MysqlOptions::default();
+        my.database = pg.schema.clone();
+        my.tables = pg.tables.clone();
+        my.query = pg.query.clone();
+        my.connections = pg.connections;
+        let counters = Arc::new(Progress::default());
+        let c = counters.clone();
+        return dest
+            .run(
+                py,
+                &counters,
+                None,
+                progress,
+                move |path| Ok(liteload::mysql::import_mysql(path, &url, &my, &opts, &c)?),
+                |_, _| {
+                    Err(liteload::Error::usage(
+                        "a MySQL database is copied into a file; to fill a cluster, copy into a file first",
+                    )
+                    .into())
+                },
+            )
+            .map(Summary::from);
+    }
     if let Some(url) = url {
         let counters = Arc::new(Progress::default());
         let c = counters.clone();

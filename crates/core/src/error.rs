@@ -204,7 +204,8 @@ pub enum ErrorKind {
     /// A database server that rows are read from (PostgreSQL, see [`crate::postgres`])
     /// could not be reached, refused the credentials, or failed during the copy.
     Database {
-        /// The server and database (`host:port/dbname`), never with a password.
+        /// The server and database (PostgreSQL's `host:port/dbname`, a MySQL URI),
+        /// never with a password.
         server: String,
         /// What went wrong, with what the server said.
         message: String,
@@ -486,6 +487,11 @@ impl Error {
             ErrorKind::Interrupted => write!(f, "stopped before the end; nothing was changed")?,
             ErrorKind::Cluster { node, message } => write!(f, "rqlite node {node}: {message}")?,
             ErrorKind::Peer { peer, message } => write!(f, "feed server {peer}: {message}")?,
+            // A MySQL server is shown by its URI (scheme and all); PostgreSQL's by
+            // `host:port/dbname`.
+            ErrorKind::Database { server, message } if server.contains("://") => {
+                write!(f, "{server}: {message}")?
+            }
             ErrorKind::Database { server, message } => write!(f, "PostgreSQL {server}: {message}")?,
         }
         match self.hint() {

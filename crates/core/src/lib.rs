@@ -39,8 +39,10 @@ pub mod generate;
 mod import;
 pub mod ingest;
 pub mod kv;
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 mod load_tables;
+#[cfg(feature = "mysql")]
+pub mod mysql;
 mod names;
 mod options;
 mod pipeline;

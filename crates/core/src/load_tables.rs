@@ -39,6 +39,24 @@ pub(crate) fn load_tables(
     import::write(db, &mut plan, opts, progress, start)
 }
 
+/// Why `opts` cannot go with a copy of a database's tables, if it cannot: the keys,
+/// indexes and types come from the database, and the copy makes its tables.
+pub(crate) fn refused_for_copy(opts: &ImportOptions) -> Option<&'static str> {
+    if !opts.pk.is_empty() || !opts.key.is_empty() {
+        Some("keys come from the database's own primary keys")
+    } else if !opts.indexes.is_empty() {
+        Some("indexes come from the database's own")
+    } else if opts.on_conflict != crate::OnConflict::Fail {
+        Some("a conflict rule applies to loads into a table that exists; a copy makes its tables")
+    } else if opts.alter || !opts.types.is_empty() {
+        Some("the column types come from the database")
+    } else if opts.if_exists == crate::table::IfExists::Replace {
+        Some("a copy makes its tables; it does not replace tables that exist")
+    } else {
+        None
+    }
+}
+
 /// What a copy's load adds to its writers: keys that do not rise refused with no file
 /// left, and a name of its own for every object. (What the writers store, keyed tables,
 /// blobs, NaN and all, is the conformance suite's `page_tables` and `sqlite_tables`.)

@@ -56,7 +56,6 @@ use crate::source::postgres::copy::{CopyReader, Pool};
 use crate::source::postgres::decode;
 use crate::source::Input;
 use crate::summary::{self, Summary};
-use crate::table::IfExists;
 
 pub use crate::source::postgres::is_postgres_url;
 
@@ -284,16 +283,8 @@ fn orphans(db: &Path, tables: &[String]) -> Result<Vec<String>> {
 
 /// Options that a copy from a database cannot take.
 fn refuse_options(pg: &PgOptions, opts: &ImportOptions) -> Result<()> {
-    let refused = if !opts.pk.is_empty() || !opts.key.is_empty() {
-        Some("keys come from the database's own primary keys")
-    } else if !opts.indexes.is_empty() {
-        Some("indexes come from the database's own")
-    } else if opts.on_conflict != crate::OnConflict::Fail {
-        Some("a conflict rule applies to loads into a table that exists; a copy makes its tables")
-    } else if opts.alter || !opts.types.is_empty() {
-        Some("the column types come from the database")
-    } else if opts.if_exists == IfExists::Replace {
-        Some("a copy makes its tables; it does not replace tables that exist")
+    let refused = if let Some(why) = crate::load_tables::refused_for_copy(opts) {
+        Some(why)
     } else if pg.query.is_some() && (pg.views || pg.foreign_keys) {
         Some("views and foreign keys are copied with a schema's tables, not with a query")
     } else if pg.query.is_some() && !pg.tables.is_empty() {

@@ -27,6 +27,8 @@ Examples:
   liteload import copy.db 'postgresql://ann@db.example.com/shop'        every table of public
   liteload import copy.db 'postgresql:///shop?host=/var/run/postgresql' --tables orders,items
   liteload import top.db 'postgresql://ann@db/shop' --query 'SELECT * FROM orders WHERE total > 100' --table big
+  liteload import copy.db 'mysql://ann@db.example.com/shop' --tables orders,items
+  liteload import copy.db 'mariadb://root@localhost/shop?socket=/run/mysqld/mysqld.sock'
 
 PostgreSQL (a postgresql:// URI as the one input): every base table of the schema (--schema,
   default public; --tables for some) is copied into a table of the same name, all inside one
@@ -39,6 +41,18 @@ PostgreSQL (a postgresql:// URI as the one input): every base table of the schem
   one-column integer primary key becomes INTEGER PRIMARY KEY; other keys and unique
   constraints UNIQUE indexes; b-tree indexes on columns are rebuilt (others are skipped,
   with a note).
+
+MySQL and MariaDB (a mysql:// or mariadb:// URI as the one input): every base table of the
+  database is copied the same way, inside one snapshot taken under LOCK TABLES … READ (one
+  connection where the user may not lock), in ranges of an integer primary key. The password
+  comes from the URI, MYSQL_PWD or the option files' [client] group; ?ssl-mode= as the
+  mysql client's (DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY), ?ssl-ca=,
+  ?socket=. Types: integers and YEAR INTEGER (BIGINT UNSIGNED declared BLOB: INTEGER, TEXT
+  past 2^63-1); BIT INTEGER; FLOAT/DOUBLE REAL; DECIMAL exact TEXT (--decimals real);
+  DATE YYYY-MM-DD; DATETIME ISO 8601 as written; TIMESTAMP ISO 8601 in UTC with Z; zero
+  dates with their zeros; TIME [-]HHH:MM:SS; strings, ENUM, SET, JSON TEXT in UTF-8;
+  binary strings BLOB; spatial WKB BLOB. Views, triggers, routines, foreign keys and
+  CHECKs are named in the summary, not copied.
 
 Parquet and Arrow: the types come from the file's schema: integers and booleans INTEGER,
   floats REAL (NaN as NULL), strings TEXT, binary BLOB, decimals exact TEXT (--decimals
@@ -91,34 +105,36 @@ pub struct ImportArgs {
 
     /// Input files; `-` reads stdin. A `.gz` suffix is decompressed. A quoted pattern
     /// (`'data/*.parquet'`) is expanded. Or one PostgreSQL database:
-    /// `postgresql://USER@HOST:PORT/DBNAME` (see --schema, --tables, --query). Or SQLite
+    /// `postgresql://USER@HOST:PORT/DBNAME` (see --schema, --tables, --query), or one
+    /// MySQL or MariaDB database: `mysql://USER@HOST:PORT/DBNAME`. Or SQLite
     /// database files (told by their header): every table copied with its declared
     /// schema and indexes, tables of one name merged (see --tables, --keep-rowids,
     /// --on-conflict).
     #[arg(required = true)]
     pub files: Vec<String>,
 
-    // ---- PostgreSQL
-    /// PostgreSQL: the schema whose base tables are copied.
-    #[arg(long, value_name = "NAME", help_heading = "PostgreSQL")]
+    // ---- Databases (PostgreSQL, MySQL/MariaDB)
+    /// PostgreSQL: the schema whose base tables are copied (default public). MySQL: the
+    /// database (default: the URI's).
+    #[arg(long, value_name = "NAME", help_heading = "Databases")]
     pub schema: Option<String>,
 
-    /// PostgreSQL: copy only these tables (exact names, comma-separated). SQLite files:
-    /// only these tables (names as SQLite compares them).
+    /// PostgreSQL, MySQL: copy only these tables (exact names, comma-separated). SQLite
+    /// files: only these tables (names as SQLite compares them).
     #[arg(
         long,
         value_name = "A,B",
         value_delimiter = ',',
-        help_heading = "PostgreSQL",
+        help_heading = "Databases",
         conflicts_with = "query"
     )]
     pub tables: Vec<String>,
 
-    /// PostgreSQL: copy this query's rows instead, into the table --table names.
+    /// PostgreSQL, MySQL: copy this query's rows instead, into the table --table names.
     #[arg(
         long,
         value_name = "SQL",
-        help_heading = "PostgreSQL",
+        help_heading = "Databases",
         conflicts_with = "schema",
         requires = "table"
     )]
@@ -127,18 +143,19 @@ pub struct ImportArgs {
     /// PostgreSQL: copy the schema's views and materialized views too, each as a table
     /// of its rows (its SQL in the summary). Without it each is named there as not
     /// copied.
-    #[arg(long, help_heading = "PostgreSQL", conflicts_with = "query")]
+    #[arg(long, help_heading = "Databases", conflicts_with = "query")]
     pub views: bool,
 
     /// PostgreSQL: declare the foreign keys between the copied tables (one column, to a
     /// key or UNIQUE column), the rows checked after the copy (`PRAGMA
     /// foreign_key_check`, each table with orphans in the summary). Without it, and for
     /// the keys SQLite cannot declare, each is named in the summary.
-    #[arg(long, help_heading = "PostgreSQL", conflicts_with = "query")]
+    #[arg(long, help_heading = "Databases", conflicts_with = "query")]
     pub foreign_keys: bool,
 
-    /// PostgreSQL: connections that copy at once (default: one per core, at most 8).
-    #[arg(long, value_name = "N", help_heading = "PostgreSQL", value_parser = clap::value_parser!(u16).range(1..=64))]
+    /// PostgreSQL, MySQL: connections that read at once (default: one per core, at most
+    /// 8).
+    #[arg(long, value_name = "N", help_heading = "Databases", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub connections: Option<u16>,
 
     // ---- SQLite files
@@ -745,14 +762,19 @@ pub(crate) fn options(a: &ImportArgs) -> Result<ImportOptions, UsageError> {
 
 pub fn run(a: ImportArgs) -> Result<()> {
     let opts = options(&a)?;
-    let postgres = postgres_source(&a)?;
-    let inputs = match postgres {
-        Some(_) => vec![],
-        None => expand(&a.files)?,
-    };
-    let sqlite = match postgres {
+    let mysql = mysql_source(&a)?;
+    let postgres = match mysql {
         Some(_) => None,
-        None => liteload::sqlite_files::sqlite_inputs(&inputs)?,
+        None => postgres_source(&a)?,
+    };
+    let database = postgres.is_some() || mysql.is_some();
+    let inputs = match database {
+        true => vec![],
+        false => expand(&a.files)?,
+    };
+    let sqlite = match database {
+        true => None,
+        false => liteload::sqlite_files::sqlite_inputs(&inputs)?,
     };
     if a.keep_rowids && sqlite.is_none() {
         return Err(UsageError("--keep-rowids goes with SQLite files as inputs".into()).into());
@@ -764,10 +786,11 @@ pub fn run(a: ImportArgs) -> Result<()> {
         )
         .into());
     }
-    if postgres.is_none() && sqlite.is_none() && !a.tables.is_empty() {
-        return Err(
-            UsageError("--tables goes with a postgresql:// input or SQLite files".into()).into(),
-        );
+    if !database && sqlite.is_none() && !a.tables.is_empty() {
+        return Err(UsageError(
+            "--tables goes with a postgresql:// or mysql:// input or SQLite files".into(),
+        )
+        .into());
     }
     if opts.durability == Some(Durability::Unsafe) && !a.quiet {
         eprintln!(
@@ -794,9 +817,9 @@ pub fn run(a: ImportArgs) -> Result<()> {
         )
         .into());
     }
-    if postgres.is_some() && cluster.is_some() {
+    if database && cluster.is_some() {
         return Err(UsageError(
-            "a PostgreSQL database is copied into a file; to fill a cluster, copy into a file first".into(),
+            "a PostgreSQL or MySQL database is copied into a file; to fill a cluster, copy into a file first".into(),
         )
         .into());
     }
@@ -806,6 +829,10 @@ pub fn run(a: ImportArgs) -> Result<()> {
     let result = match (&cluster, postgres) {
         (_, Some((url, pg))) => {
             liteload::postgres::import_postgres(&a.db, &url, &pg, &opts, &progress)
+        }
+        (_, None) if mysql.is_some() => {
+            let (url, my) = mysql.unwrap_or_default();
+            liteload::mysql::import_mysql(&a.db, &url, &my, &opts, &progress)
         }
         (None, None) if sqlite.is_some() => {
             let mut sq = liteload::sqlite_files::SqliteOptions::default();
@@ -822,6 +849,33 @@ pub fn run(a: ImportArgs) -> Result<()> {
     drop(bar);
     let summary = result?;
     report(&a, &summary).context("writing the summary")
+}
+
+/// The MySQL or MariaDB database the inputs name, with what to copy of it; `None` for
+/// anything else.
+fn mysql_source(a: &ImportArgs) -> Result<Option<(String, liteload::mysql::MysqlOptions)>> {
+    let is_my = |f: &String| liteload::mysql::is_mysql_url(f);
+    match a.files.as_slice() {
+        [one] if is_my(one) => {
+            if a.views || a.foreign_keys {
+                return Err(UsageError(
+                    "--views and --foreign-keys go with a postgresql:// input; a MySQL copy names views and foreign keys in its summary".into(),
+                )
+                .into());
+            }
+            let mut my = liteload::mysql::MysqlOptions::default();
+            my.database.clone_from(&a.schema);
+            my.tables.clone_from(&a.tables);
+            my.query.clone_from(&a.query);
+            my.connections = a.connections.map(usize::from);
+            Ok(Some((one.clone(), my)))
+        }
+        files if files.iter().any(is_my) => Err(UsageError(
+            "a MySQL database is the one input of its load: copy files in another run".into(),
+        )
+        .into()),
+        _ => Ok(None),
+    }
 }
 
 /// The PostgreSQL database the inputs name, with what to copy of it; `None` for files.
@@ -849,7 +903,7 @@ fn postgres_source(a: &ImportArgs) -> Result<Option<(String, liteload::postgres:
         )
         .into()),
         _ if pg_flags => Err(UsageError(
-            "--schema, --query, --views, --foreign-keys and --connections go with a postgresql:// input".into(),
+            "--schema, --query, --views, --foreign-keys and --connections go with a postgresql:// (or mysql://) input".into(),
         )
         .into()),
         _ => Ok(None),

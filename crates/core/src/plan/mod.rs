@@ -456,7 +456,7 @@ fn plan_nested<'i>(
 /// schema. The tables are named here, once: a table whose name another of the load has
 /// to SQLite (which ignores case), or that an index or trigger of the existing file
 /// `dest` has, gets a free one, with a note.
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) fn plan_tables<'i>(
     dest: Dest<'_>,
     inputs: &'i [Input],
@@ -565,7 +565,7 @@ pub(crate) fn plan_source(
 /// file with a table's name is that table: the rows go there, as the options allow).
 /// Each renaming is a note. Read without a lock: an object made in between makes the
 /// load fail in its transaction, with nothing written.
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 fn name_tables(dest: Dest<'_>, shapes: &mut [TableShape], notes: &mut Vec<String>) -> Result<()> {
     use crate::schema::quote_ident;
     use rusqlite::OptionalExtension;

@@ -15,6 +15,10 @@ pub mod input;
 pub(crate) mod json;
 pub(crate) mod keys;
 pub mod locale;
+#[cfg(feature = "mysql")]
+pub(crate) mod mysql;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) mod ordered;
 #[cfg(test)]
 mod outcome;
 pub mod parallel;

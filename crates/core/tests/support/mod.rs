@@ -3,6 +3,7 @@
 //! side of each comparison).
 #![allow(dead_code)]
 
+pub mod mysql;
 pub mod pg;
 
 /// A small deterministic generator (xorshift), so that a case is one seed.

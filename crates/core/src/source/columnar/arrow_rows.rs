@@ -14,6 +14,11 @@ use arrow_schema::{ArrowError, DataType, FieldRef};
 use crate::batch::{Batch, Cell, RowOrigin};
 use crate::types::ColumnType;
 
+/// The field metadata key that asks for a UInt64 column's values past `i64::MAX` to be
+/// stored as the TEXT of their digits rather than refused (a source database's
+/// unsigned 64-bit integers).
+pub(crate) const BIG_AS_TEXT: &str = "liteload.uint64_past_i64";
+
 use super::{Decimals, Temporal, SQLITE_MAX_LENGTH};
 
 /// How one Arrow column is stored.
@@ -22,6 +27,10 @@ enum Kind {
     Null,
     Integer,
     UInt64,
+    /// UInt64 whose field asks for values past `i64::MAX` as the TEXT of their digits
+    /// ([`BIG_AS_TEXT`]): declared BLOB (no affinity), so SQLite's insert path keeps
+    /// each value as it comes (INTEGER affinity would make such text REAL).
+    UInt64Text,
     Real,
     Bool,
     Text,
@@ -76,7 +85,7 @@ impl Kind {
             Kind::Integer | Kind::UInt64 | Kind::Bool | Kind::Count => ColumnType::Integer,
             Kind::Real | Kind::DecimalReal => ColumnType::Real,
             Kind::Text | Kind::Iso { .. } | Kind::DecimalText | Kind::Json => ColumnType::Text,
-            Kind::Blob | Kind::Null => ColumnType::Blob,
+            Kind::Blob | Kind::Null | Kind::UInt64Text => ColumnType::Blob,
         }
     }
 }
@@ -110,6 +119,9 @@ impl Columns {
         let mut kinds = Vec::with_capacity(fields.len());
         for (i, f) in fields.iter().enumerate() {
             match Kind::of(f.data_type(), temporal, decimals) {
+                Some(Kind::UInt64) if f.metadata().contains_key(BIG_AS_TEXT) => {
+                    kinds.push(Kind::UInt64Text)
+                }
                 Some(k) => kinds.push(k),
                 None => {
                     return Err((
@@ -238,6 +250,8 @@ pub enum Reader {
     Int(Int64Array),
     /// UInt64, checked per value.
     U64(UInt64Array),
+    /// UInt64, the TEXT of its digits past `i64::MAX`.
+    U64Text(UInt64Array),
     /// Doubles; NaN reads as NULL.
     Real(Float64Array),
     /// Booleans, as 0/1.
@@ -287,6 +301,7 @@ impl Reader {
             Kind::Null => Reader::Null,
             Kind::Integer | Kind::Count => Reader::Int(as_i64(&array)?),
             Kind::UInt64 => Reader::U64(array.as_primitive::<UInt64Type>().clone()),
+            Kind::UInt64Text => Reader::U64Text(array.as_primitive::<UInt64Type>().clone()),
             Kind::Bool => Reader::Bool(array.as_boolean().clone()),
             Kind::Real => Reader::Real(
                 cast(&array, &D::Float64)?
@@ -335,7 +350,7 @@ impl Reader {
         match self {
             Reader::Null => Val::Null,
             Reader::Int(a) => or_null!(a, Val::Int(a.value(row))),
-            Reader::U64(a) => or_null!(a, {
+            Reader::U64(a) | Reader::U64Text(a) => or_null!(a, {
                 let v = a.value(row);
                 i64::try_from(v).map_or(Val::TooBig(v), Val::Int)
             }),
@@ -405,6 +420,14 @@ impl Reader {
                     }
                     Err(_) => Err(Val::TooBig(v)),
                 }
+            }),
+            Reader::U64Text(a) => or_null!(a, {
+                let v = a.value(row);
+                match i64::try_from(v) {
+                    Ok(i) => to.int(i),
+                    Err(_) => to.text(&v.to_string()),
+                }
+                Ok(0)
             }),
             Reader::Real(a) => or_null!(a, {
                 let v = a.value(row);

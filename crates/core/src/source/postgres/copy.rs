@@ -2,33 +2,21 @@
 //! one snapshot, and handed on as Arrow record batches in a fixed order.
 //!
 //! The rows are cut into pieces (block ranges of the table, or key ranges of an
-//! integer primary key, each its own `COPY (SELECT …) TO STDOUT (FORMAT binary)`).
-//! Worker threads take the pieces in order, each on a connection of the [`Pool`] that
-//! has set its transaction to the exported snapshot, and decode them into batches; the
-//! reader hands the batches on piece by piece, so the rows come in piece order (key
-//! order for a key's ranges). A worker starts a piece at most [`AHEAD`] pieces past the
-//! one being read and holds at most [`HELD`] batches of it, which bounds what is held
-//! in memory (a worker that waits on a later piece cannot stall the reader: the piece
-//! being read was taken first, by a worker of its own). Dropping the reader stops the
-//! workers at their next batch.
+//! integer primary key, each its own `COPY (SELECT …) TO STDOUT (FORMAT binary)`), each
+//! read on a connection of the [`Pool`] that has set its transaction to the exported
+//! snapshot, decoded into batches and handed on in piece order (key order for a key's
+//! ranges) by [`crate::source::ordered`].
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 
 use arrow_array::{Array, RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
-use crossbeam_channel::{bounded, Receiver, Sender};
 
 use super::connect::Server;
 use super::decode::{self, Decoder, Kind, Next};
 use crate::error::{Error, Result};
-
-/// Pieces a worker may run ahead of the one being read.
-const AHEAD: usize = 2;
-
-/// Batches of a piece held before its worker waits for the reader: with [`AHEAD`], what
-/// a reader holds in memory is bounded whatever the size of the table.
-const HELD: usize = 16;
+use crate::source::ordered::{Ordered, Pieces};
 
 /// Connections inside one exported snapshot, made as they are needed and reused.
 pub(crate) struct Pool {
@@ -89,47 +77,14 @@ impl Pool {
     }
 }
 
-/// What a worker hands on for one piece.
-enum Msg {
-    Batch(RecordBatch),
-    Done,
-    Failed(Error),
-}
-
-/// What the workers and the reader share.
-struct Shared {
-    /// The next piece a worker takes.
-    next: Mutex<usize>,
-    /// The piece the reader is on, with its condition (workers wait on it).
-    reading: Mutex<usize>,
-    moved: Condvar,
-    stop: AtomicBool,
-}
-
 /// The rows of one table or query, read when first asked for (see the module's docs).
 pub(crate) struct CopyReader {
-    /// Shown in messages: `schema.table`, or `query`.
-    name: String,
     schema: SchemaRef,
-    kinds: Vec<Kind>,
-    pieces: Arc<Vec<String>>,
-    pool: Arc<Pool>,
-    workers: usize,
-    batch_rows: usize,
-    bytes_read: Arc<AtomicU64>,
-    /// Where the load's progress shows what is being read.
-    part: Arc<Mutex<String>>,
+    ordered: Ordered<Work>,
     /// A column whose values must rise strictly (an integer key read in block order, on
     /// the statistics' word), and the flag set when they do not.
     ascending: Option<(usize, Arc<AtomicBool>)>,
     last_key: Option<i64>,
-    running: Option<Running>,
-}
-
-struct Running {
-    shared: Arc<Shared>,
-    pieces: Vec<Receiver<Msg>>,
-    at: usize,
 }
 
 impl CopyReader {
@@ -145,19 +100,27 @@ impl CopyReader {
         batch_rows: usize,
         progress: &crate::progress::Progress,
     ) -> Self {
-        CopyReader {
-            name,
-            schema: decode::schema(columns),
+        let schema = decode::schema(columns);
+        let work = Work {
+            name: name.clone(),
+            schema: schema.clone(),
             kinds: columns.iter().map(|c| c.1).collect(),
-            pieces: Arc::new(pieces),
+            pieces,
             pool,
-            workers: workers.max(1),
             batch_rows: batch_rows.max(1),
             bytes_read: progress.bytes_read.clone(),
-            part: progress.part_handle(),
+        };
+        CopyReader {
+            schema,
+            ordered: Ordered::new(
+                name,
+                work,
+                workers,
+                "liteload-pg-copy",
+                progress.part_handle(),
+            ),
             ascending: None,
             last_key: None,
-            running: None,
         }
     }
 
@@ -191,99 +154,32 @@ impl CopyReader {
         }
         true
     }
-
-    fn start(&mut self) -> Running {
-        let shared = Arc::new(Shared {
-            next: Mutex::new(0),
-            reading: Mutex::new(0),
-            moved: Condvar::new(),
-            stop: AtomicBool::new(false),
-        });
-        let (senders, receivers): (Vec<Sender<Msg>>, Vec<Receiver<Msg>>) =
-            self.pieces.iter().map(|_| bounded(HELD)).unzip();
-        let senders = Arc::new(senders);
-        for _ in 0..self.workers.min(self.pieces.len()) {
-            let work = Work {
-                name: self.name.clone(),
-                schema: self.schema.clone(),
-                kinds: self.kinds.clone(),
-                pieces: self.pieces.clone(),
-                pool: self.pool.clone(),
-                batch_rows: self.batch_rows,
-                bytes_read: self.bytes_read.clone(),
-                shared: shared.clone(),
-                senders: senders.clone(),
-            };
-            std::thread::Builder::new()
-                .name("liteload-pg-copy".into())
-                .spawn(move || work.run())
-                .expect("a thread for the copy");
-        }
-        Running {
-            shared,
-            pieces: receivers,
-            at: 0,
-        }
-    }
-}
-
-impl Drop for CopyReader {
-    fn drop(&mut self) {
-        if let Some(r) = &self.running {
-            r.shared.stop.store(true, Ordering::SeqCst);
-            r.shared.moved.notify_all();
-        }
-    }
 }
 
 impl Iterator for CopyReader {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.running.is_none() {
-            self.name
-                .clone_into(&mut self.part.lock().unwrap_or_else(|p| p.into_inner()));
-            let r = self.start();
-            self.running = Some(r);
-        }
-        loop {
-            let got = {
-                let r = self.running.as_ref().expect("started");
-                r.pieces.get(r.at)?.recv()
-            };
-            let failed = match got {
-                Ok(Msg::Batch(b)) => {
-                    if self.in_order(&b) {
-                        return Some(Ok(b));
-                    }
-                    if let Some((_, broken)) = &self.ascending {
-                        broken.store(true, Ordering::SeqCst);
-                    }
-                    Error::database(
-                        self.pool.server().shown.clone(),
-                        format!(
-                            "{}: the table's rows are not in the order of its key (its \
-                             statistics said they were)",
-                            self.name
-                        ),
-                    )
+        let failed = match self.ordered.next_batch()? {
+            Ok(b) if self.in_order(&b) => return Some(Ok(b)),
+            Ok(_) => {
+                if let Some((_, broken)) = &self.ascending {
+                    broken.store(true, Ordering::SeqCst);
                 }
-                Ok(Msg::Done) => {
-                    let r = self.running.as_mut().expect("started");
-                    r.at += 1;
-                    *r.shared.reading.lock().unwrap_or_else(|p| p.into_inner()) = r.at;
-                    r.shared.moved.notify_all();
-                    continue;
-                }
-                Ok(Msg::Failed(e)) => e,
-                Err(_) => Error::internal(format!("{}: a copying thread stopped early", self.name)),
-            };
-            let r = self.running.as_mut().expect("started");
-            r.at = r.pieces.len();
-            r.shared.stop.store(true, Ordering::SeqCst);
-            r.shared.moved.notify_all();
-            return Some(Err(ArrowError::ExternalError(Box::new(failed))));
-        }
+                self.ordered.stop();
+                let work = self.ordered.pieces();
+                Error::database(
+                    work.pool.server().shown.clone(),
+                    format!(
+                        "{}: the table's rows are not in the order of its key (its \
+                         statistics said they were)",
+                        work.name
+                    ),
+                )
+            }
+            Err(e) => e,
+        };
+        Some(Err(ArrowError::ExternalError(Box::new(failed))))
     }
 }
 
@@ -293,17 +189,26 @@ impl RecordBatchReader for CopyReader {
     }
 }
 
-/// One worker's share of a reader.
+/// What a reader's workers share: the pieces and how they are decoded.
 struct Work {
+    /// Shown in messages: `schema.table`, or `query`.
     name: String,
     schema: SchemaRef,
     kinds: Vec<Kind>,
-    pieces: Arc<Vec<String>>,
+    pieces: Vec<String>,
     pool: Arc<Pool>,
     batch_rows: usize,
     bytes_read: Arc<AtomicU64>,
-    shared: Arc<Shared>,
-    senders: Arc<Vec<Sender<Msg>>>,
+}
+
+impl Pieces for Work {
+    fn count(&self) -> usize {
+        self.pieces.len()
+    }
+
+    fn read(&self, piece: usize, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Result<bool> {
+        self.copy(piece, emit)
+    }
 }
 
 /// The tuples of one piece's COPY stream as its chunks arrive.
@@ -320,7 +225,12 @@ struct Tuples {
 impl Tuples {
     /// Decodes the tuples `chunk` completes, handing on full batches to `tx`; `false`
     /// when the reader has gone.
-    fn feed(&mut self, chunk: &[u8], work: &Work, tx: &Sender<Msg>) -> Result<bool> {
+    fn feed(
+        &mut self,
+        chunk: &[u8],
+        work: &Work,
+        emit: &mut dyn FnMut(RecordBatch) -> bool,
+    ) -> Result<bool> {
         let joined;
         let data: &[u8] = if self.carry.is_empty() {
             chunk
@@ -355,10 +265,7 @@ impl Tuples {
                     at += len;
                     let full = self.decoder.rows() >= work.batch_rows
                         || self.decoder.bytes() >= BATCH_BYTES;
-                    if full
-                        && (tx.send(Msg::Batch(self.decoder.finish())).is_err()
-                            || work.shared.stop.load(Ordering::SeqCst))
-                    {
+                    if full && !emit(self.decoder.finish()) {
                         return Ok(false);
                     }
                 }
@@ -378,51 +285,9 @@ impl Tuples {
 const BATCH_BYTES: usize = 16 << 20;
 
 impl Work {
-    fn run(self) {
-        loop {
-            let piece = {
-                let mut next = self.shared.next.lock().unwrap_or_else(|p| p.into_inner());
-                if *next >= self.pieces.len() {
-                    return;
-                }
-                *next += 1;
-                *next - 1
-            };
-            // Wait until the reader is near this piece.
-            {
-                let mut reading = self
-                    .shared
-                    .reading
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner());
-                while piece > *reading + AHEAD && !self.shared.stop.load(Ordering::SeqCst) {
-                    reading = self
-                        .shared
-                        .moved
-                        .wait(reading)
-                        .unwrap_or_else(|p| p.into_inner());
-                }
-            }
-            if self.shared.stop.load(Ordering::SeqCst) {
-                return;
-            }
-            let tx = &self.senders[piece];
-            match self.copy(piece, tx) {
-                Ok(true) => {
-                    let _ = tx.send(Msg::Done);
-                }
-                Ok(false) => return,
-                Err(e) => {
-                    let _ = tx.send(Msg::Failed(e));
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Runs piece `piece`, sending its batches to `tx`; `Ok(false)` when the reader
+    /// Runs piece `piece`, handing its batches to `emit`; `Ok(false)` when the reader
     /// has gone.
-    fn copy(&self, piece: usize, tx: &Sender<Msg>) -> Result<bool> {
+    fn copy(&self, piece: usize, emit: &mut dyn FnMut(RecordBatch) -> bool) -> Result<bool> {
         use futures_util::StreamExt;
         let session = self.pool.take()?;
         let server = self.pool.server();
@@ -446,7 +311,7 @@ impl Work {
                 let chunk = chunk.map_err(|e| failed(&e))?;
                 self.bytes_read
                     .fetch_add(chunk.len() as u64, Ordering::Relaxed);
-                if !tuples.feed(&chunk, self, tx)? {
+                if !tuples.feed(&chunk, self, emit)? {
                     return Ok(false);
                 }
             }
@@ -465,7 +330,7 @@ impl Work {
             ));
         }
         let decoder = &mut tuples.decoder;
-        if decoder.rows() > 0 && tx.send(Msg::Batch(decoder.finish())).is_err() {
+        if decoder.rows() > 0 && !emit(decoder.finish()) {
             return Ok(false);
         }
         self.pool.give(session);

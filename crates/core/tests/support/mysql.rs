@@ -1,0 +1,182 @@
+//! A real MariaDB server for the tests, started from Debian's binaries (`mariadbd`,
+//! `mariadb-install-db`; or `LITELOAD_MARIADB_BIN`, the folder holding both) in a
+//! temporary directory: a Unix socket there and a free loopback port; `root` on the
+//! socket without a password, and `app` with the password [`PASSWORD`] over TCP. Killed
+//! when dropped. `.ci/run` installs the package when it is missing.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use mysql::prelude::Queryable;
+
+pub const PASSWORD: &str = "s3cret pw";
+
+pub struct MyServer {
+    dir: tempfile::TempDir,
+    pub port: u16,
+    child: Child,
+}
+
+fn tool(name: &str) -> PathBuf {
+    if let Some(d) = std::env::var_os("LITELOAD_MARIADB_BIN") {
+        return PathBuf::from(d).join(name);
+    }
+    for d in ["/usr/sbin", "/usr/bin"] {
+        let p = PathBuf::from(d).join(name);
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!("MariaDB's {name} (apt-get install mariadb-server; or set LITELOAD_MARIADB_BIN)")
+}
+
+impl MyServer {
+    pub fn start() -> MyServer {
+        let dir = tempfile::Builder::new()
+            .prefix("liteload-my")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let data = dir.path().join("data");
+        let user = if is_root() { "root" } else { "" };
+        let mut install = Command::new(tool("mariadb-install-db"));
+        install
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
+        if !user.is_empty() {
+            install.arg("--user=root");
+        }
+        let out = install.output().unwrap();
+        assert!(
+            out.status.success(),
+            "mariadb-install-db: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let mut server = Command::new(tool("mariadbd"));
+        server
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--socket={}", dir.path().join("sock").display()))
+            .arg(format!("--port={port}"))
+            .args([
+                "--bind-address=127.0.0.1",
+                "--innodb-buffer-pool-size=128M",
+                "--innodb-log-file-size=64M",
+                "--innodb-flush-log-at-trx-commit=0",
+                "--skip-log-bin",
+                "--default-time-zone=+05:30",
+            ])
+            .arg(format!(
+                "--log-error={}",
+                dir.path().join("err.log").display()
+            ))
+            .arg(format!("--pid-file={}", dir.path().join("pid").display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if !user.is_empty() {
+            server.arg("--user=root");
+        }
+        let child = server.spawn().unwrap();
+        let s = MyServer { dir, port, child };
+        for _ in 0..300 {
+            if s.try_root().is_ok() {
+                s.root()
+                    .query_drop(format!(
+                    "CREATE USER app@'%' IDENTIFIED BY '{PASSWORD}'; GRANT ALL ON *.* TO app@'%'"
+                ))
+                    .unwrap();
+                return s;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!(
+            "MariaDB did not start: {}",
+            std::fs::read_to_string(s.dir.path().join("err.log")).unwrap_or_default()
+        );
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("sock")
+    }
+
+    /// A URI for `root` over the socket.
+    pub fn socket_url(&self, db: &str) -> String {
+        format!("mysql://root@/{db}?socket={}", self.socket().display())
+    }
+
+    /// A URI over TCP for `app`, without its password.
+    pub fn tcp_url(&self, db: &str) -> String {
+        format!("mysql://app@127.0.0.1:{}/{db}?ssl-mode=DISABLED", self.port)
+    }
+
+    /// A URI over TCP for `app`, with its password (percent-encoded).
+    pub fn tcp_url_with_password(&self, db: &str) -> String {
+        format!(
+            "mysql://app:{}@127.0.0.1:{}/{db}?ssl-mode=DISABLED",
+            PASSWORD.replace(' ', "%20"),
+            self.port
+        )
+    }
+
+    fn try_root(&self) -> mysql::Result<mysql::Conn> {
+        mysql::Conn::new(
+            mysql::OptsBuilder::new()
+                .socket(Some(self.socket().to_str().unwrap()))
+                .user(Some("root"))
+                .prefer_socket(false),
+        )
+    }
+
+    /// `root` on the socket.
+    pub fn root(&self) -> mysql::Conn {
+        self.try_root().unwrap()
+    }
+
+    /// `root` on the socket in database `db`.
+    pub fn conn(&self, db: &str) -> mysql::Conn {
+        let mut c = self.root();
+        c.query_drop(format!("USE `{db}`")).unwrap();
+        c
+    }
+
+    /// Makes database `db` and runs `sql` in it (several statements, each checked:
+    /// dropping a result unread would hide a later statement's error).
+    pub fn database(&self, db: &str, sql: &str) {
+        self.root()
+            .query_drop(format!("CREATE DATABASE `{db}`"))
+            .unwrap();
+        let mut c = self.conn(db);
+        let mut r = c.query_iter(sql).unwrap();
+        while let Some(set) = r.iter() {
+            for row in set {
+                row.unwrap();
+            }
+        }
+    }
+
+    /// Kills the server at once (SIGKILL).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for MyServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
