@@ -5,6 +5,8 @@
 
 #[path = "../../core/tests/support/mysql.rs"]
 mod mysql_server;
+#[path = "../../core/tests/support/pki.rs"]
+mod pki;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

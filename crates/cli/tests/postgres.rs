@@ -5,6 +5,8 @@
 
 #[path = "../../core/tests/support/pg.rs"]
 mod pg;
+#[path = "../../core/tests/support/pki.rs"]
+mod pki;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -572,3 +572,81 @@ fn failures_are_clear_and_leave_no_file() {
     });
     no_file("a server that died");
 }
+
+#[test]
+fn ssl_mode_is_honored() {
+    let my = MyServer::start_tls();
+    my.database("tls", "CREATE TABLE t (x INT); INSERT INTO t VALUES (1);");
+    let dir = tempfile::tempdir().unwrap();
+    // What the copy's own connection says of itself: its cipher, empty when plain.
+    let mut mo = MysqlOptions::default();
+    mo.query = Some(
+        "SELECT VARIABLE_VALUE AS c FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'Ssl_cipher'"
+            .into(),
+    );
+    let mut opts = ImportOptions::default();
+    opts.table = Some("s".into());
+    let pw = support::mysql::PASSWORD.replace(' ', "%20");
+    let url =
+        |host: &str, params: &str| format!("mysql://app:{pw}@{host}:{}/tls?{params}", my.port);
+    let cipher_of = |url: &str| -> Result<String, liteload::Error> {
+        let db = dir.path().join("ssl.db");
+        let _ = std::fs::remove_file(&db);
+        import_mysql(&db, url, &mo, &opts, &Progress::default())?;
+        let c = Connection::open(&db).unwrap();
+        Ok(c.query_row("SELECT c FROM s", [], |r| r.get(0)).unwrap())
+    };
+    let ca = my.ca_pem().display().to_string();
+    let other = my.other_ca_pem().display().to_string();
+    assert_eq!(
+        cipher_of(&url("127.0.0.1", "ssl-mode=DISABLED")).unwrap(),
+        ""
+    );
+    assert_ne!(
+        cipher_of(&url("127.0.0.1", "ssl-mode=PREFERRED")).unwrap(),
+        ""
+    );
+    assert_ne!(
+        cipher_of(&url("127.0.0.1", "")).unwrap(),
+        "",
+        "PREFERRED is the default"
+    );
+    assert_ne!(
+        cipher_of(&url("127.0.0.1", "ssl-mode=REQUIRED")).unwrap(),
+        ""
+    );
+    assert_ne!(
+        cipher_of(&url(
+            "127.0.0.1",
+            &format!("ssl-mode=VERIFY_IDENTITY&ssl-ca={ca}")
+        ))
+        .unwrap(),
+        ""
+    );
+    assert_ne!(
+        cipher_of(&url(
+            "127.0.0.1",
+            &format!("ssl-mode=VERIFY_CA&ssl-ca={ca}")
+        ))
+        .unwrap(),
+        ""
+    );
+    for refused in [
+        url("127.0.0.1", &format!("ssl-mode=VERIFY_CA&ssl-ca={other}")),
+        url("127.0.0.1", "ssl-mode=VERIFY_IDENTITY"),
+    ] {
+        let e = cipher_of(&refused).unwrap_err();
+        assert!(
+            matches!(e.kind(), ErrorKind::Database { .. }),
+            "{refused}: {e}"
+        );
+        assert!(!dir.path().join("ssl.db").exists());
+    }
+    // REQUIRED against a server without TLS is refused; PREFERRED falls back.
+    let plain = MyServer::start();
+    plain.database("tls", "CREATE TABLE t (x INT);");
+    let purl = |params: &str| format!("mysql://app:{pw}@127.0.0.1:{}/tls?{params}", plain.port);
+    assert_eq!(cipher_of(&purl("ssl-mode=PREFERRED")).unwrap(), "");
+    let e = cipher_of(&purl("ssl-mode=REQUIRED")).unwrap_err();
+    assert!(e.to_string().contains("does not offer TLS"), "{e}");
+}

@@ -5,6 +5,7 @@
 
 pub mod mysql;
 pub mod pg;
+pub mod pki;
 
 /// A small deterministic generator (xorshift), so that a case is one seed.
 pub struct Rng(pub u64);

@@ -10,6 +10,8 @@ use std::process::{Child, Command, Stdio};
 
 use mysql::prelude::Queryable;
 
+use super::pki;
+
 pub const PASSWORD: &str = "s3cret pw";
 
 pub struct MyServer {
@@ -33,11 +35,33 @@ fn tool(name: &str) -> PathBuf {
 
 impl MyServer {
     pub fn start() -> MyServer {
+        Self::start_with(false)
+    }
+
+    /// A server that also speaks TLS, with a certificate for `localhost` and 127.0.0.1
+    /// signed by a CA whose PEM is [`MyServer::ca_pem`]; a second, unrelated CA is
+    /// [`MyServer::other_ca_pem`].
+    pub fn start_tls() -> MyServer {
+        Self::start_with(true)
+    }
+
+    pub fn ca_pem(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    pub fn other_ca_pem(&self) -> PathBuf {
+        self.dir.path().join("other-ca.pem")
+    }
+
+    fn start_with(tls: bool) -> MyServer {
         let dir = tempfile::Builder::new()
             .prefix("liteload-my")
             .tempdir_in("/tmp")
             .unwrap();
         let data = dir.path().join("data");
+        if tls {
+            pki::write_pki(dir.path());
+        }
         let user = if is_root() { "root" } else { "" };
         let mut install = Command::new(tool("mariadb-install-db"));
         install
@@ -81,6 +105,14 @@ impl MyServer {
             .stderr(Stdio::null());
         if !user.is_empty() {
             server.arg("--user=root");
+        }
+        if tls {
+            let d = dir.path().display();
+            server.args([
+                format!("--ssl-cert={d}/server.crt"),
+                format!("--ssl-key={d}/server.key"),
+                format!("--ssl-ca={d}/ca.pem"),
+            ]);
         }
         let child = server.spawn().unwrap();
         let s = MyServer { dir, port, child };
