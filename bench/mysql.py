@@ -55,13 +55,16 @@ def start_server(workdir, port):
     mydir = os.path.join(workdir, "my")
     data = os.path.join(mydir, "data")
     root = ["--user=root"] if os.geteuid() == 0 else []
+    # A temp directory of its own: a starting server deletes every #sql* file in its tmpdir.
+    tmp = os.path.join(mydir, "tmp")
     if not os.path.exists(data):
-        os.makedirs(mydir, exist_ok=True)
-        subprocess.run([tool("mariadb-install-db"), "--no-defaults", f"--datadir={data}",
+        os.makedirs(tmp, exist_ok=True)
+        subprocess.run([tool("mariadb-install-db"), "--no-defaults", f"--datadir={data}", f"--tmpdir={tmp}",
                         "--auth-root-authentication-method=normal", "--skip-test-db"] + root,
                        check=True, stdout=subprocess.DEVNULL)
     sock = os.path.join(mydir, "sock")
-    proc = subprocess.Popen([tool("mariadbd"), "--no-defaults", f"--datadir={data}", f"--socket={sock}",
+    proc = subprocess.Popen([tool("mariadbd"), "--no-defaults", f"--datadir={data}", f"--tmpdir={tmp}",
+                             f"--socket={sock}",
                              f"--port={port}", "--bind-address=127.0.0.1", "--skip-log-bin",
                              "--innodb-buffer-pool-size=2G", "--innodb-log-file-size=512M",
                              "--innodb-flush-log-at-trx-commit=0", "--max-connections=100",

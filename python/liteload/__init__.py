@@ -507,9 +507,9 @@ def import_file(
     ``"mariadb://…"``) URI (``?socket=``, ``?ssl-mode=`` as the ``mysql`` client's,
     ``?ssl-ca=``; the password from the URI, ``MYSQL_PWD`` or the option files'
     ``[client]`` group). Every base table of the URI's database (or ``schema``'s), or
-    those ``tables`` names, is copied the same way, inside one snapshot; ``query`` and
-    ``connections`` as for PostgreSQL. Views, triggers, routines, foreign keys and
-    CHECKs are named in the summary's notes, not copied.
+    those ``tables`` names, is copied the same way, inside one snapshot; ``query``,
+    ``connections``, ``views`` and ``foreign_keys`` as for PostgreSQL. Triggers,
+    routines, events and CHECKs are named in the summary's notes, not copied.
 
     SQLite files: a source that starts with SQLite's header is a database (whatever its
     name), and all sources must then be: every table (or those ``tables`` names) is

@@ -162,16 +162,13 @@ fn import_file(
         || pg.views
         || pg.foreign_keys;
     if let Some(url) = url.clone().filter(|u| liteload::mysql::is_mysql_url(u)) {
-        if pg.views || pg.foreign_keys {
-            return Err(errors::usage(
-                "import_file(): views= and foreign_keys= go with a postgresql:// source; a MySQL copy names views and foreign keys in its summary",
-            ));
-        }
         let mut my = liteload::mysql::MysqlOptions::default();
         my.database = pg.schema.clone();
         my.tables = pg.tables.clone();
         my.query = pg.query.clone();
         my.connections = pg.connections;
+        my.views = pg.views;
+        my.foreign_keys = pg.foreign_keys;
         let counters = Arc::new(Progress::default());
         let c = counters.clone();
         return dest

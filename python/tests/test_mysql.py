@@ -31,15 +31,20 @@ def _tool(name):
 def server():
     d = tempfile.mkdtemp(prefix="liteload-my-py")
     data = os.path.join(d, "data")
+    # A temp directory of its own: a starting server deletes every #sql* file in its
+    # tmpdir, another server's temporary tables included.
+    tmp = os.path.join(d, "tmp")
+    os.mkdir(tmp)
     root = ["--user=root"] if os.geteuid() == 0 else []
-    subprocess.run([_tool("mariadb-install-db"), "--no-defaults", f"--datadir={data}",
+    subprocess.run([_tool("mariadb-install-db"), "--no-defaults", f"--datadir={data}", f"--tmpdir={tmp}",
                     "--auth-root-authentication-method=normal", "--skip-test-db"] + root,
                    check=True, capture_output=True)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     sock = os.path.join(d, "sock")
-    proc = subprocess.Popen([_tool("mariadbd"), "--no-defaults", f"--datadir={data}", f"--socket={sock}",
+    proc = subprocess.Popen([_tool("mariadbd"), "--no-defaults", f"--datadir={data}", f"--tmpdir={tmp}",
+                             f"--socket={sock}",
                              f"--port={port}", "--bind-address=127.0.0.1", "--skip-log-bin",
                              "--innodb-buffer-pool-size=64M", "--default-time-zone=-07:00",
                              f"--log-error={os.path.join(d, 'err.log')}"] + root,
@@ -159,8 +164,13 @@ def test_keywords_and_failures_leave_no_file(server, tmp_path):
     with pytest.raises(liteload.UsageError, match="no table"):
         liteload.import_file(db, _url(server, "k"), tables=["missing"])
     assert not db.exists()
-    with pytest.raises(liteload.UsageError, match="views= and foreign_keys="):
-        liteload.import_file(db, _url(server, "k"), views=True)
+    with pytest.raises(liteload.UsageError, match="views and foreign keys"):
+        liteload.import_file(db, _url(server, "k"), views=True, query="SELECT 1 AS x", table="q")
+    cur.execute("CREATE VIEW big_x AS SELECT x FROM a WHERE x > 1")
+    s = liteload.import_file(db, _url(server, "k"), views=True)
+    assert sqlite3.connect(db).execute("SELECT x FROM big_x").fetchall() == [(2,)]
+    assert any("view k.big_x copied as a table" in n for n in s.notes), s.notes
+    db.unlink()
     bad = f"mysql://nobody:wrong@/k?socket={server}"
     with pytest.raises(ConnectionError, match="Access denied"):
         liteload.import_file(db, bad)

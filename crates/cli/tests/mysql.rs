@@ -128,7 +128,7 @@ fn a_database_its_passwords_failures_and_ctrl_c() {
         "{err}"
     );
     assert!(!wrong.exists());
-    // A missing table is a usage error; PostgreSQL's flags are refused.
+    // A missing table is a usage error, as are views with a query.
     let missing = liteload()
         .arg("import")
         .arg(&wrong)
@@ -141,7 +141,7 @@ fn a_database_its_passwords_failures_and_ctrl_c() {
         .arg("import")
         .arg(&wrong)
         .arg(my.socket_url("shop"))
-        .arg("--views")
+        .args(["--views", "--query", "SELECT 1 AS x", "--table", "q"])
         .output()
         .unwrap();
     assert_eq!(views.status.code(), Some(2));

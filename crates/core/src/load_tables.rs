@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::import;
 use crate::options::ImportOptions;
 use crate::plan::{self, Dest, TableShape};
@@ -37,6 +37,34 @@ pub(crate) fn load_tables(
     read.parse_threads = read.parse_threads.max(parse_threads);
     let mut plan = plan::plan_tables(Dest::File(db), inputs, shapes, &read, opts, progress)?;
     import::write(db, &mut plan, opts, progress, start)
+}
+
+/// What `PRAGMA foreign_key_check` finds in `tables` of the copy at `db`: a note for
+/// each table with rows whose declared foreign key finds no parent (a source database checks
+/// its keys as rows change, but PostgreSQL's `NOT VALID` keys or MySQL's
+/// `foreign_key_checks = 0` may leave some).
+pub(crate) fn orphans(db: &Path, tables: &[String]) -> Result<Vec<String>> {
+    let check = || -> rusqlite::Result<Vec<String>> {
+        let conn =
+            rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        let mut out = vec![];
+        for t in tables {
+            let n: i64 = conn.query_row(
+                "SELECT count(*) FROM pragma_foreign_key_check(?1)",
+                [t],
+                |r| r.get(0),
+            )?;
+            if n > 0 {
+                out.push(format!(
+                    "table {}: {n} row{} whose foreign key finds no parent (PRAGMA foreign_key_check)",
+                    crate::schema::quote_ident(t),
+                    if n == 1 { "" } else { "s" }
+                ));
+            }
+        }
+        Ok(out)
+    };
+    check().map_err(|e| Error::sqlite(format!("{}: checking its foreign keys", db.display()), e))
 }
 
 /// Why `opts` cannot go with a copy of a database's tables, if it cannot: the keys,

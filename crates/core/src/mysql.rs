@@ -1,7 +1,8 @@
 //! MySQL and MariaDB into SQLite: the base tables of a database (or some of them, or a
-//! query's result) copied into a SQLite file, all read inside one snapshot. Every
-//! object left behind (views, triggers, routines, events, foreign keys, CHECKs, indexes
-//! SQLite cannot have) is named in the summary's notes.
+//! query's result; views too, as tables of their rows, when asked) copied into a SQLite
+//! file, all read inside one snapshot. Foreign keys between the copied tables are
+//! declared when asked. Every object left behind (views, triggers, routines, events,
+//! foreign keys, CHECKs, indexes SQLite cannot have) is named in the summary's notes.
 //!
 //! Each table is read on several connections that share one snapshot (see
 //! `source::mysql::read`), in ranges of an integer primary key, with the binary
@@ -71,6 +72,13 @@ pub struct MysqlOptions {
     pub query: Option<String>,
     /// Connections that read at once; `None`: one per core, at most 8.
     pub connections: Option<usize>,
+    /// Views copied too, each as a table of its rows (its SQL in the summary's notes);
+    /// else each is named there as not copied.
+    pub views: bool,
+    /// Foreign keys between the copied tables declared in SQLite (one column, to a key
+    /// or a UNIQUE column), the rows checked by `PRAGMA foreign_key_check` after the
+    /// copy; the others, and all of them without this, named in the summary's notes.
+    pub foreign_keys: bool,
 }
 
 /// Copies from the MySQL or MariaDB database at `url` (`mysql://USER@HOST:PORT/DB`,
@@ -92,6 +100,7 @@ pub fn import_mysql(
     let decimals_real = opts.read.decimals == Decimals::Real;
     let mut main = server.connect()?;
     let mut notes = vec![];
+    let mut foreign_keys: Vec<Vec<crate::table::ForeignKey>> = vec![];
     let mut tables = match &my.query {
         Some(q) => {
             let name = opts.table.as_deref().ok_or_else(|| {
@@ -117,6 +126,7 @@ pub fn import_mysql(
                 &server,
                 &database,
                 &my.tables,
+                my.views,
                 decimals_real,
                 &mut notes,
             )?;
@@ -126,7 +136,12 @@ pub fn import_mysql(
                 )));
             }
             let copied: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
-            catalog::not_copied(&mut main, &server, &database, &copied, &mut notes)?;
+            if my.foreign_keys {
+                foreign_keys =
+                    catalog::foreign_keys(&mut main, &server, &database, &tables, &mut notes)?;
+            }
+            let flags = (my.views, my.foreign_keys);
+            catalog::not_copied(&mut main, &server, &database, &copied, flags, &mut notes)?;
             for t in tables.iter().filter(|t| !is_transactional(&t.engine)) {
                 notes.push(format!(
                     "{}: a {} table has no snapshot; it was read as it stood",
@@ -157,7 +172,7 @@ pub fn import_mysql(
     let mut shapes = vec![];
     {
         let mut conn = pool.take();
-        let cut = tables.iter().try_for_each(|t| {
+        let cut = tables.iter().enumerate().try_for_each(|(i, t)| {
             let pieces = catalog::pieces(&mut conn, &server, t, pool.size() * 4)?;
             let reader = Reader::new(
                 t.shown.clone(),
@@ -172,6 +187,10 @@ pub fn import_mysql(
                 table: t.name.clone(),
                 rowid: t.rowid.map(|k| t.columns[k].0.clone()),
                 indexes: t.indexes.clone(),
+                constraints: crate::table::Constraints {
+                    foreign_keys: foreign_keys.get(i).cloned().unwrap_or_default(),
+                    defaults: vec![],
+                },
                 ..TableShape::default()
             });
             Ok::<_, Error>(())
@@ -179,7 +198,13 @@ pub fn import_mysql(
         pool.give(conn);
         cut?;
     }
+    let declared = shapes
+        .iter()
+        .any(|s| !s.constraints.foreign_keys.is_empty());
     let mut summary = load_tables(db, &inputs, shapes, workers.min(4), opts, progress, start)?;
+    if declared {
+        notes.extend(crate::load_tables::orphans(db, &summary.tables)?);
+    }
     summary.notes.extend(notes);
     summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
     summary::finish(&mut summary, start);
@@ -197,6 +222,8 @@ fn is_transactional(engine: &str) -> bool {
 fn refuse_options(my: &MysqlOptions, opts: &ImportOptions) -> Result<()> {
     let refused = if let Some(why) = crate::load_tables::refused_for_copy(opts) {
         Some(why)
+    } else if my.query.is_some() && (my.views || my.foreign_keys) {
+        Some("views and foreign keys are copied with a database's tables, not with a query")
     } else if my.query.is_some() && !my.tables.is_empty() {
         Some("a query or a list of tables, not both")
     } else if my.query.is_none() && opts.table.is_some() && my.tables.len() != 1 {

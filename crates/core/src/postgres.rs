@@ -244,7 +244,7 @@ fn copy_once(
         .any(|s| !s.constraints.foreign_keys.is_empty());
     let mut summary = load_tables(db, &inputs, shapes, workers.min(4), opts, progress, start)?;
     if declared {
-        notes.extend(orphans(db, &summary.tables)?);
+        notes.extend(crate::load_tables::orphans(db, &summary.tables)?);
     }
     // The snapshot ends; the copy's connections close with the pool.
     let _ = main.batch_execute("COMMIT");
@@ -252,33 +252,6 @@ fn copy_once(
     summary.bytes_read = progress.bytes_read.load(Ordering::Relaxed);
     summary::finish(&mut summary, start);
     Ok(summary)
-}
-
-/// What `PRAGMA foreign_key_check` finds in `tables` of the copy at `db`: a note for
-/// each table with rows whose declared foreign key finds no parent (PostgreSQL checks
-/// its keys as rows change, but a `NOT VALID` key or a trigger-less load may leave some).
-fn orphans(db: &Path, tables: &[String]) -> Result<Vec<String>> {
-    let check = || -> rusqlite::Result<Vec<String>> {
-        let conn =
-            rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        let mut out = vec![];
-        for t in tables {
-            let n: i64 = conn.query_row(
-                "SELECT count(*) FROM pragma_foreign_key_check(?1)",
-                [t],
-                |r| r.get(0),
-            )?;
-            if n > 0 {
-                out.push(format!(
-                    "table {}: {n} row{} whose foreign key finds no parent (PRAGMA foreign_key_check)",
-                    crate::schema::quote_ident(t),
-                    if n == 1 { "" } else { "s" }
-                ));
-            }
-        }
-        Ok(out)
-    };
-    check().map_err(|e| Error::sqlite(format!("{}: checking its foreign keys", db.display()), e))
 }
 
 /// Options that a copy from a database cannot take.

@@ -404,6 +404,38 @@ fn keys_indexes_queries_and_what_is_left_behind() {
         })
         .unwrap();
     assert_eq!(q, (10, 110));
+    // Views as tables of their rows, foreign keys declared, an orphan named.
+    let mut c = my.conn("k");
+    c.query_drop("SET foreign_key_checks = 0").unwrap();
+    c.query_drop("INSERT INTO child VALUES (99999, 'z', 1)")
+        .unwrap();
+    let db4 = dir.path().join("fk.db");
+    let mut mo = MysqlOptions::default();
+    mo.views = true;
+    mo.foreign_keys = true;
+    let s = copy(&db4, &my.socket_url("k"), &mo).unwrap();
+    let c4 = Connection::open(&db4).unwrap();
+    support::assert_intact(&c4);
+    let child_sql: String = c4
+        .query_row(
+            "SELECT sql FROM sqlite_schema WHERE name = 'child'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(child_sql.contains("REFERENCES \"parent\""), "{child_sql}");
+    let pv: i64 = c4
+        .query_row("SELECT count(*) FROM pv", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(pv, 20000);
+    let notes = s.notes.join("\n");
+    for said in [
+        "view k.pv copied as a table of its rows",
+        "table \"child\": 1 row whose foreign key finds no parent",
+    ] {
+        assert!(notes.contains(said), "{said:?} not in {notes}");
+    }
+    assert!(!notes.contains("foreign key fk_p of k.child"), "{notes}");
 }
 
 #[test]

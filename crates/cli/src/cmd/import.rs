@@ -51,8 +51,8 @@ MySQL and MariaDB (a mysql:// or mariadb:// URI as the one input): every base ta
   past 2^63-1); BIT INTEGER; FLOAT/DOUBLE REAL; DECIMAL exact TEXT (--decimals real);
   DATE YYYY-MM-DD; DATETIME ISO 8601 as written; TIMESTAMP ISO 8601 in UTC with Z; zero
   dates with their zeros; TIME [-]HHH:MM:SS; strings, ENUM, SET, JSON TEXT in UTF-8;
-  binary strings BLOB; spatial WKB BLOB. Views, triggers, routines, foreign keys and
-  CHECKs are named in the summary, not copied.
+  binary strings BLOB; spatial WKB BLOB. --views and --foreign-keys as for PostgreSQL;
+  triggers, routines, events and CHECKs are named in the summary, not copied.
 
 Parquet and Arrow: the types come from the file's schema: integers and booleans INTEGER,
   floats REAL (NaN as NULL), strings TEXT, binary BLOB, decimals exact TEXT (--decimals
@@ -140,14 +140,14 @@ pub struct ImportArgs {
     )]
     pub query: Option<String>,
 
-    /// PostgreSQL: copy the schema's views and materialized views too, each as a table
-    /// of its rows (its SQL in the summary). Without it each is named there as not
-    /// copied.
+    /// PostgreSQL, MySQL: copy the views too (PostgreSQL's materialized views as well), each
+    /// as a table of its rows (its SQL in the summary). Without it each is named there
+    /// as not copied.
     #[arg(long, help_heading = "Databases", conflicts_with = "query")]
     pub views: bool,
 
-    /// PostgreSQL: declare the foreign keys between the copied tables (one column, to a
-    /// key or UNIQUE column), the rows checked after the copy (`PRAGMA
+    /// PostgreSQL, MySQL: declare the foreign keys between the copied tables (one
+    /// column, to a key or UNIQUE column), the rows checked after the copy (`PRAGMA
     /// foreign_key_check`, each table with orphans in the summary). Without it, and for
     /// the keys SQLite cannot declare, each is named in the summary.
     #[arg(long, help_heading = "Databases", conflicts_with = "query")]
@@ -857,17 +857,13 @@ fn mysql_source(a: &ImportArgs) -> Result<Option<(String, liteload::mysql::Mysql
     let is_my = |f: &String| liteload::mysql::is_mysql_url(f);
     match a.files.as_slice() {
         [one] if is_my(one) => {
-            if a.views || a.foreign_keys {
-                return Err(UsageError(
-                    "--views and --foreign-keys go with a postgresql:// input; a MySQL copy names views and foreign keys in its summary".into(),
-                )
-                .into());
-            }
             let mut my = liteload::mysql::MysqlOptions::default();
             my.database.clone_from(&a.schema);
             my.tables.clone_from(&a.tables);
             my.query.clone_from(&a.query);
             my.connections = a.connections.map(usize::from);
+            my.views = a.views;
+            my.foreign_keys = a.foreign_keys;
             Ok(Some((one.clone(), my)))
         }
         files if files.iter().any(is_my) => Err(UsageError(

@@ -63,10 +63,15 @@ impl MyServer {
             pki::write_pki(dir.path());
         }
         let user = if is_root() { "root" } else { "" };
+        // A temp directory of its own: a starting server deletes every `#sql*` file in
+        // its tmpdir, another server's temporary tables included.
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
         let mut install = Command::new(tool("mariadb-install-db"));
         install
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
         if !user.is_empty() {
             install.arg("--user=root");
@@ -78,59 +83,103 @@ impl MyServer {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        let mut server = Command::new(tool("mariadbd"));
-        server
-            .arg("--no-defaults")
-            .arg(format!("--datadir={}", data.display()))
-            .arg(format!("--socket={}", dir.path().join("sock").display()))
-            .arg(format!("--port={port}"))
-            .args([
-                "--bind-address=127.0.0.1",
-                "--innodb-buffer-pool-size=128M",
-                "--innodb-log-file-size=64M",
-                "--innodb-flush-log-at-trx-commit=0",
-                "--skip-log-bin",
-                "--default-time-zone=+05:30",
-            ])
-            .arg(format!(
-                "--log-error={}",
-                dir.path().join("err.log").display()
-            ))
-            .arg(format!("--pid-file={}", dir.path().join("pid").display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if !user.is_empty() {
-            server.arg("--user=root");
-        }
-        if tls {
-            let d = dir.path().display();
-            server.args([
-                format!("--ssl-cert={d}/server.crt"),
-                format!("--ssl-key={d}/server.key"),
-                format!("--ssl-ca={d}/ca.pem"),
-            ]);
-        }
-        let child = server.spawn().unwrap();
-        let s = MyServer { dir, port, child };
-        for _ in 0..300 {
-            if s.try_root().is_ok() {
-                s.root()
-                    .query_drop(format!(
-                    "CREATE USER app@'%' IDENTIFIED BY '{PASSWORD}'; GRANT ALL ON *.* TO app@'%'"
+        // A free port is picked, then let go: another test's server may take it first
+        // (tests run at once, other test binaries too). Such a start fails, or answers
+        // on that port as the other server: then it starts again on another port.
+        let mut dir = Some(dir);
+        for _attempt in 0..8 {
+            let port = {
+                let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                l.local_addr().unwrap().port()
+            };
+            let d = dir.take().expect("the directory");
+            let mut server = Command::new(tool("mariadbd"));
+            server
+                .arg("--no-defaults")
+                .arg(format!("--datadir={}", data.display()))
+                .arg(format!("--tmpdir={}", tmp.display()))
+                .arg(format!("--socket={}", d.path().join("sock").display()))
+                .arg(format!("--port={port}"))
+                .args([
+                    "--bind-address=127.0.0.1",
+                    "--innodb-buffer-pool-size=128M",
+                    "--innodb-log-file-size=64M",
+                    "--innodb-flush-log-at-trx-commit=0",
+                    "--skip-log-bin",
+                    "--default-time-zone=+05:30",
+                ])
+                .arg(format!(
+                    "--log-error={}",
+                    d.path().join("err.log").display()
                 ))
-                    .unwrap();
+                .arg(format!("--pid-file={}", d.path().join("pid").display()))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            if !user.is_empty() {
+                server.arg("--user=root");
+            }
+            if tls {
+                let p = d.path().display();
+                server.args([
+                    format!("--ssl-cert={p}/server.crt"),
+                    format!("--ssl-key={p}/server.key"),
+                    format!("--ssl-ca={p}/ca.pem"),
+                ]);
+            }
+            let child = server.spawn().unwrap();
+            let mut s = MyServer {
+                dir: d,
+                port,
+                child,
+            };
+            if s.came_up() {
                 return s;
             }
-            std::thread::sleep(std::time::Duration::from_millis(100));
+            s.kill();
+            dir = Some(std::mem::replace(&mut s.dir, tempfile::tempdir().unwrap()));
+            let _ = std::fs::remove_file(dir.as_ref().unwrap().path().join("sock"));
         }
         panic!(
             "MariaDB did not start: {}",
-            std::fs::read_to_string(s.dir.path().join("err.log")).unwrap_or_default()
+            std::fs::read_to_string(dir.unwrap().path().join("err.log")).unwrap_or_default()
         );
+    }
+
+    /// Whether the server started (made its `app` user) and its port is its own.
+    fn came_up(&mut self) -> bool {
+        for _ in 0..300 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            let Ok(mut root) = self.try_root() else {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                continue;
+            };
+            if root
+                .query_drop("SELECT 1 FROM mysql.user WHERE user = 'app'")
+                .is_ok()
+            {
+                let made: Option<i64> = root
+                    .query_first("SELECT count(*) FROM mysql.user WHERE user = 'app'")
+                    .unwrap();
+                if made == Some(0) {
+                    root.query_drop(format!("CREATE USER app@'%' IDENTIFIED BY '{PASSWORD}'"))
+                        .unwrap();
+                    root.query_drop("GRANT ALL ON *.* TO app@'%'").unwrap();
+                }
+            }
+            let ours = mysql::Conn::new(
+                mysql::OptsBuilder::new()
+                    .ip_or_hostname(Some("127.0.0.1"))
+                    .tcp_port(self.port)
+                    .user(Some("app"))
+                    .pass(Some(PASSWORD))
+                    .prefer_socket(false),
+            )
+            .and_then(|mut c| c.query_first::<String, _>("SELECT @@socket"));
+            return matches!(ours, Ok(Some(sock)) if sock == self.socket().display().to_string());
+        }
+        false
     }
 
     pub fn socket(&self) -> PathBuf {

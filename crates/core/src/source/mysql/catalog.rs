@@ -10,7 +10,7 @@ use super::connect::Server;
 use super::decode::Kind;
 use super::read::{quote, Piece};
 use crate::error::{Error, Result};
-use crate::table::IndexSpec;
+use crate::table::{ForeignKey, IndexSpec};
 
 /// A table (or query) to copy.
 pub(crate) struct Table {
@@ -78,11 +78,13 @@ pub(crate) fn query(
 
 /// The base tables of `database` (only `wanted`, by name, where it names any) in name
 /// order, with notes on the indexes that cannot be carried.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn tables(
     conn: &mut Conn,
     server: &Server,
     database: &str,
     wanted: &[String],
+    views: bool,
     decimals_real: bool,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Table>> {
@@ -90,10 +92,20 @@ pub(crate) fn tables(
     let listed: Vec<(String, Option<String>)> = conn
         .exec(
             "SELECT TABLE_NAME, ENGINE FROM information_schema.TABLES \
-             WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME",
-            (database,),
+             WHERE TABLE_SCHEMA = ? AND (TABLE_TYPE = 'BASE TABLE' OR (? AND TABLE_TYPE = 'VIEW')) \
+             ORDER BY TABLE_NAME",
+            (database, views),
         )
         .map_err(failed)?;
+    let view_sql: Vec<(String, String)> = match views {
+        true => conn
+            .exec(
+                "SELECT TABLE_NAME, VIEW_DEFINITION FROM information_schema.VIEWS WHERE TABLE_SCHEMA = ?",
+                (database,),
+            )
+            .map_err(failed)?,
+        false => vec![],
+    };
     for w in wanted {
         if !listed.iter().any(|(t, _)| t == w) {
             return Err(Error::usage(format!(
@@ -128,6 +140,15 @@ pub(crate) fn tables(
         };
         if let Some((_, n)) = &mut t.on_server {
             n.clone_from(&t.name);
+        }
+        if let Some((_, sql)) = view_sql.iter().find(|(v, _)| *v == t.name) {
+            notes.push(format!(
+                "view {} copied as a table of its rows; its SQL (MySQL's, not SQLite's): {sql}",
+                t.shown
+            ));
+            t.engine.clear();
+            out.push(t);
+            continue;
         }
         keys(conn, server, database, &mut t, notes)?;
         out.push(t);
@@ -261,22 +282,28 @@ pub(crate) fn pieces(
     Ok(out)
 }
 
-/// Every object of `database` the copy leaves behind, named with why: views, triggers,
-/// routines, events, foreign keys and CHECK constraints of the copied tables.
+/// Every object of `database` the copy leaves behind, named with why: views (unless
+/// `views` copied them), triggers, routines, events, foreign keys (unless
+/// `foreign_keys`: [`foreign_keys`] named those it did not declare) and CHECK
+/// constraints of the copied tables.
 pub(crate) fn not_copied(
     conn: &mut Conn,
     server: &Server,
     database: &str,
     copied: &[String],
+    (views, foreign_keys): (bool, bool),
     notes: &mut Vec<String>,
 ) -> Result<()> {
     let failed = |e: mysql::Error| server.error("reading what is not copied", &e);
-    let views: Vec<String> = conn
-        .exec(
-            "SELECT TABLE_NAME FROM information_schema.VIEWS WHERE TABLE_SCHEMA = ? ORDER BY 1",
-            (database,),
-        )
-        .map_err(failed)?;
+    let views: Vec<String> = match views {
+        true => vec![],
+        false => conn
+            .exec(
+                "SELECT TABLE_NAME FROM information_schema.VIEWS WHERE TABLE_SCHEMA = ? ORDER BY 1",
+                (database,),
+            )
+            .map_err(failed)?,
+    };
     for v in views {
         notes.push(format!(
             "view {database}.{v} not copied (only base tables are)"
@@ -325,7 +352,10 @@ pub(crate) fn not_copied(
             (database,),
         )
         .map_err(failed)?;
-    for (name, table, to) in fks.into_iter().filter(|f| copied.contains(&f.1)) {
+    for (name, table, to) in fks
+        .into_iter()
+        .filter(|f| !foreign_keys && copied.contains(&f.1))
+    {
         notes.push(format!(
             "foreign key {name} of {database}.{table} (to {to}) not declared (the rows are copied as they are)"
         ));
@@ -355,4 +385,85 @@ pub(crate) fn not_copied(
         ));
     }
     Ok(())
+}
+
+/// The foreign keys between the copied `tables` that SQLite can declare: one column,
+/// referencing a copied table's INTEGER PRIMARY KEY or a column with a UNIQUE index of
+/// its own; for each table (in `tables`' order) its keys. Each other foreign key of a
+/// copied table is named in `notes` with why.
+pub(crate) fn foreign_keys(
+    conn: &mut Conn,
+    server: &Server,
+    database: &str,
+    tables: &[Table],
+    notes: &mut Vec<String>,
+) -> Result<Vec<Vec<ForeignKey>>> {
+    type Row = (String, String, String, String, String, String, i64);
+    let rows: Vec<Row> = conn
+        .exec(
+            "SELECT k.TABLE_NAME, k.CONSTRAINT_NAME, k.COLUMN_NAME, k.REFERENCED_TABLE_SCHEMA, \
+             k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, \
+             (SELECT count(*) FROM information_schema.KEY_COLUMN_USAGE w \
+              WHERE w.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND w.TABLE_NAME = k.TABLE_NAME \
+              AND w.CONSTRAINT_NAME = k.CONSTRAINT_NAME) \
+             FROM information_schema.KEY_COLUMN_USAGE k \
+             WHERE k.CONSTRAINT_SCHEMA = ? AND k.REFERENCED_TABLE_NAME IS NOT NULL \
+             AND k.ORDINAL_POSITION = 1 ORDER BY 1, 2",
+            (database,),
+        )
+        .map_err(|e| server.error("reading the foreign keys", &e))?;
+    let column = |t: &Table, c: &str| {
+        t.columns
+            .iter()
+            .position(|(n, _)| n.eq_ignore_ascii_case(c))
+    };
+    let mut out = vec![vec![]; tables.len()];
+    for (table, name, col, ref_db, ref_table, key, width) in rows {
+        let Some(from) = tables
+            .iter()
+            .position(|t| t.name == table && t.on_server.is_some())
+        else {
+            continue;
+        };
+        let to = tables
+            .iter()
+            .position(|t| t.name == ref_table)
+            .filter(|_| ref_db == database);
+        let why = match to {
+            _ if width != 1 => Some("it has more than one column".to_string()),
+            None => Some(format!(
+                "the table it references, {ref_db}.{ref_table}, is not copied"
+            )),
+            Some(to) => {
+                let parent = &tables[to];
+                let keyed = column(parent, &key).is_some_and(|k| {
+                    parent.rowid == Some(k)
+                        || parent.indexes.iter().any(|ix| {
+                            ix.unique
+                                && ix.columns.len() == 1
+                                && ix.columns[0] == parent.columns[k].0
+                        })
+                });
+                (!keyed).then(|| {
+                    format!("{key:?} of {ref_table} has no key or UNIQUE index of its own here")
+                })
+            }
+        };
+        match (why, to, column(&tables[from], &col)) {
+            (None, Some(to), Some(c)) => {
+                let parent = &tables[to];
+                let k = column(parent, &key).expect("checked above");
+                out[from].push(ForeignKey {
+                    column: tables[from].columns[c].0.clone(),
+                    table: parent.name.clone(),
+                    key: parent.columns[k].0.clone(),
+                });
+            }
+            (why, _, _) => notes.push(format!(
+                "{database}.{table}: foreign key {name:?} not declared ({})",
+                why.unwrap_or_else(|| "its column is not copied".into())
+            )),
+        }
+    }
+    Ok(out)
 }
