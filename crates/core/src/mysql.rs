@@ -36,7 +36,8 @@
 //! INTEGER PRIMARY KEY (its rows are read in key order); any other primary key and every
 //! UNIQUE index becomes a UNIQUE index, every other index on whole columns an index,
 //! all built after the rows. Prefix, full-text, spatial and functional indexes are
-//! skipped, each with a note.
+//! skipped, each with a note. A column default SQLite stores as the copy stores the
+//! column (an integer, a finite number, a string) is declared; any other is named.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -101,6 +102,7 @@ pub fn import_mysql(
     let mut main = server.connect()?;
     let mut notes = vec![];
     let mut foreign_keys: Vec<Vec<crate::table::ForeignKey>> = vec![];
+    let mut defaults: Vec<Vec<(String, String)>> = vec![];
     let mut tables = match &my.query {
         Some(q) => {
             let name = opts.table.as_deref().ok_or_else(|| {
@@ -136,6 +138,7 @@ pub fn import_mysql(
                 )));
             }
             let copied: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
+            defaults = catalog::defaults(&mut main, &server, &database, &tables, &mut notes)?;
             if my.foreign_keys {
                 foreign_keys =
                     catalog::foreign_keys(&mut main, &server, &database, &tables, &mut notes)?;
@@ -189,7 +192,7 @@ pub fn import_mysql(
                 indexes: t.indexes.clone(),
                 constraints: crate::table::Constraints {
                     foreign_keys: foreign_keys.get(i).cloned().unwrap_or_default(),
-                    defaults: vec![],
+                    defaults: defaults.get(i).cloned().unwrap_or_default(),
                 },
                 ..TableShape::default()
             });

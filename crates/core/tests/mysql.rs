@@ -307,6 +307,9 @@ fn keys_indexes_queries_and_what_is_left_behind() {
            CONSTRAINT fk_p FOREIGN KEY (a) REFERENCES parent (id), CONSTRAINT ck_v CHECK (v > 0));
          CREATE TABLE `odd ``name`` é` (`Col ``q``` INT);
          CREATE TABLE mem (x INT) ENGINE=MyISAM;
+         CREATE TABLE defs (i INT DEFAULT -5, s VARCHAR(10) DEFAULT 'it''s', n VARCHAR(5) DEFAULT 'NULL',
+           z INT DEFAULT NULL, d DOUBLE DEFAULT 1.5e3, bs VARCHAR(5) DEFAULT 'a\\\\b',
+           ts TIMESTAMP DEFAULT CURRENT_TIMESTAMP, e INT DEFAULT (1 + 2), dec1 DECIMAL(5,2) DEFAULT 1.50);
          CREATE VIEW pv AS SELECT id FROM parent;
          CREATE TRIGGER tg BEFORE INSERT ON child FOR EACH ROW SET NEW.v = NEW.v;
          CREATE FUNCTION f1() RETURNS INT DETERMINISTIC RETURN 1;
@@ -364,7 +367,23 @@ fn keys_indexes_queries_and_what_is_left_behind() {
         )
         .unwrap();
     assert_eq!(odd, 1);
+    // Defaults SQLite stores as the copy stores the column are declared; the others named.
+    c.execute("INSERT INTO defs DEFAULT VALUES", []).unwrap();
+    let row: (i64, String, String, Option<i64>, f64) = c
+        .query_row("SELECT i, s, n, z, d FROM defs", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap();
+    assert_eq!(row, (-5, "it's".into(), "NULL".into(), None, 1500.0));
     let notes = s.notes.join("\n");
+    for col in ["bs", "ts", "e", "dec1"] {
+        assert!(
+            notes.contains(&format!(
+                "k.defs: the default of column \"{col}\" not carried"
+            )),
+            "{col}: {notes}"
+        );
+    }
     for said in [
         "index \"ix_prefix\" not copied (an index on a prefix",
         "index \"ft\" not copied (not a b-tree",

@@ -24,8 +24,10 @@ pub(crate) struct Table {
     /// The one-column integer primary key (an index into `columns`).
     pub(crate) rowid: Option<usize>,
     pub(crate) indexes: Vec<IndexSpec>,
-    /// Its storage engine (`InnoDB`, `MyISAM`, …).
+    /// Its storage engine (`InnoDB`, `MyISAM`, …; empty for a view or a query).
     pub(crate) engine: String,
+    /// Whether it is a view (copied as a table of its rows).
+    pub(crate) view: bool,
     /// The statement that reads it whole.
     select: String,
 }
@@ -72,6 +74,7 @@ pub(crate) fn query(
         rowid: None,
         indexes: vec![],
         engine: String::new(),
+        view: false,
         select: sql.to_string(),
     })
 }
@@ -137,6 +140,7 @@ pub(crate) fn tables(
             rowid: None,
             indexes: vec![],
             engine: engine.unwrap_or_default(),
+            view: false,
         };
         if let Some((_, n)) = &mut t.on_server {
             n.clone_from(&t.name);
@@ -147,6 +151,7 @@ pub(crate) fn tables(
                 t.shown
             ));
             t.engine.clear();
+            t.view = true;
             out.push(t);
             continue;
         }
@@ -462,6 +467,78 @@ pub(crate) fn foreign_keys(
             (why, _, _) => notes.push(format!(
                 "{database}.{table}: foreign key {name:?} not declared ({})",
                 why.unwrap_or_else(|| "its column is not copied".into())
+            )),
+        }
+    }
+    Ok(out)
+}
+
+/// The column defaults of the copied base tables that SQLite can declare as the copy
+/// stores the column: an integer for an integer column, a finite number for a
+/// FLOAT or DOUBLE, a string for a character column (MariaDB's quoted literal without a
+/// backslash escape, or MySQL's raw text of a constant); for each table (in `tables`'
+/// order) its defaults by column name, as SQLite literals. Each other default (an
+/// expression, `CURRENT_TIMESTAMP`, a date, a DECIMAL, a BLOB's) is named in `notes`.
+pub(crate) fn defaults(
+    conn: &mut Conn,
+    server: &Server,
+    database: &str,
+    tables: &[Table],
+    notes: &mut Vec<String>,
+) -> Result<Vec<Vec<(String, String)>>> {
+    let failed = |e: mysql::Error| server.error("reading the column defaults", &e);
+    let version: Option<String> = conn.query_first("SELECT VERSION()").map_err(failed)?;
+    let mariadb = version.is_some_and(|v| v.contains("MariaDB"));
+    let rows: Vec<(String, String, String, String)> = conn
+        .exec(
+            "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_DEFAULT, EXTRA FROM information_schema.COLUMNS \
+             WHERE TABLE_SCHEMA = ? AND COLUMN_DEFAULT IS NOT NULL ORDER BY TABLE_NAME, ORDINAL_POSITION",
+            (database,),
+        )
+        .map_err(failed)?;
+    let mut out = vec![vec![]; tables.len()];
+    for (table, column, default, extra) in rows {
+        // MariaDB writes "no default" as the text NULL (a string 'NULL' is quoted).
+        if mariadb && default == "NULL" {
+            continue;
+        }
+        let Some(t) = tables
+            .iter()
+            .position(|t| t.name == table && t.on_server.is_some() && !t.view)
+        else {
+            continue;
+        };
+        let Some(&(ref name, kind)) = tables[t]
+            .columns
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(&column))
+        else {
+            continue;
+        };
+        let expression = extra.to_ascii_uppercase().contains("DEFAULT_GENERATED");
+        let literal = match kind {
+            _ if expression => None,
+            Kind::Int => default.parse::<i64>().ok().map(|i| i.to_string()),
+            Kind::Float | Kind::Double => default
+                .parse::<f64>()
+                .ok()
+                .filter(|f| {
+                    f.is_finite() && default.bytes().all(|b| b"0123456789.eE+-".contains(&b))
+                })
+                .map(|_| default.clone()),
+            Kind::Text if mariadb => {
+                let quoted =
+                    default.len() >= 2 && default.starts_with('\'') && default.ends_with('\'');
+                (quoted && !default.contains('\\')).then(|| default.clone())
+            }
+            Kind::Text => Some(format!("'{}'", default.replace('\'', "''"))),
+            _ => None,
+        };
+        match literal {
+            Some(l) => out[t].push((name.clone(), l)),
+            None => notes.push(format!(
+                "{}: the default of column {name:?} not carried ({default}: SQLite would not store it as the copy stores the column)",
+                tables[t].shown
             )),
         }
     }
