@@ -145,7 +145,7 @@ fn flags_and_inputs_that_do_not_go_with_sqlite_files_are_usage_errors() {
         ),
         (
             &["t.csv", "--tables", "t"][..],
-            "--tables goes with a postgresql:// input or SQLite files",
+            "--tables goes with a postgresql:// or mysql:// input or SQLite files",
         ),
         (
             &["a.db", "--pk", "x"][..],
