@@ -544,6 +544,45 @@ fn one_snapshot_while_a_writer_runs() {
 }
 
 #[test]
+fn big_values_are_cut_into_batches_by_bytes_and_copied_whole() {
+    let my = MyServer::start();
+    my.database(
+        "big",
+        "CREATE TABLE blobs (id INT PRIMARY KEY, b LONGBLOB, t LONGTEXT) DEFAULT CHARSET=utf8mb4;
+         INSERT INTO blobs SELECT seq, REPEAT(x'00ab', 1000000 + seq), REPEAT('é', 500000 + seq)
+           FROM seq_1_to_24;",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("big.db");
+    let mut mo = MysqlOptions::default();
+    mo.connections = Some(2);
+    let s = copy(&db, &my.socket_url("big"), &mo).unwrap();
+    assert_eq!(s.rows, 24);
+    let c = Connection::open(&db).unwrap();
+    support::assert_intact(&c);
+    let (blob, text, odd): (i64, i64, i64) = c
+        .query_row(
+            "SELECT sum(length(b)), sum(length(t)), count(*) FROM blobs \
+             WHERE substr(b, 2, 1) <> x'ab' OR substr(t, 1, 1) <> 'é'",
+            [],
+            |r| Ok((r.get(0).unwrap_or(0), r.get(1).unwrap_or(0), r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(odd, 0, "{blob} {text}");
+    let (blob, text): (i64, i64) = c
+        .query_row(
+            "SELECT sum(length(b)), sum(length(t)) FROM blobs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (blob, text),
+        (2 * (24 * 1_000_000 + 300), 24 * 500_000 + 300)
+    );
+}
+
+#[test]
 fn a_user_who_may_not_lock_reads_on_one_connection() {
     let my = MyServer::start();
     my.database(

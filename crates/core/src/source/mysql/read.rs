@@ -27,6 +27,9 @@ use super::decode::{self, Decoder, Kind};
 use crate::error::{Error, Result};
 use crate::source::ordered::{Ordered, Pieces};
 
+/// Bytes of values at which a batch is handed on, whatever its row count.
+const BATCH_BYTES: u64 = 16 << 20;
+
 /// Connections that all see one snapshot, each used by one worker at a time.
 pub(crate) struct Pool {
     server: Server,
@@ -238,7 +241,6 @@ impl Statements {
             .map_err(|e| server.error(&what, &e))?;
         let mut decoder = Decoder::new(self.schema.clone(), self.kinds.clone());
         let mut row_no = 0u64;
-        let mut values: Vec<Value> = Vec::with_capacity(self.kinds.len());
         let mut bytes = 0u64;
         let set = result
             .iter()
@@ -246,12 +248,8 @@ impl Statements {
         for row in set {
             let row = row.map_err(|e| server.error(&what, &e))?;
             row_no += 1;
-            values.clear();
-            values.extend(
-                row.unwrap_raw()
-                    .into_iter()
-                    .map(|v| v.unwrap_or(Value::NULL)),
-            );
+            // The row's values, taken whole (none was taken before).
+            let values = row.unwrap();
             for v in &values {
                 bytes += match v {
                     Value::Bytes(b) => b.len() as u64 + 1,
@@ -269,7 +267,9 @@ impl Statements {
                     ),
                 ));
             }
-            if decoder.rows() >= self.batch_rows {
+            // A batch is handed on at its row count, or sooner where its values are big
+            // (long texts, blobs): what a batch holds is bounded by bytes too.
+            if decoder.rows() >= self.batch_rows || bytes >= BATCH_BYTES {
                 self.bytes_read.fetch_add(bytes, Ordering::Relaxed);
                 bytes = 0;
                 if !emit(decoder.finish()) {
