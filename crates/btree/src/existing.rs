@@ -26,7 +26,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 
 use crate::interior::{interior_page, INTERIOR_TABLE, MAX_INTERIOR_CELL};
 use crate::leaves::{Leaf, LEAF_TABLE};
-use crate::old_index::IndexRoot;
+use crate::old_index::{IndexRoot, OldEntries, TableRows};
 use crate::payload::local_payload;
 use crate::varint;
 use crate::Error;
@@ -292,6 +292,43 @@ impl Existing {
             page_size: self.page_size,
             file_pages: self.pages,
         })
+    }
+
+    /// A reader of the rows of the table b-tree rooted at page `root` of the same file
+    /// (read by [`Existing::read`]), from `file`, in rowid order: nothing is journaled or
+    /// written, so this reads a file the caller only reads (a source whose records are
+    /// copied as stored), under a lock that keeps writers out until the reader is done.
+    /// Refused: a root outside the file or page 1.
+    pub fn table_rows<R: Read + Seek>(&self, file: R, root: u32) -> Result<TableRows<R>, Error> {
+        if root < 2 || root > self.pages {
+            return Err(Error::Malformed(format!(
+                "a table's root page {root} is outside the file"
+            )));
+        }
+        Ok(TableRows::new(file, self.page_size, self.pages, root))
+    }
+
+    /// A reader of the entries of the index b-tree rooted at page `root` of the same file
+    /// (read by [`Existing::read`]), from `file`, in the index's order, for a file the
+    /// caller only reads (see [`Existing::table_rows`]). Refused: a root outside the file
+    /// or page 1.
+    pub fn index_entries<R: Read + Seek>(
+        &self,
+        file: R,
+        root: u32,
+    ) -> Result<OldEntries<R>, Error> {
+        if root < 2 || root > self.pages {
+            return Err(Error::Malformed(format!(
+                "an index's root page {root} is outside the file"
+            )));
+        }
+        Ok(OldEntries::walk(
+            file,
+            self.page_size,
+            self.pages,
+            root,
+            false,
+        ))
     }
 
     /// The page size in bytes.

@@ -202,6 +202,48 @@ pub fn entry_from_prefix(prefix: u64, rowid: i64, out: &mut Vec<u8>) -> bool {
     true
 }
 
+/// Index entry `entry` (whose last field, the rowid, is an integer) with its rowid
+/// changed to `rowid`, written to `out` (cleared first): the key fields' bytes are kept
+/// as they are. For entries copied from one file into another where the rows were
+/// numbered anew. Refused: a record whose last field is not an integer.
+pub fn with_rowid(
+    entry: crate::Record<'_>,
+    rowid: i64,
+    out: &mut Vec<u8>,
+) -> Result<(), crate::Error> {
+    let bytes = entry.as_bytes();
+    let (head, mut at) = varint::get(bytes);
+    let head = head as usize;
+    // The last serial type's position in the header, and its field's in the body.
+    let (mut last, mut body, mut last_body) = (None, head, head);
+    while at < head {
+        let (t, n) = varint::get(&bytes[at..head]);
+        last = Some((at, t));
+        last_body = body;
+        body += match t {
+            0 | 8..=11 => 0,
+            1..=4 => t as usize,
+            5 => 6,
+            6 | 7 => 8,
+            _ => ((t - 12) / 2) as usize,
+        };
+        at += n;
+    }
+    let Some((pos, t)) = last.filter(|&(_, t)| matches!(t, 1..=6 | 8 | 9)) else {
+        return Err(crate::Error::NotARecord(
+            "an index entry's last field is not an integer rowid",
+        ));
+    };
+    debug_assert!(t < 128, "an integer's serial type is one byte");
+    let (new_type, len) = crate::record::serial_type(&crate::Value::Integer(rowid));
+    out.clear();
+    out.extend_from_slice(&bytes[..pos]);
+    out.push(new_type as u8);
+    out.extend_from_slice(&bytes[pos + 1..last_body]);
+    out.extend_from_slice(&rowid.to_be_bytes()[8 - len..]);
+    Ok(())
+}
+
 /// Whether two index entries have the same key: their first `keys` fields equal and none
 /// of them NULL (what a UNIQUE index forbids; NULLs are distinct in SQLite).
 pub fn same_key(a: &[u8], b: &[u8], keys: usize) -> bool {

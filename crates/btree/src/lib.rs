@@ -101,7 +101,7 @@ mod writer;
 
 pub use existing::{Existing, TableEdge};
 pub use leaves::Leaves;
-pub use old_index::{FreedPages, IndexRoot, OldEntries};
+pub use old_index::{FreedPages, IndexRoot, OldEntries, TableRows};
 pub use payload::local_payload;
 pub use record::{Record, RecordBuilder, Records, Value};
 pub use seqfile::SeqFile;
@@ -132,6 +132,9 @@ pub enum Error {
     /// An existing file the page writer does not extend in place: why (see
     /// [`Existing::read`]).
     NotExtensible(String),
+    /// A b-tree read from an existing file is not what SQLite writes: why (see
+    /// [`TableRows`]).
+    Malformed(String),
 }
 
 impl std::fmt::Display for Error {
@@ -153,6 +156,7 @@ impl std::fmt::Display for Error {
             Error::NotExtensible(why) => {
                 write!(f, "the file cannot be extended in place: {why}")
             }
+            Error::Malformed(why) => write!(f, "the file is not what SQLite writes: {why}"),
         }
     }
 }

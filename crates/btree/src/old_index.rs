@@ -2,19 +2,24 @@
 //! new ones into a b-tree that takes over the index's root page
 //! ([`crate::DbWriter::fill_index`]), and the index's other pages, which the merge no
 //! longer uses, given to the file's freelist ([`FreedPages`], [`crate::DbWriter::free`]).
+//! The same walk reads a table's rows as stored ([`TableRows`]: each rowid and record),
+//! for a copy that moves records from one file to another without decoding them.
 //!
 //! The walk is in key order: a leaf's cells in turn; on an interior page, each cell's
 //! left child, then the cell's own entry, and the right-most child last. Every page is
 //! checked before its bytes are used, as [`crate::Existing`] checks the pages it reads:
 //! page type, cell pointers within the cell area, each cell and its overflow chain within
 //! the page and the file, no page met twice (so no cycle), all leaves at one depth, the
-//! depth bounded. An entry is handed out as its record's bytes; whether it is a record,
-//! and in order, is the index writer's check ([`crate::IndexBuilder::push`]).
+//! depth bounded; a table's rowids strictly increasing. An entry or a row is handed out
+//! as its record's bytes; whether it is a record, and in order, is the writer's check
+//! ([`crate::IndexBuilder::push`], [`crate::TableWriter::push_record`]).
 
 use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom};
 
 use crate::index::{local_payload, INTERIOR_INDEX, LEAF_INDEX};
+use crate::interior::INTERIOR_TABLE;
+use crate::leaves::LEAF_TABLE;
 use crate::varint;
 use crate::Error;
 
@@ -45,18 +50,7 @@ impl IndexRoot {
     /// A reader of the index's entries in order, from `file` (the file the root was read
     /// from, under the same lock; read, never written).
     pub fn entries<R: Read + Seek>(&self, file: R) -> OldEntries<R> {
-        OldEntries {
-            file,
-            page_size: self.page_size,
-            file_pages: self.file_pages,
-            root: self.root,
-            stack: vec![],
-            seen: HashSet::new(),
-            pages: vec![],
-            leaf_depth: None,
-            entry: vec![],
-            started: false,
-        }
+        OldEntries::walk(file, self.page_size, self.file_pages, self.root, false)
     }
 }
 
@@ -107,9 +101,52 @@ pub struct OldEntries<R> {
     leaf_depth: Option<usize>,
     entry: Vec<u8>,
     started: bool,
+    /// A table b-tree (rows: a rowid and a record, in leaves only) rather than an index.
+    table: bool,
+    /// A table: the rowid of the row handed out last.
+    rowid: Option<i64>,
+}
+
+/// The rows of a table b-tree of an existing file in rowid order (see the module notes):
+/// each its rowid and its record's bytes as stored, the overflow chain followed. Made by
+/// [`crate::Existing::table_rows`].
+pub struct TableRows<R>(OldEntries<R>);
+
+impl<R: Read + Seek> TableRows<R> {
+    pub(crate) fn new(file: R, page_size: usize, file_pages: u32, root: u32) -> Self {
+        TableRows(OldEntries::walk(file, page_size, file_pages, root, true))
+    }
+
+    /// The next row (rowid, record bytes), or `None` at the end. An error means the
+    /// table is not what SQLite writes (or the file could not be read).
+    pub fn next_row(&mut self) -> Result<Option<(i64, &[u8])>, Error> {
+        let w = &mut self.0;
+        if w.next_entry()?.is_none() {
+            return Ok(None);
+        }
+        let rowid = w.rowid.expect("a row read has its rowid");
+        Ok(Some((rowid, &w.entry)))
+    }
 }
 
 impl<R: Read + Seek> OldEntries<R> {
+    pub(crate) fn walk(file: R, page_size: usize, file_pages: u32, root: u32, table: bool) -> Self {
+        OldEntries {
+            file,
+            page_size,
+            file_pages,
+            root,
+            stack: vec![],
+            seen: HashSet::new(),
+            pages: vec![],
+            leaf_depth: None,
+            entry: vec![],
+            started: false,
+            table,
+            rowid: None,
+        }
+    }
+
     /// The next entry, or `None` at the end. An error means the index is not what
     /// SQLite writes (or the file could not be read): nothing of it may be used.
     pub fn next_entry(&mut self) -> Result<Option<&[u8]>, Error> {
@@ -129,15 +166,18 @@ impl<R: Read + Seek> OldEntries<R> {
                     return Ok(Some(&self.entry));
                 }
             } else if !top.returned {
-                let child = child_of(top)?;
+                let child = child_of(top, self.table)?;
                 self.descend(child)?;
                 continue;
             } else if top.next < top.cells {
-                // The child left of cell `next` is done: the cell's entry, then the next
-                // child.
+                // The child left of cell `next` is done: the cell's entry (an index's;
+                // a table's interior cells hold only a rowid), then the next child.
                 let i = top.next;
                 top.next += 1;
                 top.returned = false;
+                if self.table {
+                    continue;
+                }
                 self.read_cell(i)?;
                 return Ok(Some(&self.entry));
             }
@@ -161,7 +201,12 @@ impl<R: Read + Seek> OldEntries<R> {
     }
 
     fn bad(&self, pgno: u32, what: &str) -> Error {
-        Error::NotExtensible(format!("its page {pgno} is malformed: {what}"))
+        let why = format!("its page {pgno} is malformed: {what}");
+        if self.table {
+            Error::Malformed(why)
+        } else {
+            Error::NotExtensible(why)
+        }
     }
 
     /// Marks page `pgno` as met: within the file, not page 1, met once.
@@ -192,10 +237,11 @@ impl<R: Read + Seek> OldEntries<R> {
         }
         self.meet(pgno, from)?;
         let page = self.read_page(pgno)?;
-        let leaf = match page[0] {
-            LEAF_INDEX => true,
-            INTERIOR_INDEX => false,
-            _ => return Err(self.bad(pgno, "not an index b-tree page")),
+        let leaf = match (page[0], self.table) {
+            (LEAF_INDEX, false) | (LEAF_TABLE, true) => true,
+            (INTERIOR_INDEX, false) | (INTERIOR_TABLE, true) => false,
+            (_, false) => return Err(self.bad(pgno, "not an index b-tree page")),
+            (_, true) => return Err(self.bad(pgno, "not a table b-tree page")),
         };
         let cells = usize::from(u16::from_be_bytes([page[3], page[4]]));
         let ptrs = if leaf { 8 } else { 12 };
@@ -241,23 +287,38 @@ impl<R: Read + Seek> OldEntries<R> {
             top.page[ptrs + 2 * i],
             top.page[ptrs + 2 * i + 1],
         ]));
+        let table = self.table;
         let runs_off = || {
-            Error::NotExtensible(format!(
-                "its page {pgno} is malformed: a cell runs off the page"
-            ))
+            let why = format!("its page {pgno} is malformed: a cell runs off the page");
+            if table {
+                Error::Malformed(why)
+            } else {
+                Error::NotExtensible(why)
+            }
         };
         let skip = if top.leaf { 0 } else { 4 };
         if at + skip > u {
             return Err(runs_off());
         }
         let cell = &top.page[at + skip..];
-        let (size, n) = varint::get_checked(cell).ok_or_else(runs_off)?;
+        let (size, mut n) = varint::get_checked(cell).ok_or_else(runs_off)?;
         // No payload is larger than the file.
         if size > u64::from(self.file_pages) * u as u64 {
             return Err(self.bad(pgno, "a payload larger than the file"));
         }
         let size = size as usize;
-        let local = local_payload(u, size);
+        let local = if self.table {
+            let (rowid, m) = varint::get_checked(&cell[n..]).ok_or_else(runs_off)?;
+            n += m;
+            let rowid = rowid as i64;
+            if self.rowid.is_some_and(|last| rowid <= last) {
+                return Err(self.bad(pgno, "rowids out of order"));
+            }
+            self.rowid = Some(rowid);
+            crate::payload::local_payload(u, size)
+        } else {
+            local_payload(u, size)
+        };
         let overflow = local < size;
         if n + local + if overflow { 4 } else { 0 } > cell.len() {
             return Err(runs_off());
@@ -289,17 +350,19 @@ impl<R: Read + Seek> OldEntries<R> {
 
 /// The child being walked of interior frame `f`: the left child of cell `next`, or the
 /// right-most child.
-fn child_of(f: &Frame) -> Result<u32, Error> {
+fn child_of(f: &Frame, table: bool) -> Result<u32, Error> {
     let at = if f.next < f.cells {
         let at = usize::from(u16::from_be_bytes([
             f.page[12 + 2 * f.next],
             f.page[12 + 2 * f.next + 1],
         ]));
         if at + 4 > f.page.len() {
-            return Err(Error::NotExtensible(format!(
-                "its page {} is malformed: a cell runs off the page",
-                f.pgno
-            )));
+            let why = format!("its page {} is malformed: a cell runs off the page", f.pgno);
+            return Err(if table {
+                Error::Malformed(why)
+            } else {
+                Error::NotExtensible(why)
+            });
         }
         at
     } else {

@@ -317,10 +317,12 @@ impl<W: Write + Seek> DbWriter<W> {
             table: table.to_string(),
             sql: sql.to_string(),
             count: 0,
-            last: None,
-            leaf: vec![],
+            last: vec![],
+            leaf: Run::default(),
             used: 0,
             full: None,
+            full_divider: vec![],
+            spare: Run::default(),
             children: vec![],
             dividers: vec![],
         }
@@ -1025,15 +1027,55 @@ pub struct IndexBuilder<'d, W: Write + Seek> {
     table: String,
     sql: String,
     count: usize,
-    /// The entry pushed last, for the order check.
-    last: Option<Vec<u8>>,
+    /// The entry pushed last, for the order check (empty before the first).
+    last: Vec<u8>,
     /// The open leaf's entries and the bytes their cells take.
-    leaf: Vec<Vec<u8>>,
+    leaf: Run,
     used: usize,
-    /// A full leaf not written yet, and the divider after it.
-    full: Option<(Vec<Vec<u8>>, Vec<u8>)>,
+    /// A full leaf not written yet (and the divider after it, `full_divider`).
+    full: Option<Run>,
+    full_divider: Vec<u8>,
+    /// A leaf's buffers, kept for the next one.
+    spare: Run,
     children: Vec<u32>,
     dividers: Vec<Vec<u8>>,
+}
+
+/// Entries side by side in one buffer: a leaf's, held without an allocation each.
+#[derive(Default)]
+struct Run {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Run {
+    fn push(&mut self, entry: &[u8]) {
+        self.bytes.extend_from_slice(entry);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    fn get(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+
+    /// Takes off the last entry.
+    fn pop(&mut self) -> Option<Vec<u8>> {
+        let n = self.ends.len().checked_sub(1)?;
+        let out = self.get(n).to_vec();
+        self.ends.pop();
+        self.bytes.truncate(self.ends.last().copied().unwrap_or(0));
+        Some(out)
+    }
 }
 
 impl<W: Write + Seek> IndexBuilder<'_, W> {
@@ -1041,34 +1083,44 @@ impl<W: Write + Seek> IndexBuilder<'_, W> {
     /// pushed before it in [`index::compare`] order (else [`Error::IndexOrder`], `at`
     /// counting the entries pushed).
     pub fn push(&mut self, entry: &[u8]) -> Result<(), Error> {
-        Record::parse(entry)?;
-        if let Some(last) = &self.last {
-            if index::compare(last, entry) != std::cmp::Ordering::Less {
-                return Err(Error::IndexOrder { at: self.count });
-            }
+        self.push_record(Record::parse(entry)?)
+    }
+
+    /// [`IndexBuilder::push`] of an entry already checked to be a record.
+    pub fn push_record(&mut self, entry: Record<'_>) -> Result<(), Error> {
+        let entry = entry.as_bytes();
+        if self.count > 0 && index::compare(&self.last, entry) != std::cmp::Ordering::Less {
+            return Err(Error::IndexOrder { at: self.count });
         }
         self.count += 1;
         let u = self.db.page_size;
         let cost = index::cell_cost(u, entry.len(), false);
         if self.leaf.is_empty() || self.used + cost <= u - 8 {
             if self.leaf.is_empty() {
-                if let Some((cells, divider)) = self.full.take() {
+                if let Some(mut cells) = self.full.take() {
                     self.write_leaf(&cells)?;
-                    self.dividers.push(divider);
+                    self.dividers.push(std::mem::take(&mut self.full_divider));
+                    cells.clear();
+                    self.spare = cells;
                 }
             }
-            self.leaf.push(entry.to_vec());
+            self.leaf.push(entry);
             self.used += cost;
         } else {
-            self.full = Some((std::mem::take(&mut self.leaf), entry.to_vec()));
+            let next = std::mem::take(&mut self.spare);
+            self.full = Some(std::mem::replace(&mut self.leaf, next));
+            self.full_divider = entry.to_vec();
             self.used = 0;
         }
-        self.last = Some(entry.to_vec());
+        self.last.clear();
+        self.last.extend_from_slice(entry);
         Ok(())
     }
 
-    fn write_leaf(&mut self, entries: &[Vec<u8>]) -> Result<(), Error> {
-        let cells: Vec<(u32, &[u8])> = entries.iter().map(|e| (0, e.as_slice())).collect();
+    fn write_leaf(&mut self, entries: &Run) -> Result<(), Error> {
+        let cells: Vec<(u32, &[u8])> = (0..entries.ends.len())
+            .map(|i| (0, entries.get(i)))
+            .collect();
         let page = self.db.index_page(&cells, None)?;
         self.children.push(page);
         Ok(())
@@ -1076,14 +1128,16 @@ impl<W: Write + Seek> IndexBuilder<'_, W> {
 
     /// Writes the last leaf and the interior levels; returns the root page.
     pub fn finish(mut self) -> Result<u32, Error> {
-        if let Some((mut cells, divider)) = self.full.take() {
+        if let Some(mut cells) = self.full.take() {
             // The divider would leave the last leaf empty: the full leaf gives up its
             // last entry to be the divider, and the divider is the last leaf's entry.
-            debug_assert!(self.leaf.is_empty() && cells.len() >= 2);
+            debug_assert!(self.leaf.is_empty() && cells.ends.len() >= 2);
             let up = cells.pop().expect("a full leaf holds entries");
             self.write_leaf(&cells)?;
             self.dividers.push(up);
-            self.leaf = vec![divider];
+            self.leaf.clear();
+            let divider = std::mem::take(&mut self.full_divider);
+            self.leaf.push(&divider);
         }
         let leaf = std::mem::take(&mut self.leaf);
         self.write_leaf(&leaf)?;
