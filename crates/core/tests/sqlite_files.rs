@@ -148,22 +148,41 @@ impl Design {
     }
 }
 
+/// A design's name, its `CREATE TABLE` and its `CREATE INDEX` statements.
+type Declared = (String, String, Vec<String>);
+
 /// Writes an input: some of `designs` (columns in a random order), rows with random
 /// values, some deleted (rowid gaps), indexes, and a view and a trigger.
-fn write_input(path: &Path, designs: &[Design], rng: &mut Rng) -> R {
+///
+/// `same`: every input declares each design alike (one `CREATE TABLE` text and one set
+/// of indexes per design, in `same`'s order), in a rollback-journal mode, integer keys
+/// in a range of input `nth`'s own: the inputs the page writer copies as stored.
+fn write_input(
+    path: &Path,
+    designs: &[Design],
+    rng: &mut Rng,
+    same: Option<(&[Declared], usize)>,
+) -> R {
     let c = Connection::open(path)?;
-    if rng.chance(50) {
+    if same.is_none() && rng.chance(50) {
         c.pragma_update(None, "journal_mode", "wal")?;
     }
     for d in designs {
         if !rng.chance(70) {
             continue;
         }
-        let mut order: Vec<usize> = (0..d.columns.len()).collect();
-        for i in (1..order.len()).rev() {
-            order.swap(i, rng.below(i + 1));
+        let declared = same.and_then(|(s, _)| s.iter().find(|x| x.0 == d.name));
+        match declared {
+            Some((_, create, _)) => c.execute_batch(create)?,
+            None => {
+                let mut order: Vec<usize> = (0..d.columns.len()).collect();
+                for i in (1..order.len()).rev() {
+                    order.swap(i, rng.below(i + 1));
+                }
+                c.execute_batch(&d.create(&order, rng))?;
+            }
         }
-        c.execute_batch(&d.create(&order, rng))?;
+        let base = same.map_or(0, |(_, nth)| 100 * nth as i64);
         let mut names: Vec<String> = d.columns.iter().map(|(n, _)| q(n)).collect();
         if d.key != Key::Rowid {
             names.insert(0, "\"k\"".into());
@@ -179,7 +198,7 @@ fn write_input(path: &Path, designs: &[Design], rng: &mut Rng) -> R {
             let mut values: Vec<Value> = d.columns.iter().map(|(_, t)| d.value(rng, t)).collect();
             match d.key {
                 Key::Rowid => {}
-                Key::IntegerPk => values.insert(0, Value::Integer(rng.below(60) as i64)),
+                Key::IntegerPk => values.insert(0, Value::Integer(base + rng.below(60) as i64)),
                 Key::WithoutRowid => values.insert(0, Value::Text(format!("k{}", rng.below(60)))),
             }
             st.execute(rusqlite::params_from_iter(values))?;
@@ -196,32 +215,48 @@ fn write_input(path: &Path, designs: &[Design], rng: &mut Rng) -> R {
                 )
             })?;
         }
-        for (j, (n, _)) in d.columns.iter().enumerate() {
-            if rng.chance(40) {
-                let how = match rng.below(3) {
-                    0 => format!("{} COLLATE NOCASE", q(n)),
-                    1 => format!("length({})", q(n)),
-                    _ => format!("{} DESC", q(n)),
-                };
-                let partial = if rng.chance(30) {
-                    format!(" WHERE {} IS NOT NULL", q(n))
-                } else {
-                    String::new()
-                };
-                // Index names that collide across tables and inputs.
-                let name = format!("idx {}", j % 2);
-                let _ = c.execute_batch(&format!(
-                    "CREATE INDEX {} ON {} ({how}){partial}",
-                    q(&format!("{name} {}", rng.below(2))),
-                    q(&d.name)
-                ));
+        if let Some((_, _, indexes)) = declared {
+            for sql in indexes {
+                let _ = c.execute_batch(sql);
             }
+            continue;
+        }
+        for sql in random_indexes(d, rng) {
+            let _ = c.execute_batch(&sql);
         }
     }
     if rng.chance(30) {
         c.execute_batch("CREATE VIEW \"v\" AS SELECT 1")?;
     }
     Ok(())
+}
+
+/// Some indexes on `d`'s columns: plain, on an expression, with a collation, descending,
+/// partial; names that collide across tables and inputs.
+fn random_indexes(d: &Design, rng: &mut Rng) -> Vec<String> {
+    let mut out = vec![];
+    for (j, (n, _)) in d.columns.iter().enumerate() {
+        if rng.chance(40) {
+            let how = match rng.below(4) {
+                0 => format!("{} COLLATE NOCASE", q(n)),
+                1 => format!("length({})", q(n)),
+                2 => format!("{} DESC", q(n)),
+                _ => q(n),
+            };
+            let partial = if rng.chance(30) {
+                format!(" WHERE {} IS NOT NULL", q(n))
+            } else {
+                String::new()
+            };
+            let name = format!("idx {}", j % 2);
+            out.push(format!(
+                "CREATE INDEX {} ON {} ({how}){partial}",
+                q(&format!("{name} {}", rng.below(2))),
+                q(&d.name)
+            ));
+        }
+    }
+    out
 }
 
 /// The reference: the same inputs copied by SQLite alone (`ATTACH` + `INSERT … SELECT`),
@@ -412,13 +447,28 @@ fn case(seed: u64, existing: bool) -> R {
         }
         designs.push(Design::random(&mut rng, n));
     }
+    // Half the cases declare every table alike in every input (the page writer's copy
+    // of records as stored, where nothing else stops it), half at random.
+    let same: Option<Vec<Declared>> = rng.chance(50).then(|| {
+        designs
+            .iter()
+            .map(|d| {
+                let order: Vec<usize> = (0..d.columns.len()).collect();
+                (
+                    d.name.clone(),
+                    d.create(&order, &mut rng),
+                    random_indexes(d, &mut rng),
+                )
+            })
+            .collect()
+    });
     let mut inputs = vec![];
     for i in 0..1 + rng.below(4) {
         let p = dir.path().join(format!("in{i}.db"));
         // An input holds one of the case-variant designs of a name, not both.
         let drop = if rng.chance(50) { "t" } else { "T" };
         let mine: Vec<Design> = designs.iter().filter(|d| d.name != drop).cloned().collect();
-        write_input(&p, &mine, &mut rng)?;
+        write_input(&p, &mine, &mut rng, same.as_deref().map(|s| (s, i)))?;
         inputs.push(p);
     }
     let rule = *rng.pick(&[OnConflict::Ignore, OnConflict::Replace]);
@@ -771,7 +821,7 @@ fn a_database_among_text_inputs_is_refused_and_alone_is_copied_by_import() -> R 
 }
 
 #[test]
-fn a_replaced_table_gives_back_its_index_names_and_the_page_writer_is_refused() -> R {
+fn a_replaced_table_gives_back_its_index_names_and_the_page_writer_makes_only_new_files() -> R {
     let dir = tempfile::tempdir()?;
     let a = dir.path().join("a.db");
     db_with(
@@ -799,17 +849,35 @@ fn a_replaced_table_gives_back_its_index_names_and_the_page_writer_is_refused() 
     assert_eq!(rows(&there, "SELECT x FROM t")?, ints(&[&[1]]));
     let mut direct = ImportOptions::default();
     direct.engine = liteload::Engine::Direct;
+    let run = |out: &Path, inputs: &[PathBuf]| {
+        import_sqlite(
+            out,
+            inputs,
+            &SqliteOptions::default(),
+            &direct,
+            &Progress::default(),
+        )
+    };
+    // The page writer makes a new file: from this input, it does.
     let out = dir.path().join("o.db");
-    let e = import_sqlite(
-        &out,
-        &[a],
-        &SqliteOptions::default(),
-        &direct,
-        &Progress::default(),
-    )
-    .unwrap_err();
+    let s = run(&out, std::slice::from_ref(&a))?;
+    assert_eq!(s.engine, Some(liteload::EngineUsed::Direct));
+    assert_eq!(rows(&out, "SELECT rowid, x FROM t")?, ints(&[&[1, 1]]));
+    // Into a file that exists, and from an input in WAL mode, it does not: asked for, a
+    // usage error, and nothing written.
+    let before = std::fs::read(&there)?;
+    let e = run(&there, std::slice::from_ref(&a)).unwrap_err();
     assert!(matches!(e.kind(), liteload::ErrorKind::Usage(_)), "{e}");
-    assert!(!out.exists());
+    assert_eq!(std::fs::read(&there)?, before);
+    let wal = dir.path().join("wal.db");
+    db_with(
+        &wal,
+        "PRAGMA journal_mode = wal; CREATE TABLE w (x); INSERT INTO w VALUES (2);",
+    )?;
+    let out2 = dir.path().join("o2.db");
+    let e = run(&out2, &[wal]).unwrap_err();
+    assert!(e.to_string().contains("WAL"), "{e}");
+    assert!(!out2.exists());
     Ok(())
 }
 
@@ -841,5 +909,132 @@ fn a_schema_written_by_hand_runs_no_second_statement_in_the_target() -> R {
     );
     assert!(result.is_err(), "{result:?}");
     assert_eq!(rows(&there, "SELECT v FROM victim")?, ints(&[&[7]]));
+    Ok(())
+}
+
+#[test]
+fn records_are_copied_as_stored_where_the_inputs_allow_and_by_sqlite_where_not() -> R {
+    let dir = tempfile::tempdir()?;
+    let make = |name: &str, sql: &str| -> R<PathBuf> {
+        let p = dir.path().join(name);
+        db_with(&p, sql)?;
+        Ok(p)
+    };
+    let schema =
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, n); CREATE INDEX t_v ON t (v, n); \
+                  CREATE TABLE r (a, b); CREATE INDEX r_b ON r (b);";
+    // Keys in a range of each input's own; implicit rowids with gaps (deleted rows) in
+    // the second, none in the first; equal index keys across inputs; a huge text that
+    // overflows its page; values of every class.
+    let mut inputs = vec![];
+    for i in 0..3i64 {
+        let p = make(
+            &format!("in{i}.db"),
+            &format!(
+                "{schema}
+                 WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 3000)
+                 INSERT INTO t SELECT x + {base}, 'V' || (x % 7), CASE x % 4 WHEN 0 THEN x WHEN 1 THEN x / 3.0 WHEN 2 THEN NULL ELSE x'00ff' END FROM n;
+                 INSERT INTO t VALUES ({base} + 5000, replace(hex(zeroblob({big})), '00', 'é'), 'a' || char(0) || 'b');
+                 WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 2000)
+                 INSERT INTO r SELECT x, 'k' || (x % 5) FROM n;
+                 DELETE FROM r WHERE {i} = 1 AND rowid % 3 = 0;",
+                base = i * 10_000,
+                big = 20_000 + i
+            ),
+        )?;
+        inputs.push(p);
+    }
+    let (got, want) = (dir.path().join("got.db"), dir.path().join("want.db"));
+    let s = load(&got, &inputs, OnConflict::Fail, &SqliteOptions::default())?;
+    assert_eq!(s.engine, Some(liteload::EngineUsed::Direct));
+    assert_eq!(s.rows, 3 * 3001 + 2000 + 1334 + 2000);
+    reference(&want, &inputs, OnConflict::Fail)?;
+    assert_eq!(contents(&got)?, contents(&want)?);
+    // Each index holds its table's rows, as SQLite reads them through it.
+    for (ix, cols) in [("t_v", "v, n, id"), ("r_b", "b, rowid")] {
+        let table = if ix == "t_v" { "t" } else { "r" };
+        let q = format!(
+            "SELECT {cols} FROM {table} INDEXED BY {ix} WHERE {} IS NOT NULL OR 1 ORDER BY {cols}",
+            cols.split(',').next().unwrap_or("")
+        );
+        assert_eq!(rows(&got, &q)?, rows(&want, &q)?, "{ix}");
+    }
+
+    // Keys that interleave between inputs: SQLite's road, by the conflict rule.
+    let overlap = make(
+        "overlap.db",
+        &format!("{schema} INSERT INTO t VALUES (2, 'x', 1), (20005, 'y', 2);"),
+    )?;
+    let mixed = [inputs[0].clone(), overlap];
+    let (got2, want2) = (dir.path().join("got2.db"), dir.path().join("want2.db"));
+    let s = load(
+        &got2,
+        &mixed,
+        OnConflict::Replace,
+        &SqliteOptions::default(),
+    )?;
+    assert_eq!(s.engine, Some(liteload::EngineUsed::Sqlite));
+    reference(&want2, &mixed, OnConflict::Replace)?;
+    assert_eq!(contents(&got2)?, contents(&want2)?);
+
+    // Two inputs whose tables each have an index of one name, and a table of one input
+    // with a UNIQUE constraint (its automatic index copied as stored): the names are
+    // made apart as SQLite's road makes them, and the copy equals it.
+    let u1 = make(
+        "u1.db",
+        "CREATE TABLE a (x UNIQUE, y); CREATE INDEX same ON a (y); INSERT INTO a VALUES (1, 2), ('é', NULL);",
+    )?;
+    let u2 = make(
+        "u2.db",
+        "CREATE TABLE b (z); CREATE INDEX same ON b (z); INSERT INTO b VALUES (3);",
+    )?;
+    for (k, pair) in [[u1.clone(), u2.clone()], [u2, u1.clone()]]
+        .iter()
+        .enumerate()
+    {
+        let (g, w) = (
+            dir.path().join(format!("gu{k}.db")),
+            dir.path().join(format!("wu{k}.db")),
+        );
+        load(&g, pair, OnConflict::Fail, &SqliteOptions::default())?;
+        reference(&w, pair, OnConflict::Fail)?;
+        assert_eq!(contents(&g)?, contents(&w)?);
+    }
+    let gu = dir.path().join("gu.db");
+    let s = load(
+        &gu,
+        std::slice::from_ref(&u1),
+        OnConflict::Fail,
+        &SqliteOptions::default(),
+    )?;
+    assert_eq!(s.engine, Some(liteload::EngineUsed::Direct));
+    let e = Connection::open(&gu)?
+        .execute("INSERT INTO a VALUES (1, 0)", [])
+        .unwrap_err();
+    assert!(e.to_string().contains("UNIQUE"), "{e}");
+
+    // An input whose table page is damaged: an error naming it, and no file.
+    let bad = dir.path().join("bad.db");
+    std::fs::copy(&inputs[1], &bad)?;
+    let root: i64 = Connection::open(&bad)?.query_row(
+        "SELECT rootpage FROM sqlite_schema WHERE name = 't'",
+        [],
+        |r| r.get(0),
+    )?;
+    let mut bytes = std::fs::read(&bad)?;
+    let at = (root as usize - 1) * 4096;
+    bytes[at] = 0x42;
+    std::fs::write(&bad, bytes)?;
+    let got3 = dir.path().join("got3.db");
+    let e = load(
+        &got3,
+        &[inputs[0].clone(), bad],
+        OnConflict::Fail,
+        &SqliteOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("bad.db"), "{e}");
+    assert!(!got3.exists());
+    assert!(!liteload::durability::temp_path(&got3).exists());
     Ok(())
 }

@@ -109,7 +109,8 @@ pub struct ImportArgs {
     /// MySQL or MariaDB database: `mysql://USER@HOST:PORT/DBNAME`. Or SQLite
     /// database files (told by their header): every table copied with its declared
     /// schema and indexes, tables of one name merged (see --tables, --keep-rowids,
-    /// --on-conflict).
+    /// --on-conflict); into a new file the page writer copies their records as stored
+    /// where the tables allow it (docs/import.md, "SQLite files"), else SQLite does.
     #[arg(required = true)]
     pub files: Vec<String>,
 
@@ -498,7 +499,9 @@ pub struct ImportArgs {
     /// the input's columns in the table's order; NDJSON/JSON only into a new table), or
     /// `auto`: `direct` for one CSV, TSV, NDJSON or JSON input (or Parquet/Arrow inputs
     /// of one schema) where it applies and pays (a few rows added to a big indexed table
-    /// go through `sqlite`), no --pk or --alter, else `sqlite`. The summary says which
+    /// go through `sqlite`), no --pk or --alter, else `sqlite`. SQLite files: `auto`
+    /// copies records as stored into a new file where the inputs allow it, `direct`
+    /// insists (refused, with the reason, where they do not). The summary says which
     /// road a load took and why.
     #[arg(long, value_enum, default_value_t = super::generate::Engine::Auto, help_heading = "Durability and speed")]
     pub engine: super::generate::Engine,

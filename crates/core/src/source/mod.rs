@@ -28,6 +28,7 @@ mod serialized;
 #[cfg(feature = "spreadsheet")]
 pub(crate) mod sheet;
 pub mod sniff;
+pub(crate) mod stored;
 pub mod tabular;
 pub(crate) mod transcode;
 pub(crate) mod xml;

@@ -22,7 +22,9 @@
 //! names each. `sqlite_sequence` follows from the rows (SQLite keeps it);
 //! `sqlite_stat1` is not copied (`ANALYZE` makes it anew).
 //!
-//! The inputs are read through SQLite, attached read-only: each is read inside one
+//! Into a new file, the page writer copies the records as they are stored where the
+//! inputs allow it (`stored.rs` says when: exactly the file the road below makes). Else
+//! the inputs are read through SQLite, attached read-only: each is read inside one
 //! transaction, a snapshot, whatever another connection writes meanwhile. The rows go
 //! through SQLite's own `INSERT … SELECT` in the load's transaction: a new file is put
 //! in place only when every table is in, and a file that exists takes all of the load
@@ -43,6 +45,8 @@ use crate::schema::quote_ident;
 use crate::source::Input;
 use crate::summary::{self, Durable, EngineUsed, Summary};
 use crate::table::IfExists;
+
+mod stored;
 
 /// What to copy from SQLite files, besides the load's [`ImportOptions`] (whose
 /// `on_conflict`, `if_exists` and durability apply as for any load).
@@ -102,6 +106,8 @@ struct SourceTable {
     all: Vec<String>,
     /// It has a generated column.
     generated: bool,
+    /// `WITHOUT ROWID`.
+    without_rowid: bool,
     rowid: Rowid,
     /// Its indexes' names and `CREATE INDEX` statements (not those of its constraints,
     /// which come with the table).
@@ -167,6 +173,28 @@ pub fn import_sqlite(
             )));
         }
     }
+    if stored::may_apply(db, opts) {
+        match stored::copy(db, &read, sq, opts, progress)? {
+            stored::Outcome::Done(summary) => {
+                let mut summary = *summary;
+                summary.durability = Durable::Profile(Durability::AtomicNew);
+                finish_summary(&mut summary, db, sources, start);
+                return Ok(summary);
+            }
+            stored::Outcome::NotHere(why) if opts.engine == crate::options::Engine::Direct => {
+                return Err(Error::usage(format!(
+                    "copying SQLite files by the page writer: {why}"
+                ))
+                .with_hint(crate::error::Hint::SqliteEngine));
+            }
+            stored::Outcome::NotHere(_) => {}
+        }
+    } else if opts.engine == crate::options::Engine::Direct {
+        return Err(Error::usage(
+            "copying SQLite files by the page writer: it builds a new file (durability atomic-new)",
+        )
+        .with_hint(crate::error::Hint::SqliteEngine));
+    }
     let mut target = durability::open(db, opts.durability, opts.file)?;
     let result = copy(&mut target, &read, sq, opts, progress);
     match result {
@@ -189,12 +217,7 @@ pub fn import_sqlite(
             summary.notes.splice(0..0, target.notes.drain(..));
             target.commit()?;
             summary.durability = Durable::Profile(durability);
-            summary.db_bytes = std::fs::metadata(db).map_or(0, |m| m.len());
-            summary.bytes_read = sources
-                .iter()
-                .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
-                .sum();
-            summary::finish(&mut summary, start);
+            finish_summary(&mut summary, db, sources, start);
             Ok(summary)
         }
         Err(e) => {
@@ -202,6 +225,16 @@ pub fn import_sqlite(
             Err(e)
         }
     }
+}
+
+/// The sizes and times of a copy from `sources` into `db` begun at `start`.
+fn finish_summary(summary: &mut Summary, db: &Path, sources: &[PathBuf], start: Instant) {
+    summary.db_bytes = std::fs::metadata(db).map_or(0, |m| m.len());
+    summary.bytes_read = sources
+        .iter()
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .sum();
+    summary::finish(summary, start);
 }
 
 /// Options that a copy of SQLite files cannot take.
@@ -214,8 +247,6 @@ fn refuse_options(sq: &SqliteOptions, opts: &ImportOptions) -> Result<()> {
         Some("the columns and their types come from the inputs' tables")
     } else if opts.table.is_some() {
         Some("tables keep their names (choose some by name instead)")
-    } else if opts.engine == crate::options::Engine::Direct {
-        Some("the rows are copied by SQLite's own INSERT … SELECT, not by the page writer")
     } else if opts.parse_only {
         Some("there is nothing to parse: the rows are copied by SQLite")
     } else if opts.nested != crate::options::Nested::default() {
@@ -321,6 +352,7 @@ fn read_source(path: &Path, only: &[String]) -> Result<Source> {
             columns: shape.columns,
             all: shape.all,
             generated: shape.generated,
+            without_rowid: shape.without_rowid,
             rowid,
             indexes,
         });

@@ -9,6 +9,7 @@
 
 mod entries;
 pub(crate) mod file;
+pub(crate) mod stored;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
