@@ -18,8 +18,11 @@ every number column, the total length of the texts, the index there):
                 each file's rows through Table.insert_all (batches of 10,000), the index
                 after the rows
 
-    python bench/sqlite_merge.py [--files 10] [--rows 1000000] [--runs 3]
+    python bench/sqlite_merge.py [--files 10] [--rows 1000000] [--runs 3] [--rowid]
                                  [--workdir /tmp/merge] [--tools …] [--json F]
+
+--rowid: the same table keyed by its implicit rowid (id an ordinary column), so every
+tool numbers the rows anew and the index's rowids change with them.
 
 Run it with a Python that has sqlite-utils (../shared/peers).
 """
@@ -97,11 +100,16 @@ def main():
     ap.add_argument("--workdir", default="/tmp/merge")
     ap.add_argument("--tools", default="liteload,sqlite3,sqlite-utils")
     ap.add_argument("--json")
+    ap.add_argument("--rowid", action="store_true",
+                    help="key the table by its implicit rowid (rows numbered anew)")
     a = ap.parse_args()
+    global SCHEMA
+    if a.rowid:
+        SCHEMA = SCHEMA.replace("id INTEGER PRIMARY KEY", "id INTEGER")
     os.makedirs(a.workdir, exist_ok=True)
     files = []
     for i in range(a.files):
-        f = os.path.join(a.workdir, f"part{a.rows}-{i:03}.db")
+        f = os.path.join(a.workdir, f"part{a.rows}{'-rowid' if a.rowid else ''}-{i:03}.db")
         if not os.path.exists(f):
             print(f"making {f} ...", flush=True)
             make(f + ".part", i, a.rows)
@@ -119,9 +127,9 @@ def main():
                                         good=lambda got: got[2] == 1)
     rows = a.files * a.rows
     size = sum(os.path.getsize(f) for f in files)
-    print(f"\n{a.files} files of {a.rows:,} rows ({size / 1e6:,.0f} MB) merged; {os.cpu_count()} cores; "
+    print(f"\n{a.files} files of {a.rows:,} rows ({size / 1e6:,.0f} MB{', implicit rowids' if a.rowid else ''}) merged; {os.cpu_count()} cores; "
           f"medians of {a.runs}")
-    out = print_medians(results, rows, {"files": a.files, "rows": rows, "bytes": size})
+    out = print_medians(results, rows, {"files": a.files, "rows": rows, "bytes": size, "rowid": a.rowid})
     write_jsonl(a.json, out)
 
 

@@ -203,14 +203,15 @@ pub fn entry_from_prefix(prefix: u64, rowid: i64, out: &mut Vec<u8>) -> bool {
 }
 
 /// Index entry `entry` (whose last field, the rowid, is an integer) with its rowid
-/// changed to `rowid`, written to `out` (cleared first): the key fields' bytes are kept
-/// as they are. For entries copied from one file into another where the rows were
-/// numbered anew. Refused: a record whose last field is not an integer.
-pub fn with_rowid(
+/// changed to `map(rowid)`, written to `out` (cleared first): the key fields' bytes are
+/// kept as they are. For entries copied from one file into another where the rows were
+/// numbered anew. `Ok(None)` where `map` gives none; refused: a record whose last field
+/// is not an integer.
+pub fn with_rowid<'o>(
     entry: crate::Record<'_>,
-    rowid: i64,
-    out: &mut Vec<u8>,
-) -> Result<(), crate::Error> {
+    map: impl FnOnce(i64) -> Option<i64>,
+    out: &'o mut Vec<u8>,
+) -> Result<Option<crate::Record<'o>>, crate::Error> {
     let bytes = entry.as_bytes();
     let (head, mut at) = varint::get(bytes);
     let head = head as usize;
@@ -234,14 +235,30 @@ pub fn with_rowid(
             "an index entry's last field is not an integer rowid",
         ));
     };
-    debug_assert!(t < 128, "an integer's serial type is one byte");
+    let old = match t {
+        8 => 0,
+        9 => 1,
+        _ => {
+            let b = &bytes[last_body..body];
+            let mut v = if b[0] & 0x80 != 0 { -1i64 } else { 0 };
+            for &x in b {
+                v = (v << 8) | i64::from(x);
+            }
+            v
+        }
+    };
+    let Some(rowid) = map(old) else {
+        return Ok(None);
+    };
     let (new_type, len) = crate::record::serial_type(&crate::Value::Integer(rowid));
     out.clear();
     out.extend_from_slice(&bytes[..pos]);
     out.push(new_type as u8);
     out.extend_from_slice(&bytes[pos + 1..last_body]);
     out.extend_from_slice(&rowid.to_be_bytes()[8 - len..]);
-    Ok(())
+    // The header is as long as before (a one-byte type for a one-byte type), and the
+    // last field's body is as long as its new type says.
+    Ok(Some(crate::Record::encoded(out)))
 }
 
 /// Whether two index entries have the same key: their first `keys` fields equal and none
@@ -262,6 +279,43 @@ mod tests {
         let mut out = vec![];
         encode(v, &mut out);
         out
+    }
+
+    #[test]
+    fn with_rowid_changes_the_last_field_alone() {
+        let keys = [
+            vec![Value::Text(b"abc"), Value::Null],
+            vec![Value::Real(-2.5), Value::Blob(&[0, 255])],
+            vec![],
+        ];
+        for key in &keys {
+            for old in [0i64, 1, -1, 300, i64::MAX] {
+                for new in [0i64, 1, 2, -129, 1 << 40, i64::MIN] {
+                    let mut values = key.clone();
+                    values.push(Value::Integer(old));
+                    let entry = rec(&values);
+                    let mut out = vec![];
+                    let got = with_rowid(
+                        crate::Record::parse(&entry).unwrap(),
+                        |o| (o == old).then_some(new),
+                        &mut out,
+                    )
+                    .unwrap()
+                    .unwrap()
+                    .as_bytes()
+                    .to_vec();
+                    values.pop();
+                    values.push(Value::Integer(new));
+                    assert_eq!(got, rec(&values), "{key:?} {old} -> {new}");
+                }
+            }
+        }
+        let mut out = vec![];
+        let text_last = rec(&[Value::Integer(1), Value::Text(b"x")]);
+        assert!(with_rowid(crate::Record::parse(&text_last).unwrap(), Some, &mut out).is_err());
+        let int_last = rec(&[Value::Integer(7)]);
+        let none = with_rowid(crate::Record::parse(&int_last).unwrap(), |_| None, &mut out);
+        assert!(matches!(none, Ok(None)));
     }
 
     #[test]

@@ -186,8 +186,10 @@ impl<'a> Record<'a> {
     }
 }
 
-/// Encoded records one after another, each made by a [`RecordBuilder`]: a batch of rows
-/// for [`crate::TableWriter::push_record`], built on one thread and written on another.
+/// Encoded records one after another, each made by a [`RecordBuilder`] or checked by
+/// [`Record::parse`]: a batch of rows for [`crate::TableWriter::push_record`] (or of
+/// index entries for [`crate::IndexBuilder::push_record`]), built on one thread and
+/// written on another without being checked again.
 #[derive(Clone, Debug, Default)]
 pub struct Records {
     bytes: Vec<u8>,
@@ -210,6 +212,13 @@ impl Records {
     #[inline]
     pub fn push(&mut self, built: &RecordBuilder) {
         built.encode(&mut self.bytes);
+        self.ends.push(self.bytes.len());
+    }
+
+    /// Appends a record already checked (a copy of its bytes).
+    #[inline]
+    pub fn push_record(&mut self, record: Record<'_>) {
+        self.bytes.extend_from_slice(record.0);
         self.ends.push(self.bytes.len());
     }
 

@@ -63,7 +63,14 @@ pub fn get(b: &[u8]) -> (u64, usize) {
 
 /// A varint at the start of `b`, or `None` if `b` ends inside it (for bytes not yet
 /// trusted).
+#[inline]
 pub(crate) fn get_checked(b: &[u8]) -> Option<(u64, usize)> {
+    // One byte, the common case (every serial type below 128: short texts, all numbers).
+    match b.first() {
+        Some(&x) if x & 0x80 == 0 => return Some((u64::from(x), 1)),
+        None => return None,
+        _ => {}
+    }
     let end = b
         .iter()
         .take(8)

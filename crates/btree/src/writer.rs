@@ -317,7 +317,6 @@ impl<W: Write + Seek> DbWriter<W> {
             table: table.to_string(),
             sql: sql.to_string(),
             count: 0,
-            last: vec![],
             leaf: Run::default(),
             used: 0,
             full: None,
@@ -1027,8 +1026,6 @@ pub struct IndexBuilder<'d, W: Write + Seek> {
     table: String,
     sql: String,
     count: usize,
-    /// The entry pushed last, for the order check (empty before the first).
-    last: Vec<u8>,
     /// The open leaf's entries and the bytes their cells take.
     leaf: Run,
     used: usize,
@@ -1089,7 +1086,14 @@ impl<W: Write + Seek> IndexBuilder<'_, W> {
     /// [`IndexBuilder::push`] of an entry already checked to be a record.
     pub fn push_record(&mut self, entry: Record<'_>) -> Result<(), Error> {
         let entry = entry.as_bytes();
-        if self.count > 0 && index::compare(&self.last, entry) != std::cmp::Ordering::Less {
+        // The entry pushed last: the open leaf's last, or (a leaf just filled) the
+        // divider after it.
+        let last = match self.leaf.ends.len() {
+            0 if self.full.is_some() => Some(self.full_divider.as_slice()),
+            0 => None,
+            n => Some(self.leaf.get(n - 1)),
+        };
+        if last.is_some_and(|l| index::compare(l, entry) != std::cmp::Ordering::Less) {
             return Err(Error::IndexOrder { at: self.count });
         }
         self.count += 1;
@@ -1112,8 +1116,6 @@ impl<W: Write + Seek> IndexBuilder<'_, W> {
             self.full_divider = entry.to_vec();
             self.used = 0;
         }
-        self.last.clear();
-        self.last.extend_from_slice(entry);
         Ok(())
     }
 

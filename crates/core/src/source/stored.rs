@@ -22,6 +22,7 @@ use liteload_btree::{Existing, OldEntries, TableRows};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{Error, Result};
+use crate::schema::quote_ident;
 
 /// A database file under a read transaction, its pages read as stored (see the module
 /// notes). Made by [`StoredFile::open`].
@@ -102,6 +103,22 @@ impl StoredFile {
                 .collect()
             })
             .map_err(|e| self.sqlite_error("reading the schema", e))
+    }
+
+    /// Table `table`'s smallest and largest rowid (`None`: no row), read by `rowid`
+    /// (`rowid`, `oid` or `_rowid_`: a name no column of the table takes): two b-tree
+    /// descents, not a scan.
+    pub(crate) fn rowid_range(&self, table: &str, rowid: &str) -> Result<Option<(i64, i64)>> {
+        debug_assert!(matches!(rowid, "rowid" | "oid" | "_rowid_"));
+        let sql = format!(
+            "SELECT (SELECT min({rowid}) FROM main.{t}), (SELECT max({rowid}) FROM main.{t})",
+            t = quote_ident(table)
+        );
+        let (lo, hi): (Option<i64>, Option<i64>) = self
+            .conn
+            .query_row(&sql, [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.sqlite_error("reading a table's rowids", e))?;
+        Ok(lo.zip(hi))
     }
 
     /// The file's pages, to be read on any thread.

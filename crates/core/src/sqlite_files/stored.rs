@@ -32,7 +32,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering as AtomicOrdering;
 
 use liteload_btree::index::{compare, with_rowid};
-use liteload_btree::{OldEntries, Record};
+use liteload_btree::{OldEntries, Record, Records};
 
 use super::{Rowid, Source, SqliteOptions};
 use crate::error::{Error, Result};
@@ -58,6 +58,8 @@ struct Table {
     from: Vec<(usize, u32)>,
     /// Rows numbered anew, in order, from 1.
     renumber: bool,
+    /// The name the implicit rowid is read by, where one reaches it.
+    rowid: Option<&'static str>,
     indexes: Vec<Index>,
 }
 
@@ -70,7 +72,7 @@ struct Index {
 }
 
 /// How one input's rowids of a table map to the new file's.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Debug)]
 enum Rowids {
     /// Kept.
     Same,
@@ -228,6 +230,7 @@ fn plan(
                 sql: t.sql.clone(),
                 from: vec![(i, row.root)],
                 renumber: false,
+                rowid: None,
                 indexes: indexes
                     .iter()
                     .map(|r| Index {
@@ -255,6 +258,9 @@ fn plan(
             )));
         }
         t.renumber = merged && !sq.keep_rowids && rowid != Some(Rowid::Data);
+        if let Some(Rowid::Implicit(name)) = rowid {
+            t.rowid = Some(name);
+        }
         if !merged {
             continue;
         }
@@ -308,11 +314,10 @@ fn plan(
 const AHEAD_BATCHES: usize = 256;
 const BATCH_BYTES: usize = 1 << 20;
 
-/// Index entries merged ahead: side by side in one buffer.
+/// Index entries merged ahead, each checked to be a record.
 #[derive(Default)]
 struct Batch {
-    bytes: Vec<u8>,
-    ends: Vec<usize>,
+    entries: Records,
     /// The last batch of an index.
     last: bool,
 }
@@ -328,18 +333,24 @@ fn write_table(
     progress: &Progress,
 ) -> Result<std::result::Result<u64, String>> {
     let pages: Vec<Pages<'_>> = files.iter().map(StoredFile::pages).collect();
-    let ahead = !t.renumber && !t.indexes.is_empty();
+    // Where rows are numbered anew, each input's new rowids are guessed before its rows
+    // are read (no gap), so the merge need not wait for them.
+    let known = match (t.renumber, t.rowid, t.indexes.is_empty()) {
+        (false, _, _) => Some(vec![Rowids::Same; t.from.len()]),
+        (true, Some(name), false) => Some(guessed_rowids(t, files, name)?),
+        _ => None,
+    };
+    let ahead = !t.indexes.is_empty() && known.is_some();
     std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(AHEAD_BATCHES);
+        let (tx, mut rx) = std::sync::mpsc::sync_channel::<Batch>(AHEAD_BATCHES);
         let merger = ahead.then(|| {
-            let (pages, same) = (&pages, vec![Rowids::Same; t.from.len()]);
+            let (pages, maps) = (&pages, known.as_deref().unwrap_or_default());
             scope.spawn(move || -> Result<std::result::Result<(), String>> {
                 for x in &t.indexes {
                     let mut batch = Batch::default();
-                    let merged = merge_index(t, x, pages, &same, progress, |entry| {
-                        batch.bytes.extend_from_slice(entry);
-                        batch.ends.push(batch.bytes.len());
-                        if batch.bytes.len() >= BATCH_BYTES {
+                    let merged = merge_index(t, x, pages, maps, progress, |entry| {
+                        batch.entries.push_record(entry);
+                        if batch.entries.byte_len() >= BATCH_BYTES {
                             // The writer stopped: nothing more is wanted.
                             return Ok(tx.send(std::mem::take(&mut batch)).is_ok());
                         }
@@ -370,6 +381,19 @@ fn write_table(
                 return Ok(Err(why));
             }
         };
+        // A guess proved wrong (rowids with gaps): the merge ahead stops, and the
+        // indexes are merged here with the rowids as read.
+        let ahead = ahead && known.as_ref().is_some_and(|k| *k == maps);
+        let merger = match ahead {
+            true => merger,
+            false => {
+                drop(rx);
+                joined(merger)?.ok();
+                let (_, rx2) = std::sync::mpsc::sync_channel::<Batch>(0);
+                rx = rx2;
+                None
+            }
+        };
         for x in &t.indexes {
             progress.check()?;
             let mut index = out.index(&x.name, &t.name, x.sql.as_deref().unwrap_or(""));
@@ -388,14 +412,12 @@ fn write_table(
                             Err(why) => Ok(Err(why)),
                         };
                     };
-                    let mut start = 0;
-                    for &end in &batch.ends {
-                        match index.push(&batch.bytes[start..end]) {
+                    for entry in batch.entries.iter() {
+                        match index.push_record(entry) {
                             Ok(()) => {}
                             Err(Refused::Order) => return Ok(Err(order())),
                             Err(Refused::Failed(e)) => return Err(e),
                         }
-                        start = end;
                     }
                     if batch.last {
                         break;
@@ -404,7 +426,7 @@ fn write_table(
             } else {
                 let mut bad_order = false;
                 let merged = merge_index(t, x, &pages, &maps, progress, |entry| {
-                    match index.push(entry) {
+                    match index.push_record(entry) {
                         Ok(()) => Ok(true),
                         Err(Refused::Order) => {
                             bad_order = true;
@@ -428,6 +450,26 @@ fn write_table(
         }
         Ok(Ok(written as u64))
     })
+}
+
+/// How each input's rowids of table `t` (numbered anew, read by `name`) map to the new
+/// file's if they run without a gap (a shift each, from the smallest and largest alone):
+/// the merge of the indexes can begin before the rows are read, and is done again once
+/// they are where a gap proves the guess wrong.
+fn guessed_rowids(t: &Table, files: &[StoredFile], name: &str) -> Result<Vec<Rowids>> {
+    let mut base = 0i64;
+    let mut maps = Vec::with_capacity(t.from.len());
+    for &(i, _) in &t.from {
+        maps.push(match files[i].rowid_range(&t.name, name)? {
+            None => Rowids::Same,
+            Some((lo, hi)) => {
+                let shift = Rowids::Shift(base + 1 - lo);
+                base = base.saturating_add(hi.saturating_sub(lo)).saturating_add(1);
+                shift
+            }
+        });
+    }
+    Ok(maps)
 }
 
 /// Copies table `t`'s rows from each of its inputs, in turn, into a new table of
@@ -490,14 +532,14 @@ fn copy_rows(
 
 /// Merges index `x` of table `t` from every input holding it, each entry (checked to be
 /// a record, its rowid mapped by `maps`) handed to `each` in SQLite's order, until
-/// `each` says stop; `Err(why)` where an entry's rowid is not its table's.
+/// `each` says stop.
 fn merge_index(
     t: &Table,
     x: &Index,
     pages: &[Pages<'_>],
     maps: &[Rowids],
     progress: &Progress,
-    mut each: impl FnMut(&[u8]) -> Result<bool>,
+    mut each: impl FnMut(Record<'_>) -> Result<bool>,
 ) -> Result<std::result::Result<(), String>> {
     let streams = x
         .roots
@@ -506,10 +548,9 @@ fn merge_index(
         .map(|(&root, &(i, _))| pages[i].entries(root).map(|e| (pages[i], e)))
         .collect::<Result<Vec<_>>>()?;
     let mut merge = Merge::new(streams, maps);
-    let mut entry = vec![];
     let mut n = 0u64;
-    while merge.next(&mut entry)? {
-        if !each(&entry)? {
+    while let Some(entry) = merge.next()? {
+        if !each(entry)? {
             break;
         }
         n += 1;
@@ -528,11 +569,18 @@ fn in_file(e: Error, f: &Pages<'_>) -> Error {
     }
 }
 
-/// One input's next index entry, rowid already rewritten, in a min-heap by
-/// SQLite's order (ties cannot happen: entries of different inputs differ in rowid).
+/// One input's next index entry (checked, rowid already rewritten; the only record
+/// held), in a min-heap by SQLite's order (ties cannot happen: entries of different
+/// inputs differ in rowid).
 struct Head {
-    entry: Vec<u8>,
+    entry: Records,
     stream: usize,
+}
+
+impl Head {
+    fn record(&self) -> Record<'_> {
+        self.entry.iter().next().expect("a head holds its entry")
+    }
 }
 
 impl PartialEq for Head {
@@ -549,7 +597,8 @@ impl PartialOrd for Head {
 impl Ord for Head {
     fn cmp(&self, other: &Self) -> Ordering {
         // Reversed: the heap's top is the least entry.
-        compare(&other.entry, &self.entry).then(other.stream.cmp(&self.stream))
+        compare(other.record().as_bytes(), self.record().as_bytes())
+            .then(other.stream.cmp(&self.stream))
     }
 }
 
@@ -560,8 +609,11 @@ struct Merge<'a> {
     streams: Vec<(Pages<'a>, OldEntries<At<'a>>)>,
     maps: &'a [Rowids],
     heap: BinaryHeap<Head>,
-    /// The input being read from, and its next entry (rewritten), while it stays least.
+    /// The entry handed out last, and its input, whose next entry comes next if it is
+    /// still least.
     current: Option<Head>,
+    /// A rewritten entry's bytes.
+    scratch: Vec<u8>,
     started: bool,
 }
 
@@ -572,12 +624,14 @@ impl<'a> Merge<'a> {
             maps,
             heap: BinaryHeap::new(),
             current: None,
+            scratch: vec![],
             started: false,
         }
     }
 
-    /// Input `s`'s next entry, checked to be a record and its rowid mapped, into `out`.
-    fn read(&mut self, s: usize, out: &mut Vec<u8>) -> Result<bool> {
+    /// Input `s`'s next entry, checked to be a record and its rowid mapped, into `out`
+    /// (which holds it alone); `false` at the input's end.
+    fn read(&mut self, s: usize, out: &mut Records) -> Result<bool> {
         let (f, entries) = &mut self.streams[s];
         let f = *f;
         let Some(entry) = entries.next_entry().map_err(|e| f.btree_error(e))? else {
@@ -586,67 +640,49 @@ impl<'a> Merge<'a> {
         let bad =
             |why: &str| Error::schema(format!("{}: an index entry {why}", f.path().display()));
         let rec = Record::parse(entry).map_err(|e| bad(&format!("is not a record ({e})")))?;
+        out.clear();
         let map = &self.maps[s];
         if matches!(map, Rowids::Same) {
-            out.clear();
-            out.extend_from_slice(rec.as_bytes());
+            out.push_record(rec);
             return Ok(true);
         }
-        let old = match rec.values().last() {
-            Some(liteload_btree::Value::Integer(r)) => r,
-            _ => return Err(bad("ends in no rowid")),
-        };
-        let new = map
-            .new_rowid(old)
-            .ok_or_else(|| bad(&format!("names rowid {old}, which its table does not hold")))?;
-        with_rowid(rec, new, out).map_err(|e| bad(&e.to_string()))?;
+        match with_rowid(rec, |old| map.new_rowid(old), &mut self.scratch) {
+            Ok(Some(rewritten)) => out.push_record(rewritten),
+            Ok(None) => return Err(bad("names a rowid its table does not hold")),
+            Err(e) => return Err(bad(&e.to_string())),
+        }
         Ok(true)
     }
 
-    /// The next entry in SQLite's order into `out`; `false` at the end.
-    fn next(&mut self, out: &mut Vec<u8>) -> Result<bool> {
+    /// The next entry in SQLite's order; `None` at the end.
+    fn next(&mut self) -> Result<Option<Record<'_>>> {
         if !self.started {
             self.started = true;
             for s in 0..self.streams.len() {
-                let mut e = vec![];
-                if self.read(s, &mut e)? {
-                    self.heap.push(Head {
-                        entry: e,
-                        stream: s,
-                    });
+                let mut entry = Records::new();
+                if self.read(s, &mut entry)? {
+                    self.heap.push(Head { entry, stream: s });
                 }
             }
         }
-        if let Some(cur) = self.current.take() {
+        if let Some(mut cur) = self.current.take() {
             // The input handed out last: its next entry, if it is still least.
-            let mut e = std::mem::take(out);
-            if self.read(cur.stream, &mut e)? {
-                let least = self
-                    .heap
-                    .peek()
-                    .is_none_or(|top| compare(&e, &top.entry) == Ordering::Less);
-                if least {
-                    *out = e;
-                    self.current = Some(Head {
-                        entry: vec![],
-                        stream: cur.stream,
-                    });
-                    return Ok(true);
-                }
-                self.heap.push(Head {
-                    entry: e,
-                    stream: cur.stream,
+            if self.read(cur.stream, &mut cur.entry)? {
+                let least = self.heap.peek().is_none_or(|top| {
+                    compare(cur.record().as_bytes(), top.record().as_bytes()) == Ordering::Less
                 });
+                if !least {
+                    self.heap.push(cur);
+                    self.current = self.heap.pop();
+                } else {
+                    self.current = Some(cur);
+                }
+            } else {
+                self.current = self.heap.pop();
             }
+        } else {
+            self.current = self.heap.pop();
         }
-        let Some(top) = self.heap.pop() else {
-            return Ok(false);
-        };
-        *out = top.entry;
-        self.current = Some(Head {
-            entry: vec![],
-            stream: top.stream,
-        });
-        Ok(true)
+        Ok(self.current.as_ref().map(Head::record))
     }
 }

@@ -163,8 +163,8 @@ impl StoredIndex<'_> {
     /// Adds an entry (a record of the key columns, then the rowid), after the one before
     /// it in SQLite's order.
     #[inline]
-    pub(crate) fn push(&mut self, entry: &[u8]) -> std::result::Result<(), Refused> {
-        self.index.push(entry).map_err(|e| refused(e, None))
+    pub(crate) fn push_record(&mut self, entry: Record<'_>) -> std::result::Result<(), Refused> {
+        self.index.push_record(entry).map_err(|e| refused(e, None))
     }
 
     /// Writes the index's last pages and its schema row.
