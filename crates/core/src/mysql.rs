@@ -193,6 +193,7 @@ pub fn import_mysql(
                 constraints: crate::table::Constraints {
                     foreign_keys: foreign_keys.get(i).cloned().unwrap_or_default(),
                     defaults: defaults.get(i).cloned().unwrap_or_default(),
+                    ..Default::default()
                 },
                 ..TableShape::default()
             });

@@ -1,8 +1,9 @@
 //! PostgreSQL into SQLite: the base tables of a schema (or some of them, or a query's
 //! result; views and materialized views too, as tables of their rows, when asked)
-//! copied into a SQLite file, all read inside one snapshot. Every object left behind
-//! (views, sequences, functions, foreign keys, CHECKs, defaults, triggers) is named in
-//! the summary's notes.
+//! copied into a SQLite file, all read inside one snapshot. Constant defaults and the
+//! CHECK constraints SQLite evaluates as PostgreSQL does are declared; every object left
+//! behind (views, sequences, functions, foreign keys, other CHECKs and defaults,
+//! triggers) is named in the summary's notes.
 //!
 //! Each table is read with `COPY … TO STDOUT (FORMAT binary)` on several connections
 //! that share the snapshot the first one exports (`pg_export_snapshot`), cut into block
@@ -143,6 +144,7 @@ fn copy_once(
     let mut notes = vec![];
     let mut foreign_keys: Vec<Vec<crate::table::ForeignKey>> = vec![];
     let mut defaults: Vec<Vec<(String, String)>> = vec![];
+    let mut checks: Vec<Vec<(String, String)>> = vec![];
     let mut tables = match &pg.query {
         Some(q) => {
             let name = opts.table.as_deref().ok_or_else(|| {
@@ -176,6 +178,7 @@ fn copy_once(
                 .collect();
             let mut carried = vec![];
             defaults = catalog::defaults(&mut main, &server, schema, &tables, &mut carried)?;
+            checks = catalog::checks(&mut main, &server, schema, &tables, &mut carried)?;
             if pg.foreign_keys {
                 let fks = catalog::foreign_keys(
                     &mut main,
@@ -235,6 +238,7 @@ fn copy_once(
             constraints: crate::table::Constraints {
                 foreign_keys: foreign_keys.get(i).cloned().unwrap_or_default(),
                 defaults: defaults.get(i).cloned().unwrap_or_default(),
+                checks: checks.get(i).cloned().unwrap_or_default(),
             },
             ..TableShape::default()
         });

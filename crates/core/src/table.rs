@@ -245,10 +245,14 @@ pub(crate) struct Constraints {
     pub(crate) foreign_keys: Vec<ForeignKey>,
     /// Columns' defaults, as SQL that SQLite evaluates (a literal), by column name.
     pub(crate) defaults: Vec<(String, String)>,
+    /// CHECK constraints: each its name and an expression SQLite evaluates (made by the
+    /// library from a source's definition, never the input's text; every row the load
+    /// writes satisfies it, as its source held it to it).
+    pub(crate) checks: Vec<(String, String)>,
 }
 
 /// [`create_sql`], with `constraints` declared: each default on its column, each
-/// foreign key as a table constraint.
+/// foreign key and CHECK as a table constraint.
 pub(crate) fn create_sql_referencing(
     table: &str,
     columns: &[(String, ColumnType)],
@@ -284,6 +288,9 @@ pub(crate) fn create_sql_referencing(
             quote_ident(&fk.table),
             quote_ident(&fk.key)
         ));
+    }
+    for (name, expr) in &constraints.checks {
+        parts.push(format!("CONSTRAINT {} CHECK ({expr})", quote_ident(name)));
     }
     create_table_sql(table, &parts)
 }

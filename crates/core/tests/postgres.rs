@@ -850,9 +850,10 @@ fn views_copy_as_tables_when_asked_and_every_object_left_behind_is_named() {
     pg.database(
         "objects",
         "CREATE TABLE customers (id int PRIMARY KEY, name text NOT NULL DEFAULT 'anon',
-                                 age int CHECK (age >= 0));
+                                 age int CHECK (age >= 0),
+                                 CONSTRAINT named CHECK (char_length(name) > 1 AND name <> 'root'));
          CREATE TABLE orders (id serial PRIMARY KEY, customer int REFERENCES customers (id),
-                              total numeric DEFAULT 0);
+                              total numeric DEFAULT 0 CHECK (total >= 0));
          INSERT INTO customers VALUES (1, 'Zoë', 30), (2, 'Bo', 40);
          INSERT INTO orders (customer, total) VALUES (1, 10.5), (1, 2), (2, 7);
          CREATE VIEW big_spenders AS
@@ -890,7 +891,7 @@ fn views_copy_as_tables_when_asked_and_every_object_left_behind_is_named() {
         "public.orders_id_seq: sequence not copied",
         "public.touch: function not copied",
         "public.orders: foreign key \"orders_customer_fkey\" not carried: FOREIGN KEY (customer) REFERENCES customers(id)",
-        "public.customers: CHECK constraint \"customers_age_check\" not carried: CHECK ((age >= 0))",
+        "public.orders: CHECK constraint \"orders_total_check\" not carried: CHECK ((total >= (0)::numeric))",
         "public.orders: column \"total\"'s default not carried: 0",
         "public.orders: column \"id\"'s default not carried: nextval('orders_id_seq'::regclass)",
         "public.orders: trigger \"orders_touch\" not copied",
@@ -907,6 +908,35 @@ fn views_copy_as_tables_when_asked_and_every_object_left_behind_is_named() {
         )
         .unwrap();
     assert!(sql.contains("\"name\" TEXT DEFAULT 'anon'"), "{sql}");
+    // CHECKs SQLite evaluates as PostgreSQL does are declared (and hold the rows); the
+    // one on a numeric (copied as its exact text) is named instead.
+    assert!(
+        sql.contains("CONSTRAINT \"customers_age_check\" CHECK ((\"age\" >= 0))"),
+        "{sql}"
+    );
+    assert!(
+        sql.contains(
+            "CONSTRAINT \"named\" CHECK (((length(\"name\") > 1) AND (\"name\" <> 'root')))"
+        ),
+        "{sql}"
+    );
+    assert!(
+        !s.notes
+            .iter()
+            .any(|n| n.contains("customers_age_check") || n.contains("\"named\"")),
+        "{:#?}",
+        s.notes
+    );
+    for bad in [
+        "INSERT INTO customers (id, age) VALUES (8, -1)",
+        "INSERT INTO customers (id, name) VALUES (8, 'root')",
+    ] {
+        let e = c.execute(bad, []).unwrap_err();
+        assert!(
+            e.to_string().contains("CHECK constraint failed"),
+            "{bad}: {e}"
+        );
+    }
     c.execute("INSERT INTO customers (id) VALUES (9)", [])
         .unwrap();
     let name: String = c
@@ -1074,4 +1104,141 @@ fn foreign_keys_between_copied_tables_are_declared_when_asked_and_checked() {
     let s = copy(&some, true, &["orders", "regions"]);
     has(&s.notes, "public.orders: foreign key \"orders_customer_fkey\" not declared (the table it references, public.customers, is not copied)");
     assert!(fk_list(&some, "orders").is_empty());
+}
+
+/// CHECK constraints the copy declares, tried row by row against PostgreSQL's own: a
+/// row one accepts the other accepts, a row one refuses the other refuses; and those
+/// the copy cannot declare as PostgreSQL evaluates them are named instead.
+#[test]
+fn carried_check_constraints_accept_and_refuse_the_rows_postgresql_does() {
+    let pg = PgServer::start();
+    let carried = [
+        "age >= 0",
+        "age > -2 AND qty < 10",
+        "qty * 2 + age <> 7",
+        "status IN ('new', 'done', 'é', '')",
+        "char_length(status) > 0 OR status IS NULL",
+        "status <> 'x' OR age IS NULL",
+        "NOT (age = qty)",
+        "-age < 3",
+        "qty - age >= -2",
+        "f > 0.25 OR f IS NULL",
+        "f * 2 < 3.5",
+        "status::text <> 'it''s'",
+    ];
+    let named = [
+        "status > 'a'",
+        "age / 2 < 4",
+        "lower(status) <> 'new'",
+        "big >= 0",
+    ];
+    // Table t has every constraint (what is named); r those carried (the rows tried).
+    let columns = "id int PRIMARY KEY, age int, qty bigint, f float8, status varchar(20), \
+                   big numeric";
+    let mut ddl = format!("CREATE TABLE t ({columns}");
+    for (i, c) in carried.iter().chain(&named).enumerate() {
+        ddl.push_str(&format!(", CONSTRAINT c{i:02} CHECK ({c})"));
+    }
+    ddl.push_str(&format!("); CREATE TABLE r ({columns}"));
+    for (i, c) in carried.iter().enumerate() {
+        ddl.push_str(&format!(", CONSTRAINT r{i:02} CHECK ({c})"));
+    }
+    ddl.push_str(");");
+    pg.database("checks", &ddl);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let s = import_postgres(
+        &db,
+        &pg.socket_url("checks"),
+        &PgOptions::default(),
+        &ImportOptions::default(),
+        &Progress::default(),
+    )
+    .unwrap();
+    for i in 0..carried.len() + named.len() {
+        let noted = s
+            .notes
+            .iter()
+            .any(|n| n.contains(&format!("\"c{i:02}\" not carried")));
+        assert_eq!(noted, i >= carried.len(), "c{i:02}: {:#?}", s.notes);
+    }
+    let lite = Connection::open(&db).unwrap();
+    let mut client = pg.client("checks");
+    let ages = [
+        None,
+        Some(-3i32),
+        Some(-1),
+        Some(0),
+        Some(1),
+        Some(2),
+        Some(3),
+        Some(7),
+    ];
+    let qtys = [
+        None,
+        Some(-1i64),
+        Some(0),
+        Some(1),
+        Some(3),
+        Some(9),
+        Some(10),
+    ];
+    let fs = [
+        None,
+        Some(0.1f64),
+        Some(0.25),
+        Some(0.5),
+        Some(1.7),
+        Some(1.75),
+    ];
+    let statuses = [
+        None,
+        Some("new"),
+        Some("done"),
+        Some("é"),
+        Some(""),
+        Some("x"),
+        Some("NEW"),
+        Some("it's"),
+    ];
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut pick = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let (mut accepted, mut refused) = (0, 0);
+    for id in 0..400 {
+        let (age, qty, f, status) = (
+            ages[pick(ages.len())],
+            qtys[pick(qtys.len())],
+            fs[pick(fs.len())],
+            statuses[pick(statuses.len())],
+        );
+        let in_pg = client
+            .execute(
+                "INSERT INTO r (id, age, qty, f, status) VALUES ($1, $2, $3, $4, $5)",
+                &[&id, &age, &qty, &f, &status],
+            )
+            .is_ok();
+        let in_lite = lite
+            .execute(
+                "INSERT INTO r (id, age, qty, f, status) VALUES (?1, ?2, ?3, ?4, ?5)",
+                liteload::rusqlite::params![id, age, qty, f, status],
+            )
+            .map_err(|e| assert!(e.to_string().contains("CHECK constraint failed"), "{e}"))
+            .is_ok();
+        assert_eq!(in_pg, in_lite, "row {id}: {age:?} {qty:?} {f:?} {status:?}");
+        if in_pg {
+            accepted += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    // Both kinds of row met, so the comparison says something.
+    assert!(
+        accepted > 20 && refused > 20,
+        "{accepted} accepted, {refused} refused"
+    );
 }

@@ -40,7 +40,9 @@ PostgreSQL (a postgresql:// URI as the one input): every base table of the schem
   json/jsonb and arrays JSON TEXT; anything else its text as PostgreSQL prints it. A
   one-column integer primary key becomes INTEGER PRIMARY KEY; other keys and unique
   constraints UNIQUE indexes; b-tree indexes on columns are rebuilt (others are skipped,
-  with a note).
+  with a note). Constant defaults, and CHECKs SQLite evaluates as PostgreSQL does
+  (comparisons of numbers, = and <> of text, IN lists, IS NULL, AND/OR/NOT), are
+  declared; the others are named in the summary.
 
 MySQL and MariaDB (a mysql:// or mariadb:// URI as the one input): every base table of the
   database is copied the same way, inside one snapshot taken under LOCK TABLES … READ (one

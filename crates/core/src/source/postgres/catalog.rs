@@ -455,27 +455,20 @@ pub(crate) fn defaults(
     tables: &[Table],
     carried: &mut Vec<String>,
 ) -> Result<Vec<Vec<(String, String)>>> {
-    let names: Vec<String> = tables
-        .iter()
-        .map(|t| t.shown[schema.len() + 1..].to_string())
-        .collect();
-    let rows = client
-        .query(
-            "SELECT c.relname::text, a.attname::text, pg_get_expr(d.adbin, d.adrelid) \
-             FROM pg_attrdef d JOIN pg_class c ON c.oid = d.adrelid \
-             JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum \
-             JOIN pg_namespace n ON n.oid = c.relnamespace \
-             WHERE n.nspname = $1 AND c.relname = ANY($2) AND a.attgenerated = '' \
-             ORDER BY c.relname, a.attnum",
-            &[&schema, &names],
-        )
-        .map_err(|e| server.error("reading the catalog", &e))?;
+    let rows = per_table(
+        client,
+        server,
+        "SELECT c.relname::text, a.attname::text, pg_get_expr(d.adbin, d.adrelid) \
+         FROM pg_attrdef d JOIN pg_class c ON c.oid = d.adrelid \
+         JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum \
+         JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE n.nspname = $1 AND c.relname = ANY($2) AND a.attgenerated = '' \
+         ORDER BY c.relname, a.attnum",
+        schema,
+        tables,
+    )?;
     let mut out = vec![vec![]; tables.len()];
-    for r in rows {
-        let (table, column, expr): (String, String, String) = (r.get(0), r.get(1), r.get(2));
-        let Some(t) = names.iter().position(|n| *n == table) else {
-            continue;
-        };
+    for (t, table, column, expr) in rows {
         let Some(c) = tables[t].columns.iter().find(|c| c.pg_name == column) else {
             continue;
         };
@@ -485,6 +478,81 @@ pub(crate) fn defaults(
         if let Some(sql) = sqlite_default(&expr, c.kind, plain) {
             out[t].push((c.name.clone(), sql));
             carried.push(format!("default {table}.{column}"));
+        }
+    }
+    Ok(out)
+}
+
+/// The rows of `sql` (a catalog query of three texts, the first a table's name, taking
+/// `schema` and the names of the copied `tables` as `$1` and `$2`) that are about one
+/// of `tables`: its place in `tables`, its name, and the other two texts.
+fn per_table(
+    client: &mut Client,
+    server: &Server,
+    sql: &str,
+    schema: &str,
+    tables: &[Table],
+) -> Result<Vec<(usize, String, String, String)>> {
+    let names: Vec<String> = tables
+        .iter()
+        .map(|t| t.shown[schema.len() + 1..].to_string())
+        .collect();
+    let rows = client
+        .query(sql, &[&schema, &names])
+        .map_err(|e| server.error("reading the catalog", &e))?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|r| {
+            let table: String = r.get(0);
+            let t = names.iter().position(|n| *n == table)?;
+            Some((t, table, r.get(1), r.get(2)))
+        })
+        .collect())
+}
+
+/// The CHECK constraints of the copied `tables` (of `schema`) that SQLite evaluates as
+/// PostgreSQL does on the values the copy stores (see [`super::check`]): for each table
+/// (in `tables`' order) each constraint's name and SQLite's expression. The names of
+/// those declared are added to `carried` (`constraint table.name`, PostgreSQL's); the
+/// others are left to [`not_copied`], which names them.
+pub(crate) fn checks(
+    client: &mut Client,
+    server: &Server,
+    schema: &str,
+    tables: &[Table],
+    carried: &mut Vec<String>,
+) -> Result<Vec<Vec<(String, String)>>> {
+    use super::check::{to_sqlite, Class};
+    let rows = per_table(
+        client,
+        server,
+        "SELECT c.relname::text, k.conname::text, pg_get_constraintdef(k.oid) \
+         FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid \
+         JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE n.nspname = $1 AND c.relname = ANY($2) AND k.contype = 'c' \
+         ORDER BY c.relname, k.conname",
+        schema,
+        tables,
+    )?;
+    let mut out = vec![vec![]; tables.len()];
+    for (t, table, name, def) in rows {
+        let column = |pg: &str| {
+            let c = tables[t].columns.iter().find(|c| c.pg_name == pg)?;
+            let class = match c.kind {
+                Kind::Int | Kind::Float4 | Kind::Float8 => Class::Number,
+                // Text copied as it is: not char(n), which pads, nor another type's text.
+                Kind::Text
+                    if c.select == quote_ident(pg) && !c.pg_type.starts_with("character(") =>
+                {
+                    Class::Text
+                }
+                _ => return None,
+            };
+            Some((c.name.clone(), class))
+        };
+        if let Some(expr) = to_sqlite(&def, &column) {
+            out[t].push((name.clone(), expr));
+            carried.push(format!("constraint {table}.{name}"));
         }
     }
     Ok(out)
