@@ -350,7 +350,9 @@ fn write_table(
                     let mut batch = Batch::default();
                     let merged = merge_index(t, x, pages, maps, progress, |entry| {
                         batch.entries.push_record(entry);
-                        if batch.entries.byte_len() >= BATCH_BYTES {
+                        // The entries' bytes and their ends (8 bytes each) count.
+                        let held = batch.entries.byte_len() + 8 * batch.entries.len();
+                        if held >= BATCH_BYTES {
                             // The writer stopped: nothing more is wanted.
                             return Ok(tx.send(std::mem::take(&mut batch)).is_ok());
                         }
@@ -376,8 +378,9 @@ fn write_table(
         let (written, maps) = match copy_rows(out, t, &pages, progress)? {
             Ok(done) => done,
             Err(why) => {
+                // SQLite's road copies instead: whatever the merge met is its to meet.
                 drop(rx);
-                joined(merger)?.ok();
+                let _ = joined(merger);
                 return Ok(Err(why));
             }
         };
@@ -387,8 +390,10 @@ fn write_table(
         let merger = match ahead {
             true => merger,
             false => {
+                // Its entries (or its error: a shift past the largest rowid, say) are
+                // not used.
                 drop(rx);
-                joined(merger)?.ok();
+                let _ = joined(merger);
                 let (_, rx2) = std::sync::mpsc::sync_channel::<Batch>(0);
                 rx = rx2;
                 None
