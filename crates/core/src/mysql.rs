@@ -101,6 +101,7 @@ pub fn import_mysql(
     let decimals_real = opts.read.decimals == Decimals::Real;
     let mut main = server.connect()?;
     let mut notes = vec![];
+    let mut checks: Vec<Vec<(String, String)>> = vec![];
     let mut foreign_keys: Vec<Vec<crate::table::ForeignKey>> = vec![];
     let mut defaults: Vec<Vec<(String, String)>> = vec![];
     let mut tables = match &my.query {
@@ -143,8 +144,12 @@ pub fn import_mysql(
                 foreign_keys =
                     catalog::foreign_keys(&mut main, &server, &database, &tables, &mut notes)?;
             }
+            let mut carried = vec![];
+            checks = catalog::checks(&mut main, &server, &database, &tables, &mut carried)?;
             let flags = (my.views, my.foreign_keys);
-            catalog::not_copied(&mut main, &server, &database, &copied, flags, &mut notes)?;
+            catalog::not_copied(
+                &mut main, &server, &database, &copied, flags, &carried, &mut notes,
+            )?;
             for t in tables.iter().filter(|t| !is_transactional(&t.engine)) {
                 notes.push(format!(
                     "{}: a {} table has no snapshot; it was read as it stood",
@@ -193,7 +198,7 @@ pub fn import_mysql(
                 constraints: crate::table::Constraints {
                     foreign_keys: foreign_keys.get(i).cloned().unwrap_or_default(),
                     defaults: defaults.get(i).cloned().unwrap_or_default(),
-                    ..Default::default()
+                    checks: checks.get(i).cloned().unwrap_or_default(),
                 },
                 ..TableShape::default()
             });

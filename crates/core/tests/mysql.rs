@@ -304,7 +304,8 @@ fn keys_indexes_queries_and_what_is_left_behind() {
            UNIQUE KEY uq_code (code), KEY ix_name_code (name, code), KEY ix_prefix (name(3)),
            FULLTEXT KEY ft (name)) ENGINE=InnoDB;
          CREATE TABLE child (a BIGINT, b VARCHAR(5), v INT, PRIMARY KEY (a, b),
-           CONSTRAINT fk_p FOREIGN KEY (a) REFERENCES parent (id), CONSTRAINT ck_v CHECK (v > 0));
+           CONSTRAINT fk_p FOREIGN KEY (a) REFERENCES parent (id), CONSTRAINT ck_v CHECK (v > 0),
+           CONSTRAINT ck_b CHECK (b <> 'zz'));
          CREATE TABLE `odd ``name`` é` (`Col ``q``` INT);
          CREATE TABLE mem (x INT) ENGINE=MyISAM;
          CREATE TABLE defs (i INT DEFAULT -5, s VARCHAR(10) DEFAULT 'it''s', n VARCHAR(5) DEFAULT 'NULL',
@@ -350,6 +351,13 @@ fn keys_indexes_queries_and_what_is_left_behind() {
         )
         .unwrap();
     assert_eq!(idx, 1, "child's two-column key is a UNIQUE index");
+    // A CHECK on numbers is declared (text compares by collation in MySQL: named).
+    assert!(
+        sql_of("child").contains("CONSTRAINT \"ck_v\" CHECK ((\"v\" > 0))"),
+        "{}",
+        sql_of("child")
+    );
+    assert!(!s.notes.iter().any(|n| n.contains("ck_v")), "{:?}", s.notes);
     // Pieces in key order, all rows, the same sums as the server's.
     let (n, sum, nulls): (i64, i64, i64) = c
         .query_row(
@@ -391,7 +399,7 @@ fn keys_indexes_queries_and_what_is_left_behind() {
         "trigger tg on k.child",
         "function k.f1",
         "foreign key fk_p of k.child",
-        "CHECK constraint ck_v of k.child",
+        "CHECK constraint ck_b of k.child not carried (`b` <> 'zz'",
         "k.mem: a MyISAM table has no snapshot",
     ] {
         assert!(notes.contains(said), "{said:?} not in {notes}");
@@ -739,4 +747,61 @@ fn ssl_mode_is_honored() {
     assert_eq!(cipher_of(&purl("ssl-mode=PREFERRED")).unwrap(), "");
     let e = cipher_of(&purl("ssl-mode=REQUIRED")).unwrap_err();
     assert!(e.to_string().contains("does not offer TLS"), "{e}");
+}
+
+/// CHECK constraints the copy declares, tried row by row against the server's own: a
+/// row one accepts the other accepts, a row one refuses the other refuses; those SQLite
+/// would evaluate otherwise (text, FLOAT, division) are named instead.
+#[test]
+fn carried_check_constraints_accept_and_refuse_the_rows_the_server_does() {
+    let my = MyServer::start();
+    let carried = [
+        "age >= 0",
+        "age > -2 AND qty < 10",
+        "qty * 2 + age <> 7",
+        "age IN (0, 1, 2, 3, 5, 7, 9) OR age IS NULL",
+        "NOT (age = qty)",
+        "-age < 3",
+        "qty - age >= -2",
+        "d * 2 < 3.5 OR d IS NULL",
+    ];
+    let named = ["name <> 'x'", "age DIV 2 < 4", "f > 0.1", "age / 2 < 4"];
+    let columns = "id INT PRIMARY KEY, age INT, qty BIGINT, d DOUBLE, f FLOAT, name VARCHAR(10)";
+    let ddl = support::check_tables(columns, &carried, &named);
+    my.database("checks", &ddl);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let s = copy(&db, &my.socket_url("checks"), &MysqlOptions::default()).unwrap();
+    for i in 0..carried.len() + named.len() {
+        let noted = s
+            .notes
+            .iter()
+            .any(|n| n.contains(&format!("CHECK constraint c{i:02} of checks.t not carried")));
+        assert_eq!(noted, i >= carried.len(), "c{i:02}: {:#?}", s.notes);
+    }
+    let lite = Connection::open(&db).unwrap();
+    let mut server = my.conn("checks");
+    let ages = support::AGES;
+    let qtys = support::QTYS;
+    let ds = [None, Some(0.5f64), Some(1.7), Some(1.75), Some(2.0)];
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    support::same_verdicts(400, |id| {
+        let id = id as i64;
+        let (age, qty, d) = (
+            ages[rng.below(ages.len())],
+            qtys[rng.below(qtys.len())],
+            ds[rng.below(ds.len())],
+        );
+        let on_server = server
+            .exec_drop(
+                "INSERT INTO r (id, age, qty, d) VALUES (?, ?, ?, ?)",
+                (id, age, qty, d),
+            )
+            .is_ok();
+        let in_lite = lite.execute(
+            "INSERT INTO r (id, age, qty, d) VALUES (?1, ?2, ?3, ?4)",
+            liteload::rusqlite::params![id, age, qty, d],
+        );
+        (on_server, in_lite, format!("{age:?} {qty:?} {d:?}"))
+    });
 }

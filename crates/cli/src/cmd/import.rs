@@ -54,7 +54,8 @@ MySQL and MariaDB (a mysql:// or mariadb:// URI as the one input): every base ta
   DATE YYYY-MM-DD; DATETIME ISO 8601 as written; TIMESTAMP ISO 8601 in UTC with Z; zero
   dates with their zeros; TIME [-]HHH:MM:SS; strings, ENUM, SET, JSON TEXT in UTF-8;
   binary strings BLOB; spatial WKB BLOB. --views and --foreign-keys as for PostgreSQL;
-  triggers, routines, events and CHECKs are named in the summary, not copied.
+  triggers, routines and events are named in the summary, not copied; CHECKs on numbers
+  are declared, the others named.
 
 Parquet and Arrow: the types come from the file's schema: integers and booleans INTEGER,
   floats REAL (NaN as NULL), strings TEXT, binary BLOB, decimals exact TEXT (--decimals

@@ -7,6 +7,8 @@
 
 #[cfg(feature = "arrow")]
 pub(crate) mod arrow_source;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) mod checks;
 pub mod columnar;
 pub(crate) mod convert;
 pub(crate) mod delimited;

@@ -31,6 +31,66 @@ impl Rng {
 use liteload::rusqlite::{types::Value as Sql, Connection};
 use liteload::Nulls;
 
+/// Ages and quantities the CHECK tests try: around the constraints' bounds, and NULL.
+pub const AGES: [Option<i32>; 8] = [
+    None,
+    Some(-3),
+    Some(-1),
+    Some(0),
+    Some(1),
+    Some(2),
+    Some(3),
+    Some(7),
+];
+pub const QTYS: [Option<i64>; 7] = [None, Some(-1), Some(0), Some(1), Some(3), Some(9), Some(10)];
+
+/// The DDL of the CHECK tests: table `t` of `columns` with every constraint (`c00`, …:
+/// `carried` then `named`), table `r` with the carried ones alone (`r00`, …), the
+/// table rows are tried on.
+pub fn check_tables(columns: &str, carried: &[&str], named: &[&str]) -> String {
+    let mut ddl = format!("CREATE TABLE t ({columns}");
+    for (i, c) in carried.iter().chain(named).enumerate() {
+        ddl.push_str(&format!(", CONSTRAINT c{i:02} CHECK ({c})"));
+    }
+    ddl.push_str(&format!("); CREATE TABLE r ({columns}"));
+    for (i, c) in carried.iter().enumerate() {
+        ddl.push_str(&format!(", CONSTRAINT r{i:02} CHECK ({c})"));
+    }
+    ddl.push_str(");");
+    ddl
+}
+
+/// Tries `n` rows against a server's CHECK constraints and the copy's: `each(i)` inserts
+/// row `i` on both sides and says whether the server took it, whether SQLite did (an
+/// error SQLite gives must be a CHECK failing), and the row for a message. Every row
+/// must get one verdict from both, and both verdicts must be met more than 20 times, so
+/// that the comparison says something.
+pub fn same_verdicts(
+    n: usize,
+    mut each: impl FnMut(usize) -> (bool, liteload::rusqlite::Result<usize>, String),
+) {
+    let (mut accepted, mut refused) = (0, 0);
+    for i in 0..n {
+        let (server, lite, row) = each(i);
+        if let Err(e) = &lite {
+            assert!(
+                e.to_string().contains("CHECK constraint failed"),
+                "{row}: {e}"
+            );
+        }
+        assert_eq!(server, lite.is_ok(), "row {i}: {row}");
+        if server {
+            accepted += 1;
+        } else {
+            refused += 1;
+        }
+    }
+    assert!(
+        accepted > 20 && refused > 20,
+        "{accepted} accepted, {refused} refused"
+    );
+}
+
 /// Every row of `table` (as SQL: `t`, `main.t`, `want`), ordered by rowid, with the
 /// rowid as the first value when `with_rowid`.
 pub fn table_rows(c: &Connection, table: &str, with_rowid: bool) -> Vec<Vec<Sql>> {

@@ -289,14 +289,15 @@ pub(crate) fn pieces(
 
 /// Every object of `database` the copy leaves behind, named with why: views (unless
 /// `views` copied them), triggers, routines, events, foreign keys (unless
-/// `foreign_keys`: [`foreign_keys`] named those it did not declare) and CHECK
-/// constraints of the copied tables.
+/// `foreign_keys`: [`foreign_keys`] named those it did not declare) and the CHECK
+/// constraints of the copied tables not in `carried` (see [`checks`]).
 pub(crate) fn not_copied(
     conn: &mut Conn,
     server: &Server,
     database: &str,
     copied: &[String],
     (views, foreign_keys): (bool, bool),
+    carried: &[String],
     notes: &mut Vec<String>,
 ) -> Result<()> {
     let failed = |e: mysql::Error| server.error("reading what is not copied", &e);
@@ -365,6 +366,23 @@ pub(crate) fn not_copied(
             "foreign key {name} of {database}.{table} (to {to}) not declared (the rows are copied as they are)"
         ));
     }
+    for (name, table, clause) in check_clauses(conn, server, database)?
+        .into_iter()
+        .filter(|c| copied.contains(&c.1) && !carried.contains(&format!("{}.{}", c.1, c.0)))
+    {
+        notes.push(format!(
+            "CHECK constraint {name} of {database}.{table} not carried ({clause}: SQLite would not evaluate it as MySQL does)"
+        ));
+    }
+    Ok(())
+}
+
+/// Every CHECK constraint of `database`: its name, its table's and its clause.
+fn check_clauses(
+    conn: &mut Conn,
+    server: &Server,
+    database: &str,
+) -> Result<Vec<(String, String, String)>> {
     // CHECK_CONSTRAINTS is there from MySQL 8.0.16 and MariaDB 10.2 (older servers have
     // no CHECKs to name); MariaDB's has the table's name, MySQL's is joined to it.
     let mariadb = "SELECT CONSTRAINT_NAME, TABLE_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS \
@@ -378,18 +396,49 @@ pub(crate) fn not_copied(
         mysql::Error::MySqlError(m) => m.code,
         _ => 0,
     };
-    let checks: Vec<(String, String, String)> = match conn.exec(mariadb, (database,)) {
+    match conn.exec(mariadb, (database,)) {
         Err(e) if code(&e) == 1054 => conn.exec(mysql, (database,)),
         other => other,
     }
     .or_else(|e| if code(&e) == 1109 { Ok(vec![]) } else { Err(e) })
-    .map_err(failed)?;
-    for (name, table, clause) in checks.into_iter().filter(|c| copied.contains(&c.1)) {
-        notes.push(format!(
-            "CHECK constraint {name} of {database}.{table} not carried ({clause}: MySQL's SQL is not SQLite's)"
-        ));
+    .map_err(|e| server.error("reading the CHECK constraints", &e))
+}
+
+/// The CHECK constraints of the copied `tables` that SQLite evaluates as MySQL does on
+/// the values the copy stores (see [`crate::source::checks`]): for each table (in
+/// `tables`' order) each constraint's name and SQLite's expression. Each one declared
+/// is added to `carried` (`table.name`); [`not_copied`] names the others.
+pub(crate) fn checks(
+    conn: &mut Conn,
+    server: &Server,
+    database: &str,
+    tables: &[Table],
+    carried: &mut Vec<String>,
+) -> Result<Vec<Vec<(String, String)>>> {
+    use crate::source::checks::{to_sqlite, Class, Dialect};
+    let mut out = vec![vec![]; tables.len()];
+    for (name, table, clause) in check_clauses(conn, server, database)? {
+        let Some(t) = tables
+            .iter()
+            .position(|t| t.name == table && t.on_server.is_some() && !t.view)
+        else {
+            continue;
+        };
+        let column = |c: &str| {
+            let (n, kind) = tables[t]
+                .columns
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(c))?;
+            // Integers and DOUBLE compare alike; FLOAT is compared as its
+            // single-precision value, which the copy stores as its shortest decimal.
+            matches!(kind, Kind::Int | Kind::Double).then(|| (n.clone(), Class::Number))
+        };
+        if let Some(expr) = to_sqlite(&clause, Dialect::MySql, &column) {
+            out[t].push((name.clone(), expr));
+            carried.push(format!("{table}.{name}"));
+        }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// The foreign keys between the copied `tables` that SQLite can declare: one column,

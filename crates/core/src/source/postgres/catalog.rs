@@ -511,7 +511,7 @@ fn per_table(
 }
 
 /// The CHECK constraints of the copied `tables` (of `schema`) that SQLite evaluates as
-/// PostgreSQL does on the values the copy stores (see [`super::check`]): for each table
+/// PostgreSQL does on the values the copy stores (see [`crate::source::checks`]): for each table
 /// (in `tables`' order) each constraint's name and SQLite's expression. The names of
 /// those declared are added to `carried` (`constraint table.name`, PostgreSQL's); the
 /// others are left to [`not_copied`], which names them.
@@ -522,7 +522,7 @@ pub(crate) fn checks(
     tables: &[Table],
     carried: &mut Vec<String>,
 ) -> Result<Vec<Vec<(String, String)>>> {
-    use super::check::{to_sqlite, Class};
+    use crate::source::checks::{to_sqlite, Class, Dialect};
     let rows = per_table(
         client,
         server,
@@ -550,7 +550,7 @@ pub(crate) fn checks(
             };
             Some((c.name.clone(), class))
         };
-        if let Some(expr) = to_sqlite(&def, &column) {
+        if let Some(expr) = to_sqlite(&def, Dialect::Postgres, &column) {
             out[t].push((name.clone(), expr));
             carried.push(format!("constraint {table}.{name}"));
         }

@@ -4,7 +4,6 @@
 //! [`crate::postgres::import_postgres`].
 
 pub(crate) mod catalog;
-pub(crate) mod check;
 pub(crate) mod connect;
 pub(crate) mod copy;
 pub(crate) mod decode;

@@ -1,8 +1,8 @@
-//! PostgreSQL CHECK constraints as SQLite expressions, where SQLite evaluates them
-//! exactly as PostgreSQL does on the values the copy stores ([`to_sqlite`]); any other
-//! is left out of the copy and named in its summary.
+//! A source database's CHECK constraints as SQLite expressions, where SQLite evaluates
+//! them exactly as the source does on the values the copy stores ([`to_sqlite`]); any
+//! other is left out of the copy and named in its summary.
 //!
-//! What is taken (the text as `pg_get_constraintdef` prints it, `CHECK (…)`):
+//! What is taken, from PostgreSQL (`CHECK (…)` as `pg_get_constraintdef` prints it):
 //! - columns whose values the copy stores as PostgreSQL compares them: integers and
 //!   floats (SQLite's INTEGER and REAL), and text copied as it is (`text`, `varchar`:
 //!   not `char(n)`, which pads, nor a value the copy writes as other text);
@@ -15,9 +15,15 @@
 //!   SQLite); `x = ANY (ARRAY[…])` (what `IN (…)` reads back as) as `x IN (…)`;
 //!   `length`, `char_length` and `character_length` of text (characters, in both).
 //!
-//! A constraint marked `NOT VALID` is never taken: rows from before it may break it.
-//! Each expression is written with every identifier quoted and every literal SQLite's
-//! own, never the input's text.
+//! From MySQL and MariaDB (`CHECK_CONSTRAINTS.CHECK_CLAUSE`, names in backticks): the
+//! same over integer and DOUBLE columns and number literals, with `x IN (…)`; no text
+//! (MySQL compares text by the column's collation, often blind to case and to trailing
+//! spaces) and no FLOAT column (compared as the single-precision value, which the copy
+//! stores as its shortest decimal).
+//!
+//! A PostgreSQL constraint marked `NOT VALID` is never taken: rows from before it may
+//! break it. Each expression is written with every identifier quoted and every literal
+//! SQLite's own, never the input's text.
 
 use crate::schema::quote_ident;
 
@@ -30,19 +36,32 @@ pub(crate) enum Class {
     Bool,
 }
 
-/// SQLite's expression for the PostgreSQL constraint `def` (`CHECK (…)` as
-/// `pg_get_constraintdef` prints it), or `None` where it is not one SQLite evaluates as
-/// PostgreSQL does (see the module notes). `column` gives a PostgreSQL column's name in
-/// SQLite and its class, or `None` for a column the copy stores otherwise.
+/// Whose SQL a constraint is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    /// `CHECK (…)` as `pg_get_constraintdef` prints it.
+    Postgres,
+    /// The clause alone, as MySQL and MariaDB keep it (names in backticks).
+    MySql,
+}
+
+/// SQLite's expression for the constraint `def` of `dialect`, or `None` where it is not
+/// one SQLite evaluates as the source does (see the module notes). `column` gives a
+/// source column's name in SQLite and its class, or `None` for a column the copy stores
+/// otherwise.
 pub(crate) fn to_sqlite(
     def: &str,
+    dialect: Dialect,
     column: &dyn Fn(&str) -> Option<(String, Class)>,
 ) -> Option<String> {
-    let body = def.trim().strip_prefix("CHECK")?.trim_start();
+    let body = match dialect {
+        Dialect::Postgres => def.trim().strip_prefix("CHECK")?.trim_start(),
+        Dialect::MySql => def.trim(),
+    };
     if body.ends_with("NOT VALID") {
         return None;
     }
-    let tokens = tokenize(body)?;
+    let tokens = tokenize(body, dialect)?;
     let mut p = Parser {
         tokens,
         at: 0,
@@ -64,7 +83,7 @@ enum Token {
     Punct(&'static str),
 }
 
-fn tokenize(s: &str) -> Option<Vec<Token>> {
+fn tokenize(s: &str, dialect: Dialect) -> Option<Vec<Token>> {
     const PUNCT: [&str; 16] = [
         "::", ">=", "<=", "<>", "!=", "(", ")", "[", "]", ",", "=", "<", ">", "+", "-", "*",
     ];
@@ -75,14 +94,16 @@ fn tokenize(s: &str) -> Option<Vec<Token>> {
         let c = b[i];
         if c.is_ascii_whitespace() {
             i += 1;
-        } else if c == b'\'' || c == b'"' {
+        } else if c == b'\'' && dialect == Dialect::Postgres {
             let (text, next) = quoted(b, i)?;
             i = next;
-            out.push(if c == b'\'' {
-                Token::String(text)
-            } else {
-                Token::Quoted(text)
-            });
+            out.push(Token::String(text));
+        } else if (c == b'"' && dialect == Dialect::Postgres)
+            || (c == b'`' && dialect == Dialect::MySql)
+        {
+            let (text, next) = quoted(b, i)?;
+            i = next;
+            out.push(Token::Quoted(text));
         } else if c.is_ascii_digit() {
             let start = i;
             while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
@@ -201,6 +222,14 @@ impl Parser<'_> {
             let is = if not { "IS NOT NULL" } else { "IS NULL" };
             return Some((format!("({l} {is})"), Class::Bool));
         }
+        if self.word("IN") {
+            // `x IN (a, b, …)`, as MySQL keeps it.
+            (lc != Class::Bool).then_some(())?;
+            self.punct("(").then_some(())?;
+            let items = self.list(lc)?;
+            self.punct(")").then_some(())?;
+            return Some((format!("({l} IN ({}))", items.join(", ")), Class::Bool));
+        }
         let op = match self.peek() {
             Some(Token::Punct(p)) if matches!(*p, "=" | "<>" | "!=" | "<" | "<=" | ">" | ">=") => {
                 *p
@@ -227,15 +256,7 @@ impl Parser<'_> {
         let wrapped = self.punct("(");
         self.word("ARRAY").then_some(())?;
         self.punct("[").then_some(())?;
-        let mut items = vec![];
-        loop {
-            let (e, c) = self.sum()?;
-            (c == lc).then_some(())?;
-            items.push(e);
-            if !self.punct(",") {
-                break;
-            }
-        }
+        let items = self.list(lc)?;
         self.punct("]").then_some(())?;
         if wrapped {
             self.punct(")").then_some(())?;
@@ -248,6 +269,19 @@ impl Parser<'_> {
         }
         self.punct(")").then_some(())?;
         Some((format!("({l} IN ({}))", items.join(", ")), Class::Bool))
+    }
+
+    /// Expressions of class `class`, separated by commas.
+    fn list(&mut self, class: Class) -> Option<Vec<String>> {
+        let mut items = vec![];
+        loop {
+            let (e, c) = self.sum()?;
+            (c == class).then_some(())?;
+            items.push(e);
+            if !self.punct(",") {
+                return Some(items);
+            }
+        }
     }
 
     fn sum(&mut self) -> Option<(String, Class)> {
@@ -390,7 +424,34 @@ mod tests {
     }
 
     fn sql(def: &str) -> Option<String> {
-        to_sqlite(def, &columns)
+        to_sqlite(def, Dialect::Postgres, &columns)
+    }
+
+    #[test]
+    fn what_mysql_keeps_becomes_sqlite_for_numbers() {
+        let my = |def: &str| {
+            to_sqlite(def, Dialect::MySql, &|n: &str| {
+                matches!(n, "age" | "qty").then(|| (n.to_string(), Class::Number))
+            })
+        };
+        assert_eq!(my("`age` >= 0").as_deref(), Some("(\"age\" >= 0)"));
+        assert_eq!(
+            my("`age` in (1,2,-3) and `qty` * 2 < 10").as_deref(),
+            Some("((\"age\" IN (1, 2, (- 3))) AND ((\"qty\" * 2) < 10))")
+        );
+        assert_eq!(
+            my("(`age` is not null)").as_deref(),
+            Some("(\"age\" IS NOT NULL)")
+        );
+        for def in [
+            "`name` <> 'x'",
+            "`age` <=> 1",
+            "`age` div 2 > 1",
+            "\"age\" > 1",
+            "`age` > '1'",
+        ] {
+            assert_eq!(my(def), None, "{def}");
+        }
     }
 
     #[test]
