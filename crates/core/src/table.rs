@@ -229,13 +229,29 @@ pub fn create_sql(table: &str, columns: &[(String, ColumnType)], pk: &[String]) 
     create_sql_referencing(table, columns, pk, &Constraints::default())
 }
 
-/// A column that references the key of another table (a nested child's reference to
-/// its parent row), declared as a FOREIGN KEY.
+/// Columns that reference the key of another table (a nested child's reference to its
+/// parent row, a source database's foreign key), declared as a FOREIGN KEY: `columns`
+/// and `keys` pair up, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ForeignKey {
-    pub(crate) column: String,
+    pub(crate) columns: Vec<String>,
     pub(crate) table: String,
-    pub(crate) key: String,
+    pub(crate) keys: Vec<String>,
+}
+
+/// Whether `keys` (a parent table's columns, by name) are a key SQLite takes for a
+/// foreign key: the table's INTEGER PRIMARY KEY `rowid` alone, or exactly the columns of
+/// one of its UNIQUE `indexes` (in any order, as SQLite looks the index up).
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn is_parent_key(rowid: Option<&str>, indexes: &[IndexSpec], keys: &[String]) -> bool {
+    let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+    (keys.len() == 1 && rowid.is_some_and(|r| same(r, &keys[0])))
+        || indexes.iter().any(|ix| {
+            ix.unique
+                && ix.columns.len() == keys.len()
+                && keys.iter().all(|k| ix.columns.iter().any(|c| same(c, k)))
+                && ix.columns.iter().all(|c| keys.iter().any(|k| same(c, k)))
+        })
 }
 
 /// What a table made by a load declares besides its columns' types and its key.
@@ -281,12 +297,19 @@ pub(crate) fn create_sql_referencing(
         let keys: Vec<String> = pk.iter().map(|k| quote_ident(k)).collect();
         parts.push(format!("PRIMARY KEY ({})", keys.join(", ")));
     }
+    let list = |names: &[String]| {
+        names
+            .iter()
+            .map(|n| quote_ident(n))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     for fk in &constraints.foreign_keys {
         parts.push(format!(
             "FOREIGN KEY ({}) REFERENCES {} ({})",
-            quote_ident(&fk.column),
+            list(&fk.columns),
             quote_ident(&fk.table),
-            quote_ident(&fk.key)
+            list(&fk.keys)
         ));
     }
     for (name, expr) in &constraints.checks {

@@ -306,6 +306,8 @@ fn keys_indexes_queries_and_what_is_left_behind() {
          CREATE TABLE child (a BIGINT, b VARCHAR(5), v INT, PRIMARY KEY (a, b),
            CONSTRAINT fk_p FOREIGN KEY (a) REFERENCES parent (id), CONSTRAINT ck_v CHECK (v > 0),
            CONSTRAINT ck_b CHECK (b <> 'zz'));
+         CREATE TABLE part (pa BIGINT, pb VARCHAR(5), n INT,
+           CONSTRAINT fk_two FOREIGN KEY (pa, pb) REFERENCES child (a, b));
          CREATE TABLE `odd ``name`` é` (`Col ``q``` INT);
          CREATE TABLE mem (x INT) ENGINE=MyISAM;
          CREATE TABLE defs (i INT DEFAULT -5, s VARCHAR(10) DEFAULT 'it''s', n VARCHAR(5) DEFAULT 'NULL',
@@ -317,6 +319,7 @@ fn keys_indexes_queries_and_what_is_left_behind() {
          INSERT INTO parent SELECT seq, CONCAT('c', seq), IF(seq % 3 = 0, NULL, CONCAT('n', seq % 50))
            FROM seq_1_to_20000;
          INSERT INTO child VALUES (1, 'x', 5), (1, 'y', 6), (2, 'x', 7);
+         INSERT INTO part VALUES (1, 'y', 1), (2, 'x', 2);
          INSERT INTO `odd ``name`` é` VALUES (1), (NULL);
          INSERT INTO mem VALUES (9);",
     );
@@ -325,7 +328,7 @@ fn keys_indexes_queries_and_what_is_left_behind() {
     let mut mo = MysqlOptions::default();
     mo.connections = Some(4);
     let s = copy(&db, &my.socket_url("k"), &mo).unwrap();
-    assert_eq!(s.rows, 20000 + 3 + 2 + 1, "{s:?}");
+    assert_eq!(s.rows, 20000 + 3 + 2 + 2 + 1, "{s:?}");
     let c = Connection::open(&db).unwrap();
     support::assert_intact(&c);
     let sql_of = |name: &str| -> String {
@@ -451,6 +454,18 @@ fn keys_indexes_queries_and_what_is_left_behind() {
         )
         .unwrap();
     assert!(child_sql.contains("REFERENCES \"parent\""), "{child_sql}");
+    // A key of two columns to child's two-column primary key (a UNIQUE index here).
+    let part_sql: String = c4
+        .query_row(
+            "SELECT sql FROM sqlite_schema WHERE name = 'part'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        part_sql.contains("FOREIGN KEY (\"pa\", \"pb\") REFERENCES \"child\" (\"a\", \"b\")"),
+        "{part_sql}"
+    );
     let pv: i64 = c4
         .query_row("SELECT count(*) FROM pv", [], |r| r.get(0))
         .unwrap();
@@ -463,6 +478,7 @@ fn keys_indexes_queries_and_what_is_left_behind() {
         assert!(notes.contains(said), "{said:?} not in {notes}");
     }
     assert!(!notes.contains("foreign key fk_p of k.child"), "{notes}");
+    assert!(!notes.contains("fk_two"), "{notes}");
 }
 
 #[test]

@@ -150,8 +150,8 @@ pub struct ImportArgs {
     #[arg(long, help_heading = "Databases", conflicts_with = "query")]
     pub views: bool,
 
-    /// PostgreSQL, MySQL: declare the foreign keys between the copied tables (one
-    /// column, to a key or UNIQUE column), the rows checked after the copy (`PRAGMA
+    /// PostgreSQL, MySQL: declare the foreign keys between the copied tables (to a key
+    /// or the columns of a UNIQUE index), the rows checked after the copy (`PRAGMA
     /// foreign_key_check`, each table with orphans in the summary). Without it, and for
     /// the keys SQLite cannot declare, each is named in the summary.
     #[arg(long, help_heading = "Databases", conflicts_with = "query")]

@@ -423,9 +423,9 @@ fn assemble(
                     name: None,
                 }];
                 shape.constraints.foreign_keys = vec![ForeignKey {
-                    column: PARENT.to_string(),
+                    columns: vec![PARENT.to_string()],
                     table: parent,
-                    key,
+                    keys: vec![key],
                 }];
             }
             None => shape.indexes = opts.indexes.clone(),

@@ -441,9 +441,10 @@ pub(crate) fn checks(
     Ok(out)
 }
 
-/// The foreign keys between the copied `tables` that SQLite can declare: one column,
-/// referencing a copied table's INTEGER PRIMARY KEY or a column with a UNIQUE index of
-/// its own; for each table (in `tables`' order) its keys. Each other foreign key of a
+/// The foreign keys between the copied `tables` that SQLite can declare: one column or
+/// several, referencing a copied table's INTEGER PRIMARY KEY or exactly the columns of
+/// one of its UNIQUE indexes ([`crate::table::is_parent_key`]); for each table (in
+/// `tables`' order) its keys. Each other foreign key of a
 /// copied table is named in `notes` with why.
 pub(crate) fn foreign_keys(
     conn: &mut Conn,
@@ -452,27 +453,41 @@ pub(crate) fn foreign_keys(
     tables: &[Table],
     notes: &mut Vec<String>,
 ) -> Result<Vec<Vec<ForeignKey>>> {
-    type Row = (String, String, String, String, String, String, i64);
+    type Row = (String, String, String, String, String, String);
+    // One row a column of a key, in the key's order.
     let rows: Vec<Row> = conn
         .exec(
-            "SELECT k.TABLE_NAME, k.CONSTRAINT_NAME, k.COLUMN_NAME, k.REFERENCED_TABLE_SCHEMA, \
-             k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, \
-             (SELECT count(*) FROM information_schema.KEY_COLUMN_USAGE w \
-              WHERE w.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND w.TABLE_NAME = k.TABLE_NAME \
-              AND w.CONSTRAINT_NAME = k.CONSTRAINT_NAME) \
-             FROM information_schema.KEY_COLUMN_USAGE k \
-             WHERE k.CONSTRAINT_SCHEMA = ? AND k.REFERENCED_TABLE_NAME IS NOT NULL \
-             AND k.ORDINAL_POSITION = 1 ORDER BY 1, 2",
+            "SELECT TABLE_NAME, CONSTRAINT_NAME, COLUMN_NAME, REFERENCED_TABLE_SCHEMA, \
+             REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME \
+             FROM information_schema.KEY_COLUMN_USAGE \
+             WHERE CONSTRAINT_SCHEMA = ? AND REFERENCED_TABLE_NAME IS NOT NULL \
+             ORDER BY TABLE_NAME, CONSTRAINT_NAME, ORDINAL_POSITION",
             (database,),
         )
         .map_err(|e| server.error("reading the foreign keys", &e))?;
-    let column = |t: &Table, c: &str| {
-        t.columns
-            .iter()
-            .position(|(n, _)| n.eq_ignore_ascii_case(c))
+    // The columns by their names in SQLite, where all are copied.
+    let here = |t: &Table, of: &[String]| -> Option<Vec<String>> {
+        of.iter()
+            .map(|c| {
+                t.columns
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(c))
+                    .map(|(n, _)| n.clone())
+            })
+            .collect()
     };
     let mut out = vec![vec![]; tables.len()];
-    for (table, name, col, ref_db, ref_table, key, width) in rows {
+    let mut at = 0;
+    while at < rows.len() {
+        let (table, name, _, ref_db, ref_table, _) = rows[at].clone();
+        let end = at
+            + rows[at..]
+                .iter()
+                .take_while(|r| r.0 == table && r.1 == name)
+                .count();
+        let columns: Vec<String> = rows[at..end].iter().map(|r| r.2.clone()).collect();
+        let keys: Vec<String> = rows[at..end].iter().map(|r| r.5.clone()).collect();
+        at = end;
         let Some(from) = tables
             .iter()
             .position(|t| t.name == table && t.on_server.is_some())
@@ -483,39 +498,34 @@ pub(crate) fn foreign_keys(
             .iter()
             .position(|t| t.name == ref_table)
             .filter(|_| ref_db == database);
-        let why = match to {
-            _ if width != 1 => Some("it has more than one column".to_string()),
-            None => Some(format!(
+        let declared = match (to, here(&tables[from], &columns)) {
+            (None, _) => Err(format!(
                 "the table it references, {ref_db}.{ref_table}, is not copied"
             )),
-            Some(to) => {
+            (_, None) => Err("a column of it is not copied".to_string()),
+            (Some(to), Some(child)) => {
                 let parent = &tables[to];
-                let keyed = column(parent, &key).is_some_and(|k| {
-                    parent.rowid == Some(k)
-                        || parent.indexes.iter().any(|ix| {
-                            ix.unique
-                                && ix.columns.len() == 1
-                                && ix.columns[0] == parent.columns[k].0
+                let rowid = parent.rowid.map(|k| parent.columns[k].0.as_str());
+                match here(parent, &keys) {
+                    Some(k) if crate::table::is_parent_key(rowid, &parent.indexes, &k) => {
+                        Ok(ForeignKey {
+                            columns: child,
+                            table: parent.name.clone(),
+                            keys: k,
                         })
-                });
-                (!keyed).then(|| {
-                    format!("{key:?} of {ref_table} has no key or UNIQUE index of its own here")
-                })
+                    }
+                    _ => Err(format!(
+                        "{} of {ref_table} {} no key or UNIQUE index of its own here",
+                        keys.join(", "),
+                        if keys.len() == 1 { "has" } else { "have" }
+                    )),
+                }
             }
         };
-        match (why, to, column(&tables[from], &col)) {
-            (None, Some(to), Some(c)) => {
-                let parent = &tables[to];
-                let k = column(parent, &key).expect("checked above");
-                out[from].push(ForeignKey {
-                    column: tables[from].columns[c].0.clone(),
-                    table: parent.name.clone(),
-                    key: parent.columns[k].0.clone(),
-                });
-            }
-            (why, _, _) => notes.push(format!(
-                "{database}.{table}: foreign key {name:?} not declared ({})",
-                why.unwrap_or_else(|| "its column is not copied".into())
+        match declared {
+            Ok(fk) => out[from].push(fk),
+            Err(why) => notes.push(format!(
+                "{database}.{table}: foreign key {name:?} not declared ({why})"
             )),
         }
     }

@@ -337,9 +337,9 @@ pub(crate) fn tables(
 }
 
 /// The foreign keys of the copied `tables` (of `schema`) that SQLite can declare: one
-/// column referencing a copied table's INTEGER PRIMARY KEY or a column with a UNIQUE
-/// index of its own; for each table (in `tables`' order) its keys, as SQLite names
-/// them. Every other foreign key of theirs is named in `notes` with why and its
+/// column or several, referencing a copied table's INTEGER PRIMARY KEY or exactly the
+/// columns of one of its UNIQUE indexes ([`crate::table::is_parent_key`]); for each
+/// table (in `tables`' order) its keys, as SQLite names them. Every other foreign key of theirs is named in `notes` with why and its
 /// definition. Each key is added to `carried` (`constraint table.name`, PostgreSQL's),
 /// so that [`not_copied`] does not name it again.
 pub(crate) fn foreign_keys(
@@ -352,16 +352,18 @@ pub(crate) fn foreign_keys(
 ) -> Result<Vec<Vec<ForeignKey>>> {
     let pg_name = |t: &Table| t.shown[schema.len() + 1..].to_string();
     let names: Vec<String> = tables.iter().map(pg_name).collect();
+    // Each key's columns and the parent's, in the key's order.
     let rows = client
         .query(
-            "SELECT c.relname::text, k.conname::text, cardinality(k.conkey)::int4, \
-             fns.nspname::text, f.relname::text, a.attname::text, fa.attname::text, \
+            "SELECT c.relname::text, k.conname::text, fns.nspname::text, f.relname::text, \
+             ARRAY(SELECT a.attname::text FROM unnest(k.conkey) WITH ORDINALITY u(n, i) \
+                   JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.n ORDER BY u.i), \
+             ARRAY(SELECT a.attname::text FROM unnest(k.confkey) WITH ORDINALITY u(n, i) \
+                   JOIN pg_attribute a ON a.attrelid = k.confrelid AND a.attnum = u.n ORDER BY u.i), \
              pg_get_constraintdef(k.oid) \
              FROM pg_constraint k \
              JOIN pg_class c ON c.oid = k.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
              JOIN pg_class f ON f.oid = k.confrelid JOIN pg_namespace fns ON fns.oid = f.relnamespace \
-             JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = k.conkey[1] \
-             JOIN pg_attribute fa ON fa.attrelid = k.confrelid AND fa.attnum = k.confkey[1] \
              WHERE n.nspname = $1 AND c.relname = ANY($2) AND k.contype = 'f' \
              ORDER BY c.relname, k.conname",
             &[&schema, &names],
@@ -369,24 +371,10 @@ pub(crate) fn foreign_keys(
         .map_err(|e| server.error("reading the catalog", &e))?;
     let mut out = vec![vec![]; tables.len()];
     for r in rows {
-        let (table, name, width, ref_schema, ref_table, column, key): (
-            String,
-            String,
-            i32,
-            String,
-            String,
-            String,
-            String,
-        ) = (
-            r.get(0),
-            r.get(1),
-            r.get(2),
-            r.get(3),
-            r.get(4),
-            r.get(5),
-            r.get(6),
-        );
-        let def: String = r.get(7);
+        let (table, name, ref_schema, ref_table): (String, String, String, String) =
+            (r.get(0), r.get(1), r.get(2), r.get(3));
+        let (columns, keys, def): (Vec<String>, Vec<String>, String) =
+            (r.get(4), r.get(5), r.get(6));
         let Some(from) = names.iter().position(|n| *n == table) else {
             continue;
         };
@@ -394,47 +382,46 @@ pub(crate) fn foreign_keys(
             .iter()
             .position(|n| *n == ref_table)
             .filter(|_| ref_schema == schema);
-        let why = match to {
-            _ if width != 1 => Some("it has more than one column".to_string()),
-            None => Some(format!(
+        // The columns by their names in SQLite, where all are copied.
+        let here = |t: &Table, of: &[String]| -> Option<Vec<String>> {
+            of.iter()
+                .map(|pg| {
+                    t.columns
+                        .iter()
+                        .find(|c| c.pg_name == *pg)
+                        .map(|c| c.name.clone())
+                })
+                .collect()
+        };
+        let child = here(&tables[from], &columns);
+        let declared = match (to, &child) {
+            (None, _) => Err(format!(
                 "the table it references, {ref_schema}.{ref_table}, is not copied"
             )),
-            Some(to) => {
+            (_, None) => Err("a column of it is not copied".into()),
+            (Some(to), Some(child)) => {
                 let parent = &tables[to];
-                let col = parent.columns.iter().position(|c| c.pg_name == key);
-                let keyed = col.is_some_and(|k| {
-                    parent.rowid == Some(k)
-                        || parent.indexes.iter().any(|ix| {
-                            ix.unique
-                                && ix.columns.len() == 1
-                                && ix.columns[0] == parent.columns[k].name
+                let rowid = parent.rowid.map(|k| parent.columns[k].name.as_str());
+                match here(parent, &keys) {
+                    Some(k) if crate::table::is_parent_key(rowid, &parent.indexes, &k) => {
+                        Ok(ForeignKey {
+                            columns: child.clone(),
+                            table: parent.name.clone(),
+                            keys: k,
                         })
-                });
-                (!keyed).then(|| {
-                    format!(
-                        "{key:?} of {ref_schema}.{ref_table} has no key or UNIQUE index of its own here"
-                    )
-                })
+                    }
+                    _ => Err(format!(
+                        "{} of {ref_schema}.{ref_table} {} no key or UNIQUE index of its own here",
+                        keys.join(", "),
+                        if keys.len() == 1 { "has" } else { "have" }
+                    )),
+                }
             }
         };
-        let child = tables[from].columns.iter().find(|c| c.pg_name == column);
-        match (why, to, child) {
-            (None, Some(to), Some(child)) => {
-                let parent = &tables[to];
-                let key = parent
-                    .columns
-                    .iter()
-                    .find(|c| c.pg_name == key)
-                    .map_or(key.clone(), |c| c.name.clone());
-                out[from].push(ForeignKey {
-                    column: child.name.clone(),
-                    table: parent.name.clone(),
-                    key,
-                });
-            }
-            (why, _, _) => notes.push(format!(
-                "{schema}.{table}: foreign key {name:?} not declared ({}): {def}",
-                why.unwrap_or_else(|| "its column is not copied".into())
+        match declared {
+            Ok(fk) => out[from].push(fk),
+            Err(why) => notes.push(format!(
+                "{schema}.{table}: foreign key {name:?} not declared ({why}): {def}"
             )),
         }
         carried.push(format!("constraint {table}.{name}"));
