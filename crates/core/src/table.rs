@@ -239,6 +239,50 @@ pub(crate) struct ForeignKey {
     pub(crate) keys: Vec<String>,
 }
 
+/// A copied parent table of a foreign key: its name, its INTEGER PRIMARY KEY column, its
+/// indexes, and the key's columns by their names here (`None`: one is not copied).
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) type ParentKey<'a> = (
+    &'a str,
+    Option<&'a str>,
+    &'a [IndexSpec],
+    Option<Vec<String>>,
+);
+
+/// A source database's foreign key as the copy declares it, or why it does not: `child`
+/// its columns by their names here (`None`: one is not copied); `parent` the referenced
+/// table where it is copied (its name, its INTEGER PRIMARY KEY column, its indexes and
+/// the key's columns by their names here, `None` where one is not copied), shown in a
+/// reason as `shown_parent` with the key's source names `keys`.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn foreign_key(
+    child: Option<Vec<String>>,
+    parent: Option<ParentKey<'_>>,
+    shown_parent: &str,
+    keys: &[String],
+) -> std::result::Result<ForeignKey, String> {
+    let Some((table, rowid, indexes, here)) = parent else {
+        return Err(format!(
+            "the table it references, {shown_parent}, is not copied"
+        ));
+    };
+    let Some(columns) = child else {
+        return Err("a column of it is not copied".into());
+    };
+    match here {
+        Some(k) if is_parent_key(rowid, indexes, &k) => Ok(ForeignKey {
+            columns,
+            table: table.to_string(),
+            keys: k,
+        }),
+        _ => Err(format!(
+            "{} of {shown_parent} {} no key or UNIQUE index of its own here",
+            keys.join(", "),
+            if keys.len() == 1 { "has" } else { "have" }
+        )),
+    }
+}
+
 /// Whether `keys` (a parent table's columns, by name) are a key SQLite takes for a
 /// foreign key: the table's INTEGER PRIMARY KEY `rowid` alone, or exactly the columns of
 /// one of its UNIQUE `indexes` (in any order, as SQLite looks the index up).

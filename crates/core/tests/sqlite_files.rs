@@ -1013,6 +1013,26 @@ fn records_are_copied_as_stored_where_the_inputs_allow_and_by_sqlite_where_not()
         .unwrap_err();
     assert!(e.to_string().contains("UNIQUE"), "{e}");
 
+    // An index whose schema says it holds every row, but holds some (a partial index
+    // whose WHERE was cut by hand): refused, as SQLite's own check would find it.
+    let cut = make(
+        "cut.db",
+        "CREATE TABLE c (id INTEGER PRIMARY KEY, v); CREATE INDEX c_v ON c (v) WHERE id < 3;
+         INSERT INTO c VALUES (1, 'a'), (2, 'b'), (3, 'c');
+         PRAGMA writable_schema = ON;
+         UPDATE sqlite_schema SET sql = 'CREATE INDEX c_v ON c (v)' WHERE name = 'c_v';",
+    )?;
+    let got_cut = dir.path().join("got_cut.db");
+    let e = load(
+        &got_cut,
+        &[cut],
+        OnConflict::Fail,
+        &SqliteOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("2 entries for 3 rows"), "{e}");
+    assert!(!got_cut.exists());
+
     // An input whose table page is damaged: an error naming it, and no file.
     let bad = dir.path().join("bad.db");
     std::fs::copy(&inputs[1], &bad)?;

@@ -402,6 +402,7 @@ fn write_table(
         for x in &t.indexes {
             progress.check()?;
             let mut index = out.index(&x.name, &t.name, x.sql.as_deref().unwrap_or(""));
+            let mut entries = 0i64;
             let order = || {
                 format!(
                     "the entries of index {} are not in the order this copy merges in",
@@ -417,6 +418,7 @@ fn write_table(
                             Err(why) => Ok(Err(why)),
                         };
                     };
+                    entries += batch.entries.len() as i64;
                     for entry in batch.entries.iter() {
                         match index.push_record(entry) {
                             Ok(()) => {}
@@ -431,6 +433,7 @@ fn write_table(
             } else {
                 let mut bad_order = false;
                 let merged = merge_index(t, x, &pages, &maps, progress, |entry| {
+                    entries += 1;
                     match index.push_record(entry) {
                         Ok(()) => Ok(true),
                         Err(Refused::Order) => {
@@ -446,6 +449,19 @@ fn write_table(
                 if bad_order {
                     return Ok(Err(order()));
                 }
+            }
+            // An index of every row (not partial) holds one entry a row: a damaged input
+            // whose index lost or gained entries is refused, not copied into the file.
+            let partial = x
+                .sql
+                .as_deref()
+                .is_some_and(|sql| words(sql).any(|w| w == "WHERE"));
+            if !partial && entries != written {
+                return Err(Error::schema(format!(
+                    "index {}: the inputs' copies hold {entries} entries for {written} rows \
+                     (a damaged file)",
+                    quote_ident(&x.name)
+                )));
             }
             index.finish()?;
         }

@@ -393,31 +393,17 @@ pub(crate) fn foreign_keys(
                 })
                 .collect()
         };
-        let child = here(&tables[from], &columns);
-        let declared = match (to, &child) {
-            (None, _) => Err(format!(
-                "the table it references, {ref_schema}.{ref_table}, is not copied"
-            )),
-            (_, None) => Err("a column of it is not copied".into()),
-            (Some(to), Some(child)) => {
-                let parent = &tables[to];
-                let rowid = parent.rowid.map(|k| parent.columns[k].name.as_str());
-                match here(parent, &keys) {
-                    Some(k) if crate::table::is_parent_key(rowid, &parent.indexes, &k) => {
-                        Ok(ForeignKey {
-                            columns: child.clone(),
-                            table: parent.name.clone(),
-                            keys: k,
-                        })
-                    }
-                    _ => Err(format!(
-                        "{} of {ref_schema}.{ref_table} {} no key or UNIQUE index of its own here",
-                        keys.join(", "),
-                        if keys.len() == 1 { "has" } else { "have" }
-                    )),
-                }
-            }
-        };
+        let parent = to.map(|to| {
+            let p = &tables[to];
+            let rowid = p.rowid.map(|k| p.columns[k].name.as_str());
+            (p.name.as_str(), rowid, p.indexes.as_slice(), here(p, &keys))
+        });
+        let declared = crate::table::foreign_key(
+            here(&tables[from], &columns),
+            parent,
+            &format!("{ref_schema}.{ref_table}"),
+            &keys,
+        );
         match declared {
             Ok(fk) => out[from].push(fk),
             Err(why) => notes.push(format!(
