@@ -235,8 +235,7 @@ fn import_file(
         sq.keep_rowids = keep_rowids;
         let counters = Arc::new(Progress::default());
         let (c, c2) = (counters.clone(), counters.clone());
-        let cluster_opts = opts.clone();
-        let flags = !sq.tables.is_empty() || sq.keep_rowids;
+        let (cluster_opts, cluster_sq, cluster_dbs) = (opts.clone(), sq.clone(), dbs.clone());
         return dest
             .run(
                 py,
@@ -249,15 +248,10 @@ fn import_file(
                     )?)
                 },
                 move |cluster, ropts| {
-                    if flags {
-                        return Err(liteload::Error::usage(
-                            "tables= and keep_rowids= apply to SQLite files copied into a file; a cluster is booted with every table",
-                        )
-                        .into());
-                    }
-                    Ok(liteload::rqlite::import(
+                    Ok(liteload::rqlite::import_sqlite(
                         cluster,
-                        &inputs,
+                        &cluster_dbs,
+                        &cluster_sq,
                         &cluster_opts,
                         ropts,
                         &c2,

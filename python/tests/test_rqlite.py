@@ -6,6 +6,7 @@ crates/cli/tests/python_package.rs builds and sets)."""
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import time
 import urllib.parse
@@ -98,3 +99,38 @@ def test_file_settings_are_refused_for_a_cluster(node, tmp_path):
             call()
         assert "--" not in str(e.value)
     assert query(node, "SELECT name FROM sqlite_master") == []
+
+
+def test_sqlite_files_go_into_a_cluster_that_holds_data(node, tmp_path):
+    url = f"rqlite://127.0.0.1:{node}"
+    liteload.write(url, "r", [{"x": "there"}])
+    a, b, c = (tmp_path / n for n in ("a.db", "b.db", "c.db"))
+
+    def make(path, sql):
+        con = sqlite3.connect(path)
+        con.executescript(sql)
+        con.close()
+
+    make(
+        a,
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL) STRICT;"
+        "INSERT INTO t VALUES (1, 'zoë'), (4, 'x''00''');"
+        "CREATE TABLE r (x); INSERT INTO r (rowid, x) VALUES (5, 'a'), (9, x'00ff');"
+        "CREATE TABLE skipped (y);",
+    )
+    make(b, "CREATE TABLE t (v TEXT NOT NULL, id INTEGER PRIMARY KEY) STRICT; INSERT INTO t VALUES ('b', 2);")
+    with pytest.raises(liteload.SchemaError, match='table "r" exists in the cluster already'):
+        liteload.import_file(url, [a, b], tables=["t", "r"])
+    assert query(node, "SELECT count(*) FROM sqlite_master WHERE name = 't'") == [(0,)]
+    s = liteload.import_file(url, [a, b], tables=["t", "r"], if_exists="append")
+    assert (s.rows, sorted(s.tables)) == (5, ["r", "t"])
+    assert query(node, "SELECT id, v FROM t ORDER BY id") == [(1, "zoë"), (2, "b"), (4, "x'00'")]
+    # r was there: its rows appended, numbered anew.
+    assert query(node, "SELECT rowid, hex(x), typeof(x) FROM r ORDER BY rowid") == [
+        (1, "7468657265", "text"), (2, "61", "text"), (3, "00FF", "blob")]
+    assert query(node, "SELECT count(*) FROM sqlite_master WHERE name = 'skipped'") == [(0,)]
+    # Rowids kept on request: one that is in the table already is a refused row.
+    make(c, "CREATE TABLE r (x); INSERT INTO r (rowid, x) VALUES (3, 'c');")
+    with pytest.raises(liteload.ConstraintError, match="UNIQUE"):
+        liteload.import_file(url, c, keep_rowids=True, if_exists="append")
+    assert query(node, "SELECT count(*) FROM r") == [(3,)]

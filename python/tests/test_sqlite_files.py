@@ -90,3 +90,34 @@ def test_an_input_open_in_pythons_sqlite3_is_refused_until_it_closes(tmp_path):
     conn.close()
     liteload.import_file(out, a)
     assert checked(out).execute("SELECT x FROM t").fetchall() == [(1,)]
+
+
+def test_alike_files_into_a_new_file_are_copied_as_stored_and_equal_sqlites_merge(tmp_path):
+    # One declaration in every file: the page writer copies the records as stored.
+    schema = "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, b BLOB); CREATE INDEX t_v ON t (v);"
+    parts = []
+    for k in range(3):
+        p = tmp_path / f"part{k}.db"
+        rows = ",".join(
+            f"({k * 1000 + i}, 'ü{i % 7}' || char(0), x'{i % 256:02x}00')" for i in range(1, 400)
+        )
+        make(p, f"{schema} INSERT INTO t VALUES {rows}; INSERT INTO t VALUES ({k * 1000 + 999}, printf('%.*c', 9000, 'w'), NULL);")
+        parts.append(p)
+    out = tmp_path / "merged.db"
+    s = liteload.import_file(out, parts, engine="direct")
+    assert s.rows == 1200 and s.engine == "direct"
+    ref = tmp_path / "ref.db"
+    conn = sqlite3.connect(ref)
+    conn.executescript(schema)
+    for p in parts:
+        conn.execute("ATTACH ? AS s", (str(p),))
+        conn.execute("INSERT INTO t SELECT * FROM s.t")
+        conn.commit()
+        conn.execute("DETACH s")
+    conn.commit()
+    conn.close()
+    got, want = checked(out), checked(ref)
+    for q in ["SELECT type, name, sql FROM sqlite_schema ORDER BY name",
+              "SELECT rowid, * FROM t ORDER BY rowid",
+              "SELECT v, id FROM t INDEXED BY t_v ORDER BY v, id"]:
+        assert got.execute(q).fetchall() == want.execute(q).fetchall(), q

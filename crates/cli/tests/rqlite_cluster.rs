@@ -532,6 +532,13 @@ fn kill_liteload_then_leader(
     c.wait_members(3);
 }
 
+/// The rows of node 0's progress table (0 before it has one).
+fn progress_rows(c: &Cluster) -> u64 {
+    c.local_rows(0, "SELECT count(*) FROM _liteload_progress")
+        .and_then(|r| r.first().and_then(|n| n.parse::<u64>().ok()))
+        .unwrap_or(0)
+}
+
 fn run(args: &[&str]) -> std::process::Output {
     Command::new(liteload()).args(args).output().unwrap()
 }
@@ -626,12 +633,7 @@ fn import_into_a_three_node_cluster_survives_kills_of_liteload_and_the_leader() 
         .map(String::from)
         .to_vec()
     };
-    kill_liteload_then_leader(&mut c, run_on, |c| {
-        c.local_rows(0, "SELECT count(*) FROM _liteload_progress")
-            .and_then(|r| r.first().and_then(|n| n.parse::<u64>().ok()))
-            .unwrap_or(0)
-            >= 3
-    });
+    kill_liteload_then_leader(&mut c, run_on, |c| progress_rows(c) >= 3);
     c.wait_members(3);
     for i in 0..3 {
         c.wait_local(i, &sql, &want);
@@ -900,12 +902,7 @@ fn generate_into_a_cluster_makes_the_rows_a_file_gets_across_kills_of_liteload_a
         v.extend(spec.map(String::from));
         v
     };
-    kill_liteload_then_leader(&mut c, run_on, |c| {
-        c.local_rows(0, "SELECT count(*) FROM _liteload_progress")
-            .and_then(|r| r.first().and_then(|n| n.parse::<u64>().ok()))
-            .unwrap_or(0)
-            >= 3
-    });
+    kill_liteload_then_leader(&mut c, run_on, |c| progress_rows(c) >= 3);
     for i in 0..3 {
         c.wait_local(i, &sql, &want);
     }
@@ -1505,14 +1502,15 @@ fn xml_and_parquet_related_tables_boot_an_empty_cluster_keyed_by_their_own_id() 
 }
 
 /// SQLite files boot an empty cluster with the file they merge into (their declared
-/// schema, rows and indexes); a cluster that holds data refuses them, with no row sent.
+/// schema, rows and indexes); run again, the load is known as finished and writes
+/// nothing.
 #[test]
-fn sqlite_files_boot_an_empty_cluster_and_a_cluster_with_data_refuses_them() {
+fn sqlite_files_boot_an_empty_cluster_and_a_second_run_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
     for (p, sql) in [
         (&a, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL) STRICT; CREATE INDEX t_v ON t (v); \
-              INSERT INTO t VALUES (1, 'é'), (3, 'x');"),
+              INSERT INTO t VALUES (1, 'é'), (3, 'x'); CREATE TABLE e (x);"),
         (&b, "CREATE TABLE t (v TEXT, id INTEGER PRIMARY KEY); INSERT INTO t VALUES ('z', 2);"),
     ] {
         rusqlite::Connection::open(p).unwrap().execute_batch(sql).unwrap();
@@ -1538,19 +1536,210 @@ fn sqlite_files_boot_an_empty_cluster_and_a_cluster_with_data_refuses_them() {
             Json::from(1),
         ]],
     );
-    assert_eq!(
-        c.local_rows(0, "PRAGMA integrity_check"),
-        Some(vec!["\"ok\"".to_string()])
-    );
-    // Now it holds data: refused as a usage error, the table as it was.
-    let out = run(&args);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    // Now it holds data, this load's: nothing is written again.
+    let out = run(&args[..4]);
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("holds data"),
-        "{out:?}"
+        err.contains("was loaded into \"t\" before (3 rows") && err.contains("nothing written"),
+        "{err}"
     );
     assert_eq!(
         c.local_rows(0, "SELECT count(*) FROM t"),
         Some(vec!["3".to_string()])
+    );
+}
+
+/// SQLite files into a three-node cluster (which a load never boots): liteload killed
+/// (kill -9) after its first requests, then the leader killed during the rerun; the
+/// runs after go on where the cluster stopped, and every node ends with the table the
+/// same merge makes in a local file, rowid for rowid.
+#[test]
+fn sqlite_files_into_a_three_node_cluster_survive_kills_of_liteload_and_the_leader() {
+    let mut c = Cluster::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("hostile.csv");
+    hostile_csv(&csv, 60_000);
+    let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
+    for db in [&a, &b] {
+        let out = run(&["import", db.to_str().unwrap(), csv.to_str().unwrap(), "-q"]);
+        assert!(out.status.success(), "{out:?}");
+    }
+    let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let sql = exact_sql("hostile", &["id", "name", "score", "ratio", "note"]);
+    let reference = dir.path().join("merged.db");
+    let out = run(&["import", reference.to_str().unwrap(), a_s, b_s, "-q"]);
+    assert!(out.status.success(), "{out:?}");
+    let want = file_rows(&reference, &sql);
+    assert_eq!(want.len(), 120_000);
+    let run_on = |url: &str| -> Vec<String> {
+        [
+            "import",
+            url,
+            a_s,
+            b_s,
+            "--quiet",
+            "--rqlite-request-bytes",
+            "65536",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    kill_liteload_then_leader(&mut c, run_on, |c| progress_rows(c) >= 4);
+    for i in 0..3 {
+        c.wait_local(i, &sql, &want);
+    }
+}
+
+/// A temporary table `seq` of the numbers 1 to 30000 (the bundled SQLite has no
+/// generate_series).
+const SEQ: &str = "CREATE TEMP TABLE seq (value INTEGER PRIMARY KEY); \
+    WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 30000) \
+    INSERT INTO seq SELECT x FROM c;";
+
+/// SQLite files into a cluster that holds data (rqlite #1185): a table the cluster
+/// lacks is made as declared, its rowids kept, its indexes built after its rows (a name
+/// taken there renamed); a table it has is appended to (an INTEGER PRIMARY KEY as data,
+/// implicit rowids numbered anew). Every table ends as the same loads leave a local
+/// file. A refused row stops the load with the requests before it committed; once its
+/// cause is gone, a rerun goes on where it stopped, no row written twice.
+#[test]
+fn sqlite_files_go_into_a_cluster_that_holds_data_as_into_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let there = "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL) STRICT; \
+                 INSERT INTO t VALUES (1, 'é'); \
+                 CREATE TABLE logs (msg, at); INSERT INTO logs VALUES ('first', 0); \
+                 CREATE INDEX ix ON logs (at); \
+                 CREATE TABLE u (k INTEGER UNIQUE, s TEXT); INSERT INTO u VALUES (20000, 'in the way');";
+    // Hostile values of every class: NUL, non-ASCII, text rqlite would take for a BLOB,
+    // quotes, huge text, integers at the edges, REALs of 17 digits, BLOBs.
+    let a_sql = "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL) STRICT; \
+        INSERT INTO t SELECT value + 10, CASE value % 5 WHEN 0 THEN 'a' || char(0) || 'b' \
+          WHEN 1 THEN 'x''00''' WHEN 2 THEN 'ü\"' || value WHEN 3 THEN printf('%.*c', 5000, 'w') \
+          ELSE '' END FROM seq WHERE value <= 2000; \
+        CREATE TABLE logs (msg, at); \
+        INSERT INTO logs SELECT CASE value % 4 WHEN 0 THEN value * 1e-3 + 0.1 WHEN 1 THEN x'00ff' \
+          WHEN 2 THEN 9223372036854775807 - value ELSE NULL END, value FROM seq WHERE value <= 1500; \
+        CREATE TABLE m (a TEXT COLLATE NOCASE, b REAL DEFAULT 2.5 CHECK (b > 0)); \
+        INSERT INTO m SELECT 'k' || value, value / 7.0 FROM seq WHERE value <= 300; \
+        DELETE FROM m WHERE rowid % 3 = 0; CREATE INDEX ix ON m (a); \
+        CREATE TABLE n (k TEXT PRIMARY KEY COLLATE NOCASE, w) WITHOUT ROWID; \
+        INSERT INTO n SELECT 'K' || value, -value FROM seq WHERE value <= 200;";
+    let b_sql = "CREATE TABLE t (v TEXT NOT NULL, id INTEGER PRIMARY KEY) STRICT; \
+        INSERT INTO t SELECT 'b' || value, value + 5000 FROM seq WHERE value <= 1000; \
+        CREATE TABLE logs (at, msg); INSERT INTO logs SELECT value, 'b' FROM seq WHERE value <= 700;";
+    for (f, sql) in [("a.db", a_sql), ("b.db", b_sql)] {
+        rusqlite::Connection::open(p(f))
+            .unwrap()
+            .execute_batch(&format!("{SEQ} {sql}"))
+            .unwrap();
+    }
+    let reference = p("reference.db");
+    rusqlite::Connection::open(&reference)
+        .unwrap()
+        .execute_batch(there)
+        .unwrap();
+    let c = Cluster::start(1);
+    for sql in there.split("; ") {
+        c.execute(0, sql.trim_end_matches(';'));
+    }
+    let (a, b) = (p("a.db"), p("b.db"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let url = c.url(0);
+    let append = ["--if-exists", "append", "-q"];
+    let small = ["--rqlite-request-bytes", "20000", "--rqlite-in-flight", "3"];
+    let mut args = vec!["import", url.as_str(), a, b];
+    args.extend(append);
+    args.extend(small);
+    let out = run(&args);
+    assert!(out.status.success(), "{out:?}");
+    let mut file_args = vec!["import", reference.to_str().unwrap(), a, b];
+    file_args.extend(append);
+    let out = run(&file_args);
+    assert!(out.status.success(), "{out:?}");
+    for (table, order, columns) in [
+        ("t", "id", &["v"][..]),
+        ("logs", "rowid", &["msg", "at"]),
+        ("m", "rowid", &["a", "b"]),
+        ("n", "k", &["w"]),
+    ] {
+        let sql = exact_sql_by(table, columns, order);
+        let want = file_rows(&reference, &sql);
+        assert!(want.len() > 100, "{table}");
+        c.wait_local(0, &sql, &want);
+    }
+    let schema = "SELECT group_concat(name || ':' || sql, char(10)) FROM \
+                  (SELECT name, sql FROM sqlite_schema WHERE name NOT LIKE '%liteload%' ORDER BY name)";
+    c.wait_local(0, schema, &file_rows(&reference, schema));
+    assert_eq!(
+        c.local_rows(0, "SELECT sql FROM sqlite_schema WHERE name = 'ix_2'"),
+        Some(vec![r#""CREATE INDEX \"ix_2\" ON m (a)""#.to_string()])
+    );
+
+    // A key in the table already is a refused row: nothing of that table's load after it.
+    let e = p("e.db");
+    rusqlite::Connection::open(&e)
+        .unwrap()
+        .execute_batch(&format!(
+            "{SEQ} CREATE TABLE u (k INTEGER UNIQUE, s TEXT); \
+             INSERT INTO u SELECT value, 'e' || value FROM seq WHERE value <= 30000;"
+        ))
+        .unwrap();
+    let mut args = vec!["import", url.as_str(), e.to_str().unwrap()];
+    args.extend(append);
+    args.extend(["--rqlite-request-bytes", "4000"]);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("UNIQUE constraint failed: u.k"), "{err}");
+    let held: u64 = c.local_rows(0, "SELECT count(*) FROM u").unwrap()[0]
+        .parse()
+        .unwrap();
+    assert!(held > 1 && held < 20000, "{held}");
+    // The cause gone, the rerun goes on after the committed requests.
+    c.execute(0, "DELETE FROM u WHERE s = 'in the way'");
+    args.retain(|a| *a != "-q");
+    let out = run(&args);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("resumed:"),
+        "{out:?}"
+    );
+    c.wait_local(
+        0,
+        "SELECT count(*), count(DISTINCT k), sum(k), min(k), max(k) FROM u",
+        &[vec![
+            Json::from(30000),
+            Json::from(30000),
+            Json::from(30000 * 30001 / 2),
+            Json::from(1),
+            Json::from(30000),
+        ]],
+    );
+    // Run again, the load is known as finished. Another input with `--if-exists
+    // fail`: a table the cluster has refuses the load before any row.
+    let out = run(&["import", url.as_str(), e.to_str().unwrap(), "-q"]);
+    assert!(out.status.success(), "{out:?}");
+    let f = p("f.db");
+    rusqlite::Connection::open(&f)
+        .unwrap()
+        .execute_batch("CREATE TABLE u (k INTEGER UNIQUE, s TEXT); INSERT INTO u VALUES (-1, 'f');")
+        .unwrap();
+    let out = run(&[
+        "import",
+        url.as_str(),
+        f.to_str().unwrap(),
+        "--if-exists",
+        "fail",
+    ]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("exists in the cluster already"),
+        "{out:?}"
+    );
+    assert_eq!(
+        c.local_rows(0, "SELECT count(*) FROM u"),
+        Some(vec!["30000".to_string()])
     );
 }

@@ -816,13 +816,6 @@ pub fn run(a: ImportArgs) -> Result<()> {
         Some(_) => {}
         None => a.rqlite.check_file()?,
     }
-    if sqlite.is_some() && cluster.is_some() && (a.keep_rowids || !a.tables.is_empty()) {
-        return Err(UsageError(
-            "--tables and --keep-rowids apply to SQLite files copied into a file; a cluster is booted with every table"
-                .into(),
-        )
-        .into());
-    }
     if database && cluster.is_some() {
         return Err(UsageError(
             "a PostgreSQL or MySQL database is copied into a file; to fill a cluster, copy into a file first".into(),
@@ -840,12 +833,22 @@ pub fn run(a: ImportArgs) -> Result<()> {
             let (url, my) = mysql.unwrap_or_default();
             liteload::mysql::import_mysql(&a.db, &url, &my, &opts, &progress)
         }
-        (None, None) if sqlite.is_some() => {
+        (_, None) if sqlite.is_some() => {
             let mut sq = liteload::sqlite_files::SqliteOptions::default();
             sq.tables.clone_from(&a.tables);
             sq.keep_rowids = a.keep_rowids;
             let dbs = sqlite.unwrap_or_default();
-            liteload::sqlite_files::import_sqlite(&a.db, &dbs, &sq, &opts, &progress)
+            match &cluster {
+                Some(t) => liteload::rqlite::import_sqlite(
+                    t,
+                    &dbs,
+                    &sq,
+                    &opts,
+                    &a.rqlite.options(),
+                    &progress,
+                ),
+                None => liteload::sqlite_files::import_sqlite(&a.db, &dbs, &sq, &opts, &progress),
+            }
         }
         (Some(t), None) => {
             liteload::rqlite::import(t, &inputs, &opts, &a.rqlite.options(), &progress)

@@ -10,7 +10,8 @@
 //!   so they are never used there. The table is created (or checked) first, then rows go
 //!   as `?transaction` requests (see `load.rs`), each recording its rows in
 //!   [`PROGRESS_TABLE`] in the same transaction, so a rerun after a kill continues where
-//!   the cluster stopped, and no row is written twice.
+//!   the cluster stopped, and no row is written twice. SQLite files are merged here
+//!   first, then each table goes so ([`import_sqlite`]).
 //!
 //! Reads that check anything use `strong` consistency. A node that is down is retried,
 //! with backoff and on to the other nodes of the cluster, for [`RqliteOptions::patience`].
@@ -33,6 +34,8 @@ use crate::sink::rqlite::progress::{self, LoadKey};
 use crate::sink::rqlite::{spec_held, ClusterSink};
 use crate::source::Input;
 use crate::summary::{self, Durable, EngineUsed, Summary};
+
+mod sqlite_inputs;
 
 pub use crate::sink::rqlite::progress::PROGRESS_TABLE;
 pub use crate::sink::rqlite::target::{redact, RqliteTarget, PASSWORD_VAR, USER_VAR};
@@ -138,6 +141,16 @@ pub fn import(
             "a conflict rule (ignore, replace, update) is not yet carried to an rqlite cluster",
         ));
     }
+    if let Some(sources) = crate::sqlite_files::sqlite_inputs(inputs)? {
+        return import_sqlite(
+            target,
+            &sources,
+            &crate::sqlite_files::SqliteOptions::default(),
+            opts,
+            ropts,
+            progress,
+        );
+    }
     inputs.iter().for_each(|i| i.watch(&progress.cancel_flag()));
     let client = connect(target, ropts)?;
     if choose_boot(&client, ropts.boot)? {
@@ -163,15 +176,47 @@ pub fn import(
             Ok(summary)
         });
     }
-    if crate::sqlite_files::sqlite_inputs(inputs)?.is_some() {
-        return Err(Error::usage(format!(
-            "SQLite files boot an empty single-node cluster with the file they merge into; \
-             node {} holds data (or has peers): merge into a file, then load its tables",
-            client.node()
-        )));
-    }
     import_rows(&client, inputs, opts, ropts, progress, start)
         .map_err(|e| plan::cause_hint(e, inputs, opts))
+}
+
+/// Copies the tables of the SQLite files `sources` (with `sq`) into the cluster at
+/// `target`, as [`crate::sqlite_files::import_sqlite`] copies them into a file: an
+/// empty single-node cluster is booted with the file they merge into; into a cluster
+/// that holds data, they are merged here, then each table is made or appended to by
+/// requests that record their progress, so a load that stops goes on where it stopped
+/// when run again with the same files.
+pub fn import_sqlite(
+    target: &RqliteTarget,
+    sources: &[std::path::PathBuf],
+    sq: &crate::sqlite_files::SqliteOptions,
+    opts: &ImportOptions,
+    ropts: &RqliteOptions,
+    progress: &Progress,
+) -> Result<Summary> {
+    let start = Instant::now();
+    if opts.on_conflict != crate::OnConflict::Fail {
+        return Err(Error::usage(
+            "a conflict rule (ignore, replace, update) is not yet carried to an rqlite cluster",
+        ));
+    }
+    crate::sqlite_files::refuse_options(sq, opts)?;
+    let client = connect(target, ropts)?;
+    if choose_boot(&client, ropts.boot)? {
+        let mut o = opts.clone();
+        (o.durability, o.verify, o.engine) = boot_file_settings(o.engine);
+        return boot(&client, start, progress, |db| {
+            let summary = crate::sqlite_files::import_sqlite(db, sources, sq, &o, progress)?;
+            let mut keys: Vec<(LoadKey, u64)> = vec![];
+            for t in &summary.tables {
+                let rows = file_rows(db, t)?;
+                keys.push((sqlite_inputs::load_key(sources, t, vec![]), rows));
+            }
+            record_finished(db, &keys)?;
+            Ok(summary)
+        });
+    }
+    sqlite_inputs::into_cluster(&client, sources, sq, opts, ropts, progress, start)
 }
 
 /// Makes `opts.rows` rows in the cluster at `target`, as [`crate::generate`] makes them
@@ -308,6 +353,21 @@ fn boot(
     summary.engine = Some(EngineUsed::RqliteBoot);
     summary::finish(&mut summary, start);
     Ok(summary)
+}
+
+/// The rows of `table` in the file `db`.
+fn file_rows(db: &std::path::Path, table: &str) -> Result<u64> {
+    let count = || -> rusqlite::Result<i64> {
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?
+            .query_row(
+                &format!("SELECT count(*) FROM {}", quote_ident(table)),
+                [],
+                |r| r.get(0),
+            )
+    };
+    count()
+        .map(|n| u64::try_from(n).unwrap_or(0))
+        .map_err(|e| Error::sqlite(format!("counting the rows of {}", db.display()), e))
 }
 
 fn count_rows(client: &Client, table: &str) -> Result<u64> {

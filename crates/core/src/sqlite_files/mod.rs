@@ -96,27 +96,27 @@ pub fn table_names(path: &Path) -> Result<Vec<String>> {
 
 /// A table of an input, as its file declares it.
 #[derive(Clone, Debug)]
-struct SourceTable {
-    name: String,
+pub(crate) struct SourceTable {
+    pub(crate) name: String,
     /// Its `CREATE TABLE`, as `sqlite_schema` holds it.
-    sql: String,
+    pub(crate) sql: String,
     /// The columns an INSERT names: every column but generated ones.
-    columns: Vec<String>,
+    pub(crate) columns: Vec<String>,
     /// Every column's name in order, generated ones too, ASCII lowercased.
-    all: Vec<String>,
+    pub(crate) all: Vec<String>,
     /// It has a generated column.
-    generated: bool,
+    pub(crate) generated: bool,
     /// `WITHOUT ROWID`.
-    without_rowid: bool,
-    rowid: Rowid,
+    pub(crate) without_rowid: bool,
+    pub(crate) rowid: Rowid,
     /// Its indexes' names and `CREATE INDEX` statements (not those of its constraints,
     /// which come with the table).
-    indexes: Vec<(String, String)>,
+    pub(crate) indexes: Vec<(String, String)>,
 }
 
 /// How a table's rows are keyed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Rowid {
+pub(crate) enum Rowid {
     /// `WITHOUT ROWID`, or an INTEGER PRIMARY KEY (a column, copied as data).
     Data,
     /// An implicit rowid, read by this name.
@@ -127,10 +127,10 @@ enum Rowid {
 
 /// One input's tables (those the options take, in its schema's order) and the objects
 /// it has that are not copied.
-struct Source {
-    path: PathBuf,
-    tables: Vec<SourceTable>,
-    skipped: Vec<String>,
+pub(crate) struct Source {
+    pub(crate) path: PathBuf,
+    pub(crate) tables: Vec<SourceTable>,
+    pub(crate) skipped: Vec<String>,
 }
 
 /// Copies the tables of the SQLite databases `sources` (with `sq`) into the database at
@@ -238,7 +238,7 @@ fn finish_summary(summary: &mut Summary, db: &Path, sources: &[PathBuf], start: 
 }
 
 /// Options that a copy of SQLite files cannot take.
-fn refuse_options(sq: &SqliteOptions, opts: &ImportOptions) -> Result<()> {
+pub(crate) fn refuse_options(sq: &SqliteOptions, opts: &ImportOptions) -> Result<()> {
     let refused = if !opts.pk.is_empty() || !opts.key.is_empty() {
         Some("keys come from the tables' own declarations")
     } else if !opts.indexes.is_empty() {
@@ -273,7 +273,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 /// Reads the schema of the database at `path` (opened read-only): its tables, those of
 /// `only` where it names some, and what it has that is not copied.
-fn read_source(path: &Path, only: &[String]) -> Result<Source> {
+pub(crate) fn read_source(path: &Path, only: &[String]) -> Result<Source> {
     let shown = path.display().to_string();
     let conn = Connection::open_with_flags(
         path,
@@ -384,7 +384,7 @@ struct Planned {
     generated_or_indexed: bool,
 }
 
-fn column_set(columns: &[String]) -> Vec<String> {
+pub(crate) fn column_set(columns: &[String]) -> Vec<String> {
     let mut c: Vec<String> = columns.iter().map(|c| c.to_ascii_lowercase()).collect();
     c.sort();
     c
@@ -631,12 +631,7 @@ fn copy(
         };
         for (name, sql) in &t.indexes {
             progress.check()?;
-            let mut free = name.clone();
-            let mut n = 2;
-            while names_taken.contains(&free.to_ascii_lowercase()) {
-                free = format!("{name}_{n}");
-                n += 1;
-            }
+            let free = free_name(name, &names_taken);
             let sql = match free == *name {
                 true => sql.clone(),
                 false => {
@@ -675,24 +670,36 @@ fn copy(
     })
 }
 
+/// `name`, or `name_2`, `name_3`, … : the first that `taken` (ASCII lowercased names)
+/// does not hold.
+pub(crate) fn free_name(name: &str, taken: &HashSet<String>) -> String {
+    let mut free = name.to_string();
+    let mut n = 2;
+    while taken.contains(&free.to_ascii_lowercase()) {
+        free = format!("{name}_{n}");
+        n += 1;
+    }
+    free
+}
+
 /// What a copy needs to know of a table's columns and key.
-struct Layout {
+pub(crate) struct Layout {
     /// The columns an INSERT names: every column but generated ones.
-    columns: Vec<String>,
+    pub(crate) columns: Vec<String>,
     /// Every column's name in order, generated ones too, ASCII lowercased.
-    all: Vec<String>,
+    pub(crate) all: Vec<String>,
     /// It has a generated column.
-    generated: bool,
+    pub(crate) generated: bool,
     /// `WITHOUT ROWID`.
-    without_rowid: bool,
+    pub(crate) without_rowid: bool,
     /// Its INTEGER PRIMARY KEY is the rowid.
-    ipk: bool,
+    pub(crate) ipk: bool,
     /// It has an index (its constraints' included).
-    indexed: bool,
+    pub(crate) indexed: bool,
 }
 
 /// The layout of table `name` of the database `schema` of `conn`.
-fn layout(conn: &Connection, schema: &str, name: &str) -> rusqlite::Result<Layout> {
+pub(crate) fn layout(conn: &Connection, schema: &str, name: &str) -> rusqlite::Result<Layout> {
     let cols: Vec<(String, String, i64, i64)> = conn
         .prepare("SELECT name, type, pk, hidden FROM pragma_table_xinfo(?1, ?2)")?
         .query_map([name, schema], |r| {
@@ -785,7 +792,7 @@ fn insert_sql(
 }
 
 /// `columns` for a message.
-fn shown_columns(columns: &[String]) -> String {
+pub(crate) fn shown_columns(columns: &[String]) -> String {
     format!(
         "({})",
         columns
@@ -816,7 +823,7 @@ fn read_only_uri(path: &Path) -> String {
 /// `sql` (a `CREATE [UNIQUE] INDEX name …` as `sqlite_schema` holds it: the keywords as
 /// SQLite writes them, then the name as written) with the index named `name` instead;
 /// `None` if it does not start so.
-fn renamed_index(sql: &str, name: &str) -> Option<String> {
+pub(crate) fn renamed_index(sql: &str, name: &str) -> Option<String> {
     let rest = sql
         .strip_prefix("CREATE UNIQUE INDEX ")
         .map(|r| ("CREATE UNIQUE INDEX ", r))

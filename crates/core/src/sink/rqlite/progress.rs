@@ -57,7 +57,11 @@ pub(crate) struct Resume {
 
 impl Resume {
     pub(crate) fn rows_in(&self) -> u64 {
-        self.done.iter().map(|(a, b)| b - a + 1).sum()
+        // A finished load of no rows records the range 1..=0.
+        self.done
+            .iter()
+            .map(|(a, b)| (b + 1).saturating_sub(*a))
+            .sum()
     }
 
     pub(super) fn contains(&self, row: u64) -> bool {
@@ -148,7 +152,7 @@ fn keyed(sql: &str, key: &LoadKey, rest: &str) -> String {
     String::from_utf8(out).expect("JSON is UTF-8")
 }
 
-pub(super) fn progress_insert(
+pub(crate) fn progress_insert(
     key: &LoadKey,
     first: u64,
     last: u64,
