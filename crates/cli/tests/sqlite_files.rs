@@ -247,3 +247,65 @@ fn sniff_tells_a_database_by_its_header_and_names_its_tables() {
             r#"{"input":"shop.csv","format":"sqlite","tables":["order items","b"]}"#,
         ));
 }
+
+/// Ctrl-C (SIGINT) during a merge by the page writer: the load stops with exit 130 and
+/// leaves no file, not even its temporary one.
+#[test]
+fn ctrl_c_during_a_stored_merge_leaves_no_file() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let p = dir.path();
+    let mut parts = vec![];
+    for k in 0..4 {
+        let name = format!("p{k}.db");
+        db_with(
+            &p.join(&name),
+            &format!(
+                "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, w REAL); CREATE INDEX t_v ON t (v);
+                 WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000)
+                 INSERT INTO t SELECT x + {k} * 1000000, 'v' || (x % 7), x * 0.5 FROM c;"
+            ),
+        );
+        parts.push(name);
+    }
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("liteload"))
+        .current_dir(p)
+        .args(["import", "out.db", "-q"])
+        .args(&parts)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("liteload starts");
+    // Once the temporary file is there, the merge is under way (4M rows take a few
+    // tenths of a second optimized).
+    let start = std::time::Instant::now();
+    while !std::fs::read_dir(p).expect("the dir").any(|e| {
+        e.expect("an entry")
+            .file_name()
+            .to_string_lossy()
+            .contains("out.db")
+    }) {
+        assert!(start.elapsed().as_secs() < 30, "no temporary file appeared");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(kill.success());
+    let out = child.wait_with_output().expect("liteload ends");
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("nothing was changed"),
+        "{out:?}"
+    );
+    let left: Vec<String> = std::fs::read_dir(p)
+        .expect("the dir")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|n| !n.starts_with('p'))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
