@@ -1693,6 +1693,7 @@ fn sqlite_files_go_into_a_cluster_that_holds_data_as_into_a_file() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("UNIQUE constraint failed: u.k"), "{err}");
+    assert!(err.contains("e.db table \"u\": record 20000:"), "{err}");
     let held: u64 = c.local_rows(0, "SELECT count(*) FROM u").unwrap()[0]
         .parse()
         .unwrap();

@@ -390,7 +390,8 @@ fn send_rows(
                 ValueRef::Blob(b) => batch.push_blob(b),
             }
         }
-        batch.finish_row(RowOrigin { line: n, record: n });
+        // No lines in a database: the record (the row's place in the table) says where.
+        batch.finish_row(RowOrigin { line: 0, record: n });
         if batch.rows() >= BATCH_ROWS {
             progress.check()?;
             let w = load.sink().write_batch(&batch, &mut refuse)?;
