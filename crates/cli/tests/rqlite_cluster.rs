@@ -1597,6 +1597,51 @@ const SEQ: &str = "CREATE TEMP TABLE seq (value INTEGER PRIMARY KEY); \
     WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 30000) \
     INSERT INTO seq SELECT x FROM c;";
 
+/// Files declared alike boot an empty cluster through the page writer (`--engine
+/// direct` refuses where it cannot take them): the records copied as stored, rowids
+/// renumbered in input order, the index merged; the node's file sound and equal to
+/// SQLite's own merge.
+#[test]
+fn sqlite_files_declared_alike_boot_a_cluster_by_the_page_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let schema =
+        "CREATE TABLE ev (what TEXT, n INTEGER, b BLOB); CREATE INDEX ev_what ON ev (what);";
+    for (k, f) in ["a.db", "b.db"].into_iter().enumerate() {
+        rusqlite::Connection::open(p(f))
+            .unwrap()
+            .execute_batch(&format!(
+                "{SEQ} {schema} INSERT INTO ev SELECT 'w' || (value % 13) || char(0) || 'é', \
+                 value * {}, randomblob(value % 40) FROM seq WHERE value <= 5000; \
+                 DELETE FROM ev WHERE rowid % 11 = 0;",
+                k + 1
+            ))
+            .unwrap();
+    }
+    let reference = p("reference.db");
+    let (a, b) = (p("a.db"), p("b.db"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let out = run(&[
+        "import",
+        reference.to_str().unwrap(),
+        a,
+        b,
+        "-q",
+        "--engine",
+        "sqlite",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let c = Cluster::start(1);
+    let out = run(&["import", &c.url(0), a, b, "-q", "--engine", "direct"]);
+    assert!(out.status.success(), "{out:?}");
+    let sql = exact_sql("ev", &["what", "n", "b"]);
+    let want = file_rows(&reference, &sql);
+    assert_eq!(want.len(), 2 * (5000 - 454));
+    c.wait_local(0, &sql, &want);
+    let by_index = "SELECT what, rowid FROM ev INDEXED BY ev_what ORDER BY what, rowid";
+    c.wait_local(0, by_index, &file_rows(&reference, by_index));
+}
+
 /// SQLite files into a cluster that holds data (rqlite #1185): a table the cluster
 /// lacks is made as declared, its rowids kept, its indexes built after its rows (a name
 /// taken there renamed); a table it has is appended to (an INTEGER PRIMARY KEY as data,
