@@ -129,6 +129,7 @@ def test_sqlite_files_go_into_a_cluster_that_holds_data(node, tmp_path):
     assert query(node, "SELECT rowid, hex(x), typeof(x) FROM r ORDER BY rowid") == [
         (1, "7468657265", "text"), (2, "61", "text"), (3, "00FF", "blob")]
     assert query(node, "SELECT count(*) FROM sqlite_master WHERE name = 'skipped'") == [(0,)]
+    assert query(node, "PRAGMA integrity_check") == [("ok",)]
     # Rowids kept on request: one that is in the table already is a refused row.
     make(c, "CREATE TABLE r (x); INSERT INTO r (rowid, x) VALUES (3, 'c');")
     with pytest.raises(liteload.ConstraintError, match="UNIQUE"):

@@ -228,8 +228,7 @@ fn decide(
         Rowid::Implicit(n) => Some(n),
         _ => None,
     };
-    let primary_key = |sql: &str, table: &str| -> Result<Vec<String>> {
-        let mirror = mirror_of(sql)?;
+    let primary_key = |mirror: &Connection, table: &str| -> Result<Vec<String>> {
         mirror
             .prepare("SELECT name FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk")
             .and_then(|mut st| {
@@ -245,7 +244,7 @@ fn decide(
             ready.push(progress_insert(&key, 1, 0, 0, 0, true));
         }
         Ok(Decision {
-            primary_key: primary_key(&t.sql, &t.name)?,
+            primary_key: primary_key(&mirror_of(&t.sql)?, &t.name)?,
             actual,
             ready,
             makes: true,
@@ -311,7 +310,7 @@ fn decide(
         _ => None,
     };
     Ok(Decision {
-        primary_key: primary_key(&sql, &actual)?,
+        primary_key: primary_key(&mirror, &actual)?,
         actual,
         ready: vec![],
         makes: false,
@@ -343,19 +342,13 @@ fn send_rows(
         _ => vec![],
     };
     list.extend(t.columns.iter().map(|c| quote_ident(c)));
-    let order = match (t.without_rowid, merged_rowid) {
-        (true, _) => String::new(),
-        (false, Some(r)) => format!(" ORDER BY {r}"),
-        // A rowid no name reaches: the table's own order, which is rowid order.
-        (false, None) => String::new(),
-    };
+    // Without a name for the rowid (WITHOUT ROWID, or every name a column's), the
+    // table's own order: key order, or rowid order.
+    let order = merged_rowid.map_or(String::new(), |r| format!(" ORDER BY {r}"));
+    // SQLite gives every table a column that is not generated: the list is not empty.
     let sql = format!(
         "SELECT {} FROM {}{order}",
-        if list.is_empty() {
-            "NULL".to_string()
-        } else {
-            list.join(", ")
-        },
+        list.join(", "),
         quote_ident(&t.name)
     );
     let err = |e| {
@@ -434,8 +427,10 @@ fn build_indexes(
         .collect();
     // Compared with the name set aside: the statement after it.
     let body = |sql: &str| sqlite_files::renamed_index(sql, "_");
-    let mut taken: std::collections::HashSet<String> =
-        objects.iter().map(|o| o.0.to_ascii_lowercase()).collect();
+    let mut taken = crate::names::Names::new();
+    for (name, _, _) in &objects {
+        taken.claim(name);
+    }
     for (name, sql) in &t.indexes {
         let have = objects.iter().any(|(_, tbl, s)| {
             tbl.eq_ignore_ascii_case(table)
@@ -446,7 +441,7 @@ fn build_indexes(
         if have {
             continue;
         }
-        let free = sqlite_files::free_name(name, &taken);
+        let free = taken.allocate(name);
         let sql = if free == *name {
             sql.clone()
         } else {
@@ -462,7 +457,6 @@ fn build_indexes(
                 ))
             })?
         };
-        taken.insert(free.to_ascii_lowercase());
         let body = format!("[{}]", plain(&sql));
         client.execute(body.as_bytes(), true).map_err(Error::from)?;
     }

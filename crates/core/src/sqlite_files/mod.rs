@@ -614,12 +614,13 @@ fn copy(
         .filter(|p| p.made_from.is_some())
         .map(|p| p.name.to_ascii_lowercase())
         .collect();
-    let mut names_taken: HashSet<String> = there
-        .into_iter()
-        .filter(|(_, table)| !made.contains(table))
-        .map(|(name, _)| name)
-        .collect();
-    names_taken.extend(plan.iter().map(|p| p.name.to_ascii_lowercase()));
+    let mut names = crate::names::Names::new();
+    for (name, _) in there.iter().filter(|(_, table)| !made.contains(table)) {
+        names.claim(name);
+    }
+    for p in &plan {
+        names.claim(&p.name);
+    }
     for p in plan.iter().filter(|p| p.made_from.is_some()) {
         let i = p.made_from.unwrap_or(0);
         let Some(t) = sources[i]
@@ -631,7 +632,7 @@ fn copy(
         };
         for (name, sql) in &t.indexes {
             progress.check()?;
-            let free = free_name(name, &names_taken);
+            let free = names.allocate(name);
             let sql = match free == *name {
                 true => sql.clone(),
                 false => {
@@ -652,7 +653,6 @@ fn copy(
                     renamed
                 }
             };
-            names_taken.insert(free.to_ascii_lowercase());
             conn.execute(&sql, []).map_err(|e| {
                 Error::sqlite(
                     format!("{shown_db}: building index {}", quote_ident(&free)),
@@ -668,18 +668,6 @@ fn copy(
         notes,
         ..Summary::default()
     })
-}
-
-/// `name`, or `name_2`, `name_3`, … : the first that `taken` (ASCII lowercased names)
-/// does not hold.
-pub(crate) fn free_name(name: &str, taken: &HashSet<String>) -> String {
-    let mut free = name.to_string();
-    let mut n = 2;
-    while taken.contains(&free.to_ascii_lowercase()) {
-        free = format!("{name}_{n}");
-        n += 1;
-    }
-    free
 }
 
 /// What a copy needs to know of a table's columns and key.
