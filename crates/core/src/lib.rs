@@ -63,6 +63,7 @@ mod table;
 #[cfg(feature = "network")]
 mod tls;
 mod types;
+mod utf8;
 
 pub use batch::{Batch, Cell, RowOrigin, TextSpan, Value};
 pub use durability::{Durability, FileSettings};

@@ -394,7 +394,7 @@ fn plan_nested<'i>(
     progress
         .bytes_total
         .fetch_add(spooled.bytes, std::sync::atomic::Ordering::Relaxed);
-    let mut loads = nested::loads(&spooled, read, input);
+    let (mut loads, mut sources) = nested::loads(&spooled, read, input, &progress.bytes_read)?;
     // The types the options give are the records' table's; a key's type is decided by
     // its values, and the `_parent` of the records' children has it too.
     let mut top = opts.clone();
@@ -419,7 +419,10 @@ fn plan_nested<'i>(
             _ if child_of_top => &keyed_children,
             _ => &children,
         };
-        let sampled = load.open(options, progress)?;
+        let sampled = match sources[i].take() {
+            Some(src) => load.sampled(src, options)?,
+            None => load.open(options, progress)?,
+        };
         (load.columns, load.types) = (sampled.columns, sampled.types);
         // A spool's notes are its table's: named as the load is, not by the spool.
         let spool = load.inputs[0].display_name();
@@ -1292,11 +1295,17 @@ impl Load<'_> {
                 input.display_name()
             )));
         }
-        let mut src = if typed {
+        let src = if typed {
             crate::source::open_typed(self.inputs.to_vec(), ro, progress)?
         } else {
             open_source(input, ro, progress)?
         };
+        self.sampled(src, opts)
+    }
+
+    /// Samples `src`, this load's source, and types its columns as `opts` say.
+    fn sampled(&self, mut src: Box<dyn Source>, opts: &ImportOptions) -> Result<Opened> {
+        let input = &self.inputs[0];
         let sample = src.sample()?;
         let locale_hints = sample
             .locale

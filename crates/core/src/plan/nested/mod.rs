@@ -3,7 +3,8 @@
 //! typed as CSV fields, as XML's text is), and from typed input ([`typed`]): the
 //! input's records are read once, in order, and each is split into rows: its own, and one for
 //! every element of every array in it (recursively), each row written to its table's
-//! spool (NDJSON in a temporary folder beside the target). Each spool is then a load of
+//! spool (its values typed as they are read, [`values`], in a temporary folder beside
+//! the target; read back by [`read`] without parsing them again). Each spool is then a load of
 //! the plan, with its table's shape: the key `_id` (for the records' table, a member of
 //! each record where the options name one), and for a child `_parent`, declared as a
 //! FOREIGN KEY to its parent's key and indexed. The spools are written whole
@@ -19,9 +20,11 @@
 //! input, as the load's error limit allows.
 
 mod parse;
+mod read;
 mod spools;
 #[cfg(feature = "arrow")]
 mod typed;
+mod values;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -38,7 +41,7 @@ use crate::progress::Progress;
 use crate::schema::quote_ident;
 use crate::source::json::{Fatal, Item, ObjectStream, TextRecord};
 use crate::source::xml::split::Splitter;
-use crate::source::{BadRecord, Format, Input, ReadOptions};
+use crate::source::{BadRecord, Format, Input, ReadOptions, Source};
 use crate::table::{ForeignKey, IfExists, IndexSpec};
 use crate::types::ColumnType;
 use parse::{Rules, Split};
@@ -55,10 +58,13 @@ pub(crate) const VALUE: &str = "value";
 
 /// The loads of a nested input, one per table, and what the plan keeps for them.
 pub(crate) struct Spooled {
-    /// The spools (one NDJSON file a table, top table first), removed when dropped.
+    /// The spools (one file a table, top table first), removed when dropped.
     pub(crate) dir: tempfile::TempDir,
     /// Each table's name and spool, top table first, children after their parents.
     pub(crate) tables: Vec<(String, PathBuf)>,
+    /// Each table's columns by their numbers in its spool, in the same order (none for
+    /// Arrow spools, whose schema has them).
+    columns: Vec<Vec<String>>,
     /// Each table's shape, in the same order.
     pub(crate) shapes: Vec<TableShape>,
     /// Columns renamed, tables named apart.
@@ -70,7 +76,8 @@ pub(crate) struct Spooled {
     /// The records' key column and its type (INTEGER, or TEXT where a key was a
     /// string), which its children's `_parent` has too; `None`: keyed by `_id`.
     pub(crate) key: Option<(String, ColumnType)>,
-    /// The spools' format: NDJSON, or Arrow IPC files for typed input.
+    /// The spools' format: rows of values ([`spools`]; `Format::Ndjson` here), or Arrow
+    /// IPC files for typed input.
     format: Format,
     /// Whether the spools' strings are typed as CSV fields are (XML's text values).
     text_fields: bool,
@@ -343,6 +350,7 @@ pub(crate) fn spool(
             parent: s.parent,
             rows: s.rows,
             path: s.path,
+            named: s.named,
         });
     }
     let tables = Tables {
@@ -360,6 +368,8 @@ struct Made {
     parent: Option<usize>,
     rows: u64,
     path: PathBuf,
+    /// Its columns by their numbers in the spool (none in an Arrow spool).
+    named: Vec<String>,
 }
 
 /// The tables of an input, spooled, the records' first and children after parents, and
@@ -383,6 +393,7 @@ fn assemble(
 ) -> Result<Spooled> {
     let mut bytes = 0;
     let mut tables: Vec<(String, PathBuf)> = vec![];
+    let mut columns = vec![];
     let mut shapes = vec![];
     // Kept: the top table, and every child with a row (one met only through empty
     // arrays has none, and no columns to make it with); a kept child's parent is kept,
@@ -431,11 +442,13 @@ fn assemble(
             None => shape.indexes = opts.indexes.clone(),
         }
         tables.push((s.table, s.path));
+        columns.push(s.named);
         shapes.push(shape);
     }
     Ok(Spooled {
         dir,
         tables,
+        columns,
         shapes,
         notes: spooled.notes,
         rejected,
@@ -508,6 +521,7 @@ fn spool_typed(
             parent: t.parent,
             rows: t.rows,
             path: t.path,
+            named: vec![],
         })
         .collect();
     let tables = Tables {
@@ -529,41 +543,54 @@ fn unused_names(given: &[(String, String, bool)], notes: &mut Vec<String>) {
     }
 }
 
-/// The loads of `spooled`'s tables, in its order: each its spool, read as NDJSON or as
-/// an Arrow IPC file.
-pub(crate) fn loads<'i>(spooled: &Spooled, read: &ReadOptions, input: &Input) -> Vec<Load<'i>> {
-    spooled
-        .tables
-        .iter()
-        .enumerate()
-        .map(|(i, (table, path))| Load {
+/// The loads of `spooled`'s tables, in its order: each its spool, read back as rows of
+/// values (the source given beside it, [`read`]) or as an Arrow IPC file (opened by the
+/// load); bytes read are added to `bytes_read`.
+#[allow(clippy::type_complexity)]
+pub(crate) fn loads<'i>(
+    spooled: &Spooled,
+    read: &ReadOptions,
+    input: &Input,
+    bytes_read: &Arc<std::sync::atomic::AtomicU64>,
+) -> Result<(Vec<Load<'i>>, Vec<Option<Box<dyn Source>>>)> {
+    let (mut loads, mut sources) = (vec![], vec![]);
+    for (i, (table, path)) in spooled.tables.iter().enumerate() {
+        let name = if i == 0 {
+            input.display_name()
+        } else {
+            format!("{}[{table}]", input.display_name())
+        };
+        let read = ReadOptions {
+            format: spooled.format,
+            record: None,
+            flatten: None,
+            select: None,
+            text_fields: spooled.text_fields,
+            encoding: crate::source::input::Encoding::Utf8,
+            ..read.clone()
+        };
+        sources.push(match spooled.format {
+            Format::Arrow => None,
+            _ => {
+                let named = spooled.columns[i].clone();
+                let rows = read::SpoolRows::open(path.clone(), named, bytes_read.clone())?;
+                let src = read::SpoolSource::new(rows, name.as_str().into(), read.clone());
+                Some(Box::new(src) as Box<dyn Source>)
+            }
+        });
+        loads.push(Load {
             inputs: Cow::Owned(vec![Input::Path(path.clone())]),
-            name: if i == 0 {
-                input.display_name()
-            } else {
-                format!("{}[{table}]", input.display_name())
-            },
-            read: ReadOptions {
-                format: spooled.format,
-                record: None,
-                flatten: None,
-                select: None,
-                text_fields: spooled.text_fields,
-                encoding: crate::source::input::Encoding::Utf8,
-                // A spool's row is a record's text with keys added (`_id`, `_parent`,
-                // `_position`, a column renamed `_2`): a record within the limit must
-                // not fail as a spool's line.
-                max_record_bytes: read.max_record_bytes.saturating_mul(2).saturating_add(4096),
-                ..read.clone()
-            },
+            name,
+            read,
             table: table.clone(),
             columns: vec![],
             types: vec![],
             source: None,
             sampled: false,
             listed: (i == 0).then(|| input.clone()),
-        })
-        .collect()
+        });
+    }
+    Ok((loads, sources))
 }
 
 /// Refuses a load of related tables into the existing file `db` where one of its tables
@@ -715,7 +742,7 @@ fn take_apart(mut chunk: Chunk, rules: Rules, name: &Arc<str>, fields: bool, max
             .collect();
         chunk.end = end.or(chunk.end);
     }
-    let mut split = Split::default();
+    let mut split = Split::sized(chunk.text.len(), chunk.records.len());
     let mut records = Vec::with_capacity(chunk.records.len());
     let mut end = chunk.end;
     let bad = |records: &mut Vec<Taken>, error: Error, fields: Value| {

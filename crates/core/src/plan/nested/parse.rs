@@ -1,6 +1,7 @@
 //! A record's text taken apart (on the worker threads): its rows as events in the
-//! order the splitter walks them, each key's path and each kept value's JSON text in an
-//! arena, so that the one thread that names and numbers the rows
+//! order the splitter walks them, each key's path and each kept value (as
+//! [`super::values`] writes it: typed, or a member's JSON text where only that text
+//! gives the value) in an arena, so that the one thread that names and numbers the rows
 //! ([`super::spools`]) only looks names up and copies bytes.
 
 use std::borrow::Cow;
@@ -10,6 +11,7 @@ use std::ops::Range;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use super::values;
 use super::VALUE;
 use crate::options::Nested;
 use crate::source::keys::PART;
@@ -20,12 +22,13 @@ use crate::source::keys::PART;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Event {
     Row,
-    /// A member kept: its key's path (keys joined by [`PART`]) and its JSON text.
+    /// A member kept: its key's path (keys joined by [`PART`]) and its value
+    /// ([`super::values`]).
     Value {
         key: Range<usize>,
         text: Range<usize>,
     },
-    /// A row of the open array's table whose one member is `value`, of this JSON text:
+    /// A row of the open array's table whose one member is `value`, this value:
     /// an element that is not an object (one event, not three: a long array of
     /// numbers is held at a third of the memory).
     Element {
@@ -45,9 +48,29 @@ pub(super) enum Event {
 pub(super) struct Split {
     pub(super) events: Vec<Event>,
     pub(super) arena: Vec<u8>,
+    /// The one pass's buffers, kept from record to record.
+    buffers: Buffers,
+}
+
+/// What [`one_pass`] writes a record's paths and keys in.
+#[derive(Default)]
+struct Buffers {
+    path: (String, String),
+    keys: Vec<u8>,
+    key_at: Vec<(usize, usize)>,
 }
 
 impl Split {
+    /// Room for the records of `bytes` bytes of text, `records` of them (the arena
+    /// about as large as the text, a few events a record), so that it seldom grows.
+    pub(super) fn sized(bytes: usize, records: usize) -> Split {
+        Split {
+            events: Vec::with_capacity(records * 16),
+            arena: Vec::with_capacity(bytes + bytes / 4),
+            buffers: Buffers::default(),
+        }
+    }
+
     fn put(&mut self, bytes: &[u8]) -> Range<usize> {
         let at = self.arena.len();
         self.arena.extend_from_slice(bytes);
@@ -115,8 +138,8 @@ fn raw_record(
 }
 
 /// Takes the record of JSON `text` apart as [`record`] does, in one pass of serde_json
-/// over it (every array a child table: [`Nested::Tables`]), its values written again by
-/// serde_json rather than copied (the same values: the spool's reader reads them so).
+/// over it (every array a child table: [`Nested::Tables`]), its values typed as they are
+/// read (the values the JSON reader makes of the raw walk's texts).
 /// `Ok(false)`, with nothing of the record in `out`, where only the raw texts give the
 /// same rows: a repeated key (the last value takes the first's place), a real that may
 /// be a rounded integer literal or is `-0`, a key with a NUL byte (bad, unless a repeat
@@ -131,14 +154,23 @@ fn one_pass(
     rules: Rules,
     out: &mut Split,
 ) -> std::result::Result<bool, Option<String>> {
-    let Ok(text) = std::str::from_utf8(text) else {
+    // (Checked at once, as the JSON reader's fast path does: see [`crate::utf8`].)
+    let Some(text) = crate::utf8::str(text) else {
         return Err(None);
     };
     let (events, arena) = (out.events.len(), out.arena.len());
+    let mut buffers = std::mem::take(&mut out.buffers);
+    buffers.path.0.clear();
+    buffers.path.1.clear();
+    buffers.keys.clear();
+    buffers.key_at.clear();
     let mut walk = Walk {
         out,
         flatten: rules.flatten,
-        path: (String::new(), String::new()),
+        path: buffers.path,
+        base: (0, 0),
+        keys: buffers.keys,
+        key_at: buffers.key_at,
         stop: None,
     };
     walk.out.events.push(Event::Row);
@@ -151,7 +183,14 @@ fn one_pass(
         },
     )
     .and_then(|()| de.end());
-    let stop = walk.stop.take();
+    let Walk {
+        stop,
+        path,
+        keys,
+        key_at,
+        ..
+    } = walk;
+    out.buffers = Buffers { path, keys, key_at };
     match (read, stop) {
         (Ok(()), _) => {
             out.events.push(Event::EndRow);
@@ -175,11 +214,16 @@ enum Stop {
 }
 
 /// The state of [`one_pass`]: the path of the member being read (keys joined by
-/// [`PART`], and by `_`).
+/// [`PART`], and by `_`), from `base` (where the row being read starts).
 struct Walk<'o> {
     out: &'o mut Split,
     flatten: bool,
     path: (String, String),
+    base: (usize, usize),
+    /// The keys of the objects being read, innermost object's last: each key's bytes in
+    /// `keys`, at `key_at`.
+    keys: Vec<u8>,
+    key_at: Vec<(usize, usize)>,
     stop: Option<Stop>,
 }
 
@@ -189,19 +233,31 @@ impl Walk<'_> {
         E::custom("stopped")
     }
 
-    /// A member kept at the current path, its JSON text written by `write`.
+    /// Puts the current path in the arena.
+    fn put_key(&mut self) -> Range<usize> {
+        self.out.put(&self.path.0.as_bytes()[self.base.0..])
+    }
+
+    /// Puts the current path, its keys joined by `_`, in the arena.
+    fn put_table_key(&mut self) -> Range<usize> {
+        self.out.put(&self.path.1.as_bytes()[self.base.1..])
+    }
+
+    /// A member kept at the current path, its value written by `write`.
     fn value(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
-        let key = self.out.put(self.path.0.as_bytes());
+        let key = self.put_key();
         let at = self.out.arena.len();
         write(&mut self.out.arena);
         let text = at..self.out.arena.len();
         self.out.events.push(Event::Value { key, text });
     }
 
-    /// A scalar's JSON text, as serde_json writes it.
-    fn json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
-        // Writing into a Vec cannot fail, and scalars always serialize.
-        let _ = serde_json::to_writer(out, v);
+    /// An integer that serde_json read as unsigned: past 64 bits signed, its digits.
+    fn unsigned(out: &mut Vec<u8>, u: u64) {
+        match i64::try_from(u) {
+            Ok(i) => values::put_integer(out, i),
+            Err(_) => values::put_text(out, values::JSON, u.to_string().as_bytes()),
+        }
     }
 }
 
@@ -217,20 +273,23 @@ impl<'de> Visitor<'de> for Object<'_, '_> {
         f.write_str("a JSON object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
-        let mut keys: Vec<Cow<'de, str>> = vec![];
-        let mut many: std::collections::HashSet<Cow<'de, str>> = Default::default();
+        // This object's keys: `key_at[level..]` (a search among a few, a set past them).
+        let (level, kept) = (self.walk.key_at.len(), self.walk.keys.len());
+        let mut many: std::collections::HashSet<Vec<u8>> = Default::default();
         while let Some(Key(k)) = map.next_key()? {
             // A key with a NUL byte: the raw walk says whether the record is bad (a
             // repeat of a key above may yet drop the value that holds it).
             if k.contains('\0') {
                 return Err(self.walk.stop(Stop::Again));
             }
-            if keys.len() == FEW && many.is_empty() {
-                many.extend(keys.iter().cloned());
+            let walk = &mut *self.walk;
+            let had = &walk.key_at[level..];
+            if had.len() == FEW && many.is_empty() {
+                many.extend(had.iter().map(|&(a, b)| walk.keys[a..b].to_vec()));
             }
-            let repeated = match keys.len() < FEW {
-                true => keys.contains(&k),
-                false => !many.insert(k.clone()),
+            let repeated = match had.len() < FEW {
+                true => had.iter().any(|&(a, b)| walk.keys[a..b] == *k.as_bytes()),
+                false => !many.insert(k.as_bytes().to_vec()),
             };
             if repeated {
                 return Err(self.walk.stop(Stop::Again));
@@ -247,10 +306,15 @@ impl<'de> Visitor<'de> for Object<'_, '_> {
                 walk: &mut *self.walk,
                 depth: self.depth,
             })?;
-            self.walk.path.0.truncate(len);
-            self.walk.path.1.truncate(tlen);
-            keys.push(k);
+            let walk = &mut *self.walk;
+            walk.path.0.truncate(len);
+            walk.path.1.truncate(tlen);
+            let at = walk.keys.len();
+            walk.keys.extend_from_slice(k.as_bytes());
+            walk.key_at.push((at, walk.keys.len()));
         }
+        self.walk.key_at.truncate(level);
+        self.walk.keys.truncate(kept);
         Ok(())
     }
 }
@@ -274,30 +338,32 @@ impl<'de> Visitor<'de> for Member<'_, '_> {
         f.write_str("a JSON value")
     }
     fn visit_unit<E: serde::de::Error>(self) -> std::result::Result<(), E> {
-        self.walk.value(|o| o.extend_from_slice(b"null"));
+        self.walk.value(|o| values::put_tag(o, values::NULL));
         Ok(())
     }
     fn visit_bool<E: serde::de::Error>(self, b: bool) -> std::result::Result<(), E> {
-        self.walk.value(|o| Walk::json(o, &b));
+        let tag = if b { values::TRUE } else { values::FALSE };
+        self.walk.value(|o| values::put_tag(o, tag));
         Ok(())
     }
     fn visit_i64<E: serde::de::Error>(self, i: i64) -> std::result::Result<(), E> {
-        self.walk.value(|o| Walk::json(o, &i));
+        self.walk.value(|o| values::put_integer(o, i));
         Ok(())
     }
     fn visit_u64<E: serde::de::Error>(self, u: u64) -> std::result::Result<(), E> {
-        self.walk.value(|o| Walk::json(o, &u));
+        self.walk.value(|o| Walk::unsigned(o, u));
         Ok(())
     }
     fn visit_f64<E: serde::de::Error>(self, r: f64) -> std::result::Result<(), E> {
         if crate::source::json::needs_its_text(r) {
             return Err(self.walk.stop(Stop::Again));
         }
-        self.walk.value(|o| Walk::json(o, &r));
+        self.walk.value(|o| values::put_real(o, r));
         Ok(())
     }
     fn visit_str<E: serde::de::Error>(self, s: &str) -> std::result::Result<(), E> {
-        self.walk.value(|o| Walk::json(o, s));
+        self.walk
+            .value(|o| values::put_text(o, values::STRING, s.as_bytes()));
         Ok(())
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(
@@ -305,8 +371,8 @@ impl<'de> Visitor<'de> for Member<'_, '_> {
         mut seq: A,
     ) -> std::result::Result<(), A::Error> {
         let walk = self.walk;
-        let key = walk.out.put(walk.path.0.as_bytes());
-        let table_key = walk.out.put(walk.path.1.as_bytes());
+        let key = walk.put_key();
+        let table_key = walk.put_table_key();
         walk.out.events.push(Event::Open { key, table_key });
         while seq
             .next_element_seed(Element { walk: &mut *walk })?
@@ -324,13 +390,17 @@ impl<'de> Visitor<'de> for Member<'_, '_> {
             }
             .visit_map(map);
         }
-        match crate::source::json::nested_object_text(map)? {
-            Some(text) => {
-                self.walk.value(|o| o.extend_from_slice(text.as_bytes()));
-                Ok(())
-            }
-            None => Err(self.walk.stop(Stop::Again)),
+        let walk = self.walk;
+        let key = walk.put_key();
+        let at = walk.out.arena.len();
+        let begun = values::begin_text(&mut walk.out.arena, values::JSON);
+        if !crate::source::json::nested_object_text(map, &mut walk.out.arena)? {
+            return Err(walk.stop(Stop::Again));
         }
+        values::end_text(&mut walk.out.arena, begun);
+        let text = at..walk.out.arena.len();
+        walk.out.events.push(Event::Value { key, text });
+        Ok(())
     }
 }
 
@@ -352,11 +422,14 @@ impl Element<'_, '_> {
     /// Runs `inner` as a row of its own, at a fresh path.
     fn row<T>(self, inner: impl FnOnce(&mut Walk<'_>) -> T) -> T {
         let walk = self.walk;
-        let path = std::mem::take(&mut walk.path);
+        let base = walk.base;
+        walk.base = (walk.path.0.len(), walk.path.1.len());
         walk.out.events.push(Event::Row);
         let got = inner(walk);
         walk.out.events.push(Event::EndRow);
-        walk.path = path;
+        walk.path.0.truncate(walk.base.0);
+        walk.path.1.truncate(walk.base.1);
+        walk.base = base;
         got
     }
 }
@@ -374,35 +447,37 @@ impl<'de> Visitor<'de> for Element<'_, '_> {
         f.write_str("a JSON value")
     }
     fn visit_unit<E: serde::de::Error>(self) -> std::result::Result<(), E> {
-        self.scalar(|o| o.extend_from_slice(b"null"));
+        self.scalar(|o| values::put_tag(o, values::NULL));
         Ok(())
     }
     fn visit_bool<E: serde::de::Error>(self, b: bool) -> std::result::Result<(), E> {
-        self.scalar(|o| Walk::json(o, &b));
+        let tag = if b { values::TRUE } else { values::FALSE };
+        self.scalar(|o| values::put_tag(o, tag));
         Ok(())
     }
     fn visit_i64<E: serde::de::Error>(self, i: i64) -> std::result::Result<(), E> {
-        self.scalar(|o| Walk::json(o, &i));
+        self.scalar(|o| values::put_integer(o, i));
         Ok(())
     }
     fn visit_u64<E: serde::de::Error>(self, u: u64) -> std::result::Result<(), E> {
-        self.scalar(|o| Walk::json(o, &u));
+        self.scalar(|o| Walk::unsigned(o, u));
         Ok(())
     }
     fn visit_f64<E: serde::de::Error>(self, r: f64) -> std::result::Result<(), E> {
         if crate::source::json::needs_its_text(r) {
             return Err(self.walk.stop(Stop::Again));
         }
-        self.scalar(|o| Walk::json(o, &r));
+        self.scalar(|o| values::put_real(o, r));
         Ok(())
     }
     fn visit_str<E: serde::de::Error>(self, s: &str) -> std::result::Result<(), E> {
-        self.scalar(|o| Walk::json(o, s));
+        self.scalar(|o| values::put_text(o, values::STRING, s.as_bytes()));
         Ok(())
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> std::result::Result<(), A::Error> {
         self.row(|walk| {
-            walk.path = (VALUE.to_string(), VALUE.to_string());
+            walk.path.0.push_str(VALUE);
+            walk.path.1.push_str(VALUE);
             Member { walk, depth: 0 }.visit_seq(seq)
         })
     }
@@ -448,7 +523,9 @@ fn walk(
                             // (It becomes rows or JSON text by the same rules.)
                             Some(b'[') => Members(vec![(Cow::Borrowed(VALUE), el)]),
                             _ => {
-                                let text = out.put(el.get().as_bytes());
+                                let at = out.arena.len();
+                                values::put_text(&mut out.arena, values::RAW, el.get().as_bytes());
+                                let text = at..out.arena.len();
                                 out.events.push(Event::Element { text });
                                 continue;
                             }
@@ -475,16 +552,19 @@ fn walk(
     Ok(())
 }
 
-/// A member kept at `key`, of JSON text `raw`: as read, an array or object without
-/// the blanks between its tokens (the spool's reader takes it as the input's reader
-/// would, and the row stays on its line).
+/// A member kept at `key`, of JSON text `raw`: its text as read ([`values::RAW`]), an
+/// array or object without the blanks between its tokens (the JSON reader keeps a
+/// nested value's own text only where it holds an integer past 64 bits, and then
+/// without them).
 fn value(key: &str, raw: &[u8], out: &mut Split) {
     let key = out.put(key.as_bytes());
     let at = out.arena.len();
+    let begun = values::begin_text(&mut out.arena, values::RAW);
     match raw.first() {
         Some(b'[' | b'{') => compact(raw, &mut out.arena),
         _ => out.arena.extend_from_slice(raw),
     }
+    values::end_text(&mut out.arena, begun);
     let text = at..out.arena.len();
     out.events.push(Event::Value { key, text });
 }
@@ -603,13 +683,21 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Events as text, each value's JSON read back as a `Value` (the one pass writes
-    /// values again, the raw walk copies them).
+    /// A value as its load reads it (the one pass types values, the raw walk copies
+    /// their texts).
+    fn read(bytes: &[u8]) -> String {
+        match values::get(bytes) {
+            Some((values::Got::Raw(raw), n)) if n == bytes.len() => {
+                values::read_value(raw).map_or("!".into(), |v| format!("{:?}", v.got()))
+            }
+            Some((v, n)) if n == bytes.len() => format!("{v:?}"),
+            _ => "!".into(),
+        }
+    }
+
+    /// Events as text, each value as its load reads it.
     fn shown(out: &Split, from: (usize, usize)) -> Vec<String> {
-        let value = |r: &Range<usize>| {
-            crate::source::json::parse_lossless(out.bytes(r))
-                .map_or_else(|e| format!("!{e}"), |v| v.to_string())
-        };
+        let value = |r: &Range<usize>| read(out.bytes(r));
         out.events[from.0..]
             .iter()
             .map(|e| match e {
@@ -713,7 +801,11 @@ mod tests {
                 Event::Row => "(".into(),
                 Event::EndRow => ")".into(),
                 Event::Value { key, text } => {
-                    format!("{}={}", out.text(key).replace(PART, ">"), out.text(text))
+                    format!(
+                        "{}={}",
+                        out.text(key).replace(PART, ">"),
+                        read(out.bytes(text))
+                    )
                 }
                 Event::Open { key, table_key } => {
                     format!(
@@ -722,11 +814,14 @@ mod tests {
                         out.text(table_key)
                     )
                 }
-                Event::Element { text } => format!("<{}>", out.text(text)),
+                Event::Element { text } => format!("<{}>", read(out.bytes(text))),
                 Event::Close => "]".into(),
             })
             .collect();
-        assert_eq!(shown.join(" "), r#"( a="last" [o>p|o_p <2> ( q=null ) ] )"#);
+        assert_eq!(
+            shown.join(" "),
+            r#"( a=String("last") [o>p|o_p <Integer(2)> ( q=Null ) ] )"#
+        );
         let before = (out.events.len(), out.arena.len());
         assert_eq!(record(b"[1]", rules, &mut out), Err(None));
         let nul = record(br#"{"x": [{"k\u0000": 1}]}"#, rules, &mut out);

@@ -1,7 +1,9 @@
 //! The one thread that writes the spools: it replays each record's events
 //! ([`super::parse`]) in input order, numbering each table's rows from 1, naming child
 //! tables and columns as they are first met (so names do not depend on which thread
-//! took a record apart), and writes each row to its table's spool as one NDJSON line.
+//! took a record apart), and writes each row to its table's spool: each of its values
+//! after its column's number (a `u32`, little-endian), as [`super::values`] has it, then
+//! [`END`]. The spool's load ([`super::read`]) reads the values back as they are.
 //!
 //! With a key for the records (see [`TopKey`]), the records' table has no `_id`: each
 //! record's key member is found before any of its rows is written, and its children's
@@ -13,6 +15,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::parse::{Event, Split};
+use super::values::{self, Got};
 use super::{ID, PARENT, POSITION, VALUE};
 use crate::error::{Error, Result};
 use crate::names::Names;
@@ -28,9 +31,11 @@ pub(super) struct Spool {
     steps: String,
     /// Child tables by the member's path (keys joined by [`PART`]).
     children: Lookup<usize>,
-    /// Each member's path (keys joined by [`PART`]): its column's name, as the row's
-    /// text puts it (`,"name":`).
-    columns: Lookup<Box<[u8]>>,
+    /// Each member's path (keys joined by [`PART`]): its column's number (from 3 in a
+    /// child's table, from 1 in the records').
+    columns: Lookup<u32>,
+    /// Each column's name, by its number.
+    pub(super) named: Vec<String>,
     names: Names,
     next_id: i64,
     pub(super) rows: u64,
@@ -38,39 +43,31 @@ pub(super) struct Spool {
     pub(super) out: BufWriter<File>,
 }
 
+/// Ends a row in a spool, where a column's number would be.
+pub(super) const END: u32 = u32::MAX;
+
 /// The key of the records' table, a member of each record (see
 /// [`Spools::keyed`]).
 struct TopKey {
     /// The key column, as the options name it.
     name: String,
-    /// Its name as a row's text puts it, first (`"name":`).
-    put: Box<[u8]>,
     /// Every key met, as SQLite compares them in a TEXT column (a string's text, an
     /// integer's digits), and the record it keys: about 50 bytes a record, held until
     /// the spools are written.
     seen: HashMap<Box<[u8]>, u64>,
     /// Whether a key was a string: the column is then TEXT, else INTEGER.
     text: bool,
-    /// The record's key as JSON, for its row and its children's `_parent`.
-    json: Vec<u8>,
+    /// The record's key ([`super::values`]), for its row and its children's `_parent`.
+    value: Vec<u8>,
     /// Whether a string key is read as a text field (XML's values): a string that is
     /// an integer written plainly (`7`, not `07` or ` 7`) is then an integer key.
     fields: bool,
 }
 
-/// Appends `before` and the member name `name` (which needs no escape), quoted, and `:`.
-fn member(out: &mut Vec<u8>, before: &str, name: &str) {
-    out.extend_from_slice(before.as_bytes());
-    out.push(b'"');
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b"\":");
-}
-
-/// Appends the digits of `n` (by serde_json's integer writer: `write!`'s formatting
-/// machinery took about 6% of a nested load's CPU time here).
-fn number<N: serde::Serialize>(out: &mut Vec<u8>, n: N) {
-    // Writing into a Vec cannot fail, and integers always serialize.
-    let _ = serde_json::to_writer(out, &n);
+/// Appends the column number `c`.
+#[inline]
+fn column_no(out: &mut Vec<u8>, c: u32) {
+    out.extend_from_slice(&c.to_le_bytes());
 }
 
 /// Whether `s` is an integer of 64 bits written as SQLite writes it back: digits without
@@ -84,7 +81,7 @@ enum Frame {
     Row {
         t: usize,
         id: i64,
-        text: Vec<u8>,
+        row: Vec<u8>,
     },
     Array {
         t: usize,
@@ -104,6 +101,8 @@ pub(super) struct Spools {
     key: Option<TopKey>,
     /// Names given to child tables by their paths, and whether each was met.
     pub(super) given: Vec<(String, String, bool)>,
+    /// Rows' buffers, kept for the next rows.
+    free: Vec<Vec<u8>>,
 }
 
 impl Spools {
@@ -121,6 +120,7 @@ impl Spools {
             stack: vec![],
             key: None,
             given: vec![],
+            free: vec![],
         };
         s.add(top.to_string(), None, String::new())?;
         Ok(s)
@@ -136,16 +136,12 @@ impl Spools {
         let top = &mut self.spools[0];
         top.names = Names::new();
         top.names.claim(name);
-        let mut put = vec![b'{'];
-        // Writing into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut put, name);
-        put.push(b':');
+        top.named[0] = name.to_string();
         self.key = Some(TopKey {
             name: name.to_string(),
-            put: put.into_boxed_slice(),
             seen: HashMap::new(),
             text: false,
-            json: vec![],
+            value: vec![],
             fields,
         });
     }
@@ -189,51 +185,66 @@ impl Spools {
         let Some(text) = found else {
             return Some(format!("no member names the key column {:?}", k.name));
         };
-        let raw = split.bytes(text);
-        let compared: Vec<u8> = match raw.first() {
-            Some(b'"') => match serde_json::from_slice::<String>(raw) {
-                Ok(s) if k.fields && plain_integer(&s) => {
-                    k.json.clear();
-                    k.json.extend_from_slice(s.as_bytes());
-                    s.into_bytes()
+        let Some((got, _)) = values::get(split.bytes(text)) else {
+            return Some("the key is a value the reader refuses".into());
+        };
+        let read;
+        let (got, raw) = match got {
+            Got::Raw(raw) => match values::read_value(raw) {
+                Some(v) => {
+                    read = v;
+                    (read.got(), Some(raw))
                 }
-                Ok(s) => {
-                    k.json.clear();
-                    k.json.extend_from_slice(raw);
-                    k.text = true;
-                    s.into_bytes()
-                }
-                Err(_) => return Some("the key is a string the reader refuses".into()),
+                None => return Some("the key is a value the reader refuses".into()),
             },
-            _ => match serde_json::from_slice::<i64>(raw) {
-                Ok(i) => {
-                    k.json.clear();
-                    let _ = write!(k.json, "{i}");
-                    k.json.clone()
-                }
-                Err(_) => {
-                    let held = match raw.first() {
-                        Some(b'[') => "an array".to_string(),
-                        Some(b'{') => "an object".to_string(),
-                        Some(b'n') => "null".to_string(),
-                        Some(b't' | b'f') => "a boolean".to_string(),
-                        // (A number: ASCII, cut after 40 digits.)
-                        _ => match raw.len() > 40 {
-                            true => format!("the number {}…", String::from_utf8_lossy(&raw[..40])),
-                            false => format!("the number {}", String::from_utf8_lossy(raw)),
-                        },
-                    };
-                    return Some(format!(
-                        "the key column {:?} holds {held}: a key is an integer (64 bits) or a string",
-                        k.name
-                    ));
-                }
-            },
+            got => (got, None),
+        };
+        k.value.clear();
+        let compared: Vec<u8> = match got {
+            Got::String(s) if k.fields && plain_integer(s) => {
+                // (Digits that `plain_integer` read as an integer of 64 bits.)
+                values::put_integer(&mut k.value, s.parse().unwrap_or_default());
+                s.as_bytes().to_vec()
+            }
+            Got::String(s) => {
+                values::put_text(&mut k.value, values::STRING, s.as_bytes());
+                k.text = true;
+                s.as_bytes().to_vec()
+            }
+            Got::Integer(i) => {
+                values::put_integer(&mut k.value, i);
+                i.to_string().into_bytes()
+            }
+            got => {
+                let number = |n: &str| match n.len() > 40 {
+                    true => format!("the number {}…", &n[..40]),
+                    false => format!("the number {n}"),
+                };
+                let held = match (got, raw) {
+                    (Got::Null, _) => "null".to_string(),
+                    (Got::Bool(_), _) => "a boolean".to_string(),
+                    (Got::Json(t), _) if t.starts_with('[') => "an array".to_string(),
+                    (Got::Json(t), _) if t.starts_with('{') => "an object".to_string(),
+                    // (A number: ASCII, as read or as serde_json writes it.)
+                    (_, Some(raw)) => number(raw),
+                    (Got::Json(t), None) => number(t),
+                    (Got::Real(r), None) => number(&serde_json::json!(r).to_string()),
+                    _ => "a value".to_string(),
+                };
+                return Some(format!(
+                    "the key column {:?} holds {held}: a key is an integer (64 bits) or a string",
+                    k.name
+                ));
+            }
         };
         if let Some(first) = k.seen.get(compared.as_slice()) {
+            // The key as JSON: a string quoted, an integer's digits.
+            let shown = match values::get(&k.value) {
+                Some((Got::String(s), _)) => serde_json::json!(s).to_string(),
+                _ => String::from_utf8_lossy(&compared).into_owned(),
+            };
             return Some(format!(
-                "the key {} of column {:?} is record {first}'s already",
-                String::from_utf8_lossy(&k.json),
+                "the key {shown} of column {:?} is record {first}'s already",
                 k.name
             ));
         }
@@ -243,13 +254,15 @@ impl Spools {
 
     fn add(&mut self, table: String, parent: Option<usize>, steps: String) -> Result<usize> {
         let i = self.spools.len();
-        let path = self.dir.join(format!("{i}.ndjson"));
+        let path = self.dir.join(format!("{i}.rows"));
         let file = File::create(&path).map_err(|e| Error::io(Some(path.clone()), e))?;
         let mut names = Names::new();
+        let mut named = vec![ID.to_string()];
         names.claim(ID);
         if parent.is_some() {
             names.claim(PARENT);
             names.claim(POSITION);
+            named.extend([PARENT.to_string(), POSITION.to_string()]);
         }
         self.spools.push(Spool {
             table,
@@ -257,6 +270,7 @@ impl Spools {
             steps,
             children: Lookup::default(),
             columns: Lookup::default(),
+            named,
             names,
             next_id: 1,
             rows: 0,
@@ -283,39 +297,39 @@ impl Spools {
         for e in events {
             match e {
                 Event::Row => {
-                    let (t, id, text) = self.begin_row();
-                    self.stack.push(Frame::Row { t, id, text });
+                    let (t, id, row) = self.begin_row();
+                    self.stack.push(Frame::Row { t, id, row });
                 }
                 Event::Value { key, text: value } => {
                     // (The key is the row's first member, put there by `begin_row`.)
                     if self.stack.len() == 1 && self.is_key(split.bytes(key)) {
                         continue;
                     }
-                    let Some(Frame::Row { t, text, .. }) = self.stack.last_mut() else {
+                    let Some(Frame::Row { t, row, .. }) = self.stack.last_mut() else {
                         return Err(Error::internal("a value outside a row"));
                     };
                     let spool = &mut self.spools[*t];
-                    let column = column(
+                    let c = column(
                         spool,
                         self.flatten.as_deref(),
                         &mut self.notes,
                         split.bytes(key),
                     );
-                    text.extend_from_slice(column);
-                    text.extend_from_slice(split.bytes(value));
+                    column_no(row, c);
+                    row.extend_from_slice(split.bytes(value));
                 }
                 Event::Element { text: value } => {
-                    let (t, _, mut text) = self.begin_row();
+                    let (t, _, mut row) = self.begin_row();
                     let spool = &mut self.spools[t];
-                    let column = column(
+                    let c = column(
                         spool,
                         self.flatten.as_deref(),
                         &mut self.notes,
                         VALUE.as_bytes(),
                     );
-                    text.extend_from_slice(column);
-                    text.extend_from_slice(split.bytes(value));
-                    self.end_row(t, text)?;
+                    column_no(&mut row, c);
+                    row.extend_from_slice(split.bytes(value));
+                    self.end_row(t, row)?;
                 }
                 Event::Open { key, table_key } => {
                     let Some(&Frame::Row { t, id, .. }) = self.stack.last() else {
@@ -335,10 +349,10 @@ impl Spools {
                     self.stack.pop();
                 }
                 Event::EndRow => {
-                    let Some(Frame::Row { t, text, .. }) = self.stack.pop() else {
+                    let Some(Frame::Row { t, row, .. }) = self.stack.pop() else {
                         return Err(Error::internal("a row's end outside a row"));
                     };
-                    self.end_row(t, text)?;
+                    self.end_row(t, row)?;
                 }
             }
         }
@@ -346,7 +360,7 @@ impl Spools {
     }
 
     /// A new row: of the array being written (its next element), else of the records'
-    /// table; its table, `_id`, and its text so far.
+    /// table; its table, `_id`, and the row so far.
     fn begin_row(&mut self) -> (usize, i64, Vec<u8>) {
         let (t, parent) = match self.stack.last_mut() {
             Some(Frame::Array {
@@ -361,40 +375,38 @@ impl Spools {
         };
         let id = self.spools[t].next_id;
         self.spools[t].next_id += 1;
-        let mut text = Vec::with_capacity(256);
+        let mut row = self.free.pop().unwrap_or_default();
         let key = self.key.as_ref();
+        column_no(&mut row, 0);
         match (key, t) {
-            (Some(k), 0) => {
-                text.extend_from_slice(&k.put);
-                text.extend_from_slice(&k.json);
-            }
-            _ => {
-                member(&mut text, "{", ID);
-                number(&mut text, id);
-            }
+            (Some(k), 0) => row.extend_from_slice(&k.value),
+            _ => values::put_integer(&mut row, id),
         }
         if let Some((p, pos)) = parent {
-            member(&mut text, ",", PARENT);
+            column_no(&mut row, 1);
             match (key, self.spools[t].parent) {
-                (Some(k), Some(0)) => text.extend_from_slice(&k.json),
-                _ => {
-                    number(&mut text, p);
-                }
+                (Some(k), Some(0)) => row.extend_from_slice(&k.value),
+                _ => values::put_integer(&mut row, p),
             }
-            member(&mut text, ",", POSITION);
-            number(&mut text, pos);
+            column_no(&mut row, 2);
+            // (A position past 2^63 would need an array of as many elements.)
+            values::put_integer(&mut row, pos as i64);
         }
-        (t, id, text)
+        (t, id, row)
     }
 
-    /// Ends the row `text` of table `t` and writes it to its spool.
-    fn end_row(&mut self, t: usize, mut text: Vec<u8>) -> Result<()> {
-        text.extend_from_slice(b"}\n");
+    /// Ends the row `row` of table `t` and writes it to its spool.
+    fn end_row(&mut self, t: usize, mut row: Vec<u8>) -> Result<()> {
+        column_no(&mut row, END);
         let s = &mut self.spools[t];
         s.rows += 1;
-        s.out
-            .write_all(&text)
-            .map_err(|e| Error::io(Some(s.path.clone()), e))
+        let written = s
+            .out
+            .write_all(&row)
+            .map_err(|e| Error::io(Some(s.path.clone()), e));
+        row.clear();
+        self.free.push(row);
+        written
     }
 
     /// The child table of table `t` for the arrays at `key` (`table_key` joined by `_`):
@@ -427,17 +439,12 @@ impl Spools {
     }
 }
 
-/// The column of the table of `s` that the member at `key` (a path put from a `str`)
-/// fills, as the row's text puts it (`,"name":`); first met, it is named (renamings
-/// noted in `notes`; flattened paths' keys joined by `flatten`).
-fn column<'s>(
-    s: &'s mut Spool,
-    flatten: Option<&str>,
-    notes: &mut Vec<String>,
-    key: &[u8],
-) -> &'s [u8] {
+/// The column number of the table of `s` that the member at `key` (a path put from a
+/// `str`) fills; first met, it is named (renamings noted in `notes`; flattened paths'
+/// keys joined by `flatten`).
+fn column(s: &mut Spool, flatten: Option<&str>, notes: &mut Vec<String>, key: &[u8]) -> u32 {
     if let Some(i) = s.columns.find(key) {
-        return s.columns.at(i);
+        return *s.columns.at(i);
     }
     let key_text = String::from_utf8_lossy(key);
     // A blank key names the column by its place, as the JSON reader names one.
@@ -462,11 +469,9 @@ fn column<'s>(
             quote_ident(&got)
         ));
     }
-    let mut put = vec![b','];
-    // Writing into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut put, &got);
-    put.push(b':');
-    s.columns.insert(key, put.into_boxed_slice())
+    let c = s.named.len() as u32;
+    s.named.push(got);
+    *s.columns.insert(key, c)
 }
 
 /// Values by a short byte key: a search among a few, an index past them. Hand-written

@@ -456,17 +456,24 @@ impl<'de> serde::de::Visitor<'de> for Member<'_, '_, '_, 'de> {
 }
 
 /// The JSON text of the object `map` is reading, as [`FastValue::Nested`] holds it (the
-/// text of the `Value` serde_json would build); `None` where only the slow path writes
-/// it exactly (a real that may be rounded, a repeated key).
+/// text of the `Value` serde_json would build), appended to `out`; `false`, with `out`
+/// as it was, where only the slow path writes it exactly (a real that may be rounded, a
+/// repeated key). The text is written from `str`s and by serde_json: UTF-8.
 pub(crate) fn nested_object_text<'de, A: serde::de::MapAccess<'de>>(
     map: A,
-) -> std::result::Result<Option<String>, A::Error> {
-    let mut n = NestedText::default();
-    n.object(map)?;
-    Ok(match n.finish() {
-        FastValue::Nested(text) => Some(text),
-        _ => None,
-    })
+    out: &mut Vec<u8>,
+) -> std::result::Result<bool, A::Error> {
+    let at = out.len();
+    let mut n = NestedText {
+        out: std::mem::take(out),
+        ..NestedText::default()
+    };
+    let read = n.object(map);
+    *out = n.out;
+    if read.is_err() || n.slow {
+        out.truncate(at);
+    }
+    read.map(|()| !n.slow)
 }
 
 /// Reads one NDJSON line (trimmed) as an object whose keys all have columns, into
@@ -527,9 +534,10 @@ pub(super) fn fast_row<'a>(text: &'a [u8], keys: &KeyColumns, row: &mut FastRow<
         }
     }
     row.reset(keys.columns.len());
-    // The text checked as UTF-8 at once: serde_json then checks no string by itself
-    // (3% of reading a feed's lines went to checking its many short strings one by one).
-    let Ok(text) = std::str::from_utf8(text) else {
+    // The text checked as UTF-8 at once ([`crate::utf8`]): serde_json then checks no
+    // string by itself (3% of reading a feed's lines went to checking its many short
+    // strings one by one).
+    let Some(text) = crate::utf8::str(text) else {
         return false;
     };
     let mut de = serde_json::Deserializer::from_str(text);

@@ -560,7 +560,6 @@ pub(crate) fn related_records(
         let start = text.len();
         // Writing into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut text, &object);
-        // (Its spool row is held to twice the limit: see plan::nested::loads.)
         if text.len() - start > max {
             text.truncate(start);
             let m = format!("the record's values, entities expanded, pass {max} bytes");
