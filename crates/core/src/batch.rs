@@ -179,6 +179,14 @@ impl Batch {
         self.records.push(record);
     }
 
+    /// Appends a row given as a record already checked ([`liteload_btree::Record::parse`]),
+    /// as [`Batch::push_record`] does.
+    #[inline]
+    pub fn push_parsed(&mut self, record: liteload_btree::Record<'_>) {
+        debug_assert!(self.cells.is_empty(), "a batch of cells");
+        self.records.push_record(record);
+    }
+
     /// The rows as encoded records, if this is a batch of records.
     pub fn records(&self) -> Option<&liteload_btree::Records> {
         (!self.records.is_empty()).then_some(&self.records)

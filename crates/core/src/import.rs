@@ -251,7 +251,7 @@ pub(crate) fn load(
             }
         };
         src.set_types(plan.types.clone());
-        if sink.wants_records() {
+        if sink.wants_records() || (src.numbers_rowids() && sink.wants_numbered_records()) {
             src.make_records();
         }
         // A source that writes its own pages (generate's) hands them to a writer that

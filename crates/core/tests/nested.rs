@@ -520,6 +520,85 @@ fn a_record_with_a_nul_key_is_a_bad_record_at_its_place_and_nothing_of_it_is_loa
     Ok(())
 }
 
+/// Without type detection every column of the input is TEXT, but the keys and places
+/// the split gives are INTEGER: `_id` the rowid, `_parent` and `_position`; the same
+/// through both engines (the page writer refused the table before, and SQLite's path
+/// made `_id` a TEXT column that was no key).
+#[test]
+fn without_type_detection_the_splits_numbers_stay_integer_keys() -> R {
+    let dir = tempfile::tempdir()?;
+    let input = dir.path().join("t.json");
+    std::fs::write(
+        &input,
+        r#"[{"a": 1, "xs": [{"b": 2.5}, {"b": "x"}]}, {"a": "two", "xs": [{"b": 3}]}]"#,
+    )?;
+    for engine in [Engine::Auto, Engine::Sqlite] {
+        let db = dir.path().join(format!("{engine:?}.db"));
+        let mut opts = ImportOptions::default();
+        opts.nested = Nested::Tables;
+        opts.detect_types = false;
+        opts.engine = engine;
+        import(
+            &db,
+            &[Input::Path(input.clone())],
+            &opts,
+            &Progress::default(),
+        )?;
+        let conn = Connection::open(&db)?;
+        sound(&conn)?;
+        let declared = |table: &str| -> R<Vec<(String, String, i64)>> {
+            let mut st = conn.prepare(&format!(
+                "SELECT name, type, pk FROM pragma_table_info('{table}')"
+            ))?;
+            let got = st
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<Result<_, _>>()?;
+            Ok(got)
+        };
+        let s = |n: &str, t: &str, pk: i64| (n.to_string(), t.to_string(), pk);
+        assert_eq!(
+            declared("t")?,
+            [s("_id", "INTEGER", 1), s("a", "TEXT", 0)],
+            "{engine:?}"
+        );
+        assert_eq!(
+            declared("t_xs")?,
+            [
+                s("_id", "INTEGER", 1),
+                s("_parent", "INTEGER", 0),
+                s("_position", "INTEGER", 0),
+                s("b", "TEXT", 0)
+            ],
+            "{engine:?}"
+        );
+        assert_eq!(
+            rows(&conn, "t_xs")?,
+            [
+                vec![
+                    Sql::Integer(1),
+                    Sql::Integer(1),
+                    Sql::Integer(0),
+                    Sql::Text("2.5".into())
+                ],
+                vec![
+                    Sql::Integer(2),
+                    Sql::Integer(1),
+                    Sql::Integer(1),
+                    Sql::Text("x".into())
+                ],
+                vec![
+                    Sql::Integer(3),
+                    Sql::Integer(2),
+                    Sql::Integer(0),
+                    Sql::Text("3".into())
+                ],
+            ],
+            "{engine:?}"
+        );
+    }
+    Ok(())
+}
+
 /// Records over many chunks, taken apart on several threads, come out in input order:
 /// ids, parents, and names first met late (a key that collides with `_id`, a child
 /// table) as the one-by-one reference has them.

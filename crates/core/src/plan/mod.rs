@@ -419,10 +419,26 @@ fn plan_nested<'i>(
             _ if child_of_top => &keyed_children,
             _ => &children,
         };
-        let sampled = match sources[i].take() {
+        let mut sampled = match sources[i].take() {
             Some(src) => load.sampled(src, options)?,
             None => load.open(options, progress)?,
         };
+        // The split numbers rows and positions with integers, whatever types the input's
+        // columns take (all TEXT without type detection); a key of the records' own
+        // has its type given above.
+        for (c, ty) in sampled.columns.iter().zip(sampled.types.iter_mut()) {
+            let numbered = match i {
+                0 => c == nested::ID && spooled.key.is_none(),
+                _ => {
+                    c == nested::ID
+                        || c == nested::POSITION
+                        || (c == nested::PARENT && !(child_of_top && spooled.key.is_some()))
+                }
+            };
+            if numbered {
+                *ty = ColumnType::Integer;
+            }
+        }
         (load.columns, load.types) = (sampled.columns, sampled.types);
         // A spool's notes are its table's: named as the load is, not by the spool.
         let spool = load.inputs[0].display_name();

@@ -96,6 +96,14 @@ pub(crate) trait Sink: BatchSink {
         false
     }
 
+    /// Whether batches should carry encoded records where the table's rowid column
+    /// holds each row's number (1 for the first) and its record holds NULL there (as
+    /// SQLite stores an INTEGER PRIMARY KEY): the page writer's, for a table it starts
+    /// at rowid 1.
+    fn wants_numbered_records(&self) -> bool {
+        self.wants_records()
+    }
+
     /// After the last batch, before [`Sink::finish`]: rows the destination refuses only
     /// once all are written (the side file of a table with constraints, checked whole)
     /// go to `bad`, each with its position and fields; if `bad` returns an error, so

@@ -345,6 +345,14 @@ pub trait Source: Send {
         false
     }
 
+    /// Whether the rows' rowid column (their table's INTEGER PRIMARY KEY) holds each
+    /// row's number, 1 for the first, and the records this source makes hold NULL
+    /// there: a split's spool of related rows.
+    #[doc(hidden)]
+    fn numbers_rowids(&self) -> bool {
+        false
+    }
+
     /// Writes every row into `table`, a new and empty table of a file of `page_size`
     /// pages whose rowids start at 1, as pages the source fills itself, if it can
     /// (generate's rows, drawn straight into leaf pages on every core), and returns how

@@ -24,6 +24,7 @@ mod read;
 mod spools;
 #[cfg(feature = "arrow")]
 mod typed;
+mod typing;
 mod values;
 
 use std::borrow::Cow;
@@ -39,6 +40,7 @@ use crate::error::{Error, Position, Result};
 use crate::options::ImportOptions;
 use crate::progress::Progress;
 use crate::schema::quote_ident;
+use crate::source::convert::Mismatches;
 use crate::source::json::{Fatal, Item, ObjectStream, TextRecord};
 use crate::source::xml::split::Splitter;
 use crate::source::{BadRecord, Format, Input, ReadOptions, Source};
@@ -65,6 +67,8 @@ pub(crate) struct Spooled {
     /// Each table's columns by their numbers in its spool, in the same order (none for
     /// Arrow spools, whose schema has them).
     columns: Vec<Vec<String>>,
+    /// Each table's types and mismatches where its spool holds records, in the same order.
+    typed: Vec<Option<(Vec<ColumnType>, Mismatches)>>,
     /// Each table's shape, in the same order.
     pub(crate) shapes: Vec<TableShape>,
     /// Columns renamed, tables named apart.
@@ -203,7 +207,19 @@ pub(crate) fn spool(
         }
         false => Records::Json(crate::source::open_objects(input, read, progress)?),
     };
-    let mut split = Spools::new(table, read.flatten.clone(), dir.path())?;
+    let typing = typing::Rules {
+        sample: read.sample_rows,
+        detect: opts.detect_types,
+        fields: xml,
+        empty_null: read.nulls == crate::source::Nulls::All,
+        given: opts.types.clone(),
+    };
+    let mut split = Spools::new(
+        table,
+        read.flatten.clone(),
+        dir.path(),
+        Some((typing, name.to_string())),
+    )?;
     split.given = opts
         .child_tables
         .iter()
@@ -338,6 +354,7 @@ pub(crate) fn spool(
         };
         (k.to_string(), ty)
     });
+    split.finish()?;
     let mut made = vec![];
     for s in split.spools {
         let file = s
@@ -351,6 +368,9 @@ pub(crate) fn spool(
             rows: s.rows,
             path: s.path,
             named: s.named,
+            typed: s
+                .typing
+                .map(|t| (t.types.unwrap_or_default(), t.mismatches)),
         });
     }
     let tables = Tables {
@@ -370,6 +390,9 @@ struct Made {
     path: PathBuf,
     /// Its columns by their numbers in the spool (none in an Arrow spool).
     named: Vec<String>,
+    /// Where the spool holds records ([`typing`]): their columns' types, and the values
+    /// stored in another type.
+    typed: Option<(Vec<ColumnType>, Mismatches)>,
 }
 
 /// The tables of an input, spooled, the records' first and children after parents, and
@@ -394,6 +417,7 @@ fn assemble(
     let mut bytes = 0;
     let mut tables: Vec<(String, PathBuf)> = vec![];
     let mut columns = vec![];
+    let mut typed = vec![];
     let mut shapes = vec![];
     // Kept: the top table, and every child with a row (one met only through empty
     // arrays has none, and no columns to make it with); a kept child's parent is kept,
@@ -443,12 +467,14 @@ fn assemble(
         }
         tables.push((s.table, s.path));
         columns.push(s.named);
+        typed.push(s.typed);
         shapes.push(shape);
     }
     Ok(Spooled {
         dir,
         tables,
         columns,
+        typed,
         shapes,
         notes: spooled.notes,
         rejected,
@@ -522,6 +548,7 @@ fn spool_typed(
             rows: t.rows,
             path: t.path,
             named: vec![],
+            typed: None,
         })
         .collect();
     let tables = Tables {
@@ -573,9 +600,24 @@ pub(crate) fn loads<'i>(
             Format::Arrow => None,
             _ => {
                 let named = spooled.columns[i].clone();
-                let rows = read::SpoolRows::open(path.clone(), named, bytes_read.clone())?;
-                let src = read::SpoolSource::new(rows, name.as_str().into(), read.clone());
-                Some(Box::new(src) as Box<dyn Source>)
+                let rows = read::SpoolRows::open(path.clone(), named.clone(), bytes_read.clone())?;
+                Some(match &spooled.typed[i] {
+                    Some((types, mismatches)) => {
+                        let columns = named[..types.len()].to_vec();
+                        let src = read::RecordSource::new(
+                            rows.of_records(),
+                            columns,
+                            types.clone(),
+                            mismatches.clone(),
+                        );
+                        Box::new(src) as Box<dyn Source>
+                    }
+                    None => Box::new(read::SpoolSource::new(
+                        rows,
+                        name.as_str().into(),
+                        read.clone(),
+                    )),
+                })
             }
         });
         loads.push(Load {

@@ -40,6 +40,8 @@ pub(super) struct SpoolRows {
     at: usize,
     /// The row being read: `buf[row.0..row.1]`.
     row: (usize, usize),
+    /// Whether the spool holds records ([`super::typing`]), else rows of values.
+    records: bool,
     /// Bytes read, added to the load's count every so often.
     bytes_read: Arc<AtomicU64>,
     unsaid: u64,
@@ -65,13 +67,18 @@ impl SpoolRows {
             buf: vec![],
             at: 0,
             row: (0, 0),
+            records: false,
             bytes_read,
             unsaid: 0,
         })
     }
 
     /// The length of the whole row at the start of `bytes`, if they hold one.
-    fn row_len(bytes: &[u8]) -> Option<usize> {
+    fn row_len(&self, bytes: &[u8]) -> Option<usize> {
+        if self.records {
+            let len = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
+            return (bytes.len() >= 4 + len).then_some(4 + len);
+        }
         let mut n = 0;
         loop {
             let c = u32::from_le_bytes(bytes.get(n..n + 4)?.try_into().ok()?);
@@ -90,11 +97,17 @@ impl SpoolRows {
         }
     }
 
+    /// The same spool, holding records ([`super::typing`]).
+    pub(super) fn of_records(mut self) -> SpoolRows {
+        self.records = true;
+        self
+    }
+
     /// Finds the next row in the buffer, reading more where it holds no whole row:
     /// `Ok(false)` at the end.
     fn next_row(&mut self) -> std::io::Result<bool> {
         loop {
-            if let Some(n) = Self::row_len(&self.buf[self.at..]) {
+            if let Some(n) = self.row_len(&self.buf[self.at..]) {
                 self.row = (self.at, self.at + n);
                 self.at += n;
                 return Ok(true);
@@ -405,6 +418,128 @@ impl Source for SpoolSource {
             push(&mut to, batch, &held, self.pushed);
             held.clear();
             self.slots = held.into_iter().map(|_| None).collect();
+        }
+        Ok(Fill::Full)
+    }
+
+    fn width(&self) -> usize {
+        self.columns.len()
+    }
+
+    fn mismatches(&self) -> &Mismatches {
+        &self.mismatches
+    }
+}
+
+/// A spool of records ([`super::typing`]) as a [`Source`]: its columns and types as the
+/// split decided them, its records handed on as they are (the page writer's rows, the
+/// table's `_id` each row's number) or read into cells for other writers.
+pub(super) struct RecordSource {
+    rows: SpoolRows,
+    columns: Vec<String>,
+    types: Vec<ColumnType>,
+    mismatches: Mismatches,
+    records: bool,
+    /// Rows handed on so far.
+    pushed: u64,
+}
+
+impl RecordSource {
+    /// The records of `rows` (opened for records), of columns `columns` typed `types`,
+    /// and the values the split stored in a type other than their column's.
+    pub(super) fn new(
+        rows: SpoolRows,
+        columns: Vec<String>,
+        types: Vec<ColumnType>,
+        mismatches: Mismatches,
+    ) -> RecordSource {
+        RecordSource {
+            rows,
+            columns,
+            types,
+            mismatches,
+            records: false,
+            pushed: 0,
+        }
+    }
+}
+
+impl Source for RecordSource {
+    fn sample(&mut self) -> Result<Sample> {
+        Ok(Sample {
+            columns: self.columns.clone(),
+            guesses: vec![],
+            notes: vec![],
+            types: Some(self.types.clone()),
+            locale: vec![],
+        })
+    }
+
+    fn set_types(&mut self, types: Vec<ColumnType>) {
+        self.types = types;
+    }
+
+    fn make_records(&mut self) -> bool {
+        self.records = true;
+        true
+    }
+
+    fn numbers_rowids(&self) -> bool {
+        true
+    }
+
+    fn fill(
+        &mut self,
+        batch: &mut Batch,
+        max_rows: usize,
+        max_text: usize,
+        _bad: &mut dyn FnMut(BadRecord) -> Result<()>,
+    ) -> Result<Fill> {
+        while batch.rows() < max_rows && batch.text_bytes() < max_text {
+            if !self.rows.advance()? {
+                return Ok(Fill::Done);
+            }
+            let bad = |why: String| {
+                Error::io(
+                    Some(self.rows.path.clone()),
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, why),
+                )
+            };
+            // (The length before it was read with it.)
+            let bytes = &self.rows.buf[self.rows.row.0 + 4..self.rows.row.1];
+            let record = liteload_btree::Record::parse(bytes)
+                .map_err(|e| bad(format!("a spooled record: {e}")))?;
+            self.pushed += 1;
+            let no = self.pushed;
+            if self.records {
+                batch.push_parsed(record);
+            } else {
+                // Its rowid, `_id`, is its number; a shorter record is NULL past its end.
+                for c in 0..self.columns.len() {
+                    let cell = match record.column(c) {
+                        _ if c == 0 => Cell::Integer(no as i64),
+                        None | Some(liteload_btree::Value::Null) => Cell::Null,
+                        Some(liteload_btree::Value::Integer(i)) => Cell::Integer(i),
+                        Some(liteload_btree::Value::Real(r)) => Cell::Real(r),
+                        Some(liteload_btree::Value::Text(t)) => {
+                            let t = crate::utf8::str(t).ok_or_else(|| {
+                                bad("a spooled record's text is not UTF-8".into())
+                            })?;
+                            batch.push_text(t);
+                            continue;
+                        }
+                        Some(liteload_btree::Value::Blob(b)) => {
+                            batch.push_blob(b);
+                            continue;
+                        }
+                    };
+                    batch.push(cell);
+                }
+            }
+            batch.finish_row(RowOrigin {
+                line: no,
+                record: no,
+            });
         }
         Ok(Fill::Full)
     }

@@ -15,12 +15,14 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::parse::{Event, Split};
+use super::typing::{self, Typing};
 use super::values::{self, Got};
 use super::{ID, PARENT, POSITION, VALUE};
 use crate::error::{Error, Result};
 use crate::names::Names;
 use crate::schema::quote_ident;
 use crate::source::keys::PART;
+use crate::types::ColumnType;
 
 /// One table's spool.
 pub(super) struct Spool {
@@ -41,6 +43,9 @@ pub(super) struct Spool {
     pub(super) rows: u64,
     pub(super) path: PathBuf,
     pub(super) out: BufWriter<File>,
+    /// Its rows typed and written as records ([`super::typing`]), or as values where
+    /// the load types them (`None`).
+    pub(super) typing: Option<Typing>,
 }
 
 /// Ends a row in a spool, where a column's number would be.
@@ -103,12 +108,22 @@ pub(super) struct Spools {
     pub(super) given: Vec<(String, String, bool)>,
     /// Rows' buffers, kept for the next rows.
     free: Vec<Vec<u8>>,
+    /// How rows are typed as they are written, and the input's name (a table's load is
+    /// named after it); `None`: their loads type them.
+    typing: Option<(typing::Rules, String)>,
 }
 
 impl Spools {
     /// Spools in `dir` for the records' table `top` (a name claimed), flattened
-    /// members' columns joined by `flatten`.
-    pub(super) fn new(top: &str, flatten: Option<String>, dir: &Path) -> Result<Spools> {
+    /// members' columns joined by `flatten`; with `typing`, every table's rows typed by
+    /// those rules (the types given are the records' table's) and spooled as records, the
+    /// loads named after the input named there.
+    pub(super) fn new(
+        top: &str,
+        flatten: Option<String>,
+        dir: &Path,
+        typing: Option<(typing::Rules, String)>,
+    ) -> Result<Spools> {
         let mut tables = Names::new();
         tables.claim(top);
         let mut s = Spools {
@@ -121,6 +136,7 @@ impl Spools {
             key: None,
             given: vec![],
             free: vec![],
+            typing,
         };
         s.add(top.to_string(), None, String::new())?;
         Ok(s)
@@ -133,7 +149,10 @@ impl Spools {
     /// With `fields`, a string that is an integer written plainly is that integer (the
     /// load types XML's text so).
     pub(super) fn keyed(&mut self, name: &str, fields: bool) {
+        // A key's type is known once every record is read: the loads type the rows.
+        self.typing = None;
         let top = &mut self.spools[0];
+        top.typing = None;
         top.names = Names::new();
         top.names.claim(name);
         top.named[0] = name.to_string();
@@ -264,6 +283,32 @@ impl Spools {
             names.claim(POSITION);
             named.extend([PARENT.to_string(), POSITION.to_string()]);
         }
+        // A child's load is named after the input and its table; the types given are
+        // the records' table's.
+        // The rows' numbers and places are integers whatever the options say of the
+        // input's types.
+        let typing = self.typing.as_ref().map(|(rules, input)| {
+            let numbered = |n: &str| (n.to_string(), ColumnType::Integer);
+            let (given, load) = match parent {
+                None => (
+                    std::iter::once(numbered(ID))
+                        .chain(rules.given.iter().cloned())
+                        .collect(),
+                    input.clone(),
+                ),
+                Some(_) => (
+                    vec![numbered(ID), numbered(PARENT), numbered(POSITION)],
+                    format!("{input}[{table}]"),
+                ),
+            };
+            Typing::new(
+                typing::Rules {
+                    given,
+                    ..rules.clone()
+                },
+                load.into(),
+            )
+        });
         self.spools.push(Spool {
             table,
             parent,
@@ -276,6 +321,7 @@ impl Spools {
             rows: 0,
             path,
             out: BufWriter::with_capacity(1 << 20, file),
+            typing,
         });
         Ok(i)
     }
@@ -400,13 +446,36 @@ impl Spools {
         column_no(&mut row, END);
         let s = &mut self.spools[t];
         s.rows += 1;
-        let written = s
-            .out
-            .write_all(&row)
-            .map_err(|e| Error::io(Some(s.path.clone()), e));
+        let written = match &mut s.typing {
+            Some(typing) => {
+                let mut spool = typing::Spool {
+                    out: &mut s.out,
+                    path: &s.path,
+                };
+                typing.take(&row, &s.named, &mut spool)
+            }
+            None => s
+                .out
+                .write_all(&row)
+                .map_err(|e| Error::io(Some(s.path.clone()), e)),
+        };
         row.clear();
         self.free.push(row);
         written
+    }
+
+    /// Writes the rows each table holds still (its types then decided).
+    pub(super) fn finish(&mut self) -> Result<()> {
+        for s in &mut self.spools {
+            if let Some(typing) = &mut s.typing {
+                let mut spool = typing::Spool {
+                    out: &mut s.out,
+                    path: &s.path,
+                };
+                typing.finish(&s.named, &mut spool)?;
+            }
+        }
+        Ok(())
     }
 
     /// The child table of table `t` for the arrays at `key` (`table_key` joined by `_`):

@@ -77,7 +77,7 @@ pub(super) fn end_text(out: &mut [u8], at: usize) {
 }
 
 /// A value read back.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) enum Got<'a> {
     Null,
     Bool(bool),

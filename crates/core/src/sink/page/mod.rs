@@ -641,6 +641,14 @@ impl Sink for PageSink<'_> {
         !self.keyed
     }
 
+    fn wants_numbered_records(&self) -> bool {
+        // Rows numbered from 1 are the rowids a table begun at 1 gives them in order.
+        !self.keyed
+            || self.building.as_ref().is_some_and(|b| {
+                b.rows.next_rowid == 1 && b.rows.layout.iter().all(Option::is_some)
+            })
+    }
+
     fn finish(&mut self, summary: &mut Summary) -> Result<()> {
         let db = self.end_table()?;
         if self.in_place.is_some() {
@@ -1581,6 +1589,8 @@ impl Rows {
             // Rows the source encoded already, in column order (a load's layout takes
             // every batch column in order): the index keys are read back from them.
             debug_assert!(self.layout.iter().all(Option::is_some));
+            // (A table keyed by a column takes records only where each row's key is its
+            // number: see `wants_numbered_records`. Its record holds NULL there.)
             let mut key: Vec<Cell<'_>> = vec![];
             for record in records.iter() {
                 table
@@ -1591,7 +1601,10 @@ impl Rows {
                     key.extend(
                         ix.columns
                             .iter()
-                            .map(|&c| record.column(c).unwrap_or(Cell::Null)),
+                            .map(|&c| match Some(c) == self.rowid_column {
+                                true => Cell::Integer(self.next_rowid),
+                                false => record.column(c).unwrap_or(Cell::Null),
+                            }),
                     );
                     ix.push(&key, self.next_rowid);
                 }

@@ -782,18 +782,17 @@ impl ArrayObjects {
 ///
 /// Hand-written because it measured faster: serde_json reading the element from the
 /// stream took each byte through `io::Read` one at a time (a 327 MB array on one
-/// reader: 6.3 s against 2.3 s for the same objects as lines).
+/// reader: 6.3 s against 2.3 s for the same objects as lines). Inside an object or array
+/// the bytes are taken 64 at a time ([`super::scan`], as the array planner takes them):
+/// byte by byte, with a search for each string's end, the scan was a tenth of a nested
+/// load's CPU time (300 MB of `bench/nested.py`'s orders: 0.2 CPU-s, see
+/// bench/README.md "Records found 64 bytes at a time").
 fn scan_element<R: BufRead + ?Sized>(
     r: &mut R,
     limit: u64,
 ) -> std::result::Result<(Vec<u8>, bool), (Vec<u8>, io::Error)> {
     let mut text = Vec::new();
-    let (mut depth, mut in_string) = (0u64, false);
-    // After a backslash in a string: whether its letter is still to come (the last
-    // buffer ended on the backslash), and how many bytes of the escape are left to
-    // pass over. `\u` takes four more bytes whatever they are, as serde_json reads
-    // them before it checks them: a quote among them does not end the string.
-    let (mut letter_next, mut skip) = (false, 0usize);
+    let mut s = Scan::default();
     loop {
         let buf = match r.fill_buf() {
             Ok(b) => b,
@@ -803,56 +802,7 @@ fn scan_element<R: BufRead + ?Sized>(
         if buf.is_empty() {
             return Ok((text, false));
         }
-        let mut i = 0;
-        let mut end = None;
-        if letter_next {
-            letter_next = false;
-            skip = if buf[0] == b'u' { 5 } else { 1 };
-        }
-        let passed = skip.min(buf.len());
-        i += passed;
-        skip -= passed;
-        while i < buf.len() {
-            if in_string {
-                match memchr::memchr2(b'"', b'\\', &buf[i..]) {
-                    None => i = buf.len(),
-                    Some(k) if buf[i + k] == b'\\' => {
-                        i += k + 1;
-                        if i == buf.len() {
-                            letter_next = true;
-                        } else {
-                            skip = if buf[i] == b'u' { 5 } else { 1 };
-                            let passed = skip.min(buf.len() - i);
-                            i += passed;
-                            skip -= passed;
-                        }
-                    }
-                    Some(k) => {
-                        i += k + 1;
-                        in_string = false;
-                        if depth == 0 {
-                            end = Some(i);
-                            break;
-                        }
-                    }
-                }
-            } else {
-                let b = buf[i];
-                i += 1;
-                match b {
-                    b'"' => in_string = true,
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth = depth.saturating_sub(1);
-                        if depth == 0 {
-                            end = Some(i);
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
+        let end = s.scan(buf);
         let take = end.unwrap_or(buf.len());
         text.extend_from_slice(&buf[..take]);
         r.consume(take);
@@ -863,6 +813,188 @@ fn scan_element<R: BufRead + ?Sized>(
             return Ok((text, true));
         }
     }
+}
+
+/// Where [`scan_element`] is in an element, from one buffer to the next.
+#[derive(Clone, Copy, Default)]
+struct Scan {
+    depth: u64,
+    in_string: bool,
+    /// After a backslash in a string: whether its letter is still to come (the last
+    /// buffer ended on the backslash), and how many bytes of the escape are left to pass
+    /// over. `\u` takes four more bytes whatever they are, as serde_json reads them
+    /// before it checks them: a quote among them does not end the string.
+    letter_next: bool,
+    skip: usize,
+}
+
+impl Scan {
+    /// Follows the element through `buf`: the length of its end in `buf`, if there.
+    fn scan(&mut self, buf: &[u8]) -> Option<usize> {
+        let mut i = 0;
+        while i < buf.len() {
+            // Whole blocks, inside an object or array, between escapes.
+            if self.depth > 0 && !self.letter_next && self.skip == 0 && buf.len() - i >= 64 {
+                match self.blocks(&buf[i..]) {
+                    Blocks::End(n) => return Some(i + n),
+                    Blocks::Scanned(n) if n > 0 => {
+                        i += n;
+                        continue;
+                    }
+                    // A block the blocks cannot follow: byte by byte.
+                    Blocks::Scanned(_) => {
+                        let stop = i + 64;
+                        match self.bytes(buf, i, stop) {
+                            Ok(end) => return Some(end),
+                            Err(at) => i = at,
+                        }
+                        continue;
+                    }
+                }
+            }
+            let stop = match (self.depth, self.in_string) {
+                // The element's first byte; a string element whole.
+                (0, false) => i + 1,
+                (0, true) => buf.len(),
+                // Up to the next place a block could start.
+                _ => (i + 64).min(buf.len()),
+            };
+            match self.bytes(buf, i, stop) {
+                Ok(end) => return Some(end),
+                Err(at) => i = at,
+            }
+        }
+        None
+    }
+
+    /// Follows `buf[i..stop]` byte by byte: `Ok` with the element's end, or `Err` with
+    /// where it stopped (`stop`, or past it to finish an escape).
+    fn bytes(
+        &mut self,
+        buf: &[u8],
+        mut i: usize,
+        stop: usize,
+    ) -> std::result::Result<usize, usize> {
+        if self.letter_next && i < buf.len() {
+            self.letter_next = false;
+            self.skip = if buf[i] == b'u' { 5 } else { 1 };
+        }
+        let passed = self.skip.min(buf.len() - i);
+        i += passed;
+        self.skip -= passed;
+        while i < stop {
+            if self.in_string {
+                match memchr::memchr2(b'"', b'\\', &buf[i..stop]) {
+                    None => i = stop,
+                    Some(k) if buf[i + k] == b'\\' => {
+                        i += k + 1;
+                        if i == buf.len() {
+                            self.letter_next = true;
+                        } else {
+                            self.skip = if buf[i] == b'u' { 5 } else { 1 };
+                            let passed = self.skip.min(buf.len() - i);
+                            i += passed;
+                            self.skip -= passed;
+                        }
+                    }
+                    Some(k) => {
+                        i += k + 1;
+                        self.in_string = false;
+                        if self.depth == 0 {
+                            return Ok(i);
+                        }
+                    }
+                }
+            } else {
+                let b = buf[i];
+                i += 1;
+                match b {
+                    b'"' => self.in_string = true,
+                    b'{' | b'[' => self.depth += 1,
+                    b'}' | b']' => {
+                        self.depth = self.depth.saturating_sub(1);
+                        if self.depth == 0 {
+                            return Ok(i);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Err(i)
+    }
+
+    /// Follows whole 64-byte blocks of `buf` (inside an object or array, no escape
+    /// pending): the element's end, or the bytes followed, which stop before a block
+    /// where a `\u` escape could hold a quote (only serde_json's reading of four bytes
+    /// after it decides such a block: see `skip`).
+    fn blocks(&mut self, buf: &[u8]) -> Blocks {
+        let mut at = 0;
+        let (mut in_string, mut escaping) = (self.in_string, false);
+        while let Some(b) = buf.get(at..).and_then(|b| b.first_chunk::<64>()) {
+            let m = super::scan::classify(b);
+            let mut carry = escaping;
+            let escaped = super::scan::escaped(m.backslash, &mut carry);
+            // (`escaped` takes every backslash as one in a string: checked below.)
+            // A `\u` escape: its four bytes, which serde_json takes whatever they are,
+            // must be in the block and hold no quote or backslash (as `\uXXXX` never
+            // does), or only the bytes decide.
+            let mut unsure = false;
+            let mut e = escaped;
+            while e != 0 {
+                let j = e.trailing_zeros() as usize;
+                e &= e - 1;
+                if b[j] == b'u' && (j + 4 >= 64 || (m.quote | m.backslash) >> (j + 1) & 0b1111 != 0)
+                {
+                    unsure = true;
+                    break;
+                }
+            }
+            if unsure {
+                break;
+            }
+            let quotes = m.quote & !escaped;
+            let mut inside = in_string;
+            let strings = super::scan::in_strings(quotes, &mut inside);
+            // A backslash outside strings escapes nothing (the JSON is bad, and the
+            // bytes say where): taken as escaping, it would hide a quote.
+            if m.backslash & !strings != 0 {
+                break;
+            }
+            let mut events = (m.open | m.close) & !strings;
+            let mut depth = self.depth;
+            while events != 0 {
+                let j = events.trailing_zeros();
+                events &= events - 1;
+                if m.open >> j & 1 == 1 {
+                    depth += 1;
+                } else {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.depth = 0;
+                        self.in_string = false;
+                        return Blocks::End(at + j as usize + 1);
+                    }
+                }
+            }
+            self.depth = depth;
+            in_string = inside;
+            escaping = carry;
+            at += 64;
+        }
+        self.in_string = in_string;
+        // An escape begun at a block's end: its letter is the next byte.
+        self.letter_next = escaping;
+        Blocks::Scanned(at)
+    }
+}
+
+/// What [`Scan::blocks`] found.
+enum Blocks {
+    /// The element ends after this many bytes.
+    End(usize),
+    /// This many bytes (whole blocks) were followed, the element going on.
+    Scanned(usize),
 }
 
 /// An array element's bytes, read whole (its brackets closed) but not yet checked as
@@ -1076,7 +1208,44 @@ mod tests {
             1 => Just(b"42".to_vec()),
             1 => Just(b"}".to_vec()),
             1 => "[ -~]{0,12}".prop_map(String::into_bytes),
+            // Long ones, whose bytes are taken 64 at a time: escapes, `\u` and brackets
+            // in strings anywhere in a block and across blocks, and the bad ones a
+            // block cannot follow (a short `\u`, a backslash outside a string).
+            4 => long(),
         ]
+    }
+
+    /// A long element: an object of strings and arrays made of pieces of text that
+    /// matter to the scan.
+    fn long() -> impl Strategy<Value = Vec<u8>> {
+        let bit = prop::sample::select(vec![
+            "a",
+            "é",
+            " ",
+            "\\\"",
+            "\\\\",
+            "\\u00e9",
+            "\\u12",
+            "\\u1\\\"",
+            "]",
+            "}",
+            "[",
+            "{",
+            ",",
+            "\\n",
+            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        ]);
+        let string = prop::collection::vec(bit, 0..40).prop_map(|b| format!("\"{}\"", b.concat()));
+        let member = prop_oneof![
+            4 => string.clone(),
+            1 => Just("[1, [2, {\"k\": [3]}], {}]".to_string()),
+            1 => Just("\\\"oops\"".to_string()),
+            1 => Just("{\"deep\": {\"deeper\": [\"}\", \"]\"]}}".to_string()),
+        ];
+        prop::collection::vec((string, member), 1..6).prop_map(|ms| {
+            let ms: Vec<String> = ms.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            format!("{{{}}}", ms.join(", ")).into_bytes()
+        })
     }
 
     fn sep() -> impl Strategy<Value = Vec<u8>> {
@@ -1107,7 +1276,7 @@ mod tests {
                 Just(vec![]),
             ],
             cut in prop::option::of(0usize..400),
-            capacity in prop_oneof![1usize..4, 4usize..40, Just(8192usize)],
+            capacity in prop_oneof![1usize..4, 4usize..40, 60usize..200, Just(8192usize)],
             max_element in prop_oneof![Just(64usize << 20), 1usize..60],
         ) {
             let mut input = head;
