@@ -19,8 +19,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::spools::END;
-use super::values::{self, Got, Owned};
+use super::values::{self, Got, Owned, END};
 use crate::batch::{Batch, Cell, RowOrigin};
 use crate::error::{Error, Result};
 use crate::source::convert::{push_scalar, push_text_field, Mismatches, Scalar};

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use super::parse::{Event, Split};
 use super::typing::{self, Typing};
-use super::values::{self, Got};
+use super::values::{self, Got, END};
 use super::{ID, PARENT, POSITION, VALUE};
 use crate::error::{Error, Result};
 use crate::names::Names;
@@ -38,6 +38,8 @@ pub(super) struct Spool {
     columns: Lookup<u32>,
     /// Each column's name, by its number.
     pub(super) named: Vec<String>,
+    /// Where in `columns` the last member's column was found (the next is tried first).
+    last_column: usize,
     names: Names,
     next_id: i64,
     pub(super) rows: u64,
@@ -47,9 +49,6 @@ pub(super) struct Spool {
     /// the load types them (`None`).
     pub(super) typing: Option<Typing>,
 }
-
-/// Ends a row in a spool, where a column's number would be.
-pub(super) const END: u32 = u32::MAX;
 
 /// The key of the records' table, a member of each record (see
 /// [`Spools::keyed`]).
@@ -316,6 +315,7 @@ impl Spools {
             children: Lookup::default(),
             columns: Lookup::default(),
             named,
+            last_column: usize::MAX,
             names,
             next_id: 1,
             rows: 0,
@@ -421,6 +421,8 @@ impl Spools {
         };
         let id = self.spools[t].next_id;
         self.spools[t].next_id += 1;
+        // (A row's first member is tried at the first column first.)
+        self.spools[t].last_column = usize::MAX;
         let mut row = self.free.pop().unwrap_or_default();
         let key = self.key.as_ref();
         column_no(&mut row, 0);
@@ -512,7 +514,15 @@ impl Spools {
 /// `str`) fills; first met, it is named (renamings noted in `notes`; flattened paths'
 /// keys joined by `flatten`).
 fn column(s: &mut Spool, flatten: Option<&str>, notes: &mut Vec<String>, key: &[u8]) -> u32 {
+    // Rows mostly hold their members in the same order: the one after the last found
+    // is tried first.
+    let next = s.last_column.wrapping_add(1);
+    if s.columns.items.get(next).is_some_and(|(k, _)| **k == *key) {
+        s.last_column = next;
+        return s.columns.items[next].1;
+    }
     if let Some(i) = s.columns.find(key) {
+        s.last_column = i;
         return *s.columns.at(i);
     }
     let key_text = String::from_utf8_lossy(key);

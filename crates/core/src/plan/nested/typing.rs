@@ -18,8 +18,7 @@ use std::sync::Arc;
 
 use liteload_btree::RecordBuilder;
 
-use super::spools::END;
-use super::values::{self, Got, Owned};
+use super::values::{self, Got, Owned, END};
 use crate::error::{Error, Result};
 use crate::source::convert::{push_scalar, push_text_field, Mismatches, Scalar};
 use crate::types::{classify, ColumnType, Lexeme, TypeGuess};
@@ -60,6 +59,8 @@ pub(super) struct Typing {
     record: RecordBuilder,
     out: Vec<u8>,
     scratch: String,
+    /// Where each column's value is in the row being stored (0: none).
+    at: Vec<usize>,
 }
 
 /// Each value of the row `row` (a spool's row: see [`super::spools`]) and its column.
@@ -123,6 +124,7 @@ impl Typing {
             record: RecordBuilder::new(),
             out: vec![],
             scratch: String::new(),
+            at: vec![],
         }
     }
 
@@ -218,41 +220,75 @@ impl Typing {
 
     /// Writes the record of `row`.
     fn store(&mut self, row: &[u8], named: &[String], spool: &mut Spool<'_>) -> Result<()> {
-        let mut values: Vec<Option<Got<'_>>> = vec![None; self.types.as_ref().map_or(0, Vec::len)];
-        each(row, |c, v| {
-            if c >= values.len() {
-                values.resize(c + 1, None);
+        // Where each column's value is in the row (0: none), found without reading it.
+        let at = &mut self.at;
+        at.clear();
+        at.resize(self.types.as_ref().map_or(0, Vec::len), 0);
+        let bad = || Error::internal("a row the split wrote cannot be read");
+        let mut i = 0;
+        loop {
+            let c = row.get(i..i + 4).ok_or_else(bad)?;
+            let c = u32::from_le_bytes(c.try_into().map_err(|_| bad())?);
+            i += 4;
+            if c == END {
+                break;
             }
-            values[c] = Some(v);
-        })?;
+            let c = c as usize;
+            if c >= at.len() {
+                at.resize(c + 1, 0);
+            }
+            at[c] = i;
+            i += values::len(&row[i..]).ok_or_else(bad)?;
+        }
         // Columns first met in this row: typed by its value here.
         let known = self.types.as_ref().map_or(0, Vec::len);
-        for (c, v) in values.iter().enumerate().skip(known) {
-            let ty = self.type_of(&named[c], v.as_ref());
-            self.types.get_or_insert_with(Vec::new).push(ty);
-        }
+        let added: Vec<ColumnType> = named[known..self.at.len()]
+            .iter()
+            .zip(&self.at[known..])
+            .map(|(name, &i)| {
+                let v = match i {
+                    0 => None,
+                    i => values::get(&row[i..]).map(|(v, _)| v),
+                };
+                self.type_of(name, v.as_ref())
+            })
+            .collect();
+        self.types.get_or_insert_with(Vec::new).extend(added);
         self.rows += 1;
         let no = self.rows;
         let types = self.types.as_deref().unwrap_or_default();
         self.record.clear();
         for (c, &ty) in types.iter().enumerate() {
-            let v = values.get(c).copied().flatten();
+            let i = self.at.get(c).copied().unwrap_or(0);
+            // The rowid (its value is the row's number), or no value.
+            if c == 0 || i == 0 {
+                self.record.null();
+                continue;
+            }
+            // A string (typed as text, not as a field) or JSON text into a TEXT column is
+            // stored as it is: no conversion looks at it, and its bytes are a `str`'s,
+            // put in the arena by the workers.
+            let as_is = match row[i] {
+                values::STRING => !self.rules.fields,
+                values::JSON => true,
+                _ => false,
+            };
+            if ty == ColumnType::Text && as_is {
+                let text = values::payload(&row[i..]).ok_or_else(bad)?;
+                match text.is_empty() && self.rules.empty_null {
+                    true => self.record.null(),
+                    false => self.record.text(text),
+                }
+                continue;
+            }
+            let (v, _) = values::get(&row[i..]).ok_or_else(bad)?;
             let read;
             let v = match v {
-                // The rowid: its value is the row's number.
-                _ if c == 0 => {
-                    self.record.null();
-                    continue;
-                }
-                None => {
-                    self.record.null();
-                    continue;
-                }
-                Some(Got::Raw(raw)) => {
+                Got::Raw(raw) => {
                     read = values::read_value(raw).unwrap_or(Owned::Null);
                     read.got()
                 }
-                Some(v) => v,
+                v => v,
             };
             let mismatch = match v {
                 Got::String(s) if self.rules.fields => {

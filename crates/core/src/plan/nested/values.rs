@@ -32,6 +32,10 @@ pub(super) const JSON: u8 = 6;
 /// A member's JSON text as read, for the spool's load to read as the JSON reader does.
 pub(super) const RAW: u8 = 7;
 
+/// Ends a row of values (a spool's, see [`super::spools`]), where a column's number
+/// would be.
+pub(super) const END: u32 = u32::MAX;
+
 /// Appends a value of `tag` without payload ([`NULL`], [`FALSE`], [`TRUE`]).
 #[inline]
 pub(super) fn put_tag(out: &mut Vec<u8>, tag: u8) {
@@ -115,6 +119,28 @@ pub(super) fn get(bytes: &[u8]) -> Option<(Got<'_>, usize)> {
         }
         _ => return None,
     })
+}
+
+/// The length of the value at the start of `bytes` (tag and payload), if they hold
+/// one whole, without reading it.
+#[inline]
+pub(super) fn len(bytes: &[u8]) -> Option<usize> {
+    let n = match *bytes.first()? {
+        NULL | FALSE | TRUE => 1,
+        INTEGER | REAL => 9,
+        STRING | JSON | RAW => 5 + u32::from_le_bytes(bytes.get(1..5)?.try_into().ok()?) as usize,
+        _ => return None,
+    };
+    (bytes.len() >= n).then_some(n)
+}
+
+/// The text of the [`STRING`], [`JSON`] or [`RAW`] value at the start of `bytes`, not
+/// checked as UTF-8 (a caller that takes it as text checks it, or knows where it came
+/// from).
+#[inline]
+pub(super) fn payload(bytes: &[u8]) -> Option<&[u8]> {
+    let len = u32::from_le_bytes(bytes.get(1..5)?.try_into().ok()?) as usize;
+    bytes.get(5..5 + len)
 }
 
 /// A value as the JSON reader stores a member of this JSON text (see
