@@ -490,8 +490,12 @@ fn kill_liteload_then_leader(
     args: impl Fn(&str) -> Vec<String>,
     started: impl Fn(&Cluster) -> bool,
 ) {
+    // A killed run leaves its temporary files (a merge of SQLite inputs): in a folder
+    // of the test's, not the system's.
+    let tmp = tempfile::tempdir().unwrap();
     let mut child = Command::new(liteload())
         .args(args(&c.url(1)))
+        .env("TMPDIR", tmp.path())
         .spawn()
         .unwrap();
     let start = Instant::now();
@@ -506,6 +510,7 @@ fn kill_liteload_then_leader(
     let leader = c.wait_leader();
     let child = Command::new(liteload())
         .args(args(&c.url((leader + 1) % 3)))
+        .env("TMPDIR", tmp.path())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -520,6 +525,7 @@ fn kill_liteload_then_leader(
         let live = (0..3).find(|&i| c.nodes[i].child.is_some()).unwrap();
         let out = Command::new(liteload())
             .args(args(&c.url(live)))
+            .env("TMPDIR", tmp.path())
             .output()
             .unwrap();
         assert!(

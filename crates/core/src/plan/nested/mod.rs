@@ -3,8 +3,9 @@
 //! typed as CSV fields, as XML's text is), and from typed input ([`typed`]): the
 //! input's records are read once, in order, and each is split into rows: its own, and one for
 //! every element of every array in it (recursively), each row written to its table's
-//! spool (its values typed as they are read, [`values`], in a temporary folder beside
-//! the target; read back by [`read`] without parsing them again). Each spool is then a load of
+//! spool (its values typed as they are read, [`values`], and its rows encoded as SQLite
+//! records once its first rows have typed its columns, [`typing`]; in a temporary folder
+//! beside the target; read back by [`read`] without parsing them again). Each spool is then a load of
 //! the plan, with its table's shape: the key `_id` (for the records' table, a member of
 //! each record where the options name one), and for a child `_parent`, declared as a
 //! FOREIGN KEY to its parent's key and indexed. The spools are written whole

@@ -1,5 +1,7 @@
-//! A spool read back as the source of its table's load: each row's values as the
-//! spools' thread wrote them ([`super::spools`], [`super::values`]), typed and stored as
+//! A spool read back as the source of its table's load: its records as the spools'
+//! thread encoded them ([`RecordSource`], see [`super::typing`]), or, for a load keyed
+//! by a member of the records ([`SpoolSource`]), each row's values as the spools'
+//! thread wrote them ([`super::spools`], [`super::values`]), typed and stored as
 //! the JSON reader types and stores the members of its objects (the columns in the
 //! order first met, the types from the first rows' values, a column first met later
 //! typed by its first row's value; a string typed as a delimited field is where the
