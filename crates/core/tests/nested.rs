@@ -292,10 +292,26 @@ fn check(records: &[Vec<(String, Value)>], ndjson: bool, opts: &ImportOptions) -
     want.sort();
     assert_eq!(tables, want, "the tables");
     let reference = Connection::open_in_memory()?;
-    for t in model
+    // A key of the records' own is typed by all its values (TEXT where one is a
+    // string), and so is its children's `_parent`: given to the flat loads below.
+    let key_type = match &model.key {
+        Some(k) => conn
+            .query_row(
+                "SELECT type FROM pragma_table_info('t') WHERE name = ?1 COLLATE NOCASE",
+                [k],
+                |r| r.get::<_, String>(0),
+            )
+            .ok()
+            .and_then(|ty| liteload::ColumnType::from_declared(&ty))
+            .map(|ty| (k.clone(), ty)),
+        None => None,
+    };
+    let top_children: HashSet<usize> = model.tables[0].children.values().copied().collect();
+    for (i, t) in model
         .tables
         .iter()
-        .filter(|t| t.name == "t" || !t.rows.is_empty())
+        .enumerate()
+        .filter(|(_, t)| t.name == "t" || !t.rows.is_empty())
     {
         let sql: String = conn.query_row(
             "SELECT sql FROM sqlite_schema WHERE name = ?1",
@@ -336,6 +352,68 @@ fn check(records: &[Vec<(String, Value)>], ndjson: bool, opts: &ImportOptions) -
             "the rows of {:?}",
             t.name
         );
+        // Typed as the JSON reader types the same rows: each table's rows, written as
+        // NDJSON and loaded flat with the same sample and rules, give the same declared
+        // types and the same values, type for type (the split types a table's columns
+        // itself; a key's type comes from its values there too).
+        let flat_input = dir.path().join(format!("{}.ndjson", tables.len()));
+        let lines: String = t
+            .rows
+            .iter()
+            .map(|row| {
+                // (In the row's order, which names the columns as first met.)
+                let members: Vec<String> = row
+                    .iter()
+                    .map(|(c, v)| format!("{}:{v}", Value::from(c.as_str())))
+                    .collect();
+                format!("{{{}}}\n", members.join(","))
+            })
+            .collect();
+        std::fs::write(&flat_input, lines)?;
+        let flat_db = dir.path().join(format!("flat-{}.db", tables.len()));
+        let _ = std::fs::remove_file(&flat_db);
+        let mut flat = ImportOptions::default();
+        flat.read = opts.read.clone();
+        flat.read.flatten = None;
+        flat.detect_types = opts.detect_types;
+        flat.table = Some(t.name.clone());
+        if let Some((k, ty)) = &key_type {
+            match i {
+                0 => flat.types = vec![(k.clone(), *ty)],
+                _ if top_children.contains(&i) => flat.types = vec![("_parent".into(), *ty)],
+                _ => {}
+            }
+        }
+        if !t.rows.is_empty() {
+            import(
+                &flat_db,
+                &[Input::Path(flat_input)],
+                &flat,
+                &Progress::default(),
+            )?;
+            let flat_conn = Connection::open(&flat_db)?;
+            let flat_declared: Vec<(String, String)> = flat_conn
+                .prepare("SELECT name, type FROM pragma_table_info(?1) ORDER BY cid")?
+                .query_map([&t.name], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
+            let named: Vec<(String, String)> = got_cols
+                .iter()
+                .cloned()
+                .zip(declared.iter().cloned())
+                .collect();
+            assert_eq!(named, flat_declared, "the types of {:?}", t.name);
+            // (A table keyed by its records' integers holds them in the keys' order.)
+            let sorted = |rows: Vec<Vec<Sql>>| {
+                let mut rows: Vec<String> = rows.iter().map(|r| format!("{r:?}")).collect();
+                rows.sort();
+                rows
+            };
+            assert!(
+                sorted(rows(&conn, &t.name)?) == sorted(rows(&flat_conn, &t.name)?),
+                "the values of {:?} as a flat load types them",
+                t.name
+            );
+        }
     }
     Ok(())
 }

@@ -58,14 +58,17 @@ struct Buffers {
     path: (String, String),
     keys: Vec<u8>,
     key_at: Vec<(usize, usize)>,
+    nested_keys: Vec<(usize, usize)>,
 }
 
 impl Split {
     /// Room for the records of `bytes` bytes of text, `records` of them (the arena
-    /// about as large as the text, a few events a record), so that it seldom grows.
+    /// about as large as the text, 40 events a record: an order of `bench/nested.py`,
+    /// with its items and their discounts, makes about that many), so that it seldom
+    /// grows.
     pub(super) fn sized(bytes: usize, records: usize) -> Split {
         Split {
-            events: Vec::with_capacity(records * 16),
+            events: Vec::with_capacity(records * 40),
             arena: Vec::with_capacity(bytes + bytes / 4),
             buffers: Buffers::default(),
         }
@@ -171,6 +174,7 @@ fn one_pass(
         base: (0, 0),
         keys: buffers.keys,
         key_at: buffers.key_at,
+        nested_keys: buffers.nested_keys,
         stop: None,
     };
     walk.out.events.push(Event::Row);
@@ -188,9 +192,15 @@ fn one_pass(
         path,
         keys,
         key_at,
+        nested_keys,
         ..
     } = walk;
-    out.buffers = Buffers { path, keys, key_at };
+    out.buffers = Buffers {
+        path,
+        keys,
+        key_at,
+        nested_keys,
+    };
     match (read, stop) {
         (Ok(()), _) => {
             out.events.push(Event::EndRow);
@@ -224,6 +234,8 @@ struct Walk<'o> {
     /// `keys`, at `key_at`.
     keys: Vec<u8>,
     key_at: Vec<(usize, usize)>,
+    /// Room for a nested object's keys as its JSON text is written.
+    nested_keys: Vec<(usize, usize)>,
     stop: Option<Stop>,
 }
 
@@ -394,7 +406,11 @@ impl<'de> Visitor<'de> for Member<'_, '_> {
         let key = walk.put_key();
         let at = walk.out.arena.len();
         let begun = values::begin_text(&mut walk.out.arena, values::JSON);
-        if !crate::source::json::nested_object_text(map, &mut walk.out.arena)? {
+        if !crate::source::json::nested_object_text(
+            map,
+            &mut walk.out.arena,
+            &mut walk.nested_keys,
+        )? {
             return Err(walk.stop(Stop::Again));
         }
         values::end_text(&mut walk.out.arena, begun);

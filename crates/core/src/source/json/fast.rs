@@ -458,18 +458,23 @@ impl<'de> serde::de::Visitor<'de> for Member<'_, '_, '_, 'de> {
 /// The JSON text of the object `map` is reading, as [`FastValue::Nested`] holds it (the
 /// text of the `Value` serde_json would build), appended to `out`; `false`, with `out`
 /// as it was, where only the slow path writes it exactly (a real that may be rounded, a
-/// repeated key). The text is written from `str`s and by serde_json: UTF-8.
+/// repeated key). The text is written from `str`s and by serde_json: UTF-8. `keys` is
+/// room for the keys' places, kept from call to call.
 pub(crate) fn nested_object_text<'de, A: serde::de::MapAccess<'de>>(
     map: A,
     out: &mut Vec<u8>,
+    keys: &mut Vec<(usize, usize)>,
 ) -> std::result::Result<bool, A::Error> {
     let at = out.len();
+    keys.clear();
     let mut n = NestedText {
         out: std::mem::take(out),
-        ..NestedText::default()
+        keys: std::mem::take(keys),
+        slow: false,
     };
     let read = n.object(map);
     *out = n.out;
+    *keys = n.keys;
     if read.is_err() || n.slow {
         out.truncate(at);
     }
