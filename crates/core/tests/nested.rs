@@ -392,6 +392,7 @@ fn check(records: &[Vec<(String, Value)>], ndjson: bool, opts: &ImportOptions) -
                 &Progress::default(),
             )?;
             let flat_conn = Connection::open(&flat_db)?;
+            sound(&flat_conn)?;
             let flat_declared: Vec<(String, String)> = flat_conn
                 .prepare("SELECT name, type FROM pragma_table_info(?1) ORDER BY cid")?
                 .query_map([&t.name], |r| Ok((r.get(0)?, r.get(1)?)))?

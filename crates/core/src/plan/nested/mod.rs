@@ -147,6 +147,10 @@ enum Taken {
     Bad(BadRecord),
 }
 
+/// The most bytes of rows the split holds while tables' types are undecided (see
+/// [`typing::Rules::held_max`]).
+const HELD_BYTES: usize = 64 << 20;
+
 /// About this many bytes of records a chunk.
 const CHUNK_BYTES: usize = 1 << 20;
 
@@ -214,6 +218,7 @@ pub(crate) fn spool(
         fields: xml,
         empty_null: read.nulls == crate::source::Nulls::All,
         given: opts.types.clone(),
+        held_max: HELD_BYTES,
     };
     let mut split = Spools::new(
         table,
@@ -371,6 +376,7 @@ pub(crate) fn spool(
             named: s.named,
             typed: s
                 .typing
+                .filter(|t| !t.values)
                 .map(|t| (t.types.unwrap_or_default(), t.mismatches)),
         });
     }

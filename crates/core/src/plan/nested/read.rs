@@ -21,12 +21,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::values::{self, Got, Owned, END};
+use super::values::{self, Got, Owned};
 use crate::batch::{Batch, Cell, RowOrigin};
 use crate::error::{Error, Result};
-use crate::source::convert::{push_scalar, push_text_field, Mismatches, Scalar};
+use crate::source::convert::Mismatches;
 use crate::source::{BadRecord, Fill, Nulls, ReadOptions, Sample, Source};
-use crate::types::{classify, ColumnType, Lexeme, TypeGuess};
+use crate::types::{ColumnType, Lexeme, TypeGuess};
 
 /// The rows of one spool.
 pub(super) struct SpoolRows {
@@ -80,22 +80,7 @@ impl SpoolRows {
             let len = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
             return (bytes.len() >= 4 + len).then_some(4 + len);
         }
-        let mut n = 0;
-        loop {
-            let c = u32::from_le_bytes(bytes.get(n..n + 4)?.try_into().ok()?);
-            n += 4;
-            if c == END {
-                return Some(n);
-            }
-            n += match *bytes.get(n)? {
-                values::INTEGER | values::REAL => 9,
-                values::STRING | values::JSON | values::RAW => {
-                    let len = u32::from_le_bytes(bytes.get(n + 1..n + 5)?.try_into().ok()?);
-                    5 + len as usize
-                }
-                _ => 1,
-            };
-        }
+        values::walk_row(bytes, |_, _| {})
     }
 
     /// The same spool, holding records ([`super::typing`]).
@@ -181,38 +166,6 @@ impl SpoolSource {
     }
 }
 
-/// What `v` says about its column's type; with `fields`, a string as a delimited
-/// field's text does.
-fn lexeme(v: &Got<'_>, fields: bool) -> Lexeme {
-    match v {
-        Got::String(s) if fields => classify(s.as_bytes()),
-        v => scalar(v).lexeme(),
-    }
-}
-
-/// A value as the conversions take it.
-fn scalar<'a>(v: &Got<'a>) -> Scalar<'a> {
-    match *v {
-        Got::Null | Got::Raw(_) => Scalar::Null,
-        Got::Bool(b) => Scalar::Bool(b),
-        Got::Integer(i) => Scalar::Integer(i),
-        Got::Real(r) => Scalar::Real(r),
-        Got::String(s) | Got::Json(s) => Scalar::Text(s),
-    }
-}
-
-/// A value as JSON, for a message.
-fn json(v: &Got<'_>) -> String {
-    match *v {
-        Got::String(s) => serde_json::json!(s).to_string(),
-        Got::Json(s) | Got::Raw(s) => s.to_string(),
-        Got::Null => "null".into(),
-        Got::Bool(b) => b.to_string(),
-        Got::Integer(i) => i.to_string(),
-        Got::Real(r) => serde_json::json!(r).to_string(),
-    }
-}
-
 /// Where [`push`] stores a row.
 struct Pushing<'s> {
     name: &'s str,
@@ -233,14 +186,14 @@ fn push(to: &mut Pushing<'_>, batch: &mut Batch, slots: &[Option<Got<'_>>], no: 
             batch.push(Cell::Null);
             continue;
         };
-        let mismatch = match v {
-            Got::String(s) if to.fields => push_text_field(batch, s, ty, to.empty_null),
-            v => push_scalar(batch, scalar(v), ty, to.empty_null, to.scratch),
-        };
-        if mismatch {
+        if values::store(batch, v, ty, to.empty_null, to.fields, to.scratch) {
             let (name, column) = (to.name, &to.columns[c]);
-            to.mismatches
-                .note(|| format!("{name}:{no}:1: {} in {ty} column {column:?}", json(v)));
+            to.mismatches.note(|| {
+                format!(
+                    "{name}:{no}:1: {} in {ty} column {column:?}",
+                    values::json(v)
+                )
+            });
         }
     }
     batch.finish_row(RowOrigin {
@@ -264,22 +217,27 @@ impl SpoolRows {
                 ),
             )
         };
-        let mut rest = &self.buf[self.row.0..self.row.1];
-        loop {
-            let (c, after) = rest.split_first_chunk::<4>().ok_or_else(bad)?;
-            let c = u32::from_le_bytes(*c);
-            if c == END {
-                return Ok(());
+        let row = &self.buf[self.row.0..self.row.1];
+        let mut failed = None;
+        let walked = values::walk_row(row, |c, at| {
+            if failed.is_some() {
+                return;
             }
-            if c as usize >= self.named.len() {
-                return Err(bad());
+            let read = match values::get(&row[at..]) {
+                _ if c >= self.named.len() => None,
+                Some((Got::Raw(raw), _)) => values::read_value(raw).map(Err),
+                Some((v, _)) => Some(Ok(v)),
+                None => None,
+            };
+            match read {
+                Some(v) => f(c as u32, v),
+                None => failed = Some(bad()),
             }
-            let (v, n) = values::get(after).ok_or_else(bad)?;
-            rest = &after[n..];
-            match v {
-                Got::Raw(raw) => f(c, Err(values::read_value(raw).ok_or_else(bad)?)),
-                v => f(c, Ok(v)),
-            }
+        });
+        match (walked, failed) {
+            (Some(_), None) => Ok(()),
+            (_, Some(e)) => Err(e),
+            (None, None) => Err(bad()),
         }
     }
 
@@ -331,7 +289,7 @@ impl Source for SpoolSource {
                         self.meet(c)
                     }
                 };
-                guesses[i].add(lexeme(&v.got(), fields));
+                guesses[i].add(values::lexeme(&v.got(), fields));
                 row.push((i, v));
             }
             self.sampled.push_back(row);
@@ -381,8 +339,8 @@ impl Source for SpoolSource {
                     self.rows.each(|c, v| match (columns[c as usize], v) {
                         (Some(i), Ok(v)) => held[i] = Some(v),
                         (Some(i), Err(o)) => owned.push((i, o)),
-                        (None, Ok(v)) => new.push((c, lexeme(&v, fields))),
-                        (None, Err(o)) => new.push((c, lexeme(&o.got(), fields))),
+                        (None, Ok(v)) => new.push((c, values::lexeme(&v, fields))),
+                        (None, Err(o)) => new.push((c, values::lexeme(&o.got(), fields))),
                     })?;
                 }
             }

@@ -107,6 +107,8 @@ pub(super) struct Spools {
     pub(super) given: Vec<(String, String, bool)>,
     /// Rows' buffers, kept for the next rows.
     free: Vec<Vec<u8>>,
+    /// Bytes of rows the tables hold while their types are undecided.
+    held: usize,
     /// How rows are typed as they are written, and the input's name (a table's load is
     /// named after it); `None`: their loads type them.
     typing: Option<(typing::Rules, String)>,
@@ -135,6 +137,7 @@ impl Spools {
             key: None,
             given: vec![],
             free: vec![],
+            held: 0,
             typing,
         };
         s.add(top.to_string(), None, String::new())?;
@@ -454,7 +457,7 @@ impl Spools {
                     out: &mut s.out,
                     path: &s.path,
                 };
-                typing.take(&row, &s.named, &mut spool)
+                typing.take(&row, &s.named, &mut spool, &mut self.held)
             }
             None => s
                 .out

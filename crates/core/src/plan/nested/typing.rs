@@ -2,7 +2,7 @@
 //! the spools' thread), so that its load only copies records into pages: the first
 //! rows (as many as a load samples) are held until they type the table's columns as the
 //! JSON reader's sample would, then every row is stored by the same conversions a load
-//! makes ([`push_scalar`], [`push_text_field`] for XML's text), its `_id` (the rowid, the
+//! makes ([`values::store`]), its `_id` (the rowid, the
 //! row's number) as NULL, as SQLite stores an INTEGER PRIMARY KEY. A column first met
 //! later is typed by its first value, as the JSON reader types a column it adds; rows
 //! written before it have shorter records, which read as NULL there.
@@ -19,10 +19,10 @@ use std::sync::Arc;
 
 use liteload_btree::RecordBuilder;
 
-use super::values::{self, Got, Owned, END};
+use super::values::{self, Got, Owned};
 use crate::error::{Error, Result};
-use crate::source::convert::{push_scalar, push_text_field, Mismatches, Scalar};
-use crate::types::{classify, ColumnType, Lexeme, TypeGuess};
+use crate::source::convert::Mismatches;
+use crate::types::{ColumnType, Lexeme, TypeGuess};
 
 /// How a load types and stores values, as its options say.
 #[derive(Clone)]
@@ -37,6 +37,11 @@ pub(super) struct Rules {
     pub(super) empty_null: bool,
     /// Types given for columns by name (the records' table's).
     pub(super) given: Vec<(String, ColumnType)>,
+    /// The most bytes of rows all tables may hold at once while their types are
+    /// undecided: past it, a table's rows are spooled as values, typed by its load as
+    /// before, so that an input with many small tables (a new array key in every record)
+    /// holds no more than this in memory.
+    pub(super) held_max: usize,
 }
 
 /// Where a table's records go: its spool's file, and its path for messages.
@@ -45,13 +50,25 @@ pub(super) struct Spool<'s> {
     pub(super) path: &'s Path,
 }
 
+/// Writes `bytes` to `spool`.
+fn write(spool: &mut Spool<'_>, bytes: &[u8]) -> Result<()> {
+    spool
+        .out
+        .write_all(bytes)
+        .map_err(|e| Error::io(Some(spool.path.to_path_buf()), e))
+}
+
 /// One table's typing.
 pub(super) struct Typing {
     rules: Rules,
     /// The load's name for the table, for messages.
     name: Arc<str>,
-    /// Rows held until the types are decided.
+    /// Rows held until the types are decided, and their bytes.
     held: Vec<Vec<u8>>,
+    held_bytes: usize,
+    /// Whether the table's rows go to its spool as rows of values (its load types
+    /// them): where holding its first rows would pass [`Rules::held_max`].
+    pub(super) values: bool,
     /// Each column's type, once decided.
     pub(super) types: Option<Vec<ColumnType>>,
     pub(super) mismatches: Mismatches,
@@ -64,54 +81,6 @@ pub(super) struct Typing {
     at: Vec<usize>,
 }
 
-/// Each value of the row `row` (a spool's row: see [`super::spools`]) and its column.
-fn each<'r>(row: &'r [u8], mut f: impl FnMut(usize, Got<'r>)) -> Result<()> {
-    let bad = || Error::internal("a row the split wrote cannot be read");
-    let mut rest = row;
-    loop {
-        let (c, after) = rest.split_first_chunk::<4>().ok_or_else(bad)?;
-        let c = u32::from_le_bytes(*c);
-        if c == END {
-            return Ok(());
-        }
-        let (v, n) = values::get(after).ok_or_else(bad)?;
-        rest = &after[n..];
-        f(c as usize, v);
-    }
-}
-
-/// What `v` says about its column's type; with `fields`, a string as a delimited
-/// field's text does.
-pub(super) fn lexeme(v: &Got<'_>, fields: bool) -> Lexeme {
-    match v {
-        Got::String(s) if fields => classify(s.as_bytes()),
-        v => scalar(v).lexeme(),
-    }
-}
-
-/// A value as the conversions take it (a raw member read first: [`values::read_value`]).
-pub(super) fn scalar<'a>(v: &Got<'a>) -> Scalar<'a> {
-    match *v {
-        Got::Null | Got::Raw(_) => Scalar::Null,
-        Got::Bool(b) => Scalar::Bool(b),
-        Got::Integer(i) => Scalar::Integer(i),
-        Got::Real(r) => Scalar::Real(r),
-        Got::String(s) | Got::Json(s) => Scalar::Text(s),
-    }
-}
-
-/// A value as JSON, for a message.
-pub(super) fn json(v: &Got<'_>) -> String {
-    match *v {
-        Got::String(s) => serde_json::json!(s).to_string(),
-        Got::Json(s) | Got::Raw(s) => s.to_string(),
-        Got::Null => "null".into(),
-        Got::Bool(b) => b.to_string(),
-        Got::Integer(i) => i.to_string(),
-        Got::Real(r) => serde_json::json!(r).to_string(),
-    }
-}
-
 impl Typing {
     /// The typing of the table its load names `name`.
     pub(super) fn new(rules: Rules, name: Arc<str>) -> Typing {
@@ -119,6 +88,8 @@ impl Typing {
             rules,
             name,
             held: vec![],
+            held_bytes: 0,
+            values: false,
             types: None,
             mismatches: Mismatches::default(),
             rows: 0,
@@ -152,25 +123,45 @@ impl Typing {
     /// What `v` says of its column's type, a raw member read first.
     fn lexeme_of(&self, v: &Got<'_>) -> Lexeme {
         match v {
-            Got::Raw(raw) => values::read_value(raw)
-                .map_or(Lexeme::Empty, |o| lexeme(&o.got(), self.rules.fields)),
-            v => lexeme(v, self.rules.fields),
+            Got::Raw(raw) => values::read_value(raw).map_or(Lexeme::Empty, |o| {
+                values::lexeme(&o.got(), self.rules.fields)
+            }),
+            v => values::lexeme(v, self.rules.fields),
         }
     }
 
     /// Takes the row `row` of a table whose columns are `named` (by number), and writes
     /// its record to `spool` once the types are decided.
+    /// `held` counts the bytes every table holds.
     pub(super) fn take(
         &mut self,
         row: &[u8],
         named: &[String],
         spool: &mut Spool<'_>,
+        held: &mut usize,
     ) -> Result<()> {
+        if self.values {
+            return write(spool, row);
+        }
         if self.types.is_some() {
             return self.store(row, named, spool);
         }
+        if *held + row.len() > self.rules.held_max {
+            // Too much held: this table's rows go as values (the rows held first).
+            *held -= self.held_bytes;
+            self.held_bytes = 0;
+            self.values = true;
+            for r in std::mem::take(&mut self.held) {
+                write(spool, &r)?;
+            }
+            return write(spool, row);
+        }
+        *held += row.len();
+        self.held_bytes += row.len();
         self.held.push(row.to_vec());
         if self.held.len() >= self.rules.sample.max(1) {
+            *held -= self.held_bytes;
+            self.held_bytes = 0;
             self.decide(named, spool)?;
         }
         Ok(())
@@ -178,7 +169,7 @@ impl Typing {
 
     /// Decides the types (if not yet) and writes the rows held.
     pub(super) fn finish(&mut self, named: &[String], spool: &mut Spool<'_>) -> Result<()> {
-        if self.types.is_none() {
+        if self.types.is_none() && !self.values {
             self.decide(named, spool)?;
         }
         Ok(())
@@ -190,12 +181,18 @@ impl Typing {
         let mut met = 0;
         let mut guesses: Vec<TypeGuess> = vec![TypeGuess::default(); named.len()];
         for row in &self.held {
-            each(row, |c, v| {
-                if let Some(g) = guesses.get_mut(c) {
-                    g.add(self.lexeme_of(&v));
-                    met = met.max(c + 1);
+            let mut bad = false;
+            values::walk_row(row, |c, at| {
+                match (guesses.get_mut(c), values::get(&row[at..])) {
+                    (Some(g), Some((v, _))) => {
+                        g.add(self.lexeme_of(&v));
+                        met = met.max(c + 1);
+                    }
+                    _ => bad = true,
                 }
-            })?;
+            })
+            .filter(|_| !bad)
+            .ok_or_else(|| Error::internal("a row the split wrote cannot be read"))?;
         }
         // The columns are numbered as first met: those of the held rows come first.
         let types = (0..met)
@@ -226,21 +223,13 @@ impl Typing {
         at.clear();
         at.resize(self.types.as_ref().map_or(0, Vec::len), 0);
         let bad = || Error::internal("a row the split wrote cannot be read");
-        let mut i = 0;
-        loop {
-            let c = row.get(i..i + 4).ok_or_else(bad)?;
-            let c = u32::from_le_bytes(c.try_into().map_err(|_| bad())?);
-            i += 4;
-            if c == END {
-                break;
-            }
-            let c = c as usize;
+        values::walk_row(row, |c, i| {
             if c >= at.len() {
                 at.resize(c + 1, 0);
             }
             at[c] = i;
-            i += values::len(&row[i..]).ok_or_else(bad)?;
-        }
+        })
+        .ok_or_else(bad)?;
         // Columns first met in this row: typed by its value here.
         let known = self.types.as_ref().map_or(0, Vec::len);
         let added: Vec<ColumnType> = named[known..self.at.len()]
@@ -291,31 +280,114 @@ impl Typing {
                 }
                 v => v,
             };
-            let mismatch = match v {
-                Got::String(s) if self.rules.fields => {
-                    push_text_field(&mut self.record, s, ty, self.rules.empty_null)
-                }
-                v => push_scalar(
-                    &mut self.record,
-                    scalar(&v),
-                    ty,
-                    self.rules.empty_null,
-                    &mut self.scratch,
-                ),
-            };
-            if mismatch {
+            let (empty_null, fields) = (self.rules.empty_null, self.rules.fields);
+            if values::store(
+                &mut self.record,
+                &v,
+                ty,
+                empty_null,
+                fields,
+                &mut self.scratch,
+            ) {
                 let (name, column) = (&self.name, &named[c]);
-                self.mismatches
-                    .note(|| format!("{name}:{no}:1: {} in {ty} column {column:?}", json(&v)));
+                self.mismatches.note(|| {
+                    format!(
+                        "{name}:{no}:1: {} in {ty} column {column:?}",
+                        values::json(&v)
+                    )
+                });
             }
         }
         self.out.clear();
         self.out
             .extend_from_slice(&(self.record.len() as u32).to_le_bytes());
         self.record.encode(&mut self.out);
-        spool
-            .out
-            .write_all(&self.out)
-            .map_err(|e| Error::io(Some(spool.path.to_path_buf()), e))
+        write(spool, &self.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A spool row: `_id`, then the values given, by column.
+    fn row(id: i64, vals: &[(u32, &str)]) -> Vec<u8> {
+        let mut r = vec![];
+        r.extend_from_slice(&0u32.to_le_bytes());
+        values::put_integer(&mut r, id);
+        for (c, s) in vals {
+            r.extend_from_slice(&c.to_le_bytes());
+            values::put_text(&mut r, values::STRING, s.as_bytes());
+        }
+        r.extend_from_slice(&values::END.to_le_bytes());
+        r
+    }
+
+    fn rules(held_max: usize) -> Rules {
+        Rules {
+            sample: 2,
+            detect: true,
+            fields: false,
+            empty_null: false,
+            given: vec![("_id".into(), ColumnType::Integer)],
+            held_max,
+        }
+    }
+
+    #[test]
+    fn tables_past_the_held_bytes_spool_values_and_the_others_records() {
+        let named: Vec<String> = ["_id", "a"].iter().map(|s| s.to_string()).collect();
+        let (mut first, mut second) = (vec![], vec![]);
+        let path = Path::new("spool");
+        let mut held = 0;
+        let mut one = Typing::new(rules(60), "one".into());
+        let mut two = Typing::new(rules(60), "two".into());
+        let rows: Vec<Vec<u8>> = (1..=4).map(|i| row(i, &[(1, "é\0x")])).collect();
+        // Rows of 30 bytes: table one holds one, table two one more, and its second
+        // would pass 60.
+        let mut spool = Spool {
+            out: &mut first,
+            path,
+        };
+        one.take(&rows[0], &named, &mut spool, &mut held).unwrap();
+        assert_eq!((held, first.len()), (30, 0));
+        for r in &rows {
+            let mut spool = Spool {
+                out: &mut second,
+                path,
+            };
+            two.take(r, &named, &mut spool, &mut held).unwrap();
+        }
+        assert!(two.values && two.types.is_none());
+        assert_eq!(second, rows.concat(), "the rows as they came");
+        assert_eq!(held, 30);
+        // Table one decides at its sample's second row, then writes records.
+        for r in &rows[1..] {
+            let mut spool = Spool {
+                out: &mut first,
+                path,
+            };
+            one.take(r, &named, &mut spool, &mut held).unwrap();
+        }
+        let mut spool = Spool {
+            out: &mut first,
+            path,
+        };
+        one.finish(&named, &mut spool).unwrap();
+        assert_eq!(held, 0);
+        assert!(!one.values);
+        assert_eq!(
+            one.types.as_deref(),
+            Some(&[ColumnType::Integer, ColumnType::Text][..])
+        );
+        let mut rest = &first[..];
+        let mut got = vec![];
+        while !rest.is_empty() {
+            let len = u32::from_le_bytes(rest[..4].try_into().unwrap()) as usize;
+            let record = liteload_btree::Record::parse(&rest[4..4 + len]).unwrap();
+            got.push(format!("{:?}", record.values().collect::<Vec<_>>()));
+            rest = &rest[4 + len..];
+        }
+        assert_eq!(got, vec![r#"[Null, Text([195, 169, 0, 120])]"#; 4]);
     }
 }

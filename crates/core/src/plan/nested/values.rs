@@ -12,7 +12,9 @@
 //! bytes of UTF-8 (the payload is bounded by the record it came from, which the reader
 //! bounds far below 4 GiB).
 
+use crate::source::convert::{push_scalar, push_text_field, Scalar, Values};
 use crate::source::json::parse_lossless;
+use crate::types::{classify, ColumnType, Lexeme};
 
 /// JSON's `null`.
 pub(super) const NULL: u8 = 0;
@@ -141,6 +143,74 @@ pub(super) fn len(bytes: &[u8]) -> Option<usize> {
 pub(super) fn payload(bytes: &[u8]) -> Option<&[u8]> {
     let len = u32::from_le_bytes(bytes.get(1..5)?.try_into().ok()?) as usize;
     bytes.get(5..5 + len)
+}
+
+/// Walks the row of values at the start of `bytes` (a spool's row: each value after its
+/// column's number, then [`END`]; see [`super::spools`]), calling `f` with each value's
+/// column and its place in `bytes`, without reading the values. Returns the row's
+/// length, or `None` where `bytes` hold no whole row (or a tag that is none).
+#[inline]
+pub(super) fn walk_row(bytes: &[u8], mut f: impl FnMut(usize, usize)) -> Option<usize> {
+    let mut n = 0;
+    loop {
+        let c = u32::from_le_bytes(bytes.get(n..n + 4)?.try_into().ok()?);
+        n += 4;
+        if c == END {
+            return Some(n);
+        }
+        f(c as usize, n);
+        n += len(bytes.get(n..)?)?;
+    }
+}
+
+/// What `v` says about its column's type; with `fields`, a string as a delimited
+/// field's text does.
+pub(super) fn lexeme(v: &Got<'_>, fields: bool) -> Lexeme {
+    match v {
+        Got::String(s) if fields => classify(s.as_bytes()),
+        v => scalar(v).lexeme(),
+    }
+}
+
+/// A value as the conversions take it (a raw member read first: [`read_value`]).
+pub(super) fn scalar<'a>(v: &Got<'a>) -> Scalar<'a> {
+    match *v {
+        Got::Null | Got::Raw(_) => Scalar::Null,
+        Got::Bool(b) => Scalar::Bool(b),
+        Got::Integer(i) => Scalar::Integer(i),
+        Got::Real(r) => Scalar::Real(r),
+        Got::String(s) | Got::Json(s) => Scalar::Text(s),
+    }
+}
+
+/// Stores `v` into `to` as a value of a column of type `ty`, as the JSON reader stores
+/// a member (with `fields`, a string as a delimited field, as XML's text is): whether
+/// it is of another type than its column's (a mismatch).
+#[inline]
+pub(super) fn store(
+    to: &mut impl Values,
+    v: &Got<'_>,
+    ty: ColumnType,
+    empty_null: bool,
+    fields: bool,
+    scratch: &mut String,
+) -> bool {
+    match v {
+        Got::String(s) if fields => push_text_field(to, s, ty, empty_null),
+        v => push_scalar(to, scalar(v), ty, empty_null, scratch),
+    }
+}
+
+/// A value as JSON, for a message.
+pub(super) fn json(v: &Got<'_>) -> String {
+    match *v {
+        Got::String(s) => serde_json::json!(s).to_string(),
+        Got::Json(s) | Got::Raw(s) => s.to_string(),
+        Got::Null => "null".into(),
+        Got::Bool(b) => b.to_string(),
+        Got::Integer(i) => i.to_string(),
+        Got::Real(r) => serde_json::json!(r).to_string(),
+    }
 }
 
 /// A value as the JSON reader stores a member of this JSON text (see
