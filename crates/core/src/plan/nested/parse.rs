@@ -65,10 +65,11 @@ impl Split {
     /// Room for the records of `bytes` bytes of text, `records` of them (the arena
     /// about as large as the text, 40 events a record: an order of `bench/nested.py`,
     /// with its items and their discounts, makes about that many), so that it seldom
-    /// grows.
+    /// grows; never more events than one for 8 bytes of text, so that a chunk of many
+    /// tiny records reserves no more than its size allows.
     pub(super) fn sized(bytes: usize, records: usize) -> Split {
         Split {
-            events: Vec::with_capacity(records * 40),
+            events: Vec::with_capacity(records.saturating_mul(40).min(bytes / 8)),
             arena: Vec::with_capacity(bytes + bytes / 4),
             buffers: Buffers::default(),
         }
