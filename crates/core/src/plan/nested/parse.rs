@@ -75,6 +75,17 @@ impl Split {
         }
     }
 
+    /// This split emptied, with room as [`Split::sized`] gives (a written chunk's
+    /// split, so that its pages serve the next chunk's: new ones cost a fault each).
+    pub(super) fn reused(mut self, bytes: usize, records: usize) -> Split {
+        self.events.clear();
+        self.arena.clear();
+        self.events
+            .reserve(records.saturating_mul(40).min(bytes / 8));
+        self.arena.reserve(bytes + bytes / 4);
+        self
+    }
+
     fn put(&mut self, bytes: &[u8]) -> Range<usize> {
         let at = self.arena.len();
         self.arena.extend_from_slice(bytes);

@@ -216,6 +216,23 @@ impl Typing {
         Ok(())
     }
 
+    /// Types the columns of `row` past the `known` ones, each by its value in `row`
+    /// (see [`Typing::type_of`]).
+    fn type_new_columns(&mut self, row: &[u8], named: &[String], known: usize) {
+        let added: Vec<ColumnType> = named[known..self.at.len()]
+            .iter()
+            .zip(&self.at[known..])
+            .map(|(name, &i)| {
+                let v = match i {
+                    0 => None,
+                    i => values::get(&row[i..]).map(|(v, _)| v),
+                };
+                self.type_of(name, v.as_ref())
+            })
+            .collect();
+        self.types.get_or_insert_with(Vec::new).extend(added);
+    }
+
     /// Writes the record of `row`.
     fn store(&mut self, row: &[u8], named: &[String], spool: &mut Spool<'_>) -> Result<()> {
         // Where each column's value is in the row (0: none), found without reading it.
@@ -232,18 +249,9 @@ impl Typing {
         .ok_or_else(bad)?;
         // Columns first met in this row: typed by its value here.
         let known = self.types.as_ref().map_or(0, Vec::len);
-        let added: Vec<ColumnType> = named[known..self.at.len()]
-            .iter()
-            .zip(&self.at[known..])
-            .map(|(name, &i)| {
-                let v = match i {
-                    0 => None,
-                    i => values::get(&row[i..]).map(|(v, _)| v),
-                };
-                self.type_of(name, v.as_ref())
-            })
-            .collect();
-        self.types.get_or_insert_with(Vec::new).extend(added);
+        if self.at.len() > known {
+            self.type_new_columns(row, named, known);
+        }
         self.rows += 1;
         let no = self.rows;
         let types = self.types.as_deref().unwrap_or_default();
