@@ -679,3 +679,64 @@ fn xml_records_split_into_related_tables_and_refusals_leave_nothing() {
     assert!(!dir.path().join("x.db").exists());
     no_spool(dir.path());
 }
+
+/// A document with more arrays at distinct paths (more child tables) than the process
+/// may open files loads whole: no spool is held open between its writes and reads.
+#[test]
+fn more_child_tables_than_open_files_allowed_load_by_either_writer() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let n = 300;
+    let records: Vec<String> = (0..n)
+        .map(|i| {
+            format!(r#"{{"id": {i}, "a{i}": [{{"x": {i}, "s": "é{i}"}}], "all": [{i}, {i}]}}"#)
+        })
+        .collect();
+    std::fs::write(
+        dir.path().join("orders.json"),
+        format!("[{}]", records.join(",\n")),
+    )
+    .expect("write");
+    let bin = assert_cmd::cargo::cargo_bin("liteload");
+    for engine in ["auto", "sqlite"] {
+        let db = format!("{engine}.db");
+        // (A limit of 64 files: the split makes 302 tables.)
+        std::process::Command::new("sh")
+            .current_dir(dir.path())
+            .args(["-c", "ulimit -n 64 && exec \"$0\" \"$@\""])
+            .arg(&bin)
+            .args(["import", &db, "orders.json", "--nested", "tables", "-q"])
+            .args(["--engine", engine])
+            .status()
+            .map(|s| assert!(s.success(), "{engine}: {s}"))
+            .expect("sh");
+        no_spool(dir.path());
+        let db = dir.path().join(db);
+        let tables = checked_rows(
+            &db,
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table'",
+        )
+        .expect("tables");
+        assert_eq!(tables, [ints(&[n + 2])], "{engine}");
+        for i in [0, 150, n - 1] {
+            let rows = checked_rows(
+                &db,
+                &format!("SELECT _parent, _position, x, s FROM \"orders_a{i}\""),
+            )
+            .expect("a child table");
+            assert_eq!(
+                rows,
+                [vec![
+                    Value::Integer(i + 1),
+                    Value::Integer(0),
+                    Value::Integer(i),
+                    Value::Text(format!("é{i}")),
+                ]],
+                "{engine}"
+            );
+        }
+        let all = checked_rows(&db, "SELECT count(*), sum(value) FROM orders_all").expect("all");
+        assert_eq!(all, [ints(&[2 * n, n * (n - 1)])], "{engine}");
+        let fk = checked_rows(&db, "PRAGMA foreign_key_check").expect("fk");
+        assert!(fk.is_empty(), "{engine}: {fk:?}");
+    }
+}

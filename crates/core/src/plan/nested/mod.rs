@@ -22,6 +22,7 @@
 
 mod parse;
 mod read;
+mod spool_file;
 mod spools;
 #[cfg(feature = "arrow")]
 mod typed;
@@ -380,12 +381,8 @@ pub(crate) fn spool(
     });
     split.finish()?;
     let mut made = vec![];
+    // (`finish` wrote every spool's bytes to its file.)
     for s in split.spools {
-        let file = s
-            .out
-            .into_inner()
-            .map_err(|e| Error::io(Some(s.path.clone()), e.into_error()))?;
-        drop(file);
         made.push(Made {
             table: s.table,
             parent: s.parent,

@@ -31,7 +31,10 @@ use crate::types::{ColumnType, Lexeme, TypeGuess};
 /// The rows of one spool.
 pub(super) struct SpoolRows {
     path: PathBuf,
-    file: File,
+    /// The spool, while it is being read.
+    file: Option<File>,
+    /// Whether the spool was read to its end.
+    ended: bool,
     /// Each column's name, by its number in the spool.
     named: Vec<String>,
     /// Each spool column's column in the rows, once met.
@@ -59,10 +62,10 @@ impl SpoolRows {
         named: Vec<String>,
         bytes_read: Arc<AtomicU64>,
     ) -> Result<SpoolRows> {
-        let file = File::open(&path).map_err(|e| Error::io(Some(path.clone()), e))?;
         Ok(SpoolRows {
             path,
-            file,
+            file: None,
+            ended: false,
             columns: vec![None; named.len()],
             named,
             buf: vec![],
@@ -103,9 +106,19 @@ impl SpoolRows {
             self.at = 0;
             let had = self.buf.len();
             self.buf.resize(had + READ, 0);
-            let got = self.file.read(&mut self.buf[had..])?;
+            let got = match (&mut self.file, self.ended) {
+                (_, true) => 0,
+                (Some(file), false) => file.read(&mut self.buf[had..])?,
+                (None, false) => self
+                    .file
+                    .insert(File::open(&self.path)?)
+                    .read(&mut self.buf[had..])?,
+            };
             self.buf.truncate(had + got);
             if got == 0 {
+                // (Opened when first read, closed once read: a load of many tables
+                // holds one spool open.)
+                (self.file, self.ended) = (None, true);
                 return match had {
                     0 => Ok(false),
                     _ => Err(std::io::Error::new(

@@ -10,11 +10,11 @@
 //! `_parent` is that key.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::parse::{Event, Split};
+use super::spool_file::SpoolFile;
 use super::typing::{self, Typing};
 use super::values::{self, Got, END};
 use super::{ID, PARENT, POSITION, VALUE};
@@ -44,7 +44,7 @@ pub(super) struct Spool {
     next_id: i64,
     pub(super) rows: u64,
     pub(super) path: PathBuf,
-    pub(super) out: BufWriter<File>,
+    pub(super) out: SpoolFile,
     /// Its rows typed and written as records ([`super::typing`]), or as values where
     /// the load types them (`None`).
     pub(super) typing: Option<Typing>,
@@ -67,6 +67,10 @@ struct TopKey {
     /// an integer written plainly (`7`, not `07` or ` 7`) is then an integer key.
     fields: bool,
 }
+
+/// The most bytes all spools together hold before they are written to their files
+/// (each also writes its own once it holds [`super::spool_file::FLUSH_AT`]).
+const UNWRITTEN_MAX: usize = 32 << 20;
 
 /// Appends the column number `c`.
 #[inline]
@@ -109,6 +113,9 @@ pub(super) struct Spools {
     free: Vec<Vec<u8>>,
     /// Bytes of rows the tables hold while their types are undecided.
     held: usize,
+    /// Bytes the spools hold that are not yet in their files (at most
+    /// [`UNWRITTEN_MAX`] after each row).
+    unwritten: usize,
     /// How rows are typed as they are written, and the input's name (a table's load is
     /// named after it); `None`: their loads type them.
     typing: Option<(typing::Rules, String)>,
@@ -138,6 +145,7 @@ impl Spools {
             given: vec![],
             free: vec![],
             held: 0,
+            unwritten: 0,
             typing,
         };
         s.add(top.to_string(), None, String::new())?;
@@ -276,7 +284,7 @@ impl Spools {
     fn add(&mut self, table: String, parent: Option<usize>, steps: String) -> Result<usize> {
         let i = self.spools.len();
         let path = self.dir.join(format!("{i}.rows"));
-        let file = File::create(&path).map_err(|e| Error::io(Some(path.clone()), e))?;
+        let out = SpoolFile::create(path.clone())?;
         let mut names = Names::new();
         let mut named = vec![ID.to_string()];
         names.claim(ID);
@@ -323,7 +331,7 @@ impl Spools {
             next_id: 1,
             rows: 0,
             path,
-            out: BufWriter::with_capacity(1 << 20, file),
+            out,
             typing,
         });
         Ok(i)
@@ -451,6 +459,7 @@ impl Spools {
         column_no(&mut row, END);
         let s = &mut self.spools[t];
         s.rows += 1;
+        let before = s.out.held();
         let written = match &mut s.typing {
             Some(typing) => {
                 let mut spool = typing::Spool {
@@ -466,10 +475,26 @@ impl Spools {
         };
         row.clear();
         self.free.push(row);
-        written
+        written?;
+        // (`before` is part of `unwritten`.)
+        self.unwritten = self.unwritten + self.spools[t].out.held() - before;
+        if self.unwritten > UNWRITTEN_MAX {
+            self.write_held()?;
+        }
+        Ok(())
     }
 
-    /// Writes the rows each table holds still (its types then decided).
+    /// Appends every spool's bytes held to its file.
+    pub(super) fn write_held(&mut self) -> Result<()> {
+        for s in &mut self.spools {
+            s.out.flush_held()?;
+        }
+        self.unwritten = 0;
+        Ok(())
+    }
+
+    /// Writes the rows each table holds still (its types then decided), and every
+    /// spool's bytes to its file.
     pub(super) fn finish(&mut self) -> Result<()> {
         for s in &mut self.spools {
             if let Some(typing) = &mut s.typing {
@@ -480,7 +505,7 @@ impl Spools {
                 typing.finish(&s.named, &mut spool)?;
             }
         }
-        Ok(())
+        self.write_held()
     }
 
     /// The child table of table `t` for the arrays at `key` (`table_key` joined by `_`):
