@@ -351,6 +351,7 @@ struct Member<'w, 'o> {
 
 impl<'de> serde::de::DeserializeSeed<'de> for Member<'_, '_> {
     type Value = ();
+    #[inline]
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
         d.deserialize_any(self)
     }
@@ -361,23 +362,28 @@ impl<'de> Visitor<'de> for Member<'_, '_> {
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a JSON value")
     }
+    #[inline]
     fn visit_unit<E: serde::de::Error>(self) -> std::result::Result<(), E> {
         self.walk.value(|o| values::put_tag(o, values::NULL));
         Ok(())
     }
+    #[inline]
     fn visit_bool<E: serde::de::Error>(self, b: bool) -> std::result::Result<(), E> {
         let tag = if b { values::TRUE } else { values::FALSE };
         self.walk.value(|o| values::put_tag(o, tag));
         Ok(())
     }
+    #[inline]
     fn visit_i64<E: serde::de::Error>(self, i: i64) -> std::result::Result<(), E> {
         self.walk.value(|o| values::put_integer(o, i));
         Ok(())
     }
+    #[inline]
     fn visit_u64<E: serde::de::Error>(self, u: u64) -> std::result::Result<(), E> {
         self.walk.value(|o| Walk::unsigned(o, u));
         Ok(())
     }
+    #[inline]
     fn visit_f64<E: serde::de::Error>(self, r: f64) -> std::result::Result<(), E> {
         if crate::source::json::needs_its_text(r) {
             return Err(self.walk.stop(Stop::Again));
@@ -385,11 +391,13 @@ impl<'de> Visitor<'de> for Member<'_, '_> {
         self.walk.value(|o| values::put_real(o, r));
         Ok(())
     }
+    #[inline]
     fn visit_str<E: serde::de::Error>(self, s: &str) -> std::result::Result<(), E> {
         self.walk
             .value(|o| values::put_text(o, values::STRING, s.as_bytes()));
         Ok(())
     }
+    #[inline]
     fn visit_seq<A: serde::de::SeqAccess<'de>>(
         self,
         mut seq: A,
@@ -405,6 +413,7 @@ impl<'de> Visitor<'de> for Member<'_, '_> {
         walk.out.events.push(Event::Close);
         Ok(())
     }
+    #[inline]
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<(), A::Error> {
         if self.walk.flatten {
             // (An empty object gives no member, as flattening says.)
@@ -464,6 +473,7 @@ impl Element<'_, '_> {
 
 impl<'de> serde::de::DeserializeSeed<'de> for Element<'_, '_> {
     type Value = ();
+    #[inline]
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
         d.deserialize_any(self)
     }
@@ -474,23 +484,28 @@ impl<'de> Visitor<'de> for Element<'_, '_> {
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a JSON value")
     }
+    #[inline]
     fn visit_unit<E: serde::de::Error>(self) -> std::result::Result<(), E> {
         self.scalar(|o| values::put_tag(o, values::NULL));
         Ok(())
     }
+    #[inline]
     fn visit_bool<E: serde::de::Error>(self, b: bool) -> std::result::Result<(), E> {
         let tag = if b { values::TRUE } else { values::FALSE };
         self.scalar(|o| values::put_tag(o, tag));
         Ok(())
     }
+    #[inline]
     fn visit_i64<E: serde::de::Error>(self, i: i64) -> std::result::Result<(), E> {
         self.scalar(|o| values::put_integer(o, i));
         Ok(())
     }
+    #[inline]
     fn visit_u64<E: serde::de::Error>(self, u: u64) -> std::result::Result<(), E> {
         self.scalar(|o| Walk::unsigned(o, u));
         Ok(())
     }
+    #[inline]
     fn visit_f64<E: serde::de::Error>(self, r: f64) -> std::result::Result<(), E> {
         if crate::source::json::needs_its_text(r) {
             return Err(self.walk.stop(Stop::Again));
@@ -498,10 +513,12 @@ impl<'de> Visitor<'de> for Element<'_, '_> {
         self.scalar(|o| values::put_real(o, r));
         Ok(())
     }
+    #[inline]
     fn visit_str<E: serde::de::Error>(self, s: &str) -> std::result::Result<(), E> {
         self.scalar(|o| values::put_text(o, values::STRING, s.as_bytes()));
         Ok(())
     }
+    #[inline]
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> std::result::Result<(), A::Error> {
         self.row(|walk| {
             walk.path.0.push_str(VALUE);
@@ -509,6 +526,7 @@ impl<'de> Visitor<'de> for Element<'_, '_> {
             Member { walk, depth: 0 }.visit_seq(seq)
         })
     }
+    #[inline]
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<(), A::Error> {
         self.row(|walk| Object { walk, depth: 0 }.visit_map(map))
     }
