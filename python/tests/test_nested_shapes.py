@@ -627,3 +627,40 @@ def test_xml_records_keyed_by_an_attribute_through_import_file(tmp_path):
     assert not bad.exists()
     liteload.import_file(bad, src, table="orders", nested="tables", pk="id", max_errors=1)
     assert checked(bad).execute("SELECT id FROM orders ORDER BY id").fetchall() == [(1,), (2,)]
+
+
+def test_nested_tables_without_type_detection_keep_integer_keys(tmp_path):
+    """nested="tables", detect_types=False: every column of the input is TEXT (a number
+    its JSON text, as the flat load stores it), while `_id`, `_parent` and `_position`
+    stay INTEGER keys; every row equals the reference's."""
+    recs = [
+        {"a": 1, "xs": [{"b": 2.5, "s": "é\u0000😀"}, {"b": "x"}]},
+        {"a": "two", "xs": [{"b": 12345678901234567890123}], "n": None},
+        {"a": -0.0, "xs": []},
+    ]
+    src = tmp_path / "t.json"
+    src.write_text(json.dumps(recs, ensure_ascii=False), encoding="utf-8")
+    db = tmp_path / "t.db"
+    liteload.import_file(db, src, table="t", nested="tables", detect_types=False)
+    conn = checked(db)
+    declared = lambda t: conn.execute(
+        f"SELECT name, type, pk FROM pragma_table_info('{t}')").fetchall()
+    assert declared("t") == [("_id", "INTEGER", 1), ("a", "TEXT", 0), ("n", "TEXT", 0)]
+    assert declared("t_xs") == [("_id", "INTEGER", 1), ("_parent", "INTEGER", 0),
+                                ("_position", "INTEGER", 0), ("b", "TEXT", 0), ("s", "TEXT", 0)]
+    text = lambda v: v if isinstance(v, str) or v is None else json.dumps(v)
+    flat = tmp_path / "flat.db"
+    liteload.import_file(flat, src, table="t", detect_types=False)
+    # The records' own columns as the flat load stores them (its `xs` is JSON text).
+    want_top = [(i + 1, *row) for i, row in enumerate(
+        checked(flat).execute("SELECT a, n FROM t ORDER BY rowid").fetchall())]
+    assert conn.execute("SELECT _id, a, n FROM t ORDER BY _id").fetchall() == want_top
+    want_xs, n = [], 0
+    for p, r in enumerate(recs, 1):
+        for pos, x in enumerate(r["xs"]):
+            n += 1
+            want_xs.append((n, p, pos, text(x["b"]), x.get("s")))
+    assert conn.execute("SELECT _id, _parent, _position, b, s FROM t_xs ORDER BY _id").fetchall() == want_xs
+    assert conn.execute("SELECT typeof(_parent), typeof(_position) FROM t_xs LIMIT 1").fetchone() == (
+        "integer", "integer")
+    assert conn.execute("SELECT count(*) FROM pragma_foreign_key_check").fetchone() == (0,)
