@@ -16,6 +16,11 @@ use super::VALUE;
 use crate::options::Nested;
 use crate::source::keys::PART;
 
+/// Where bytes are in a chunk's arena: 32 bits each end, so that an event takes 20
+/// bytes, not 40 (a chunk's events are written by a worker and read by the spools'
+/// thread: 300 MB of `bench/nested.py`'s orders make about 30 million).
+pub(super) type Span = Range<u32>;
+
 /// What a record becomes, in walk order: `Row` … `EndRow` for its own row; inside a
 /// row, `Value`s and, for an array that becomes a child table, `Open`, a `Row` … `EndRow`
 /// (or one `Element`) for each element, `Close`.
@@ -25,19 +30,19 @@ pub(super) enum Event {
     /// A member kept: its key's path (keys joined by [`PART`]) and its value
     /// ([`super::values`]).
     Value {
-        key: Range<usize>,
-        text: Range<usize>,
+        key: Span,
+        text: Span,
     },
     /// A row of the open array's table whose one member is `value`, this value:
     /// an element that is not an object (one event, not three: a long array of
     /// numbers is held at a third of the memory).
     Element {
-        text: Range<usize>,
+        text: Span,
     },
     /// An array member made rows: its key's path, and the same joined by `_`.
     Open {
-        key: Range<usize>,
-        table_key: Range<usize>,
+        key: Span,
+        table_key: Span,
     },
     Close,
     EndRow,
@@ -86,21 +91,27 @@ impl Split {
         self
     }
 
-    fn put(&mut self, bytes: &[u8]) -> Range<usize> {
+    fn put(&mut self, bytes: &[u8]) -> Span {
         let at = self.arena.len();
         self.arena.extend_from_slice(bytes);
-        at..self.arena.len()
+        self.span(at)
+    }
+
+    /// The arena from `at` to its end. (A record whose arena passes [`u32::MAX`] is
+    /// refused by [`record`], its spans with it.)
+    fn span(&self, at: usize) -> Span {
+        at as u32..self.arena.len() as u32
     }
 
     /// The text at `r` (put there from a `str`).
-    pub(super) fn text(&self, r: &Range<usize>) -> &str {
+    pub(super) fn text(&self, r: &Span) -> &str {
         // (Every range of a key was put from a `str`; never empty otherwise.)
-        std::str::from_utf8(&self.arena[r.clone()]).unwrap_or_default()
+        std::str::from_utf8(self.bytes(r)).unwrap_or_default()
     }
 
     /// The bytes at `r`.
-    pub(super) fn bytes(&self, r: &Range<usize>) -> &[u8] {
-        &self.arena[r.clone()]
+    pub(super) fn bytes(&self, r: &Span) -> &[u8] {
+        &self.arena[r.start as usize..r.end as usize]
     }
 }
 
@@ -113,9 +124,38 @@ pub(super) struct Rules {
 
 /// Takes the record of JSON `text` apart into `out` (its events, then `Ok`), or says
 /// why not: `Err(None)` when it is not a JSON object (the stream's reader says why),
-/// `Err(Some(why))` when a key that would name a column or table holds a NUL byte.
-/// Nothing of a record not taken stays in `out`.
+/// `Err(Some(why))` when a key that would name a column or table holds a NUL byte, or
+/// when the chunk's arena would pass 4 GiB with it (see [`Span`]). Nothing of a record
+/// not taken stays in `out`.
 pub(super) fn record(
+    text: &[u8],
+    rules: Rules,
+    out: &mut Split,
+) -> std::result::Result<(), Option<String>> {
+    record_within(text, rules, out, u32::MAX as usize)
+}
+
+/// [`record`], the arena at most `max` bytes.
+fn record_within(
+    text: &[u8],
+    rules: Rules,
+    out: &mut Split,
+    max: usize,
+) -> std::result::Result<(), Option<String>> {
+    let before = (out.events.len(), out.arena.len());
+    let taken = taken_apart(text, rules, out);
+    if taken.is_ok() && out.arena.len() > max {
+        out.events.truncate(before.0);
+        out.arena.truncate(before.1);
+        return Err(Some(
+            "a record whose columns' names and values, taken apart, pass 4 GiB".into(),
+        ));
+    }
+    taken
+}
+
+/// [`record`], but for the arena's bound.
+fn taken_apart(
     text: &[u8],
     rules: Rules,
     out: &mut Split,
@@ -258,12 +298,12 @@ impl Walk<'_> {
     }
 
     /// Puts the current path in the arena.
-    fn put_key(&mut self) -> Range<usize> {
+    fn put_key(&mut self) -> Span {
         self.out.put(&self.path.0.as_bytes()[self.base.0..])
     }
 
     /// Puts the current path, its keys joined by `_`, in the arena.
-    fn put_table_key(&mut self) -> Range<usize> {
+    fn put_table_key(&mut self) -> Span {
         self.out.put(&self.path.1.as_bytes()[self.base.1..])
     }
 
@@ -272,7 +312,7 @@ impl Walk<'_> {
         let key = self.put_key();
         let at = self.out.arena.len();
         write(&mut self.out.arena);
-        let text = at..self.out.arena.len();
+        let text = self.out.span(at);
         self.out.events.push(Event::Value { key, text });
     }
 
@@ -435,7 +475,7 @@ impl<'de> Visitor<'de> for Member<'_, '_> {
             return Err(walk.stop(Stop::Again));
         }
         values::end_text(&mut walk.out.arena, begun);
-        let text = at..walk.out.arena.len();
+        let text = walk.out.span(at);
         walk.out.events.push(Event::Value { key, text });
         Ok(())
     }
@@ -452,7 +492,7 @@ impl Element<'_, '_> {
         let out = &mut *self.walk.out;
         let at = out.arena.len();
         write(&mut out.arena);
-        let text = at..out.arena.len();
+        let text = out.span(at);
         out.events.push(Event::Element { text });
     }
 
@@ -571,7 +611,7 @@ fn walk(
                             _ => {
                                 let at = out.arena.len();
                                 values::put_text(&mut out.arena, values::RAW, el.get().as_bytes());
-                                let text = at..out.arena.len();
+                                let text = out.span(at);
                                 out.events.push(Event::Element { text });
                                 continue;
                             }
@@ -611,7 +651,7 @@ fn value(key: &str, raw: &[u8], out: &mut Split) {
         _ => out.arena.extend_from_slice(raw),
     }
     values::end_text(&mut out.arena, begun);
-    let text = at..out.arena.len();
+    let text = out.span(at);
     out.events.push(Event::Value { key, text });
 }
 
@@ -743,7 +783,7 @@ mod tests {
 
     /// Events as text, each value as its load reads it.
     fn shown(out: &Split, from: (usize, usize)) -> Vec<String> {
-        let value = |r: &Range<usize>| read(out.bytes(r));
+        let value = |r: &Span| read(out.bytes(r));
         out.events[from.0..]
             .iter()
             .map(|e| match e {
@@ -822,6 +862,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_record_past_the_arenas_bound_is_refused_and_leaves_nothing() {
+        let rules = Rules {
+            rule: Nested::Tables,
+            flatten: false,
+        };
+        let mut out = Split::default();
+        record(br#"{"a": 1}"#, rules, &mut out).expect("taken");
+        let before = (out.events.len(), out.arena.len());
+        let long = br#"{"b": "a value longer than what is left", "c": [{"d": 2}]}"#;
+        let refused = record_within(long, rules, &mut out, before.1 + 20);
+        assert!(refused.unwrap_err().unwrap().contains("4 GiB"));
+        assert_eq!((out.events.len(), out.arena.len()), before);
+        record_within(long, rules, &mut out, before.1 + 200).expect("within the bound");
     }
 
     #[test]
