@@ -121,7 +121,8 @@ enum Read {
         text: Range<usize>,
         at: (u64, u64, u64),
     },
-    Bad(crate::source::json::BadObj),
+    /// (Boxed: a chunk holds a `Read` a record, and the good ones are small.)
+    Bad(Box<crate::source::json::BadObj>),
 }
 
 /// A chunk taken apart: each record's events or why it is bad, and the error that
@@ -145,7 +146,8 @@ enum Taken {
         at: (u64, u64, u64),
         text: Range<usize>,
     },
-    Bad(BadRecord),
+    /// (Boxed: a chunk holds a `Taken` a record, and the good ones are small.)
+    Bad(Box<BadRecord>),
 }
 
 /// The most bytes of rows the split holds while tables' types are undecided (see
@@ -315,7 +317,7 @@ pub(crate) fn spool(
                 };
                 for record in records {
                     match record {
-                        Taken::Bad(bad) => reject(bad)?,
+                        Taken::Bad(bad) => reject(*bad)?,
                         Taken::Rows {
                             events,
                             no,
@@ -776,7 +778,7 @@ fn read_chunks(
                 chunk.records.push(match record {
                     TextRecord::Line(_) => Read::Line { text, at },
                     TextRecord::Element(_) => Read::Element { text, at },
-                    TextRecord::Bad(b) => Read::Bad(b),
+                    TextRecord::Bad(b) => Read::Bad(Box::new(b)),
                 });
                 false
             }
@@ -830,7 +832,7 @@ fn take_apart(
     let mut records = Vec::with_capacity(chunk.records.len());
     let mut end = chunk.end;
     let bad = |records: &mut Vec<Taken>, error: Error, fields: Value| {
-        records.push(Taken::Bad(BadRecord { error, fields }));
+        records.push(Taken::Bad(Box::new(BadRecord { error, fields })));
     };
     for (i, read) in chunk.records.into_iter().enumerate() {
         let no = chunk.first + i as u64;
