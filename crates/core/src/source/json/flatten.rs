@@ -5,7 +5,23 @@
 
 use serde_json::{Map, Value};
 
+use super::objects::parse_lossless_keeping;
 use crate::source::keys::PART;
+
+/// Reads again, as objects, the members of `map` named in `whole`: objects that
+/// [`parse_lossless_keeping`] kept as their JSON text (an integer past 64 bits or a
+/// negative zero in them), so that flattening finds their members, each kept as the
+/// same rules keep a record's own (at every depth).
+pub(super) fn objects_again(map: &mut Map<String, Value>, whole: &[String]) {
+    for k in whole {
+        let Some(v) = map.get_mut(k) else { continue };
+        let Value::String(text) = v else { continue };
+        if let Ok((Value::Object(mut inner), deeper)) = parse_lossless_keeping(text.as_bytes()) {
+            objects_again(&mut inner, &deeper);
+            *v = Value::Object(inner);
+        }
+    }
+}
 
 /// A key holding a NUL byte, in `map` or (with `deep`) in an object nested in it
 /// outside arrays: no column can be named by it.

@@ -19,13 +19,13 @@ mod scan;
 pub(crate) use chunks::{Chunks, Layout};
 pub(crate) use fast::nested_object_text;
 use fast::{fast_row, push_fast, FastRow};
-use objects::line_item;
 pub(crate) use objects::needs_its_text;
 pub(crate) use objects::TextRecord;
 pub use objects::{
     explain_bad_line, parse_lossless, BadObj, ElementText, Fatal, Item, LineObjects, Obj,
     ObjectStream, RawElement,
 };
+use objects::{line_item, parse_lossless_keeping};
 
 use std::collections::VecDeque;
 use std::io::BufRead;
@@ -73,12 +73,18 @@ impl SampledText {
     /// The object again, for the slow path (flattened with `flatten`, as
     /// [`JsonSource::classify`] flattens a record read the first time).
     fn reparsed(self, flatten: bool) -> Result<Obj> {
-        match parse_lossless(&self.text) {
-            Ok(Value::Object(map)) => Ok(Obj {
-                map: if flatten { flatten::flatten(map) } else { map },
+        match parse_lossless_keeping(&self.text) {
+            Ok((Value::Object(mut map), whole)) => Ok(Obj {
+                map: if flatten {
+                    flatten::objects_again(&mut map, &whole);
+                    flatten::flatten(map)
+                } else {
+                    map
+                },
                 line: self.line,
                 column: self.column,
                 byte: self.byte,
+                whole: vec![],
             }),
             _ => Err(Error::internal("a sampled JSON object no longer parses")),
         }
@@ -271,6 +277,13 @@ impl JsonSource {
             {
                 self.records += 1;
                 let flat = self.keys.flatten.is_some();
+                let item = match item {
+                    Item::Obj(mut o) if flat => {
+                        flatten::objects_again(&mut o.map, &std::mem::take(&mut o.whole));
+                        Item::Obj(o)
+                    }
+                    item => item,
+                };
                 match item {
                     Item::Obj(o) => match flatten::nul_key(&o.map, flat) {
                         // SQLite's SQL text ends at a NUL: no column can have this name.

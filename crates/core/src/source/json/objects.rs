@@ -24,6 +24,9 @@ pub struct Obj {
     pub column: u64,
     /// The byte offset it starts at.
     pub byte: u64,
+    /// The keys of members that are objects kept as their JSON text (see
+    /// [`parse_lossless_keeping`]), for flattening to read again.
+    pub whole: Vec<String>,
 }
 
 /// A value that is not a loadable object, and the stream can go on after it.
@@ -198,7 +201,15 @@ type WithText = (Item, Option<Box<[u8]>>);
 /// README's rule. serde_json gives such an integer as a real, so an integral real of
 /// 2^63 or more in magnitude is looked up in the text; only then is the text read twice.
 pub fn parse_lossless(text: &[u8]) -> serde_json::Result<Value> {
+    parse_lossless_keeping(text).map(|(v, _)| v)
+}
+
+/// As [`parse_lossless`], with the keys of the members that are objects kept as their
+/// JSON text (strings in the value): flattening reads those again
+/// ([`super::flatten::objects_again`]), as the members of the record they are.
+pub(super) fn parse_lossless_keeping(text: &[u8]) -> serde_json::Result<(Value, Vec<String>)> {
     let mut v: Value = serde_json::from_slice(text)?;
+    let mut whole = vec![];
     if let Value::Object(map) = &mut v {
         if map.values().any(maybe_rounded) {
             let raw: HashMap<String, &serde_json::value::RawValue> = serde_json::from_slice(text)?;
@@ -209,14 +220,18 @@ pub fn parse_lossless(text: &[u8]) -> serde_json::Result<Value> {
                 let t = r.get().trim();
                 match val {
                     // A nested value is stored as JSON text: its own text keeps the digits.
-                    Value::Array(_) | Value::Object(_) => *val = Value::String(t.to_string()),
+                    Value::Object(_) => {
+                        *val = Value::String(t.to_string());
+                        whole.push(k.clone());
+                    }
+                    Value::Array(_) => *val = Value::String(t.to_string()),
                     _ if !t.contains(['.', 'e', 'E']) => *val = Value::String(t.to_string()),
                     _ => {}
                 }
             }
         }
     }
-    Ok(v)
+    Ok((v, whole))
 }
 
 /// Whether `v` is, or holds, a real whose literal's text must decide ([`needs_its_text`]).
@@ -404,12 +419,13 @@ impl LineObjects {
 pub(super) fn line_item(raw: &RawLine<'_>) -> Item {
     {
         let (line, column, byte) = (raw.line, raw.column, raw.byte);
-        match parse_lossless(raw.text) {
-            Ok(Value::Object(map)) => Item::Obj(Obj {
+        match parse_lossless_keeping(raw.text) {
+            Ok((Value::Object(map), whole)) => Item::Obj(Obj {
                 map,
                 line,
                 column,
                 byte,
+                whole,
             }),
             _ => {
                 let (at, message) = explain_bad_line(raw.text);
@@ -1105,14 +1121,15 @@ impl RawElement {
             column,
             byte,
         } = self;
-        match parse_lossless(raw.get().as_bytes()) {
-            Ok(Value::Object(map)) => Ok(Item::Obj(Obj {
+        match parse_lossless_keeping(raw.get().as_bytes()) {
+            Ok((Value::Object(map), whole)) => Ok(Item::Obj(Obj {
                 map,
                 line,
                 column,
                 byte,
+                whole,
             })),
-            Ok(other) => Ok(Item::Bad(BadObj {
+            Ok((other, _)) => Ok(Item::Bad(BadObj {
                 line,
                 column,
                 byte,
