@@ -305,8 +305,9 @@ def write(
     with NaN as NULL, strings TEXT, binary BLOB, dates and timestamps ISO 8601 TEXT, a
     timestamp with a zone as the UTC instant with ``Z``, decimals exact TEXT, lists and
     structs JSON TEXT, categoricals their values), or for dicts from the values of the
-    first rows. Arrow data only: ``flatten`` (True: a struct's fields become columns,
-    ``owner_address_city``; a str: the separator), ``nested="tables"`` (every list
+    first rows. ``flatten`` (True: a struct's fields, or a dict's members that are
+    dicts, become columns, ``owner_address_city``, as :func:`import_file` flattens
+    JSON objects; a str: the separator). Arrow data only: ``nested="tables"`` (every list
     column becomes a child table ``<table>_<column>`` with ``_id``, ``_parent`` and
     ``_position``, as :func:`import_file` makes them from Parquet), ``scalar_arrays``
     and ``child_tables`` as there.

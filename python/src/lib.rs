@@ -100,10 +100,10 @@ fn write(
                 data.get_type().name().map(|n| n.to_string()).unwrap_or_default()
             ))
                 })?;
-            if opts.read.flatten.is_some() || opts.nested != liteload::Nested::Json {
+            if opts.nested != liteload::Nested::Json {
                 return Err(errors::usage(
-                    "write(): flatten= and nested= apply to Arrow data (a pyarrow Table, a \
-                     polars or pandas DataFrame with pyarrow installed), not to dict rows",
+                    "write(): nested= applies to Arrow data (a pyarrow Table, a polars or \
+                     pandas DataFrame with pyarrow installed), not to dict rows",
                 ));
             }
             let rows = rows::Rows::new(iter.into_any().unbind(), counters.clone(), failed.clone());

@@ -114,11 +114,16 @@ def test_flattened_records_equal_the_reference(tmp_path, seed, sep):
     names, want = reference_flatten(records, sep)
     if not names:
         return
-    liteload.import_file(tmp_path / "f.db", src, table="t", flatten=sep if sep != "_" else True)
-    conn = checked(tmp_path / "f.db")
-    got_names = [r[1] for r in conn.execute('PRAGMA table_info("t")')]
-    assert got_names == names
-    assert conn.execute('SELECT * FROM "t" ORDER BY rowid').fetchall() == want
+    flatten = sep if sep != "_" else True
+    liteload.import_file(tmp_path / "f.db", src, table="t", flatten=flatten)
+    # The same records as dict rows (sampled from the same first rows).
+    liteload.write(tmp_path / "w.db", "t", records, flatten=flatten)
+    for db in ["f.db", "w.db"]:
+        conn = checked(tmp_path / db)
+        got_names = [r[1] for r in conn.execute('PRAGMA table_info("t")')]
+        assert got_names == names, db
+        assert conn.execute('SELECT * FROM "t" ORDER BY rowid').fetchall() == want, db
+        conn.close()
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -489,8 +494,8 @@ def test_write_takes_arrow_data_apart_as_import_file_takes_parquet(tmp_path):
             q = f'SELECT * FROM "{n}" ORDER BY _id'
             assert got.execute(q).fetchall() == want.execute(q).fetchall(), (i, n)
         assert got.execute("SELECT count(*) FROM pragma_foreign_key_check").fetchone() == (0,)
-    with pytest.raises(liteload.UsageError, match="apply to Arrow data"):
-        liteload.write(tmp_path / "d.db", "t", [{"a": {"b": 1}}], flatten=True)
+    with pytest.raises(liteload.UsageError, match="applies to Arrow data"):
+        liteload.write(tmp_path / "d.db", "t", [{"a": [{"b": 1}]}], nested="tables")
     assert not (tmp_path / "d.db").exists()
 
 

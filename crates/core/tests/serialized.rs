@@ -3,6 +3,7 @@
 //! values: non-finite floats, integers past i64, NUL, non-ASCII, empty strings, nested
 //! values, keys that collide to SQLite, keys first seen later. Bytes, which JSON cannot
 //! carry, are held to what SQLite's own INSERT stores when they are bound as blobs.
+//! Flattened items store what their NDJSON stores flattened.
 
 use std::collections::BTreeMap;
 
@@ -65,12 +66,23 @@ fn load_sampling(
     engine: liteload::Engine,
     sample_rows: usize,
 ) -> Result<Vec<String>, String> {
+    load_with(input, engine, sample_rows, None)
+}
+
+/// As [`load_sampling`], nested objects flattened when `flatten` names a separator.
+fn load_with(
+    input: Input,
+    engine: liteload::Engine,
+    sample_rows: usize,
+    flatten: Option<&str>,
+) -> Result<Vec<String>, String> {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("x.db");
     let mut opts = ImportOptions::default();
     opts.engine = engine;
     opts.table = Some("t".into());
     opts.read.sample_rows = sample_rows;
+    opts.read.flatten = flatten.map(String::from);
     match import(&db, &[input], &opts, &Progress::default()) {
         Ok(_) => Ok(dump(&db)),
         Err(e) => Err(e.to_string()),
@@ -503,4 +515,167 @@ proptest! {
             prop_assert_eq!(got, bound(&declared, &want), "engine {:?}", engine);
         }
     }
+}
+
+/// A nested map item for flattening: keys whose joined paths collide with other keys
+/// (`a_b` against `a` > `b`, `A` against `a`), blank and non-ASCII keys, empty objects,
+/// objects in arrays (JSON text), objects where scalars were in other items, deep nesting.
+fn nested_item() -> impl Strategy<Value = serde_json::Value> {
+    let key = prop_oneof![
+        Just("a"),
+        Just("A"),
+        Just("b"),
+        Just("a_b"),
+        Just("a.b"),
+        Just("ab"),
+        Just(""),
+        Just("é"),
+    ];
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<i64>().prop_map(serde_json::Value::from),
+        float().prop_map(serde_json::Value::from),
+        text().prop_map(serde_json::Value::from),
+        any::<bool>().prop_map(serde_json::Value::from),
+        Just(serde_json::json!([{"x": {"y": 1}}, 2])),
+        Just(serde_json::json!({})),
+    ];
+    let value = leaf.prop_recursive(4, 24, 4, move |inner| {
+        proptest::collection::vec((key.clone().prop_map(String::from), inner), 0..4)
+            .prop_map(|m| serde_json::Value::Object(m.into_iter().collect()))
+    });
+    let top = prop_oneof![
+        Just("a"),
+        Just("A"),
+        Just("a_b"),
+        Just("ab"),
+        Just(""),
+        Just("z")
+    ];
+    proptest::collection::vec((top.prop_map(String::from), value), 1..5)
+        .prop_map(|m| serde_json::Value::Object(m.into_iter().collect()))
+}
+
+#[derive(serde::Serialize, Clone, Debug)]
+struct Owner {
+    name: String,
+    address: Option<Address>,
+    shape: Shape,
+}
+
+#[derive(serde::Serialize, Clone, Debug)]
+struct Address {
+    city: String,
+    zip: Option<i64>,
+    lines: Vec<String>,
+}
+
+#[derive(serde::Serialize, Clone, Debug)]
+struct Owned {
+    id: i64,
+    owner: Owner,
+    owner_name: String,
+    hostile: Hostile,
+}
+
+fn owned() -> impl Strategy<Value = Owned> {
+    (
+        any::<i64>(),
+        text(),
+        proptest::option::of((text(), proptest::option::of(any::<i64>()))),
+        0u8..3,
+        hostile(),
+    )
+        .prop_map(|(id, name, address, k, hostile)| Owned {
+            id,
+            owner: Owner {
+                name: name.clone(),
+                address: address.map(|(city, zip)| Address {
+                    city,
+                    zip,
+                    lines: vec![name.clone()],
+                }),
+                shape: match k {
+                    0 => Shape::Dot,
+                    1 => Shape::Circle(0.5),
+                    _ => Shape::Box { w: 3, h: 4 },
+                },
+            },
+            owner_name: name,
+            hostile,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Flattened, nested maps store what their NDJSON stores flattened: the same
+    /// columns (named by the joined paths, collisions by the same allocator), types
+    /// and values, keys first seen after the sample included.
+    #[test]
+    fn flattened_maps_store_what_their_flattened_ndjson_stores(
+        items in proptest::collection::vec(nested_item(), 1..25),
+        sample in 1usize..8,
+        separator in prop_oneof![Just("_"), Just("."), Just("")],
+    ) {
+        for engine in ENGINES {
+            let ours = load_with(Input::serialized("t", items.clone()), engine, sample, Some(separator));
+            let reference = load_with(as_ndjson(&items), engine, sample, Some(separator));
+            prop_assert_eq!(ours, reference);
+        }
+    }
+
+    /// Flattened, nested structs (an `Option` of one, enum variants with data, which JSON
+    /// writes as objects, a field named as a flattened path is) store what their NDJSON
+    /// stores flattened.
+    #[test]
+    fn flattened_structs_store_what_their_flattened_ndjson_stores(
+        items in proptest::collection::vec(owned(), 1..25),
+    ) {
+        for engine in ENGINES {
+            let ours = load_with(Input::serialized("t", items.clone()), engine, 100, Some("_"));
+            let reference = load_with(as_ndjson(&items), engine, 100, Some("_"));
+            prop_assert!(ours.is_ok(), "{:?}", ours);
+            prop_assert_eq!(ours, reference);
+        }
+    }
+}
+
+/// With flattening, a NUL in a nested key is refused as at the top (no column can be
+/// named by it), and positional rows, whose columns are given, are not flattened.
+#[test]
+fn flattening_refuses_a_nul_in_a_nested_key_and_leaves_positional_rows_whole() {
+    let items = vec![serde_json::json!({"a": {"b\0c": 1}})];
+    let mut opts = ImportOptions::default();
+    opts.read.flatten = Some("_".into());
+    let dir = tempfile::tempdir().unwrap();
+    let err = import(
+        dir.path().join("n.db"),
+        &[Input::serialized("t", items)],
+        &opts,
+        &Progress::default(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("has a NUL byte"), "{err}");
+
+    let rows = vec![vec![
+        serde_json::json!(1),
+        serde_json::json!({"x": {"y": 2}}),
+    ]];
+    let db = dir.path().join("r.db");
+    opts.table = Some("t".into());
+    import(
+        &db,
+        &[Input::rows("t", ["id", "obj"], rows)],
+        &opts,
+        &Progress::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        dump(&db),
+        [
+            "CREATE TABLE \"t\" (\n  \"id\" INTEGER,\n  \"obj\" TEXT\n)",
+            "integer:1 | text:'{\"x\":{\"y\":2}}'",
+        ]
+    );
 }

@@ -247,8 +247,10 @@ impl Input {
     ///
     /// Each item is serialized straight into a row as it is needed (none is held but
     /// the sample), and stored exactly as the same items written as NDJSON would be:
-    /// nested values become JSON text, non-finite floats NULL, and a key first seen
-    /// after the sample adds a column (refused by the page writer, as for NDJSON).
+    /// nested values become JSON text (with [`ReadOptions::flatten`](crate::ReadOptions::flatten),
+    /// a nested struct's or map's members become columns, as NDJSON's objects do),
+    /// non-finite floats NULL, and a key first seen after the sample adds a column
+    /// (refused by the page writer, as for NDJSON).
     /// Bytes, which JSON has not, are BLOBs: a `Vec<u8>` (a non-empty sequence of
     /// `u8`) or `serialize_bytes` (`serde_bytes`) makes its column BLOB and is stored
     /// byte for byte; an empty `Vec<u8>` is an empty blob there, and `[]` in a column

@@ -221,9 +221,10 @@ pub struct ReadOptions {
     /// with none, the one member holding an empty array). The rest of the document is
     /// read and checked as JSON. Other formats refuse a record path.
     pub record: Option<String>,
-    /// JSON and NDJSON: the members of nested objects become columns of their own, named
-    /// by their paths' keys joined by this separator (`owner_address_city`); arrays stay
-    /// JSON text. XML: a child with attributes or children, named once in its record,
+    /// JSON and NDJSON (and [`Input::serialized`](crate::Input::serialized)'s structs and
+    /// maps): the members of nested objects become columns of their own, named by their
+    /// paths' keys joined by this separator (`owner_address_city`); arrays stay JSON
+    /// text. XML: a child with attributes or children, named once in its record,
     /// gives a field for each of them, at every depth. Parquet and Arrow: the fields of
     /// struct columns, at every depth, NULL where a struct above is. `None`: a nested
     /// object, element or struct is one JSON text column.

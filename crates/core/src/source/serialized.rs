@@ -7,7 +7,11 @@
 //! gives them, or a non-empty sequence of `u8` such as a `Vec<u8>`) are a BLOB, which
 //! JSON cannot say (an empty sequence is an empty BLOB in a BLOB column, `[]`
 //! elsewhere); any other nested value (a sequence, a map, a struct, an enum variant with
-//! data) is stored as its JSON text.
+//! data) is stored as its JSON text. With flattening ([`ReadOptions::flatten`]) a
+//! struct's or a map's members that are themselves structs or maps become columns under
+//! their paths, as the JSON reader flattens objects (an empty one gives no column); the
+//! values of positional rows ([`crate::Input::rows`]), whose columns are given, are not
+//! flattened.
 
 use std::collections::VecDeque;
 use std::fmt::Display;
@@ -16,7 +20,7 @@ use std::sync::Arc;
 use serde::ser::{self, Impossible, Serialize};
 
 use super::convert::{push_scalar, Mismatches, Scalar};
-use super::keys::KeyColumns;
+use super::keys::{KeyColumns, PART};
 use super::{BadRecord, Fill, ReadOptions, Sample, Source};
 use crate::batch::{Batch, Cell, RowOrigin};
 use crate::error::{Error, Position, Result};
@@ -92,6 +96,27 @@ impl ser::Error for SerError {
 
 type Res<T = ()> = std::result::Result<T, SerError>;
 
+/// Refuses a key holding a NUL: SQLite's SQL text ends at one, so no column has it.
+fn no_nul(key: &str) -> Res {
+    if key.contains('\0') {
+        return Err(SerError::Bad(format!(
+            "key {key:?} has a NUL byte, which no column name can hold"
+        )));
+    }
+    Ok(())
+}
+
+/// A map's key as JSON writes it: a string, or a number's text.
+fn map_key<T: Serialize + ?Sized>(key: &T) -> Res<String> {
+    match serde_json::to_value(key) {
+        Ok(serde_json::Value::String(s)) => Ok(s),
+        Ok(serde_json::Value::Number(n)) => Ok(n.to_string()),
+        _ => Err(SerError::Bad(
+            "a map key must be a string or a number".into(),
+        )),
+    }
+}
+
 /// Columns and how new keys are treated: added while sampling, an error after.
 pub(crate) struct Columns {
     keys: KeyColumns,
@@ -100,14 +125,14 @@ pub(crate) struct Columns {
 }
 
 impl Columns {
+    /// The column of `key`: a member's key, or with flattening its path's keys joined
+    /// by [`PART`] (each checked by [`ItemSer::member`]).
     fn of_key(&mut self, key: &str) -> Res<usize> {
         if let Some(i) = self.keys.get(key) {
             return Ok(i);
         }
-        if key.contains('\0') {
-            return Err(SerError::Bad(format!(
-                "key {key:?} has a NUL byte, which no column name can hold"
-            )));
+        if self.keys.flatten.is_none() {
+            no_nul(key)?;
         }
         if self.fixed.is_some() {
             return Err(SerError::Bad(format!(
@@ -138,9 +163,99 @@ struct ItemSer<'a> {
     cols: &'a mut Columns,
     /// The column of the next value: a map's key just seen, or a sequence's position.
     next: usize,
+    /// With flattening: the path of the member being serialized, its keys joined by
+    /// [`PART`], and how many keys it has.
+    path: String,
+    depth: usize,
+    /// With flattening: the map key just seen (its column waits for its value, which
+    /// may be a map whose members are the columns).
+    key: String,
 }
 
-impl ItemSer<'_> {
+impl<'a> ItemSer<'a> {
+    fn new(row: &'a mut Row, cols: &'a mut Columns) -> Self {
+        ItemSer {
+            row,
+            cols,
+            next: 0,
+            path: String::new(),
+            depth: 0,
+            key: String::new(),
+        }
+    }
+
+    fn flattening(&self) -> bool {
+        self.cols.keys.flatten.is_some()
+    }
+
+    /// A struct's field or a map's entry: its value at the column of `key`, or with
+    /// flattening, a struct or map value's members under the path.
+    fn member<T: Serialize + ?Sized>(&mut self, key: &str, v: &T) -> Res {
+        if !self.flattening() {
+            let col = self.cols.of_key(key)?;
+            return self.value(col, v);
+        }
+        no_nul(key)?;
+        let len = self.path.len();
+        if self.depth > 0 {
+            self.path.push(PART);
+        }
+        self.path.push_str(key);
+        self.depth += 1;
+        let r = self.flat_value(v);
+        self.depth -= 1;
+        self.path.truncate(len);
+        r
+    }
+
+    /// With flattening: `v` at the column of the path, or its members under it.
+    fn flat_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Res {
+        let (start, bytes) = (self.row.text.len(), self.row.bytes.len());
+        match v.serialize(ValueSer {
+            text: &mut self.row.text,
+            bytes: &mut self.row.bytes,
+        }) {
+            Ok(field) => {
+                let col = self.cols.of_key(&self.path)?;
+                self.row.fields.push((col, field));
+                Ok(())
+            }
+            Err(SerError::Nested) => {
+                self.row.text.truncate(start);
+                self.row.bytes.truncate(bytes);
+                // A struct's or map's members, under the path (`self` takes them as it
+                // takes a record's, and anything else is `Nested` below the record).
+                match v.serialize(&mut *self) {
+                    Err(SerError::Nested) => {}
+                    r => return r,
+                }
+                // An enum variant with data is an object in JSON (`{"Variant": …}`),
+                // flattened as one; anything else is JSON text.
+                if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(v) {
+                    for (k, x) in &m {
+                        self.member(k, x)?;
+                    }
+                    return Ok(());
+                }
+                let path = std::mem::take(&mut self.path);
+                let col = self.cols.of_key(&path);
+                self.path = path;
+                self.json(col?, v)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `v`'s JSON text at column `col`.
+    fn json<T: Serialize + ?Sized>(&mut self, col: usize, v: &T) -> Res {
+        let json = serde_json::to_string(v).map_err(|e| SerError::Bad(e.to_string()))?;
+        let start = self.row.text.len();
+        self.row.text.push_str(&json);
+        self.row
+            .fields
+            .push((col, Field::Text(start, self.row.text.len())));
+        Ok(())
+    }
     fn value<T: Serialize + ?Sized>(&mut self, col: usize, v: &T) -> Res {
         let (start, bytes) = (self.row.text.len(), self.row.bytes.len());
         let field = match v.serialize(ValueSer {
@@ -151,9 +266,7 @@ impl ItemSer<'_> {
             Err(SerError::Nested) => {
                 self.row.text.truncate(start);
                 self.row.bytes.truncate(bytes);
-                let json = serde_json::to_string(v).map_err(|e| SerError::Bad(e.to_string()))?;
-                self.row.text.push_str(&json);
-                Field::Text(start, self.row.text.len())
+                return self.json(col, v);
             }
             Err(e) => return Err(e),
         };
@@ -161,14 +274,19 @@ impl ItemSer<'_> {
         Ok(())
     }
 
-    fn not_a_row(what: &str) -> SerError {
+    /// The error for an item (`depth` 0) that is `what`, not a struct or a map; below
+    /// the item (with flattening) such a member is `Nested`.
+    fn not_a_row(&self, what: &str) -> SerError {
+        if self.depth > 0 {
+            return SerError::Nested;
+        }
         SerError::Bad(format!("expected a struct or a map, found {what}"))
     }
 }
 
 macro_rules! not_a_row {
     ($($f:ident($($t:ty),*) $what:literal;)*) => {
-        $(fn $f(self, $(_: $t),*) -> Res<Self::Ok> { Err(ItemSer::not_a_row($what)) })*
+        $(fn $f(self, $(_: $t),*) -> Res<Self::Ok> { Err(self.not_a_row($what)) })*
     };
 }
 
@@ -209,9 +327,12 @@ impl<'a, 'b> ser::Serializer for &'b mut ItemSer<'a> {
         _: &'static str,
         _: &T,
     ) -> Res {
-        Err(ItemSer::not_a_row("an enum variant"))
+        Err(self.not_a_row("an enum variant"))
     }
     fn serialize_seq(self, _: Option<usize>) -> Res<Self> {
+        if self.depth > 0 {
+            return Err(SerError::Nested);
+        }
         self.cols.of_position(0)?;
         Ok(self)
     }
@@ -228,7 +349,7 @@ impl<'a, 'b> ser::Serializer for &'b mut ItemSer<'a> {
         _: &'static str,
         _: usize,
     ) -> Res<Self::SerializeTupleVariant> {
-        Err(ItemSer::not_a_row("an enum variant"))
+        Err(self.not_a_row("an enum variant"))
     }
     fn serialize_map(self, _: Option<usize>) -> Res<Self> {
         Ok(self)
@@ -243,7 +364,7 @@ impl<'a, 'b> ser::Serializer for &'b mut ItemSer<'a> {
         _: &'static str,
         _: usize,
     ) -> Res<Self::SerializeStructVariant> {
-        Err(ItemSer::not_a_row("an enum variant"))
+        Err(self.not_a_row("an enum variant"))
     }
 }
 
@@ -286,8 +407,7 @@ impl ser::SerializeStruct for &mut ItemSer<'_> {
     type Ok = ();
     type Error = SerError;
     fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, v: &T) -> Res {
-        let col = self.cols.of_key(key)?;
-        self.value(col, v)
+        self.member(key, v)
     }
     fn end(self) -> Res {
         Ok(())
@@ -298,20 +418,19 @@ impl ser::SerializeMap for &mut ItemSer<'_> {
     type Ok = ();
     type Error = SerError;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Res {
-        // Keys as JSON writes them: strings, and numbers as their text.
-        let key = match serde_json::to_value(key) {
-            Ok(serde_json::Value::String(s)) => s,
-            Ok(serde_json::Value::Number(n)) => n.to_string(),
-            _ => {
-                return Err(SerError::Bad(
-                    "a map key must be a string or a number".into(),
-                ))
-            }
-        };
-        self.next = self.cols.of_key(&key)?;
+        let key = map_key(key)?;
+        if self.flattening() {
+            self.key = key;
+        } else {
+            self.next = self.cols.of_key(&key)?;
+        }
         Ok(())
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Res {
+        if self.flattening() {
+            let key = std::mem::take(&mut self.key);
+            return self.member(&key, v);
+        }
         self.value(self.next, v)
     }
     fn end(self) -> Res {
@@ -567,8 +686,7 @@ impl<T: Serialize, I: Iterator<Item = T> + Send> Items for I {
     fn next_into(&mut self, row: &mut Row, cols: &mut Columns) -> Option<Res> {
         let item = self.next()?;
         row.clear();
-        let mut s = ItemSer { row, cols, next: 0 };
-        Some(item.serialize(&mut s))
+        Some(item.serialize(&mut ItemSer::new(row, cols)))
     }
 }
 
@@ -603,6 +721,9 @@ impl SerializedSource {
         let mut keys = KeyColumns::default();
         for c in columns.unwrap_or_default() {
             keys.add(c);
+        }
+        if columns.is_none() {
+            keys.flatten.clone_from(&opts.flatten);
         }
         SerializedSource {
             items,
