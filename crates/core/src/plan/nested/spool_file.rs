@@ -28,14 +28,22 @@ impl SpoolFile {
     }
 
     /// Bytes written and not yet in the file.
+    #[cfg(test)]
     pub(super) fn held(&self) -> usize {
         self.held.len()
     }
 
-    /// Appends the bytes held to the file.
-    pub(super) fn flush_held(&mut self) -> Result<()> {
+    /// The memory its buffer takes (kept between writes, up to twice [`FLUSH_AT`]).
+    pub(super) fn memory(&self) -> usize {
+        self.held.capacity()
+    }
+
+    /// Appends the bytes held to the file and gives the buffer's memory back.
+    pub(super) fn release(&mut self) -> Result<()> {
         self.append()
-            .map_err(|e| Error::io(Some(self.path.clone()), e))
+            .map_err(|e| Error::io(Some(self.path.clone()), e))?;
+        self.held = Vec::new();
+        Ok(())
     }
 
     fn append(&mut self) -> std::io::Result<()> {
@@ -73,7 +81,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bytes_reach_the_file_in_order_when_held_past_the_bound_or_flushed() {
+    fn bytes_reach_the_file_in_order_when_held_past_the_bound_or_released() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("0.rows");
         let mut s = SpoolFile::create(path.clone()).unwrap();
@@ -87,7 +95,9 @@ mod tests {
             (0, FLUSH_AT + 2)
         );
         s.write_all(b"cd").unwrap();
-        s.flush_held().unwrap();
+        assert!(s.memory() >= FLUSH_AT);
+        s.release().unwrap();
+        assert_eq!(s.memory(), 0);
         let got = std::fs::read(&path).unwrap();
         assert_eq!((&got[..2], &got[got.len() - 2..]), (&b"ab"[..], &b"cd"[..]));
         assert_eq!(got.len(), FLUSH_AT + 4);

@@ -68,9 +68,11 @@ struct TopKey {
     fields: bool,
 }
 
-/// The most bytes all spools together hold before they are written to their files
-/// (each also writes its own once it holds [`super::spool_file::FLUSH_AT`]).
-const UNWRITTEN_MAX: usize = 32 << 20;
+/// The most memory the spools' buffers take together before each writes its bytes to
+/// its file and gives its buffer back (each also writes its own bytes once it holds
+/// [`super::spool_file::FLUSH_AT`], keeping the buffer for the next rows): the bound
+/// holds for any number of tables, each of which may once have filled its buffer.
+const BUFFERED_MAX: usize = 32 << 20;
 
 /// Appends the column number `c`.
 #[inline]
@@ -113,9 +115,8 @@ pub(super) struct Spools {
     free: Vec<Vec<u8>>,
     /// Bytes of rows the tables hold while their types are undecided.
     held: usize,
-    /// Bytes the spools hold that are not yet in their files (at most
-    /// [`UNWRITTEN_MAX`] after each row).
-    unwritten: usize,
+    /// The memory the spools' buffers take (at most [`BUFFERED_MAX`] after each row).
+    buffered: usize,
     /// How rows are typed as they are written, and the input's name (a table's load is
     /// named after it); `None`: their loads type them.
     typing: Option<(typing::Rules, String)>,
@@ -145,7 +146,7 @@ impl Spools {
             given: vec![],
             free: vec![],
             held: 0,
-            unwritten: 0,
+            buffered: 0,
             typing,
         };
         s.add(top.to_string(), None, String::new())?;
@@ -459,7 +460,7 @@ impl Spools {
         column_no(&mut row, END);
         let s = &mut self.spools[t];
         s.rows += 1;
-        let before = s.out.held();
+        let before = s.out.memory();
         let written = match &mut s.typing {
             Some(typing) => {
                 let mut spool = typing::Spool {
@@ -476,21 +477,27 @@ impl Spools {
         row.clear();
         self.free.push(row);
         written?;
-        // (`before` is part of `unwritten`.)
-        self.unwritten = self.unwritten + self.spools[t].out.held() - before;
-        if self.unwritten > UNWRITTEN_MAX {
-            self.write_held()?;
+        // (`before` is part of `buffered`.)
+        self.buffered = self.buffered + self.spools[t].out.memory() - before;
+        if self.buffered > BUFFERED_MAX {
+            self.release()?;
         }
         Ok(())
     }
 
-    /// Appends every spool's bytes held to its file.
-    pub(super) fn write_held(&mut self) -> Result<()> {
+    /// Appends every spool's bytes held to its file, and gives the buffers back.
+    pub(super) fn release(&mut self) -> Result<()> {
         for s in &mut self.spools {
-            s.out.flush_held()?;
+            s.out.release()?;
         }
-        self.unwritten = 0;
+        self.buffered = 0;
         Ok(())
+    }
+
+    /// The memory the spools' buffers take, counted buffer by buffer.
+    #[cfg(test)]
+    fn memory(&self) -> usize {
+        self.spools.iter().map(|s| s.out.memory()).sum()
     }
 
     /// Writes the rows each table holds still (its types then decided), and every
@@ -505,7 +512,7 @@ impl Spools {
                 typing.finish(&s.named, &mut spool)?;
             }
         }
-        self.write_held()
+        self.release()
     }
 
     /// The child table of table `t` for the arrays at `key` (`table_key` joined by `_`):
@@ -637,5 +644,50 @@ impl<V> Lookup<V> {
             }
         }
         &self.items[i].1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse::{self, Split};
+    use super::*;
+    use crate::Nested;
+
+    /// Tables that each once filled a buffer (a record a table, each with more than
+    /// [`FLUSH_AT`](super::super::spool_file::FLUSH_AT) of rows) do not keep those
+    /// buffers: the spools' memory stays within the bound, and every row reaches its file.
+    #[test]
+    fn buffers_of_many_tables_stay_within_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spools = Spools::new("t", None, dir.path(), None).unwrap();
+        let element = format!("\"{}\"", "x".repeat(1000));
+        let elements = vec![element; 1100].join(",");
+        let tables = 48;
+        for i in 0..tables {
+            let text = format!("{{\"a{i}\": [{elements}]}}");
+            let mut split = Split::sized(text.len(), 1);
+            let rules = parse::Rules {
+                rule: Nested::Tables,
+                flatten: false,
+            };
+            parse::record(text.as_bytes(), rules, &mut split).unwrap();
+            let bad = spools.record(&split, &split.events, i + 1).unwrap();
+            assert_eq!(bad, None);
+            let memory = spools.memory();
+            assert_eq!(memory, spools.buffered);
+            assert!(
+                memory <= BUFFERED_MAX + 2 * super::super::spool_file::FLUSH_AT,
+                "{memory} bytes buffered after {} tables",
+                i + 1
+            );
+        }
+        spools.finish().unwrap();
+        assert_eq!(spools.memory(), 0);
+        // The records' table and one child table a record, each child's rows in its file.
+        assert_eq!(spools.spools.len(), tables as usize + 1);
+        for s in &spools.spools[1..] {
+            assert_eq!(s.rows, 1100);
+            assert!(std::fs::metadata(&s.path).unwrap().len() > 1100 * 1000);
+        }
     }
 }
